@@ -1,0 +1,199 @@
+"""Per-invocation privacy guarantees: small frozen records, validated at construction.
+
+Each record *describes* what is known about one mechanism invocation; it has no
+behaviour beyond validation. Composition theorems (:mod:`gce.theorems`) interpret
+them. All guarantees are stated for add/remove-one neighbours, the relation the
+generalized composition experiment uses per database (001, Sec. III, Alg. 2):
+the target's record is in a database or it is not.
+
+What must never change about the meaning of a field:
+
+* ``epsilon``, ``delta``: the mechanism satisfies (epsilon, delta)-DP, i.e. its
+  privacy profile is at most delta at epsilon, in both directions.
+* ``rho``: rho-zCDP (Bun and Steinke 2016): Renyi divergence of order alpha at
+  most rho * alpha for every alpha > 1.
+* ``mu``: mu-Gaussian DP (Dong, Roth and Su 2022): trade-off function at least
+  that of N(0, 1) vs N(mu, 1).
+* ``sigma``, ``scale`` with ``sensitivity``: the concrete Gaussian / Laplace
+  noise-adding mechanism on a query of that L2 / L1 sensitivity.
+* ``rate``: Poisson subsampling, each record kept independently with that
+  probability before the inner mechanism runs.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Union
+
+from .errors import InvalidParameterError
+
+__all__ = [
+    "PureDP",
+    "ApproxDP",
+    "ZCDP",
+    "GaussianDP",
+    "GaussianMechanism",
+    "LaplaceMechanism",
+    "RandomizedResponse",
+    "Subsampled",
+    "Guarantee",
+    "epsilon_delta",
+]
+
+
+def _finite_at_least(name: str, value: float, low: float, *, strict: bool = False) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise InvalidParameterError(name, f"must be a number, got {value!r}")
+    value = float(value)
+    if math.isnan(value) or math.isinf(value):
+        raise InvalidParameterError(name, f"must be finite, got {value!r}")
+    if value < low or (strict and value == low):
+        relation = ">" if strict else ">="
+        raise InvalidParameterError(name, f"must be {relation} {low:g}, got {value!r}")
+    return value
+
+
+def _delta(value: float) -> float:
+    value = _finite_at_least("delta", value, 0.0)
+    if value >= 1.0:
+        raise InvalidParameterError("delta", f"must lie in [0, 1), got {value!r}")
+    return value
+
+
+@dataclass(frozen=True)
+class PureDP:
+    """epsilon-DP (Dwork et al. 2006)."""
+
+    epsilon: float
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "epsilon", _finite_at_least("epsilon", self.epsilon, 0.0))
+
+
+@dataclass(frozen=True)
+class ApproxDP:
+    """(epsilon, delta)-DP; dominated by the canonical pair of 002, eqs. 9-10."""
+
+    epsilon: float
+    delta: float
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "epsilon", _finite_at_least("epsilon", self.epsilon, 0.0))
+        object.__setattr__(self, "delta", _delta(self.delta))
+
+
+@dataclass(frozen=True)
+class ZCDP:
+    """rho-zero-concentrated DP (Bun and Steinke 2016)."""
+
+    rho: float
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "rho", _finite_at_least("rho", self.rho, 0.0))
+
+
+@dataclass(frozen=True)
+class GaussianDP:
+    """mu-Gaussian DP (Dong, Roth and Su 2022; 000 Sec. VI)."""
+
+    mu: float
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "mu", _finite_at_least("mu", self.mu, 0.0))
+
+
+@dataclass(frozen=True)
+class GaussianMechanism:
+    """Gaussian noise of standard deviation ``sigma`` on a query of L2 ``sensitivity``;
+    exactly (sensitivity / sigma)-GDP."""
+
+    sigma: float
+    sensitivity: float = 1.0
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "sigma", _finite_at_least("sigma", self.sigma, 0.0, strict=True))
+        object.__setattr__(self, "sensitivity", _finite_at_least("sensitivity", self.sensitivity, 0.0))
+
+
+@dataclass(frozen=True)
+class LaplaceMechanism:
+    """Laplace noise of ``scale`` b on a query of L1 ``sensitivity``; (sensitivity / b)-DP."""
+
+    scale: float
+    sensitivity: float = 1.0
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "scale", _finite_at_least("scale", self.scale, 0.0, strict=True))
+        object.__setattr__(self, "sensitivity", _finite_at_least("sensitivity", self.sensitivity, 0.0))
+
+
+@dataclass(frozen=True)
+class RandomizedResponse:
+    """Binary randomized response with parameter epsilon: it reports the true bit
+    with probability e^eps / (1 + e^eps). Its pair is the canonical pair of
+    (epsilon, 0) (002, eqs. 9-10 with delta = 0)."""
+
+    epsilon: float
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "epsilon", _finite_at_least("epsilon", self.epsilon, 0.0))
+
+
+@dataclass(frozen=True)
+class Subsampled:
+    """``mechanism`` run on a Poisson subsample: each record kept with probability ``rate``."""
+
+    rate: float
+    mechanism: "Guarantee"
+
+    def __post_init__(self) -> None:
+        rate = _finite_at_least("rate", self.rate, 0.0, strict=True)
+        if rate > 1.0:
+            raise InvalidParameterError("rate", f"must lie in (0, 1], got {rate!r}")
+        object.__setattr__(self, "rate", rate)
+        if not isinstance(self.mechanism, _GUARANTEE_TYPES):
+            raise InvalidParameterError("mechanism", f"must be a guarantee, got {self.mechanism!r}")
+        if isinstance(self.mechanism, (ZCDP, GaussianDP)):
+            raise InvalidParameterError(
+                "mechanism",
+                f"subsampling a bare {type(self.mechanism).__name__} guarantee has no tight amplification "
+                "theorem here; describe the mechanism (gaussian, laplace, randomized_response) or its "
+                "(epsilon, delta) guarantee instead",
+            )
+
+
+Guarantee = Union[
+    PureDP, ApproxDP, ZCDP, GaussianDP, GaussianMechanism, LaplaceMechanism, RandomizedResponse, Subsampled
+]
+_GUARANTEE_TYPES = (
+    PureDP, ApproxDP, ZCDP, GaussianDP, GaussianMechanism, LaplaceMechanism, RandomizedResponse, Subsampled,
+)
+
+
+def amplified(epsilon: float, delta: float, rate: float) -> tuple[float, float]:
+    """Amplification by Poisson subsampling of an (epsilon, delta)-DP mechanism.
+
+    Returns (ln(1 + q(e^epsilon - 1)), q delta) (Balle, Barthe and Gaboardi 2018,
+    Thm. 8; 001 Sec. V-B cites it as [29, Thm. 8]).
+    """
+    return math.log1p(rate * math.expm1(epsilon)), rate * delta
+
+
+def epsilon_delta(guarantee: Guarantee) -> tuple[float, float] | None:
+    """The single (epsilon, delta) point a guarantee implies without choosing a delta.
+
+    Pure, approximate, randomized-response and Laplace guarantees have one;
+    subsampled ones inherit it through :func:`amplified`. zCDP, GDP and Gaussian
+    mechanisms have only a curve (their epsilon depends on delta): ``None``.
+    """
+    if isinstance(guarantee, (PureDP, RandomizedResponse)):
+        return guarantee.epsilon, 0.0
+    if isinstance(guarantee, ApproxDP):
+        return guarantee.epsilon, guarantee.delta
+    if isinstance(guarantee, LaplaceMechanism):
+        return guarantee.sensitivity / guarantee.scale, 0.0
+    if isinstance(guarantee, Subsampled):
+        inner = epsilon_delta(guarantee.mechanism)
+        return None if inner is None else amplified(*inner, guarantee.rate)
+    return None

@@ -1,0 +1,500 @@
+"""Composition theorems: each turns a multiset of guarantees into a privacy curve.
+
+Every theorem here is a valid upper bound on the privacy curve of the adaptive
+composition of *any* mechanisms with the given guarantees (001, Def. 4 calls
+such a theorem "compatible" with the sequence). Since each curve is valid, the
+pointwise minimum over compatible theorems is valid too, and
+:func:`compose` returns exactly that, naming the theorem that wins where the
+caller evaluates it.
+
+A theorem declares which lists it accepts (:meth:`Theorem.accepts`) and
+whether its curve is the exact optimum for them (:meth:`Theorem.is_exact`);
+the selector stops at the first exact one (nothing can be tighter).
+
+Lists are taken as multisets ``((guarantee, count), ...)``, so a million
+identical invocations cost one entry.
+
+References
+----------
+002: Kairouz, Oh, Viswanath, "The Composition Theorem for Differential Privacy".
+DRV10: Dwork, Rothblum, Vadhan, "Boosting and Differential Privacy" (002 eq. 4).
+MV16: Murtagh, Vadhan, "The Complexity of Computing the Optimal Composition of
+Differential Privacy" (optimal heterogeneous composition is the composition of
+the canonical pairs).
+BS16: Bun, Steinke, "Concentrated Differential Privacy" (zCDP, Prop. 1.4, Lemma 2.3).
+DRS22: Dong, Roth, Su, "Gaussian Differential Privacy" (Cor. 2.13, Cor. 3.3).
+"""
+
+from __future__ import annotations
+
+import abc
+import math
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+from numpy.typing import NDArray
+from scipy import special
+
+from . import pld as _pld
+from .curves import (
+    CanonicalCurve,
+    DiscreteLossCurve,
+    EnvelopeCurve,
+    FunctionCurve,
+    GaussianCurve,
+    PrivacyCurve,
+    ZCDPCurve,
+)
+from .errors import InvalidParameterError, UnsupportedCombinationError
+from .guarantees import (
+    ZCDP,
+    ApproxDP,
+    GaussianDP,
+    GaussianMechanism,
+    Guarantee,
+    LaplaceMechanism,
+    PureDP,
+    RandomizedResponse,
+    Subsampled,
+    _GUARANTEE_TYPES,
+    epsilon_delta,
+)
+
+__all__ = [
+    "Multiset",
+    "as_multiset",
+    "Theorem",
+    "THEOREMS",
+    "Composition",
+    "compose",
+    "canonical_composition",
+    "ENUMERATION_LIMIT",
+]
+
+Multiset = tuple[tuple[Guarantee, int], ...]
+
+#: Largest number of joint outcomes (product of (count + 1) over distinct guarantees)
+#: that exact enumeration of canonical pairs handles before dp-accounting takes over.
+ENUMERATION_LIMIT = 2_000_000
+
+#: Guarantee kinds whose class is exactly described by their canonical pair (002 Thm. II.5).
+_CANONICAL_KINDS = (PureDP, ApproxDP, RandomizedResponse)
+
+
+def as_multiset(guarantees: Iterable[Guarantee] | Mapping[Guarantee, int] | Multiset) -> Multiset:
+    """Normalise guarantees to a multiset ``((guarantee, count), ...)``.
+
+    Accepts a list of guarantees, a mapping guarantee -> count, or a multiset.
+
+    Counts must be non-negative integers; entries with count 0 are dropped.
+    """
+    counts: Counter[Guarantee] = Counter()
+    if isinstance(guarantees, Mapping):
+        pairs: Iterable = guarantees.items()
+    else:
+        pairs = (item if isinstance(item, tuple) and len(item) == 2 else (item, 1) for item in guarantees)
+    for i, (guarantee, count) in enumerate(pairs):
+        if not isinstance(guarantee, _GUARANTEE_TYPES):
+            raise InvalidParameterError(f"guarantees[{i}]", f"is not a guarantee: {guarantee!r}")
+        if isinstance(count, bool) or not isinstance(count, (int, np.integer)) or count < 0:
+            raise InvalidParameterError(f"guarantees[{i}].count", f"must be an integer >= 0, got {count!r}")
+        counts[guarantee] += int(count)
+    return tuple((g, n) for g, n in counts.items() if n > 0)
+
+
+def _points(ms: Multiset) -> list[tuple[float, float, int]] | None:
+    """(epsilon, delta, count) per entry, or None if some entry has no single point."""
+    out = []
+    for g, n in ms:
+        point = epsilon_delta(g)
+        if point is None:
+            return None
+        out.append((point[0], point[1], n))
+    return out
+
+
+def _log_survival(points: list[tuple[float, float, int]]) -> float:
+    """log prod_i (1 - delta_i)^n_i: the probability that no delta-event happens."""
+    return float(sum(n * math.log1p(-d) for _, d, n in points))
+
+
+# ---------------------------------------------------------------------------
+# Exact composition of canonical pairs
+
+
+def canonical_composition(points: list[tuple[float, float, int]]) -> DiscreteLossCurve:
+    """Exact privacy curve of the product of canonical pairs (002 eqs. 9-10).
+
+    For ``n`` copies of the canonical (eps, delta) pair, conditioned on no
+    delta-event, the number ``l`` of "-eps" outcomes is Binomial(n, 1/(1+e^eps))
+    under P0 and the privacy loss is (n - 2l) eps: this is 002 Thm. III.3,
+    delta(eps') = 1 - (1-delta)^n + (1-delta)^n sum_l C(n,l) (e^{(n-l)eps} -
+    e^{eps'} e^{l eps})_+ / (1+e^eps)^n. Distinct guarantees multiply: the loss
+    distribution is the convolution over groups (MV16: the optimal heterogeneous
+    composition is that of the canonical pairs). All probabilities are kept in
+    log space (log-gamma binomials), so n = 10^6 neither overflows nor underflows.
+    """
+    loss = np.zeros(1)
+    log_p = np.zeros(1)
+    for eps, delta, n in points:
+        if eps == 0.0:
+            continue  # loss identically 0 on the no-delta-event part
+        l = np.arange(n + 1, dtype=float)
+        log_binom = special.gammaln(n + 1.0) - special.gammaln(l + 1.0) - special.gammaln(n - l + 1.0)
+        group_log_p = log_binom + (n - l) * eps - n * np.logaddexp(0.0, eps)
+        group_loss = (n - 2.0 * l) * eps
+        loss = (loss[:, None] + group_loss[None, :]).ravel()
+        log_p = (log_p[:, None] + group_log_p[None, :]).ravel()
+    log_survival = _log_survival(points)
+    return DiscreteLossCurve(loss, log_p + log_survival, infinite_mass=-math.expm1(log_survival))
+
+
+def _enumeration_size(points: list[tuple[float, float, int]]) -> int:
+    size = 1
+    for eps, _, n in points:
+        if eps > 0:
+            size *= n + 1
+            if size > ENUMERATION_LIMIT:
+                break
+    return size
+
+
+# ---------------------------------------------------------------------------
+# Theorems
+
+
+class Theorem(abc.ABC):
+    """A composition theorem: which lists it accepts, and the curve it gives them."""
+
+    #: Short identifier used in reports and JSON.
+    name: str = ""
+    #: Where the theorem comes from (paper and section).
+    source: str = ""
+
+    @abc.abstractmethod
+    def accepts(self, ms: Multiset) -> bool:
+        """Whether the theorem applies to every guarantee of ``ms``."""
+
+    @abc.abstractmethod
+    def curve(self, ms: Multiset) -> PrivacyCurve:
+        """A valid upper bound on the composition's privacy curve (``accepts(ms)`` must hold)."""
+
+    def is_exact(self, ms: Multiset) -> bool:
+        """Whether :meth:`curve` is the exact optimum for the class ``ms`` describes."""
+        return False
+
+    def __repr__(self) -> str:
+        return f"<theorem {self.name}>"
+
+
+class SimpleComposition(Theorem):
+    """(sum eps_i, sum delta_i) (002 Thm. III.1; Dwork et al. 2006), read as the
+    canonical curve of that single point (002 Thm. II.5)."""
+
+    name = "simple"
+    source = "002 Thm. III.1"
+
+    def accepts(self, ms: Multiset) -> bool:
+        return _points(ms) is not None
+
+    def curve(self, ms: Multiset) -> PrivacyCurve:
+        pts = _points(ms)
+        return CanonicalCurve([(sum(e * n for e, _, n in pts), min(sum(d * n for _, d, n in pts), 1.0))])
+
+
+class AdvancedComposition(Theorem):
+    """Advanced composition (DRV10 Thm. III.3, 002 eq. 4), heterogeneous form:
+    (sum eps_i (e^eps_i - 1) + sqrt(2 log(1/d~) sum eps_i^2), sum delta_i + d~)
+    for every d~ in (0, 1]; never worse than simple composition."""
+
+    name = "advanced"
+    source = "002 Thm. III.2 (Dwork, Rothblum, Vadhan 2010)"
+
+    def accepts(self, ms: Multiset) -> bool:
+        return _points(ms) is not None
+
+    def curve(self, ms: Multiset) -> PrivacyCurve:
+        pts = _points(ms)
+        s1 = sum(n * e * math.expm1(e) for e, _, n in pts)
+        s2 = sum(n * e * e for e, _, n in pts)
+        base = min(sum(n * d for _, d, n in pts), 1.0)
+
+        def delta_fn(eps: NDArray[np.float64]) -> NDArray[np.float64]:
+            x = np.maximum(eps - s1, 0.0)
+            with np.errstate(divide="ignore"):
+                slack = np.exp(-x * x / (2.0 * s2)) if s2 > 0 else np.zeros_like(eps)
+            return np.where(eps > s1, base + slack, 1.0)
+
+        return EnvelopeCurve([FunctionCurve(delta_fn, delta_floor=base), SimpleComposition().curve(ms)])
+
+
+def _kairouz_slack(eps: NDArray[np.float64], s1: float, s2: float) -> NDArray[np.float64]:
+    """Smallest d~ for which 002 eq. (8)'s second or third term is <= eps."""
+    x = np.maximum(eps - s1, 0.0)
+    y = x * x / (2.0 * s2) if s2 > 0 else np.full_like(eps, np.inf)
+    third = np.exp(-y)  # eps = s1 + sqrt(2 s2 log(1/d~))
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        # eps = s1 + sqrt(2 s2 log(e + sqrt(s2)/d~))  <=>  d~ = sqrt(s2) / (e^y - e)
+        second = np.where(y > 1.0, math.sqrt(s2) * np.exp(-y) / (-np.expm1(1.0 - y)), 1.0)
+    slack = np.fmin(np.fmin(third, second), 1.0)
+    return np.where(eps > s1, slack, 1.0)
+
+
+class KairouzClosedForm(Theorem):
+    """002 Thm. III.4 (identical guarantees) and Thm. III.5 (heterogeneous), eq. (7)/(8):
+    (eps~, 1 - (1 - d~) prod (1 - delta_l)) with eps~ the minimum of sum eps_l,
+    sum eps_l tanh(eps_l / 2) + sqrt(2 sum eps_l^2 log(e + sqrt(sum eps_l^2) / d~)), and
+    sum eps_l tanh(eps_l / 2) + sqrt(2 sum eps_l^2 log(1 / d~)). The first term is
+    read as the canonical curve of its point (002 Thm. II.5)."""
+
+    def __init__(self, homogeneous: bool):
+        self.homogeneous = homogeneous
+        self.name = "kairouz-III.4" if homogeneous else "kairouz-III.5"
+        self.source = "002 Thm. III.4, eq. (7)" if homogeneous else "002 Thm. III.5, eq. (8)"
+
+    def accepts(self, ms: Multiset) -> bool:
+        pts = _points(ms)
+        return pts is not None and (len({(e, d) for e, d, _ in pts}) <= 1) == self.homogeneous
+
+    def curve(self, ms: Multiset) -> PrivacyCurve:
+        pts = _points(ms)
+        s1 = sum(n * e * math.tanh(e / 2.0) for e, _, n in pts)  # (e^x - 1) x / (e^x + 1) = x tanh(x/2)
+        s2 = sum(n * e * e for e, _, n in pts)
+        survival = math.exp(_log_survival(pts))
+
+        def delta_fn(eps: NDArray[np.float64]) -> NDArray[np.float64]:
+            return 1.0 - (1.0 - _kairouz_slack(eps, s1, s2)) * survival
+
+        first = CanonicalCurve([(sum(n * e for e, _, n in pts), 1.0 - survival)])
+        return EnvelopeCurve([FunctionCurve(delta_fn, delta_floor=1.0 - survival), first])
+
+
+class KairouzExact(Theorem):
+    """Exact optimal composition of identical (eps, delta) guarantees, 002 Thm. III.3."""
+
+    name = "kairouz-III.3"
+    source = "002 Thm. III.3"
+
+    def accepts(self, ms: Multiset) -> bool:
+        pts = _points(ms)
+        return pts is not None and len({(e, d) for e, d, _ in pts}) <= 1
+
+    def curve(self, ms: Multiset) -> PrivacyCurve:
+        pts = _points(ms)
+        return canonical_composition([(pts[0][0], pts[0][1], sum(n for *_, n in pts))] if pts else [])
+
+    def is_exact(self, ms: Multiset) -> bool:
+        return all(isinstance(g, _CANONICAL_KINDS) for g, _ in ms)
+
+
+class OptimalHeterogeneous(Theorem):
+    """Optimal composition of heterogeneous (eps_i, delta_i) guarantees by exact
+    enumeration of the product of canonical pairs (MV16; 002 Sec. IV's argument),
+    feasible while the joint outcome count stays under ``ENUMERATION_LIMIT``."""
+
+    name = "optimal-enumeration"
+    source = "002 Sec. IV; Murtagh and Vadhan 2016"
+
+    def accepts(self, ms: Multiset) -> bool:
+        pts = _points(ms)
+        return (
+            pts is not None
+            and len({(e, d) for e, d, _ in pts}) > 1
+            and _enumeration_size(pts) <= ENUMERATION_LIMIT
+        )
+
+    def curve(self, ms: Multiset) -> PrivacyCurve:
+        pts = _points(ms)
+        merged: Counter[tuple[float, float]] = Counter()
+        for e, d, n in pts:
+            merged[(e, d)] += n
+        return canonical_composition([(e, d, n) for (e, d), n in merged.items()])
+
+    def is_exact(self, ms: Multiset) -> bool:
+        return all(isinstance(g, _CANONICAL_KINDS) for g, _ in ms)
+
+
+def _gdp_mu(guarantee: Guarantee) -> float | None:
+    if isinstance(guarantee, GaussianDP):
+        return guarantee.mu
+    if isinstance(guarantee, GaussianMechanism):
+        return guarantee.sensitivity / guarantee.sigma
+    return None
+
+
+class GaussianDPComposition(Theorem):
+    """mu = sqrt(sum mu_i^2) with the exact GDP curve (DRS22 Cor. 3.3 and 2.13;
+    000 Sec. VI): exact for Gaussian mechanisms."""
+
+    name = "gaussian-dp"
+    source = "Dong, Roth, Su 2022, Cor. 3.3; 000 Sec. VI"
+
+    def accepts(self, ms: Multiset) -> bool:
+        return all(_gdp_mu(g) is not None for g, _ in ms)
+
+    def curve(self, ms: Multiset) -> PrivacyCurve:
+        return GaussianCurve(math.sqrt(sum(n * _gdp_mu(g) ** 2 for g, n in ms)))
+
+    def is_exact(self, ms: Multiset) -> bool:
+        return True
+
+
+def _zcdp_rho(guarantee: Guarantee) -> float | None:
+    """rho with which a guarantee satisfies zCDP, if it does without a delta."""
+    if isinstance(guarantee, ZCDP):
+        return guarantee.rho
+    mu = _gdp_mu(guarantee)
+    if mu is not None:
+        return mu * mu / 2.0  # Gaussian mechanism: Delta^2 / (2 sigma^2) (BS16 Prop. 1.6)
+    if isinstance(guarantee, (PureDP, RandomizedResponse, LaplaceMechanism)):
+        eps = epsilon_delta(guarantee)[0]
+        return eps * eps / 2.0  # pure eps-DP implies eps^2/2-zCDP (BS16 Prop. 1.4)
+    return None
+
+
+class ZCDPComposition(Theorem):
+    """rho = sum rho_i (BS16 Lemma 2.3), converted with the conversion of
+    Canonne, Kamath and Steinke 2020 (Prop. 12). Pure eps-DP enters as eps^2/2."""
+
+    name = "zcdp"
+    source = "Bun and Steinke 2016, Lemma 2.3; Canonne, Kamath, Steinke 2020, Prop. 12"
+
+    def accepts(self, ms: Multiset) -> bool:
+        return all(_zcdp_rho(g) is not None for g, _ in ms)
+
+    def curve(self, ms: Multiset) -> PrivacyCurve:
+        return ZCDPCurve(sum(n * _zcdp_rho(g) for g, n in ms))
+
+
+class PLDComposition(Theorem):
+    """Numerical composition of privacy-loss distributions (dp-accounting), with
+    pessimistic rounding: a certified upper bound, within discretisation error of
+    the optimum (Koskela et al. 2020; Doroshenko et al. 2022)."""
+
+    name = "pld"
+    source = "dp-accounting privacy-loss distributions (pessimistic)"
+
+    def accepts(self, ms: Multiset) -> bool:
+        return all(_pld.supports(g) for g, _ in ms)
+
+    def curve(self, ms: Multiset) -> PrivacyCurve:
+        return _pld.PLDCurve(_pld.compose_pld(ms), infinite_mass=_pld.infinite_mass(ms))
+
+
+#: Every theorem, exact ones first (the selector stops at an exact one).
+THEOREMS: tuple[Theorem, ...] = (
+    KairouzExact(),
+    OptimalHeterogeneous(),
+    GaussianDPComposition(),
+    SimpleComposition(),
+    AdvancedComposition(),
+    KairouzClosedForm(homogeneous=True),
+    KairouzClosedForm(homogeneous=False),
+    ZCDPComposition(),
+    PLDComposition(),
+)
+
+
+# ---------------------------------------------------------------------------
+# The selector
+
+
+@dataclass(frozen=True)
+class Composition:
+    """The composition of a multiset of guarantees under every compatible theorem.
+
+    Attributes
+    ----------
+    guarantees : Multiset
+        What was composed.
+    candidates : tuple of (name, curve)
+        Each compatible theorem's curve (only the exact one when one exists).
+    exact : bool
+        Whether the curve is the exact optimum for the stated guarantees.
+    """
+
+    guarantees: Multiset
+    candidates: tuple[tuple[str, PrivacyCurve], ...]
+    exact: bool
+    curve: PrivacyCurve = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        curves = [c for _, c in self.candidates]
+        object.__setattr__(self, "curve", curves[0] if len(curves) == 1 else EnvelopeCurve(curves))
+
+    def epsilon(self, delta: float) -> tuple[float, str]:
+        """The tightest epsilon at ``delta`` and the theorem that gives it."""
+        values = [(float(c.epsilon(delta)), name) for name, c in self.candidates]
+        eps, name = min(values, key=lambda v: v[0])
+        return eps, name
+
+    def delta(self, epsilon: float) -> tuple[float, str]:
+        """The tightest delta at ``epsilon`` and the theorem that gives it."""
+        values = [(float(c.delta(epsilon)), name) for name, c in self.candidates]
+        d, name = min(values, key=lambda v: v[0])
+        return d, name
+
+
+def _split(ms: Multiset) -> tuple[Multiset, Multiset]:
+    """Entries dp-accounting can take, and the rest (zCDP)."""
+    return tuple((g, n) for g, n in ms if _pld.supports(g)), tuple((g, n) for g, n in ms if not _pld.supports(g))
+
+
+#: Points of the split between two groups' epsilons in the mixed fallback.
+_SPLIT_POINTS = 257
+
+
+def _sum_of_curves(a: PrivacyCurve, b: PrivacyCurve) -> PrivacyCurve:
+    """delta(eps) <= min_{s in [0, eps]} delta_a(s) + delta_b(eps - s): simple composition
+    (002 Thm. III.1) of the two groups at every split; any split is valid."""
+
+    def delta_fn(eps: NDArray[np.float64]) -> NDArray[np.float64]:
+        share = np.linspace(0.0, 1.0, _SPLIT_POINTS)
+        s = eps[:, None] * share[None, :]
+        da = a.delta(s.ravel()).reshape(s.shape)
+        db = b.delta((eps[:, None] - s).ravel().clip(min=0.0)).reshape(s.shape)
+        return np.minimum((da + db).min(axis=1), 1.0)
+
+    return FunctionCurve(delta_fn, delta_floor=min(a.delta_floor + b.delta_floor, 1.0))
+
+
+def compose(guarantees: Iterable[Guarantee] | Mapping[Guarantee, int]) -> Composition:
+    """Compose guarantees with every compatible theorem; the tightest wins.
+
+    Parameters
+    ----------
+    guarantees : iterable of Guarantee, or mapping Guarantee -> count
+        The per-invocation guarantees of the composed mechanisms.
+
+    Returns
+    -------
+    Composition
+        Its ``curve`` is the pointwise minimum over compatible theorems;
+        ``epsilon(delta)`` / ``delta(epsilon)`` also name the winner. When an
+        exact theorem applies, it is the only candidate.
+
+    Examples
+    --------
+    >>> from gce.guarantees import ApproxDP
+    >>> c = compose({ApproxDP(0.1, 1e-6): 30})
+    >>> eps, theorem = c.epsilon(1e-4)
+    >>> theorem, c.exact, round(eps, 3)
+    ('kairouz-III.3', True, 1.867)
+    """
+    ms = as_multiset(guarantees)
+    if not ms:
+        return Composition(ms, (("none", DiscreteLossCurve([], [], 0.0)),), exact=True)
+    accepted = [t for t in THEOREMS if t.accepts(ms)]
+    for theorem in accepted:
+        if theorem.is_exact(ms):
+            return Composition(ms, ((theorem.name, theorem.curve(ms)),), exact=True)
+    if accepted:
+        return Composition(ms, tuple((t.name, t.curve(ms)) for t in accepted), exact=False)
+    left, right = _split(ms)
+    if not left or not right:  # pragma: no cover - every single kind has a theorem
+        raise UnsupportedCombinationError(f"no composition theorem accepts {ms!r}")
+    a, b = compose(dict(left)), compose(dict(right))
+    return Composition(ms, (("split: " + "+".join(n for n, _ in a.candidates[:1] + b.candidates[:1]),
+                             _sum_of_curves(a.curve, b.curve)),), exact=False)

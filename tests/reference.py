@@ -1,0 +1,56 @@
+"""Independent references for the tests: brute force over canonical pairs.
+
+For (eps, delta)-DP guarantees the canonical pair of 002 (eqs. 9-10; outputs
+{0, 1, 2, 3}) is a worst case (002 Thm. II.5), so the exact privacy curve of a
+composition is the hockey-stick divergence between the two product
+distributions, computed here by enumerating every output tuple. This code is
+deliberately naive and shares nothing with ``gce``.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+
+
+def canonical_pair(eps: float, delta: float) -> tuple[np.ndarray, np.ndarray]:
+    """P0 and P1 of 002 eqs. (9) and (10)."""
+    a = (1 - delta) * math.exp(eps) / (1 + math.exp(eps))
+    b = (1 - delta) / (1 + math.exp(eps))
+    return np.array([delta, a, b, 0.0]), np.array([0.0, b, a, delta])
+
+
+def product(points: list[tuple[float, float]]) -> tuple[np.ndarray, np.ndarray]:
+    """Joint distributions of independent canonical pairs, over all 4^k outputs."""
+    p0, p1 = np.ones(1), np.ones(1)
+    for eps, delta in points:
+        q0, q1 = canonical_pair(eps, delta)
+        p0 = np.outer(p0, q0).ravel()
+        p1 = np.outer(p1, q1).ravel()
+    return p0, p1
+
+
+def hockey_stick(p: np.ndarray, q: np.ndarray, eps: float) -> float:
+    """sup_S P(S) - e^eps Q(S) = sum_x (p(x) - e^eps q(x))_+."""
+    return float(np.maximum(p - math.exp(eps) * q, 0.0).sum())
+
+
+def exact_delta(points: list[tuple[float, float]], eps: float) -> float:
+    """Exact delta of the composition of (eps_i, delta_i)-DP mechanisms, both directions."""
+    p0, p1 = product(points)
+    return max(hockey_stick(p0, p1, eps), hockey_stick(p1, p0, eps))
+
+
+def kairouz_iii3_by_formula(k: int, eps: float, delta: float, target: float) -> float:
+    """002 Thm. III.3 written term by term, for a second derivation of the same value."""
+    total = 0.0
+    for l in range(k + 1):
+        total += math.comb(k, l) * max(0.0, math.exp((k - l) * eps) - math.exp(target) * math.exp(l * eps))
+    return 1 - (1 - delta) ** k + (1 - delta) ** k * total / (1 + math.exp(eps)) ** k
+
+
+def exhaustive_outputs(k: int):
+    """All output tuples of k canonical pairs (for readers who want to see them)."""
+    return itertools.product(range(4), repeat=k)

@@ -1,0 +1,34 @@
+"""The README is tested: its Python session runs as a doctest, its example output is real."""
+
+from __future__ import annotations
+
+import doctest
+import pathlib
+import re
+import subprocess
+import sys
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+README = (ROOT / "README.md").read_text()
+
+
+def test_readme_python_session():
+    block = re.search(r"```python\n(.*?)```", README, re.S).group(1)
+    parser = doctest.DocTestParser()
+    test = parser.get_doctest(block, {}, "README", "README.md", 0)
+    runner = doctest.DocTestRunner(optionflags=doctest.NORMALIZE_WHITESPACE)
+    runner.run(test)
+    assert runner.failures == 0 and runner.tries >= 4
+
+
+def test_readme_quickstart_commands_and_output():
+    commands = re.findall(r"```sh\n(.*?)\n```", README, re.S)
+    assert len(commands) == 2
+    assert commands[1].endswith("python -m pytest")
+    ci = (ROOT / ".ci" / "run").read_text()
+    assert commands[1] in ci, ".ci/run must call the README's test command"
+    script = re.search(r"\.venv/bin/python (examples/\S+\.py)", commands[0]).group(1)
+    shown = re.search(r"The first command prints:\n\n```\n(.*?)```", README, re.S).group(1)
+    env = {"PYTHONPATH": str(ROOT)}
+    out = subprocess.run([sys.executable, str(ROOT / script)], capture_output=True, text=True, env=env, check=True)
+    assert out.stdout == shown
