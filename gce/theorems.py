@@ -223,7 +223,7 @@ class AdvancedComposition(Theorem):
 
         def delta_fn(eps: NDArray[np.float64]) -> NDArray[np.float64]:
             x = np.maximum(eps - s1, 0.0)
-            with np.errstate(divide="ignore"):
+            with np.errstate(divide="ignore", over="ignore"):  # tiny s2: the slack tends to 0
                 slack = np.exp(-x * x / (2.0 * s2)) if s2 > 0 else np.zeros_like(eps)
             return np.where(eps > s1, base + slack, 1.0)
 
@@ -233,7 +233,8 @@ class AdvancedComposition(Theorem):
 def _kairouz_slack(eps: NDArray[np.float64], s1: float, s2: float) -> NDArray[np.float64]:
     """Smallest d~ for which 002 eq. (8)'s second or third term is <= eps."""
     x = np.maximum(eps - s1, 0.0)
-    y = x * x / (2.0 * s2) if s2 > 0 else np.full_like(eps, np.inf)
+    with np.errstate(over="ignore"):  # tiny s2: y = inf, both slacks 0, as the limit says
+        y = x * x / (2.0 * s2) if s2 > 0 else np.full_like(eps, np.inf)
     third = np.exp(-y)  # eps = s1 + sqrt(2 s2 log(1/d~))
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         # eps = s1 + sqrt(2 s2 log(e + sqrt(s2)/d~))  <=>  d~ = sqrt(s2) / (e^y - e)

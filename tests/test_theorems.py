@@ -136,8 +136,10 @@ guarantee_points = st.lists(
 def test_every_theorem_sound_against_brute_force(points, homogeneous):
     if homogeneous:
         points = [points[0]] * len(points)
-    ms = as_multiset([ApproxDP(e, d) for e, d in points])
+    # Pure guarantees as PureDP so that the zCDP route (eps^2/2 each) is exercised too.
+    ms = as_multiset([PureDP(e) if d == 0 else ApproxDP(e, d) for e, d in points])
     exact = {t: reference.exact_delta(points, t) for t in TARGETS}
+    checked = []
     for theorem in THEOREMS:
         if not theorem.accepts(ms):
             continue
@@ -148,6 +150,10 @@ def test_every_theorem_sound_against_brute_force(points, homogeneous):
             eps = c.epsilon(d)
             if math.isfinite(eps):
                 assert reference.exact_delta(points, eps) <= d * (1 + 1e-9) + 1e-12, (theorem.name, d)
+        checked.append(theorem.name)
+    assert "simple" in checked and "pld" in checked
+    if all(d == 0 for _, d in points):
+        assert "zcdp" in checked
 
 
 @settings(max_examples=60, deadline=None)
