@@ -1,0 +1,127 @@
+"""The worst-case search as a weight problem, and the interface every solver implements.
+
+For a preset neighbourhood the adversary's worst case is a pair of point
+masses (001 Thm. 1 with convexity of the hockey-stick divergence), so the
+search is over pairs of allowed membership sets (b0, b1): ``unbounded`` pairs
+(empty set, b) and ``bounded`` pairs (b, b'). Only the invocations on databases
+in b0 XOR b1 differ between the two hypotheses (001, Sec. IV), and composition
+is monotone in the multiset of differing invocations. When every invocation
+has the same guarantee the composed curve depends only on *how many* differ,
+so the worst case is a maximum-weight problem:
+
+    maximize   sum_i w_i [i in b0 XOR b1]   over allowed pairs,
+
+with w_i the invocations on database i. Solvers answer that problem; they state
+what they accept (``can_solve``) and whether an answer is exact, and every
+answer carries a certified upper bound (STYLE: "report bounds, not just points").
+"""
+
+from __future__ import annotations
+
+import abc
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+from ..constraints import ConstraintSet
+from ..errors import InvalidParameterError
+
+__all__ = ["NEIGHBORHOODS", "WeightProblem", "WeightResult", "Solver"]
+
+NEIGHBORHOODS = ("unbounded", "bounded")
+
+
+@dataclass(frozen=True, eq=False)
+class WeightProblem:
+    """Maximize the weight of b0 XOR b1 over allowed pairs.
+
+    Parameters
+    ----------
+    constraints : ConstraintSet
+        The allowed membership sets B~ (001, Sec. V-A).
+    weights : array of float
+        One non-negative weight per database (invocation counts, or an additive
+        statistic of their guarantees).
+    neighborhood : {"unbounded", "bounded"}
+        Pairs (empty, b) or pairs (b, b'), both in B~.
+    """
+
+    constraints: ConstraintSet
+    weights: NDArray[np.float64]
+    neighborhood: str = "unbounded"
+
+    def __post_init__(self) -> None:
+        w = np.asarray(self.weights, dtype=float).reshape(-1)
+        if w.shape != (self.constraints.n,):
+            raise InvalidParameterError("weights", f"needs one weight per database ({self.constraints.n}), got {w.size}")
+        if np.any(~np.isfinite(w)) or np.any(w < 0):
+            raise InvalidParameterError("weights", "must be finite and >= 0")
+        w.setflags(write=False)
+        object.__setattr__(self, "weights", w)
+        if self.neighborhood not in NEIGHBORHOODS:
+            raise InvalidParameterError("neighborhood", f"must be one of {NEIGHBORHOODS}, got {self.neighborhood!r}")
+
+    @property
+    def n(self) -> int:
+        return self.constraints.n
+
+    @property
+    def integral(self) -> bool:
+        """Whether all weights are integers (then bounds can be rounded down)."""
+        return bool(np.all(self.weights == np.round(self.weights)))
+
+    def value(self, b0: frozenset[int], b1: frozenset[int]) -> float:
+        """The weight of b0 XOR b1."""
+        return float(sum(self.weights[i] for i in b0 ^ b1))
+
+    def allowed_pair(self, b0: frozenset[int], b1: frozenset[int]) -> bool:
+        """Whether (b0, b1) is a pair of this neighbourhood (the generic witness check)."""
+        ok = self.constraints.satisfied(b0) and self.constraints.satisfied(b1)
+        return ok and (self.neighborhood == "bounded" or not b0)
+
+
+@dataclass(frozen=True)
+class WeightResult:
+    """A solver's answer: a witness pair, its weight, and a certified upper bound.
+
+    ``exact`` holds when ``value == upper_bound`` (the witness is optimal).
+    """
+
+    witness: tuple[frozenset[int], frozenset[int]]
+    value: float
+    upper_bound: float
+    method: str
+
+    @property
+    def exact(self) -> bool:
+        return self.value >= self.upper_bound - 1e-9 * max(1.0, abs(self.upper_bound))
+
+    @property
+    def gap(self) -> float:
+        """upper_bound - value (0 when exact)."""
+        return max(self.upper_bound - self.value, 0.0)
+
+
+class Solver(abc.ABC):
+    """A worst-case solver: declares what it accepts and answers with bounds."""
+
+    name: str = ""
+    #: Whether answers are always exact (time-limited solvers may not be).
+    always_exact: bool = True
+
+    @abc.abstractmethod
+    def can_solve(self, problem: WeightProblem) -> bool:
+        """Whether this solver handles the problem's constraints and neighbourhood."""
+
+    @abc.abstractmethod
+    def solve(self, problem: WeightProblem, time_limit: float) -> WeightResult:
+        """Solve; the result's witness must be an allowed pair."""
+
+
+def round_bound(problem: WeightProblem, bound: float) -> float:
+    """An upper bound, rounded down to an integer when the weights are integral."""
+    if problem.integral:
+        return float(math.floor(bound + 1e-6))
+    return bound

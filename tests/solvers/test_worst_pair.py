@@ -1,0 +1,105 @@
+"""Every solver against exhaustive enumeration of all allowed pairs (n <= 14)."""
+
+from __future__ import annotations
+
+import itertools
+import random
+
+import numpy as np
+import pytest
+
+from gce.constraints import AtMost, Conflicts, ConstraintSet, Exclusive, Patterns, Together
+from gce.solvers import SOLVERS, WeightProblem, worst_pair
+from gce.solvers.weights import MILP, TopM
+
+
+def random_constraints(rng: random.Random, n: int) -> ConstraintSet:
+    """A random intersection of one to three constraints of random kinds."""
+    out = []
+    for _ in range(rng.randint(1, 3)):
+        kind = rng.choice(["at_most", "at_most_among", "exclusive", "together", "conflicts", "patterns"])
+        group = rng.sample(range(n), rng.randint(2, min(5, n)))
+        if kind == "at_most":
+            out.append(AtMost(rng.randint(0, n // 2)))
+        elif kind == "at_most_among":
+            out.append(AtMost(rng.randint(0, len(group)), among=tuple(group)))
+        elif kind == "exclusive":
+            out.append(Exclusive(tuple(group)))
+        elif kind == "together":
+            out.append(Together(tuple(group[:3])))
+        elif kind == "conflicts":
+            pairs = [p for p in itertools.combinations(range(n), 2) if rng.random() < 0.2]
+            if pairs:
+                out.append(Conflicts(tuple(pairs)))
+        else:
+            sets = {frozenset(rng.sample(range(n), rng.randint(1, n))) for _ in range(rng.randint(1, 6))}
+            out.append(Patterns(tuple(sets)))
+    return ConstraintSet(n, tuple(out))
+
+
+def brute_force(cs: ConstraintSet, weights: np.ndarray, neighborhood: str) -> float:
+    allowed = [
+        mask for mask in range(1 << cs.n)
+        if cs.satisfied(i for i in range(cs.n) if mask >> i & 1)
+    ]
+    weight_of = np.array([sum(weights[i] for i in range(cs.n) if m >> i & 1) for m in range(1 << cs.n)])
+    masks = np.array(allowed)
+    if neighborhood == "unbounded":
+        return float(weight_of[masks].max())
+    return float(weight_of[masks[:, None] ^ masks[None, :]].max())
+
+
+CASES = [(seed, n) for seed in range(60) for n in (4, 7, 10)] + [(1000 + s, 14) for s in range(10)]
+
+
+@pytest.mark.parametrize("seed,n", CASES)
+@pytest.mark.parametrize("neighborhood", ["unbounded", "bounded"])
+def test_every_accepting_solver_matches_enumeration(seed, n, neighborhood):
+    rng = random.Random(seed)
+    cs = random_constraints(rng, n)
+    weights = np.array([rng.choice([0, 1, 1, 2, 3, 5]) for _ in range(n)], dtype=float)
+    problem = WeightProblem(cs, weights, neighborhood)
+    if n == 14 and neighborhood == "bounded" and sum(1 for _ in cs.allowed_sets()) > 3000:
+        pytest.skip("too many allowed pairs to enumerate quickly")
+    expected = brute_force(cs, weights, neighborhood)
+    for solver in SOLVERS:
+        if n > 12 and solver.name == "exhaustive":
+            continue
+        if solver.can_solve(problem):
+            result = solver.solve(problem, time_limit=10.0)
+            assert problem.allowed_pair(*result.witness), solver.name
+            assert result.value == pytest.approx(expected), solver.name
+            assert result.exact and result.upper_bound == pytest.approx(expected), solver.name
+    assert worst_pair(problem).value == pytest.approx(expected)
+
+
+def test_hospitals_paper_values():
+    # 001 Sec. V-A Example 1: at most 365 of 1,000 hospitals; unbounded 365, bounded 730.
+    cs = ConstraintSet(1000, (AtMost(365),))
+    assert worst_pair(WeightProblem(cs, np.ones(1000), "unbounded")).value == 365
+    assert worst_pair(WeightProblem(cs, np.ones(1000), "bounded")).value == 730
+    assert TopM().can_solve(WeightProblem(cs, np.ones(1000)))
+
+
+def test_subsidiaries_paper_values():
+    # 001 Example 2: exactly one employer among subsidiaries: the heaviest one (unbounded),
+    # the two heaviest (bounded: max over i != j).
+    cs = ConstraintSet(5, (Exclusive((0, 1, 2, 3, 4)),))
+    w = np.array([3.0, 9.0, 4.0, 7.0, 1.0])
+    assert worst_pair(WeightProblem(cs, w, "unbounded")).value == 9
+    assert worst_pair(WeightProblem(cs, w, "bounded")).value == 16
+
+
+def test_milp_reports_a_sound_bound_when_stopped_early():
+    import networkx as nx
+
+    g = nx.gnm_random_graph(300, 900, seed=3)
+    cs = ConstraintSet(300, (Conflicts.from_graph(g),))
+    problem = WeightProblem(cs, np.ones(300), "unbounded")
+    result = MILP().solve(problem, time_limit=0.5)
+    assert problem.allowed_pair(*result.witness)
+    assert result.value <= result.upper_bound
+    # Any independent set is an allowed membership set, so none may outweigh the certified bound.
+    found = max(len(nx.maximal_independent_set(g, seed=s)) for s in range(50))
+    assert found <= result.upper_bound
+    assert result.value >= found * 0.8  # and the witness is a decent one
