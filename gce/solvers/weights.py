@@ -101,7 +101,7 @@ class PatternList(Solver):
     name = "patterns"
 
     def can_solve(self, problem: WeightProblem) -> bool:
-        explicit = problem.constraints._explicit_sets()
+        explicit = problem.constraints.explicit_sets()
         if explicit is None:
             return False
         return problem.neighborhood == "unbounded" or len(explicit) + 1 <= PATTERN_PAIRS_MAX
@@ -198,6 +198,9 @@ class MILP(Solver):
             candidate = (chosen[0], chosen[1]) if len(chosen) == 2 else (_EMPTY, chosen[0])
             if problem.allowed_pair(*candidate):
                 witness = candidate
+        greedy = _greedy_pair(problem)
+        if problem.value(*greedy) > problem.value(*witness):
+            witness = greedy
         value = problem.value(*witness)
         upper = float(w.sum())
         stats = prob.solver_stats.extra_stats if prob.solver_stats is not None else None
@@ -206,6 +209,26 @@ class MILP(Solver):
             upper = min(upper, -float(dual) + 1e-7 * max(1.0, abs(dual)))  # cvxpy minimizes -objective
         upper = max(round_bound(problem, upper), value)
         return WeightResult(witness, value, upper, self.name)
+
+
+def _greedy_set(problem: WeightProblem, start: frozenset[int], banned: frozenset[int]) -> frozenset[int]:
+    """Add whole ``together`` blocks, heaviest first, while the set stays allowed."""
+    blocks = [b for b in problem.constraints.components() if not b & banned]
+    blocks.sort(key=lambda b: -sum(problem.weights[i] for i in b))
+    chosen = start
+    for block in blocks:
+        if not block <= chosen and problem.constraints.satisfied(chosen | block):
+            chosen = chosen | block
+    return chosen
+
+
+def _greedy_pair(problem: WeightProblem) -> tuple[frozenset[int], frozenset[int]]:
+    """A quick allowed pair: greedy b1, then (bounded) a greedy b0 on the other databases."""
+    b1 = _greedy_set(problem, _EMPTY, _EMPTY)
+    if problem.neighborhood == "unbounded":
+        return _EMPTY, b1
+    b0 = _greedy_set(problem, _EMPTY, b1)
+    return (b0, b1) if problem.allowed_pair(b0, b1) else (_EMPTY, b1)
 
 
 #: Solvers in the order the dispatcher tries them.

@@ -1,0 +1,186 @@
+"""The interface every membership constraint provides, and shared validation.
+
+A membership constraint restricts the allowed sets B~ of databases that may
+hold the target individual's record (001, Sec. V-A; a set ``b`` is the support
+of 001's b-vector). The empty set is always allowed. Constraints intersect.
+
+Every kind is a small frozen record validated at construction; the methods
+below are the whole interface solvers and checkers use, one implementation per
+kind instead of ``isinstance`` chains:
+
+* :meth:`Constraint.validate` checks what needs the number of databases ``n``.
+* :meth:`Constraint.satisfied` is the residual: does a membership set obey it?
+* :meth:`Constraint.compile` gives the equivalent linear inequalities over
+  binary variables (:class:`~gce.constraints.linear.LinearSystem`).
+* Structural views (:meth:`Constraint.at_most_bounds`,
+  :meth:`Constraint.conflict_edges`, :meth:`Constraint.together_groups`,
+  :meth:`Constraint.explicit_sets`) feed the solvers' fast paths; each is a
+  sound summary of the constraint (never allows a set the constraint forbids
+  when read as a restriction), defaulting to "nothing to say".
+
+What must never change: ``satisfied`` and ``compile`` describe the same set
+family for every ``n`` the constraint validates against (tests check this on
+all 2^n sets), and the empty set satisfies every constraint.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Iterator
+from typing import ClassVar, NamedTuple
+
+import numpy as np
+
+from ..errors import InvalidParameterError
+from .linear import LinearSystem
+
+__all__ = ["Constraint", "AtMostBound", "check_n"]
+
+#: How many indices :func:`format_indices` shows before eliding the rest.
+_SHOWN_INDICES = 8
+
+
+class AtMostBound(NamedTuple):
+    """A cardinality bound ``|b & among| <= m`` implied by a constraint."""
+
+    among: frozenset[int]
+    m: int
+
+
+def check_n(n: object, field: str = "n") -> int:
+    """Validate a number of databases: an integer >= 1.
+
+    Raises
+    ------
+    InvalidParameterError
+        Naming ``field`` and the value.
+    """
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
+        raise InvalidParameterError(field, f"must be an integer >= 1, got {n!r}")
+    return int(n)
+
+
+def as_index(value: object, field: str) -> int:
+    """A database index: an integer >= 0 (``bool`` and floats are rejected)."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise InvalidParameterError(field, f"must be an integer database index, got {value!r}")
+    if value < 0:
+        raise InvalidParameterError(field, f"must be a database index >= 0, got {value!r}")
+    return int(value)
+
+
+def as_index_tuple(values: object, field: str) -> tuple[int, ...]:
+    """A non-empty, duplicate-free, sorted tuple of database indices.
+
+    Raises
+    ------
+    InvalidParameterError
+        If ``values`` is not a collection of integers >= 0, is empty, or
+        repeats an index.
+    """
+    if isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
+        raise InvalidParameterError(field, f"must be a collection of database indices, got {values!r}")
+    indices = [as_index(v, field) for v in values]
+    if not indices:
+        raise InvalidParameterError(field, "must list at least one database, got an empty collection")
+    seen: set[int] = set()
+    for index in indices:
+        if index in seen:
+            raise InvalidParameterError(field, f"lists database {index} more than once")
+        seen.add(index)
+    return tuple(sorted(indices))
+
+
+def check_in_range(indices: Iterable[int], n: int, field: str) -> None:
+    """Raise unless every index lies in ``[0, n)``."""
+    for index in indices:
+        if index >= n:
+            raise InvalidParameterError(field, f"database {index} is out of range [0, {n})")
+
+
+def format_indices(indices: Iterable[int], *, as_set: bool = False) -> str:
+    """``(0, 1, 2)`` (a tuple) or ``{0, 1, 2}`` (a set), eliding the middle of long collections."""
+    items = sorted(indices)
+    if len(items) <= _SHOWN_INDICES:
+        body = ", ".join(map(str, items)) + ("," if len(items) == 1 and not as_set else "")
+    else:
+        body = f"{', '.join(map(str, items[: _SHOWN_INDICES - 1]))}, ..., {items[-1]}; {len(items)} databases"
+    return "{" + body + "}" if as_set else "(" + body + ")"
+
+
+def clique_edges(group: Iterable[int]) -> Iterator[tuple[int, int]]:
+    """Every pair ``(u, v)``, ``u < v``, of a group: its conflict clique."""
+    items = sorted(group)
+    for position, u in enumerate(items):
+        for v in items[position + 1 :]:
+            yield (u, v)
+
+
+class Constraint(ABC):
+    """A restriction on the allowed membership sets (001, Sec. V-A).
+
+    Subclasses are frozen dataclasses; their constructors validate everything
+    that does not depend on the number of databases ``n``.
+
+    Attributes
+    ----------
+    kind : str
+        The name used in scenario files and error messages, e.g. ``"at_most"``.
+    hereditary : bool
+        True when, for every allowed set ``b``, every union of
+        :meth:`ConstraintSet.components <gce.constraints.ConstraintSet.components>`
+        inside ``b`` is allowed too. Downward-closed kinds have it and so does
+        ``together``; an explicit list of patterns does not. The feasibility
+        check and solvers rely on it to reason about small candidate sets only.
+    """
+
+    kind: ClassVar[str]
+    hereditary: ClassVar[bool] = False
+
+    @abstractmethod
+    def describe(self) -> str:
+        """A short human-readable form, e.g. ``at_most(m=365, among=all)``."""
+
+    @abstractmethod
+    def validate(self, n: int) -> None:
+        """Check the constraint against ``n`` databases (indices in ``[0, n)``).
+
+        Raises
+        ------
+        InvalidParameterError
+            Whose ``field`` names the offending field of the constraint.
+        """
+
+    @abstractmethod
+    def satisfied(self, members: frozenset[int]) -> bool:
+        """Whether the membership set ``members`` obeys the constraint."""
+
+    @abstractmethod
+    def compile(self, n: int) -> LinearSystem:
+        """Equivalent linear inequalities over binary variables.
+
+        For every ``x`` in {0, 1}^n, some binary assignment of the auxiliary
+        variables satisfies the system iff the set ``{i : x[i] = 1}``
+        satisfies the constraint. Validates against ``n`` first.
+        """
+
+    def is_vacuous(self, n: int) -> bool:
+        """Whether every subset of ``range(n)`` satisfies the constraint."""
+        return False
+
+    def at_most_bounds(self, n: int) -> tuple[AtMostBound, ...]:
+        """Cardinality bounds ``|b & among| <= m`` the constraint states."""
+        return ()
+
+    def conflict_edges(self, n: int) -> Iterator[tuple[int, int]]:
+        """Pairs ``(u, v)``, ``u < v``, that the constraint forbids together."""
+        return iter(())
+
+    def together_groups(self) -> tuple[frozenset[int], ...]:
+        """Groups whose databases the constraint forces to be all in or all out."""
+        return ()
+
+    def explicit_sets(self) -> tuple[frozenset[int], ...] | None:
+        """The complete list of allowed non-empty sets, if the constraint gives one."""
+        return None
+

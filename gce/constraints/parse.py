@@ -1,0 +1,209 @@
+"""Membership constraints in the scenario-file format (DESIGN.md, "Scenario files").
+
+One ``[[constraints]]`` table per constraint::
+
+    kind = "at_most"      m = 365, among = "all" | [indices]   (among optional)
+    kind = "exclusive"    databases = [indices]
+    kind = "together"     databases = [indices]
+    kind = "conflicts"    edges = [[u, v], ...]
+    kind = "patterns"     allowed = [[indices], ...]
+
+The table of kinds below is the only place where file keys meet record
+fields. Errors are :class:`~gce.errors.InvalidScenarioError` whose field is the
+path in the file, e.g. ``constraints[3].m``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+from ..errors import InvalidParameterError, InvalidScenarioError
+from .base import Constraint, check_n
+from .constraint_set import ConstraintSet
+from .kinds import AtMost, Conflicts, Exclusive, Patterns, Together
+
+__all__ = ["constraint_from_dict", "constraint_to_dict", "constraint_set_from_dicts", "CONSTRAINT_KINDS"]
+
+
+def _integer(value: object, path: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InvalidScenarioError(path, f"must be an integer, got {value!r}")
+    return value
+
+
+def _index_list(value: object, path: str) -> list[int]:
+    if not isinstance(value, list):
+        raise InvalidScenarioError(path, f"must be a list of database indices, got {value!r}")
+    return [_integer(item, f"{path}[{position}]") for position, item in enumerate(value)]
+
+
+def _among(value: object, path: str) -> list[int] | None:
+    if value == "all":
+        return None
+    if isinstance(value, str):
+        raise InvalidScenarioError(path, f'must be "all" or a list of database indices, got {value!r}')
+    return _index_list(value, path)
+
+
+def _list_of_index_lists(value: object, path: str) -> list[list[int]]:
+    if not isinstance(value, list):
+        raise InvalidScenarioError(path, f"must be a list of lists of database indices, got {value!r}")
+    return [_index_list(item, f"{path}[{position}]") for position, item in enumerate(value)]
+
+
+@dataclass(frozen=True)
+class _Kind:
+    """How one constraint kind is written in a file.
+
+    ``keys`` maps each file key to ``(record field, reader, required)``; a
+    reader checks the file's types and returns the value for the record.
+    """
+
+    record: type[Constraint]
+    keys: Mapping[str, tuple[str, Callable[[object, str], object], bool]]
+
+
+#: The file form of every constraint kind, by ``kind``.
+CONSTRAINT_KINDS: Mapping[str, _Kind] = {
+    "at_most": _Kind(AtMost, {"m": ("m", _integer, True), "among": ("among", _among, False)}),
+    "exclusive": _Kind(Exclusive, {"databases": ("group", _index_list, True)}),
+    "together": _Kind(Together, {"databases": ("group", _index_list, True)}),
+    "conflicts": _Kind(Conflicts, {"edges": ("edges", _list_of_index_lists, True)}),
+    "patterns": _Kind(Patterns, {"allowed": ("allowed", _list_of_index_lists, True)}),
+}
+
+
+def _in_file(error: InvalidParameterError, prefix: str, spec: _Kind) -> InvalidScenarioError:
+    """``error`` of a record field, renamed to its path in the file."""
+    head, bracket, rest = error.field.partition("[")
+    key = next((k for k, (field, _, _) in spec.keys.items() if field == head), head)
+    return InvalidScenarioError(f"{prefix}.{key}{bracket}{rest}", error.detail)
+
+
+def constraint_from_dict(d: Mapping[str, object], index: int, n: int | None = None) -> Constraint:
+    """Read the ``index``-th ``[[constraints]]`` table of a scenario file.
+
+    Parameters
+    ----------
+    d : mapping
+        The table, as parsed from TOML.
+    index : int
+        Its position in the file, used in error fields (``constraints[index]``).
+    n : int, optional
+        Number of databases; when given, indices are also range-checked.
+
+    Returns
+    -------
+    Constraint
+
+    Raises
+    ------
+    InvalidScenarioError
+        On an unknown kind, a missing or unknown key, a wrong type or an
+        invalid value; the field is the path, e.g. ``constraints[3].m``.
+
+    References
+    ----------
+    001, Sec. V-A (membership constraints on the b-vectors).
+
+    Examples
+    --------
+    >>> constraint_from_dict({"kind": "at_most", "m": 365}, 0)
+    AtMost(m=365, among=None)
+    >>> constraint_from_dict({"kind": "exclusive", "databases": [0, 0]}, 2)
+    Traceback (most recent call last):
+    ...
+    gce.errors.InvalidScenarioError: constraints[2].databases: lists database 0 more than once
+    """
+    prefix = f"constraints[{index}]"
+    if not isinstance(d, Mapping):
+        raise InvalidScenarioError(prefix, f"must be a table with a 'kind' key, got {d!r}")
+    if "kind" not in d:
+        expected = ", ".join(CONSTRAINT_KINDS)
+        raise InvalidScenarioError(f"{prefix}.kind", f"is missing; expected one of {expected}")
+    kind = d["kind"]
+    spec = CONSTRAINT_KINDS.get(kind) if isinstance(kind, str) else None
+    if spec is None:
+        raise InvalidScenarioError(
+            f"{prefix}.kind", f"unknown kind {kind!r}; expected one of {', '.join(CONSTRAINT_KINDS)}"
+        )
+    for key in d:
+        if key != "kind" and key not in spec.keys:
+            raise InvalidScenarioError(
+                f"{prefix}.{key}", f"is not a key of kind {kind!r}; its keys are {', '.join(spec.keys)}"
+            )
+    arguments = {}
+    for key, (field, reader, required) in spec.keys.items():
+        if key in d:
+            arguments[field] = reader(d[key], f"{prefix}.{key}")
+        elif required:
+            raise InvalidScenarioError(f"{prefix}.{key}", f"is missing (required for kind {kind!r})")
+    try:
+        constraint = spec.record(**arguments)
+        if n is not None:
+            constraint.validate(n)
+    except InvalidParameterError as error:
+        raise _in_file(error, prefix, spec) from None
+    return constraint
+
+
+def _to_file_value(value: object) -> object:
+    if isinstance(value, frozenset):
+        return sorted(value)
+    if isinstance(value, tuple):
+        return [_to_file_value(item) for item in value]
+    return value
+
+
+def constraint_to_dict(constraint: Constraint) -> dict[str, object]:
+    """The scenario-file table of a constraint; inverse of :func:`constraint_from_dict`.
+
+    Parameters
+    ----------
+    constraint : Constraint
+
+    Returns
+    -------
+    dict
+        ``kind`` and the kind's keys; optional keys left at ``None`` are omitted.
+
+    Examples
+    --------
+    >>> constraint_to_dict(Exclusive((2, 0)))
+    {'kind': 'exclusive', 'databases': [0, 2]}
+    """
+    spec = CONSTRAINT_KINDS[constraint.kind]
+    table: dict[str, object] = {"kind": constraint.kind}
+    for key, (field, _, _) in spec.keys.items():
+        value = getattr(constraint, field)
+        if value is not None:
+            table[key] = _to_file_value(value)
+    return table
+
+
+def constraint_set_from_dicts(n: int, tables: Sequence[Mapping[str, object]]) -> ConstraintSet:
+    """The :class:`ConstraintSet` of a scenario file's ``[[constraints]]`` tables.
+
+    Parameters
+    ----------
+    n : int
+        Number of databases (the file's ``databases`` key).
+    tables : sequence of mapping
+
+    Returns
+    -------
+    ConstraintSet
+
+    Raises
+    ------
+    InvalidScenarioError
+        Naming the field in the file, e.g. ``constraints[1].databases``.
+    """
+    try:
+        n = check_n(n, "databases")
+    except InvalidParameterError as error:
+        raise InvalidScenarioError(error.field, error.detail) from None
+    if not isinstance(tables, Sequence) or isinstance(tables, (str, bytes)):
+        raise InvalidScenarioError("constraints", f"must be a list of tables, got {tables!r}")
+    return ConstraintSet(n, tuple(constraint_from_dict(t, i, n) for i, t in enumerate(tables)))
