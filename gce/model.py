@@ -13,15 +13,20 @@ that database (a database may be queried many times).
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from .errors import InvalidParameterError
 from .guarantees import _GUARANTEE_TYPES, Guarantee
 from .theorems import Multiset
 
-__all__ = ["Databases", "Invocation", "invocation_multiset", "per_database_counts"]
+if TYPE_CHECKING:  # pragma: no cover
+    from .constraints import ConstraintSet
+
+__all__ = ["Databases", "Invocation", "Scenario", "invocation_multiset", "per_database_counts"]
 
 
 @dataclass(frozen=True)
@@ -94,3 +99,69 @@ def per_database_counts(invocations: Sequence[Invocation], n: int) -> list[Count
     for inv in invocations:
         out[inv.database][inv.guarantee] += inv.repeat
     return out
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """One run of the generalized composition experiment: what runs where, and what is public.
+
+    Parameters
+    ----------
+    databases : Databases or int
+        The databases (an int n means 0..n-1).
+    invocations : tuple of Invocation
+        The mechanisms run; each database index must exist.
+    constraints : ConstraintSet, optional
+        The public membership constraints (001, Sec. V-A); default none.
+    neighborhood : {"unbounded", "bounded"}
+        Pairs (empty set, b) or (b, b') of allowed sets.
+    delta, epsilon : float, optional
+        The target: report epsilon at ``delta``, or delta at ``epsilon``
+        (at most one; :func:`gce.solve` may be given one instead).
+    title : str
+        Shown in reports.
+    """
+
+    databases: Databases
+    invocations: tuple[Invocation, ...]
+    constraints: "ConstraintSet | None" = None
+    neighborhood: str = "unbounded"
+    delta: float | None = None
+    epsilon: float | None = None
+    title: str = ""
+
+    def __post_init__(self) -> None:
+        from .constraints import ConstraintSet
+        from .solvers import NEIGHBORHOODS
+
+        if isinstance(self.databases, int) and not isinstance(self.databases, bool):
+            object.__setattr__(self, "databases", Databases(self.databases))
+        if not isinstance(self.databases, Databases):
+            raise InvalidParameterError("databases", f"must be a count or Databases, got {self.databases!r}")
+        n = self.databases.n
+        invocations = tuple(self.invocations)
+        if not invocations:
+            raise InvalidParameterError("invocations", "needs at least one invocation")
+        for i, inv in enumerate(invocations):
+            if not isinstance(inv, Invocation):
+                raise InvalidParameterError(f"invocations[{i}]", f"must be an Invocation, got {inv!r}")
+            if inv.database >= n:
+                raise InvalidParameterError(
+                    f"invocations[{i}].databases", f"unknown database {inv.database} (databases are 0..{n - 1})")
+        object.__setattr__(self, "invocations", invocations)
+        constraints = ConstraintSet(n) if self.constraints is None else self.constraints
+        if not isinstance(constraints, ConstraintSet) or constraints.n != n:
+            raise InvalidParameterError("constraints", f"must be a ConstraintSet over {n} databases")
+        object.__setattr__(self, "constraints", constraints)
+        if self.neighborhood not in NEIGHBORHOODS:
+            raise InvalidParameterError("neighborhood", f"must be one of {NEIGHBORHOODS}, got {self.neighborhood!r}")
+        if self.delta is not None and self.epsilon is not None:
+            raise InvalidParameterError("delta", "give exactly one of delta and epsilon, not both")
+        if self.delta is not None and not (0.0 <= self.delta < 1.0):
+            raise InvalidParameterError("delta", f"must lie in [0, 1), got {self.delta!r}")
+        if self.epsilon is not None and not (self.epsilon >= 0.0 and math.isfinite(self.epsilon)):
+            raise InvalidParameterError("epsilon", f"must be finite and >= 0, got {self.epsilon!r}")
+
+    @property
+    def n(self) -> int:
+        return self.databases.n
