@@ -132,7 +132,27 @@ class AtMost(Constraint):
 
 
 @dataclass(frozen=True)
-class Exclusive(Constraint):
+class _GroupConstraint(Constraint):
+    """Shared by the constraints on one group of databases (exclusive, together)."""
+
+    group: tuple[int, ...]
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "group", as_index_tuple(self.group, "group"))
+
+    @cached_property
+    def _group_set(self) -> frozenset[int]:
+        return frozenset(self.group)
+
+    def describe(self) -> str:
+        return f"{self.kind}(group={format_indices(self.group)})"
+
+    def validate(self, n: int) -> None:
+        check_in_range(self.group, n, "group")
+
+
+@dataclass(frozen=True)
+class Exclusive(_GroupConstraint):
     """At most one database of ``group`` holds the record.
 
     Parameters
@@ -159,20 +179,6 @@ class Exclusive(Constraint):
     kind = "exclusive"
     hereditary = True
 
-    group: tuple[int, ...]
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "group", as_index_tuple(self.group, "group"))
-
-    @cached_property
-    def _group_set(self) -> frozenset[int]:
-        return frozenset(self.group)
-
-    def describe(self) -> str:
-        return f"{self.kind}(group={format_indices(self.group)})"
-
-    def validate(self, n: int) -> None:
-        check_in_range(self.group, n, "group")
 
     def satisfied(self, members: frozenset[int]) -> bool:
         return len(self._group_set.intersection(members)) <= 1
@@ -193,7 +199,7 @@ class Exclusive(Constraint):
 
 
 @dataclass(frozen=True)
-class Together(Constraint):
+class Together(_GroupConstraint):
     """The databases of ``group`` hold the record all together or not at all.
 
     Parameters
@@ -220,20 +226,6 @@ class Together(Constraint):
     kind = "together"
     hereditary = True
 
-    group: tuple[int, ...]
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "group", as_index_tuple(self.group, "group"))
-
-    @cached_property
-    def _group_set(self) -> frozenset[int]:
-        return frozenset(self.group)
-
-    def describe(self) -> str:
-        return f"{self.kind}(group={format_indices(self.group)})"
-
-    def validate(self, n: int) -> None:
-        check_in_range(self.group, n, "group")
 
     def satisfied(self, members: frozenset[int]) -> bool:
         return len(self._group_set.intersection(members)) in (0, len(self.group))
