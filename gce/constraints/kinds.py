@@ -179,7 +179,6 @@ class Exclusive(_GroupConstraint):
     kind = "exclusive"
     hereditary = True
 
-
     def satisfied(self, members: frozenset[int]) -> bool:
         return len(self._group_set.intersection(members)) <= 1
 
@@ -225,7 +224,6 @@ class Together(_GroupConstraint):
 
     kind = "together"
     hereditary = True
-
 
     def satisfied(self, members: frozenset[int]) -> bool:
         return len(self._group_set.intersection(members)) in (0, len(self.group))
