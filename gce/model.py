@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -26,7 +26,7 @@ from .theorems import Multiset
 if TYPE_CHECKING:  # pragma: no cover
     from .constraints import ConstraintSet
 
-__all__ = ["Databases", "Invocation", "Scenario", "invocation_multiset", "per_database_counts"]
+__all__ = ["Databases", "Invocation", "Scenario", "check_target", "invocation_multiset"]
 
 
 @dataclass(frozen=True)
@@ -93,12 +93,14 @@ def invocation_multiset(invocations: Iterable[Invocation], members: Iterable[int
     return tuple(counts.items())
 
 
-def per_database_counts(invocations: Sequence[Invocation], n: int) -> list[Counter]:
-    """For each database, its multiset of guarantees (guarantee -> count)."""
-    out: list[Counter] = [Counter() for _ in range(n)]
-    for inv in invocations:
-        out[inv.database][inv.guarantee] += inv.repeat
-    return out
+def check_target(delta: float | None, epsilon: float | None) -> None:
+    """Validate a target: at most one of delta (in [0, 1)) and epsilon (finite, >= 0)."""
+    if delta is not None and epsilon is not None:
+        raise InvalidParameterError("delta", "give exactly one of delta and epsilon, not both")
+    if delta is not None and not (0.0 <= delta < 1.0):
+        raise InvalidParameterError("delta", f"must lie in [0, 1), got {delta!r}")
+    if epsilon is not None and not (epsilon >= 0.0 and math.isfinite(epsilon)):
+        raise InvalidParameterError("epsilon", f"must be finite and >= 0, got {epsilon!r}")
 
 
 @dataclass(frozen=True)
@@ -155,12 +157,7 @@ class Scenario:
         object.__setattr__(self, "constraints", constraints)
         if self.neighborhood not in NEIGHBORHOODS:
             raise InvalidParameterError("neighborhood", f"must be one of {NEIGHBORHOODS}, got {self.neighborhood!r}")
-        if self.delta is not None and self.epsilon is not None:
-            raise InvalidParameterError("delta", "give exactly one of delta and epsilon, not both")
-        if self.delta is not None and not (0.0 <= self.delta < 1.0):
-            raise InvalidParameterError("delta", f"must lie in [0, 1), got {self.delta!r}")
-        if self.epsilon is not None and not (self.epsilon >= 0.0 and math.isfinite(self.epsilon)):
-            raise InvalidParameterError("epsilon", f"must be finite and >= 0, got {self.epsilon!r}")
+        check_target(self.delta, self.epsilon)
 
     @property
     def n(self) -> int:

@@ -25,7 +25,7 @@ import numpy as np
 
 from .errors import InvalidParameterError
 from .guarantees import Guarantee, epsilon_delta
-from .model import Scenario, invocation_multiset
+from .model import Scenario, check_target, invocation_multiset
 from .report import Baseline, Report
 from .solvers import DEFAULT_TIME_LIMIT, WeightProblem, worst_pair
 from .theorems import Composition, compose
@@ -88,16 +88,11 @@ def solve(
     ----------
     001, Alg. 2 (the experiment), Def. 3 (HDP), Thm. 1 (point masses), Sec. V-A.
     """
-    if delta is not None and epsilon is not None:
-        raise InvalidParameterError("delta", "give exactly one of delta and epsilon, not both")
+    check_target(delta, epsilon)
     if delta is None and epsilon is None:
         delta, epsilon = scenario.delta, scenario.epsilon
     if delta is None and epsilon is None:
         raise InvalidParameterError("delta", "give a target: delta (report epsilon) or epsilon (report delta)")
-    if delta is not None and not 0.0 <= delta < 1.0:
-        raise InvalidParameterError("delta", f"must lie in [0, 1), got {delta!r}")
-    if epsilon is not None and not (epsilon >= 0.0 and math.isfinite(epsilon)):
-        raise InvalidParameterError("epsilon", f"must be finite and >= 0, got {epsilon!r}")
 
     kinds = sorted({inv.guarantee for inv in scenario.invocations}, key=repr)
     notes: list[str] = []
@@ -107,8 +102,9 @@ def solve(
     upper: Counter[Guarantee] = Counter()
     witnesses = []
     solver_names = set()
+    by_kind = {}
     for g in kinds:
-        result = worst_pair(problem(lambda h, g=g: h == g), time_limit)
+        result = by_kind[g] = worst_pair(problem(lambda h, g=g: h == g), time_limit)
         upper[g] = int(round(result.upper_bound))
         witnesses.append(result.witness)
         solver_names.add(result.method)
@@ -124,7 +120,7 @@ def solve(
     candidates = [upper]
     chain = _dominance_chain(kinds)
     if chain is not None and len(chain) > 1:
-        candidates.append(_chain_bound(scenario, chain, problem, time_limit, notes))
+        candidates.append(_chain_bound(chain, problem, time_limit, by_kind[chain[-1]]))
     options = [(compose(c), c) for c in candidates]
     bound, upper = min(options, key=lambda o: _at(o[0], delta, epsilon)[0 if epsilon is None else 1])
     eps, d, theorem = _at(bound, delta, epsilon)
@@ -185,7 +181,7 @@ def _dominance_chain(kinds: list[Guarantee]) -> list[Guarantee] | None:
     return [kinds[i] for i in order]
 
 
-def _chain_bound(scenario, chain, problem, time_limit, notes) -> Counter:
+def _chain_bound(chain, problem, time_limit, weakest) -> Counter:
     """A multiset dominating every pair's differing invocations, from prefix counts.
 
     With the guarantees ordered g_1 <= ... <= g_K (each implied by the next),
@@ -194,13 +190,14 @@ def _chain_bound(scenario, chain, problem, time_limit, notes) -> Counter:
     multiset has at most C_j such invocations for every j, so matching its
     members in decreasing order against C_K copies of g_K, C_{K-1} - C_K of
     g_{K-1}, ... replaces each by a weaker-or-equal guarantee: composition of
-    the latter is a valid bound (monotonicity of composition).
+    the latter is a valid bound (monotonicity of composition). ``weakest`` is the
+    already solved problem of the weakest guarantee g_K alone (C_K).
     """
     counts: Counter[Guarantee] = Counter()
     above = 0
     for j in range(len(chain) - 1, -1, -1):
         top = set(chain[j:])
-        result = worst_pair(problem(lambda h, top=top: h in top), time_limit)
+        result = weakest if j == len(chain) - 1 else worst_pair(problem(lambda h, top=top: h in top), time_limit)
         c_j = int(round(result.upper_bound))
         counts[chain[j]] = max(c_j - above, 0)
         above = max(above, c_j)
