@@ -54,3 +54,31 @@ def kairouz_iii3_by_formula(k: int, eps: float, delta: float, target: float) -> 
 def exhaustive_outputs(k: int):
     """All output tuples of k canonical pairs (for readers who want to see them)."""
     return itertools.product(range(4), repeat=k)
+
+
+def mixture(
+    support: list[tuple[frozenset[int] | set[int], float]],
+    invocations: list[tuple[int, float, float]],
+) -> np.ndarray:
+    """The output distribution of a composite hypothesis over canonical mechanisms.
+
+    ``support`` lists (membership set b, weight); ``invocations`` lists
+    (database, eps, delta). Invocation j outputs from P1 of its canonical pair
+    when its database is in b, else from P0; the hypothesis is the mixture over
+    b of those product distributions (001, Sec. III-A; DESIGN.md, "Soundness
+    first": the same post-processing of the canonical pair for every b).
+    """
+    total = np.zeros(4 ** len(invocations))
+    for members, weight in support:
+        joint = np.ones(1)
+        for database, eps, delta in invocations:
+            q0, q1 = canonical_pair(eps, delta)
+            joint = np.outer(joint, q1 if database in members else q0).ravel()
+        total += weight * joint
+    return total
+
+
+def mixture_delta(h0, h1, invocations, eps: float) -> float:
+    """Exact delta(eps) between two composite hypotheses, both directions."""
+    p0, p1 = mixture(h0, invocations), mixture(h1, invocations)
+    return max(hockey_stick(p0, p1, eps), hockey_stick(p1, p0, eps))
