@@ -35,6 +35,10 @@ from .guarantees import (
     Subsampled,
 )
 from .theorems import THEOREMS, Composition, compose
+from .model import Databases, Invocation, Scenario
+from .report import Report
+from .scenario import load_scenario
+from .solve import solve  # the function; the module stays importable as gce.solve via sys.modules
 
 __version__ = "0.1.0"
 
@@ -58,4 +62,10 @@ __all__ = [
     "UnsupportedCombinationError",
     "ZCDP",
     "compose",
+    "Databases",
+    "Invocation",
+    "Report",
+    "Scenario",
+    "load_scenario",
+    "solve",
 ]

@@ -19,7 +19,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from .errors import InvalidParameterError
+from .errors import InvalidParameterError, UnsupportedCombinationError
 from .guarantees import _GUARANTEE_TYPES, Guarantee
 from .theorems import Multiset
 
@@ -122,6 +122,13 @@ class Scenario:
         (at most one; :func:`gce.solve` may be given one instead).
     title : str
         Shown in reports.
+
+    Raises
+    ------
+    InvalidParameterError
+        A field is malformed; the error names it (e.g. ``invocations[1].databases``).
+    InfeasibleConstraintsError
+        The constraints allow no non-empty membership set (nothing to protect).
     """
 
     databases: Databases
@@ -155,6 +162,10 @@ class Scenario:
         if not isinstance(constraints, ConstraintSet) or constraints.n != n:
             raise InvalidParameterError("constraints", f"must be a ConstraintSet over {n} databases")
         object.__setattr__(self, "constraints", constraints)
+        try:
+            constraints.require_nonempty()
+        except UnsupportedCombinationError:  # too many blocks to check here; the solver still answers soundly
+            pass
         if self.neighborhood not in NEIGHBORHOODS:
             raise InvalidParameterError("neighborhood", f"must be one of {NEIGHBORHOODS}, got {self.neighborhood!r}")
         check_target(self.delta, self.epsilon)

@@ -27,8 +27,8 @@ def test_readme_quickstart_commands_and_output():
     assert commands[1].endswith("python -m pytest")
     ci = (ROOT / ".ci" / "run").read_text()
     assert commands[1] in ci, ".ci/run must call the README's test command"
-    script = re.search(r"\.venv/bin/python (examples/\S+\.py)", commands[0]).group(1)
+    program = re.search(r"\.venv/bin/gce (solve \S+)$", commands[0]).group(1).split()
     shown = re.search(r"The first command prints:\n\n```\n(.*?)```", README, re.S).group(1)
-    env = {"PYTHONPATH": str(ROOT)}
-    out = subprocess.run([sys.executable, str(ROOT / script)], capture_output=True, text=True, env=env, check=True)
+    out = subprocess.run([sys.executable, "-m", "gce", *program], capture_output=True, text=True, cwd=ROOT,
+                         check=True)
     assert out.stdout == shown

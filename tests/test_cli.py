@@ -1,0 +1,102 @@
+"""The ``gce`` command: the report, --json, and one-line errors with exit status 2."""
+
+from __future__ import annotations
+
+import json
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+from gce import load_scenario, solve
+from gce.cli import main
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+HOSPITALS = str(ROOT / "examples" / "hospitals.toml")
+
+GOOD = """databases = 4
+delta = 1e-6
+[[invocations]]
+databases = "all"
+mechanism = { kind = "approx", epsilon = 0.1, delta = 1e-9 }
+[[constraints]]
+kind = "at_most"
+m = 2
+"""
+
+
+def run(capsys, *argv):
+    status = main(list(argv))
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+def test_json_equals_report_to_dict(capsys):
+    status, out, err = run(capsys, "solve", HOSPITALS, "--json")
+    assert status == 0 and err == ""
+    data = json.loads(out)
+    assert data == json.loads(json.dumps(solve(load_scenario(HOSPITALS)).to_dict()))
+    for key in ("epsilon", "delta", "theorem", "exact", "witness", "baselines"):
+        assert key in data
+    assert data["exact"] is True and len(data["witness"]["h1"]) == 365 and data["witness"]["h0"] == []
+    assert data["epsilon"] < data["baselines"]["classic"]["epsilon"]
+
+
+def test_table_and_target_overrides(capsys, tmp_path):
+    path = tmp_path / "s.toml"
+    path.write_text(GOOD)
+    status, out, _ = run(capsys, "solve", str(path))
+    assert status == 0 and "GCE (this scenario)" in out and "classic" in out and "exact: yes" in out
+    status, out, _ = run(capsys, "solve", str(path), "--epsilon", "0.2", "--json")
+    data = json.loads(out)
+    # At epsilon 0.2 = 2 x 0.1 the two differing invocations only leave their deltas: 1 - (1 - 1e-9)^2.
+    assert data["epsilon"] == 0.2 and data["delta"] == pytest.approx(2e-9, rel=1e-6)
+    status, out, _ = run(capsys, "solve", str(path), "--delta", "1e-3", "--json")
+    assert json.loads(out)["delta"] == 1e-3
+
+
+BAD_FILES = {
+    "wrong kind": (GOOD.replace('"approx"', '"fancy"'), "invocations[0].mechanism.kind"),
+    "missing key": (GOOD.replace(", delta = 1e-9", ""), "invocations[0].mechanism.delta"),
+    "negative m": (GOOD.replace("m = 2", "m = -2"), "constraints[0].m"),
+    "unknown database": (GOOD.replace('"all"', "[0, 4]"), "invocations[0].databases[1]"),
+    "unknown database in a constraint": (GOOD + '[[constraints]]\nkind = "exclusive"\ndatabases = [1, 9]\n',
+                                         "constraints[1].databases"),
+    "both targets": ("epsilon = 1.0\n" + GOOD, "delta"),
+    "neither target": (GOOD.replace("delta = 1e-6\n", ""), "delta"),
+    "not toml": (GOOD.replace("m = 2", "m = "), "file"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(BAD_FILES))
+def test_bad_files_exit_2_with_one_line_naming_the_field(capsys, tmp_path, name):
+    text, field = BAD_FILES[name]
+    path = tmp_path / "bad.toml"
+    path.write_text(text)
+    status, out, err = run(capsys, "solve", str(path))
+    assert status == 2
+    assert out == ""
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert f"{path}: {field}: " in err
+
+
+@pytest.mark.parametrize("argv, needle", [
+    (["solve", HOSPITALS, "--delta", "1e-6", "--epsilon", "1"], "not allowed with"),
+    (["solve", HOSPITALS, "--delta", "2"], "--delta: must lie in [0, 1)"),
+    (["solve", HOSPITALS, "--delta", "tiny"], "--delta: invalid float value"),
+    (["solve", HOSPITALS, "--time-limit", "0"], "--time-limit"),
+    (["solve"], "FILE"),
+    (["launch"], "invalid choice"),
+])
+def test_bad_command_lines_exit_2_with_one_line(capsys, argv, needle):
+    status, out, err = run(capsys, *argv)
+    assert status == 2 and out == "" and err.count("\n") == 1 and needle in err
+
+
+def test_the_installed_command_runs_as_a_module():
+    # `python -m gce` is the same entry point as the `gce` console script.
+    done = subprocess.run([sys.executable, "-m", "gce", "solve", HOSPITALS, "--delta", "-1"],
+                          capture_output=True, text=True, cwd=ROOT)
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.strip() == "gce: error: --delta: must lie in [0, 1), got -1.0"
