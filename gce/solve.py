@@ -148,12 +148,16 @@ def solve(
     )
 
 
-def _chain_key(guarantee: Guarantee) -> tuple[str, tuple[float, ...]] | None:
-    """Family and parameters under which guarantees of one *class* are ordered.
+def _family(guarantee: Guarantee) -> tuple[str, tuple[float, ...]] | None:
+    """Family and parameters under which guarantees are ordered by implication.
 
-    (eps, delta) classes (pure, approximate, randomized response: the canonical
-    pair, 002 Thm. II.5), Gaussian pairs (by mu: N(0,1) vs N(mu,1) is a
-    post-processing of N(0,1) vs N(mu',1) for mu <= mu') and zCDP (by rho).
+    ``point``: pure, approximate and randomized-response guarantees, for which
+    the canonical pair of their (eps, delta) is the worst case (002 Thm. II.5),
+    so (e1, d1) implies (e2, d2) when e1 <= e2 and d1 <= d2. ``gaussian`` (by mu:
+    N(0,1) vs N(mu,1) is a post-processing of N(0,1) vs N(mu',1) for mu <= mu')
+    and ``zcdp`` (by rho). Other guarantees with an (eps, delta) point (Laplace,
+    subsampled) imply every ``point`` guarantee above their point, but nothing
+    implies them: family ``concrete``.
     """
     from .guarantees import ZCDP, ApproxDP, GaussianDP, GaussianMechanism, PureDP, RandomizedResponse
 
@@ -165,20 +169,33 @@ def _chain_key(guarantee: Guarantee) -> tuple[str, tuple[float, ...]] | None:
         return "gaussian", (guarantee.sensitivity / guarantee.sigma,)
     if isinstance(guarantee, ZCDP):
         return "zcdp", (guarantee.rho,)
-    return None
+    point = epsilon_delta(guarantee)
+    return None if point is None else ("concrete", point)
+
+
+def _implies(a: Guarantee, b: Guarantee) -> bool:
+    """Whether every mechanism satisfying ``a`` satisfies ``b`` (by the rules of :func:`_family`)."""
+    if a == b:
+        return True
+    fa, fb = _family(a), _family(b)
+    if fa is None or fb is None:
+        return False
+    same = fa[0] == fb[0] and fa[0] != "concrete"
+    if same or (fa[0] == "concrete" and fb[0] == "point"):
+        return all(x <= y for x, y in zip(fa[1], fb[1]))
+    return False
 
 
 def _dominance_chain(kinds: list[Guarantee]) -> list[Guarantee] | None:
-    """The guarantees sorted from strongest to weakest, if each is implied by the next
+    """The guarantees sorted from strongest to weakest, if each implies the next
     (every mechanism satisfying one satisfies all later ones); else None."""
-    keys = [_chain_key(g) for g in kinds]
-    if any(k is None for k in keys) or len({k[0] for k in keys}) != 1:
+    families = [_family(g) for g in kinds]
+    if any(f is None for f in families):
         return None
-    order = sorted(range(len(kinds)), key=lambda i: keys[i][1])
-    for a, b in zip(order, order[1:]):
-        if any(x > y for x, y in zip(keys[a][1], keys[b][1])):
-            return None
-    return [kinds[i] for i in order]
+    # Within equal parameters a concrete guarantee implies the point one, not the reverse: concrete first.
+    order = sorted(range(len(kinds)), key=lambda i: (families[i][1], families[i][0] != "concrete"))
+    chain = [kinds[i] for i in order]
+    return chain if all(_implies(a, b) for a, b in zip(chain, chain[1:])) else None
 
 
 def _chain_bound(chain, problem, time_limit, weakest) -> Counter:

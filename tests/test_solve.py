@@ -141,3 +141,29 @@ def test_unknown_database_names_the_invocation():
     with pytest.raises(InvalidParameterError) as info:
         Scenario(2, (Invocation(0, PureDP(1.0)), Invocation(5, PureDP(1.0))))
     assert info.value.field == "invocations[1].databases"
+
+
+def test_dominance_chain_orders_by_implication():
+    from gce.guarantees import LaplaceMechanism, Subsampled
+    from gce.solve import _dominance_chain
+
+    sub = Subsampled(0.5, LaplaceMechanism(2.0))  # (ln(1 + (e^0.5 - 1)/2), 0) = (0.2812, 0)
+    # sub implies pure 0.5, so it goes first; pure 0.2 does not imply sub's curve, and sub does not imply it.
+    assert _dominance_chain([PureDP(0.5), sub]) == [sub, PureDP(0.5)]
+    assert _dominance_chain([PureDP(0.2), sub]) is None
+    # (0.1, 1e-6) and (0.5, 0) are incomparable: no chain.
+    assert _dominance_chain([ApproxDP(0.5, 1e-6), PureDP(0.5), ApproxDP(0.1, 1e-6)]) is None
+    assert _dominance_chain([PureDP(0.1), ApproxDP(0.5, 1e-6)]) == [PureDP(0.1), ApproxDP(0.5, 1e-6)]
+
+
+def test_concrete_and_point_guarantees_meet_in_the_chain_bound():
+    from gce.guarantees import LaplaceMechanism, Subsampled
+
+    sub = Subsampled(0.5, LaplaceMechanism(2.0))
+    invocations = (Invocation(0, sub), Invocation(1, PureDP(0.5), repeat=2), Invocation(2, sub))
+    scenario = Scenario(3, invocations, ConstraintSet(3, (Exclusive((0, 1)),)), delta=1e-6)
+    report = solve(scenario)
+    # The worst pair is {} vs {1, 2}: two pure 0.5 and one sub (pure 0.2812); all three composed is 1.5625.
+    assert report.witness == (frozenset(), frozenset({1, 2}))
+    assert report.epsilon <= 1.0 + math.log1p(0.5 * math.expm1(0.5)) + 1e-12
+    assert report.epsilon < report.baselines["classic"].epsilon - 0.25
