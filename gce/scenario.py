@@ -20,7 +20,8 @@ e.g. ``invocations[0].mechanism.epsilon`` or ``constraints[2].m``::
     m = 365
 
 Where names are given, every database reference in invocations, constraints
-and hypotheses may be a name or an index.
+and hypotheses may be a name or an index; ``databases = "all"`` also works for
+the ``exclusive`` and ``together`` constraints.
 """
 
 from __future__ import annotations
@@ -146,6 +147,15 @@ def _resolve_names(databases: Databases, value: object, path: str, inside: bool 
     return value
 
 
+def _constraint_value(databases: Databases, key: str, value: object, path: str) -> object:
+    """A constraint's value with names resolved; ``databases = "all"`` (exclusive, together) is every database."""
+    if key == "kind":
+        return value
+    if key == "databases" and value == "all":
+        return list(range(databases.n))
+    return _resolve_names(databases, value, path)
+
+
 def _invocations(databases: Databases, tables: object) -> tuple[Invocation, ...]:
     if not isinstance(tables, list) or not tables:
         raise InvalidScenarioError("invocations", "needs at least one [[invocations]] table")
@@ -184,8 +194,7 @@ def _constraints(databases: Databases, tables: object) -> ConstraintSet:
     parsed = []
     for i, table in enumerate(tables):
         if isinstance(table, Mapping):
-            table = {k: _resolve_names(databases, v, f"constraints[{i}].{k}") if k != "kind" else v
-                     for k, v in table.items()}
+            table = {k: _constraint_value(databases, k, v, f"constraints[{i}].{k}") for k, v in table.items()}
         parsed.append(constraint_from_dict(table, i, databases.n))
     try:
         return ConstraintSet(databases.n, tuple(parsed))

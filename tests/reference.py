@@ -9,8 +9,10 @@ deliberately naive and shares nothing with ``gce``.
 
 from __future__ import annotations
 
+import decimal
 import itertools
 import math
+from decimal import Decimal
 
 import numpy as np
 
@@ -44,11 +46,21 @@ def exact_delta(points: list[tuple[float, float]], eps: float) -> float:
 
 
 def kairouz_iii3_by_formula(k: int, eps: float, delta: float, target: float) -> float:
-    """002 Thm. III.3 written term by term, for a second derivation of the same value."""
-    total = 0.0
-    for l in range(k + 1):
-        total += math.comb(k, l) * max(0.0, math.exp((k - l) * eps) - math.exp(target) * math.exp(l * eps))
-    return 1 - (1 - delta) ** k + (1 - delta) ** k * total / (1 + math.exp(eps)) ** k
+    """002 Thm. III.3 written term by term, for a second derivation of the same value.
+
+    Evaluated in 60-digit decimal arithmetic with exact binomials, so k = 1,000
+    neither overflows nor cancels.
+    """
+    with decimal.localcontext() as ctx:
+        ctx.prec = 60
+        e, t, d = Decimal(eps), Decimal(target), Decimal(delta)
+        total = Decimal(0)
+        for l in range(k + 1):
+            term = ((k - l) * e).exp() - (t + l * e).exp()
+            if term > 0:
+                total += math.comb(k, l) * term
+        keep = (1 - d) ** k
+        return float(1 - keep + keep * total / (1 + e.exp()) ** k)
 
 
 def exhaustive_outputs(k: int):

@@ -1,0 +1,101 @@
+"""The worked examples of the papers: every number against a value derived by hand.
+
+Each example in ``examples/`` is a scenario file and a script; here the files are
+solved and compared with the papers' formulas evaluated by hand, and each script
+is run once.
+"""
+
+from __future__ import annotations
+
+import math
+import pathlib
+import runpy
+from dataclasses import replace
+
+import pytest
+from scipy.stats import norm
+
+import reference
+from gce import load_scenario, solve
+
+EXAMPLES = pathlib.Path(__file__).resolve().parent.parent / "examples"
+
+
+def solved(name: str, neighborhood: str | None = None):
+    scenario = load_scenario(EXAMPLES / f"{name}.toml")
+    if neighborhood is not None:
+        scenario = replace(scenario, neighborhood=neighborhood)
+    return solve(scenario)
+
+
+@pytest.mark.parametrize("neighborhood, k", [("unbounded", 365), ("bounded", 730)])
+def test_hospitals_compose_365_or_730_queries_exactly(neighborhood, k):
+    # 001 Ex. 1: max over k-subsets of CompGuarantee, here Kairouz et al. (002) Thm. III.3 term by term.
+    report = solved("hospitals", neighborhood)
+    assert report.exact and len(report.differing) == k
+    assert reference.kairouz_iii3_by_formula(k, 0.05, 1e-10, report.epsilon) == pytest.approx(1e-6, rel=1e-6)
+    assert reference.kairouz_iii3_by_formula(k, 0.05, 1e-10, report.epsilon - 1e-4) > 1e-6
+    classic = report.baselines["classic"].epsilon
+    assert reference.kairouz_iii3_by_formula(1000, 0.05, 1e-10, classic) == pytest.approx(1e-6, rel=1e-6)
+
+
+@pytest.mark.parametrize("neighborhood, expected, pair", [
+    ("unbounded", 1.0, ({4},)),            # max_i eps_i: the online subsidiary alone
+    ("bounded", 1.5, ({3}, {4})),          # max_{i != j} eps_i + eps_j = 1.0 + 0.5
+])
+def test_subsidiaries(neighborhood, expected, pair):
+    report = solved("subsidiaries", neighborhood)
+    assert report.epsilon == pytest.approx(expected, rel=1e-9) and report.exact
+    assert {frozenset(s) for s in report.witness} - {frozenset()} == {frozenset(s) for s in pair}
+    assert report.baselines["classic"].epsilon == pytest.approx(1.9)
+
+
+@pytest.mark.parametrize("neighborhood, expected", [("unbounded", 0.6), ("bounded", 0.7)])
+def test_free_and_paid_columns(neighborhood, expected):
+    # none vs free (6 columns); bounded: free vs paid differ in 4 ads + 3 premium columns.
+    report = solved("columns", neighborhood)
+    assert report.epsilon == pytest.approx(expected, rel=1e-9) and report.exact
+    assert report.baselines["classic"].epsilon == pytest.approx(0.9)
+
+
+def test_ambulances_cost_three_eps_not_k_eps():
+    report = solved("ambulances")
+    assert report.epsilon == pytest.approx(3 * 0.5) and report.exact
+    assert report.baselines["classic"].epsilon == pytest.approx(10 * 0.5)
+    assert report.baselines["parallel"].epsilon == pytest.approx(1.5)
+
+
+def test_bounded_dp_over_disjoint_parts_is_the_largest_two_part_sum():
+    # 000 Cor. IV.13: max_{i != j} eps_i + eps_j over (0.3, 0.7, 1.0, 0.2).
+    eps = [0.3, 0.7, 1.0, 0.2]
+    expected = max(a + b for i, a in enumerate(eps) for j, b in enumerate(eps) if i != j)
+    report = solved("disjoint_parts")
+    assert expected == pytest.approx(1.7)
+    assert report.epsilon == pytest.approx(expected, rel=1e-9) and report.exact
+    assert report.baselines["classic"].epsilon == pytest.approx(sum(eps))
+
+
+def test_gaussian_dp_over_disjoint_parts_is_sqrt2_mu():
+    # 000 Ex. VI.25: two parts of 0.5-GDP compose to sqrt(2) * 0.5-GDP; its profile (Dong, Roth, Su):
+    # delta(eps) = Phi(-eps/mu + mu/2) - e^eps Phi(-eps/mu - mu/2).
+    report = solved("gaussian_parts")
+    mu = math.sqrt(2) * 0.5
+    eps = report.epsilon
+    delta = norm.cdf(-eps / mu + mu / 2) - math.exp(eps) * norm.cdf(-eps / mu - mu / 2)
+    assert delta == pytest.approx(1e-6, rel=1e-6) and report.exact
+    mu2 = 2 * 0.5  # adding the mus would have claimed more
+    assert norm.cdf(-eps / mu2 + mu2 / 2) - math.exp(eps) * norm.cdf(-eps / mu2 - mu2 / 2) > 1e-6
+
+
+@pytest.mark.parametrize("script, needle", [
+    ("hospitals", "unbounded: epsilon 4.6203 from 365"),
+    ("subsidiaries", "bounded: epsilon 1.5 (classic 1.9)"),
+    ("columns", "bounded: epsilon 0.7 over 7 columns"),
+    ("ambulances", "GCE (this scenario)  1.5"),
+    ("disjoint_parts", "GCE (this scenario)  1.7"),
+    ("gaussian_parts", "sqrt(2) mu: epsilon"),
+    ("composition_basics", "tightest: kairouz-III.3"),
+])
+def test_example_scripts_run(capsys, script, needle):
+    runpy.run_path(str(EXAMPLES / f"{script}.py"), run_name="__main__")
+    assert needle in capsys.readouterr().out
