@@ -4,27 +4,65 @@ In the generalized composition experiment the adversary's hypotheses h0 and h1
 are distributions over the allowed membership sets (b-vectors). A point mass is
 the classic case (001 Thm. 1); a composite hypothesis models a prior, e.g. "in
 none of the databases" against "in at least one" (uniform over the non-empty
-allowed sets).
+allowed sets; 001 Sec. III-A, Example 1) or "in fewer than k' databases" against
+"in at least k'" (Example 2).
+
+Two layers live here:
+
+* :class:`Distribution`, the finite table of (set, weight) that every method
+  consumes;
+* the hypothesis kinds (:class:`Point`, :class:`Uniform`, :class:`Explicit`,
+  :class:`Rates`), small frozen records validated at construction that *describe*
+  a prior. :meth:`Hypothesis.distribution` turns one into a
+  :class:`Distribution` over the sets a :class:`~gce.constraints.ConstraintSet`
+  allows, and :meth:`Hypothesis.size_weights` gives its law of ``|b|`` when the
+  prior is exchangeable (the count-based exact method of :mod:`gce.composite`
+  needs only that). :func:`hypothesis_from_dict` reads the scenario file's
+  ``[hypotheses]`` entries.
 
 What must never change: a :class:`Distribution` lists distinct membership sets
 with positive weights summing to one; every set it lists is allowed by the
-scenario's constraints when it is used in a scenario.
+scenario's constraints when it is used in a scenario. A hypothesis record's
+meaning is its distribution over the *allowed* sets: ``Uniform`` is uniform over
+the allowed sets in its size range, ``Rates`` is the product law conditioned on
+the set being allowed; neither ever puts weight on a forbidden set.
 """
 
 from __future__ import annotations
 
+import abc
 import math
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
+from numpy.typing import NDArray
+from scipy import special
 
-from .errors import InvalidParameterError
+from .constraints import AtMost, ConstraintSet, Exclusive
+from .constraints.base import format_indices
+from .errors import InfeasibleConstraintsError, InvalidParameterError, InvalidScenarioError, NumericalLimitError
 
-__all__ = ["Distribution"]
+__all__ = [
+    "Distribution",
+    "Hypothesis",
+    "Point",
+    "Uniform",
+    "Explicit",
+    "Rates",
+    "HYPOTHESIS_KINDS",
+    "SUPPORT_LIMIT",
+    "hypothesis_from_dict",
+    "hypothesis_to_dict",
+]
 
 #: Tolerance on the total weight of a distribution.
 WEIGHT_TOLERANCE = 1e-9
+#: Default largest support :meth:`Hypothesis.distribution` enumerates.
+SUPPORT_LIMIT = 2**16
+#: Search nodes allowed per support set before the enumeration gives up.
+_NODES_PER_SET = 64
 
 
 @dataclass(frozen=True)
@@ -85,3 +123,718 @@ class Distribution:
 
     def __len__(self) -> int:
         return len(self.sets)
+
+    @property
+    def support_size(self) -> int:
+        """How many membership sets carry weight."""
+        return len(self.sets)
+
+
+# ---------------------------------------------------------------------------
+# Shared helpers
+
+
+def _indices(values: object, field: str) -> tuple[int, ...]:
+    """A sorted, duplicate-free tuple of database indices; empty is allowed (the empty set)."""
+    if isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
+        raise InvalidParameterError(field, f"must be a collection of database indices, got {values!r}")
+    out: list[int] = []
+    for value in values:
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
+            raise InvalidParameterError(field, f"must hold database indices >= 0, got {value!r}")
+        out.append(int(value))
+    if len(set(out)) != len(out):
+        repeated = next(i for i in out if out.count(i) > 1)
+        raise InvalidParameterError(field, f"lists database {repeated} more than once")
+    return tuple(sorted(out))
+
+
+def _check_allowed(members: frozenset[int], constraints: ConstraintSet, field: str) -> None:
+    """Raise unless ``members`` is an allowed membership set of ``constraints``, naming ``field``."""
+    for index in members:
+        if index >= constraints.n:
+            raise InvalidParameterError(field, f"database {index} is out of range [0, {constraints.n})")
+    violated = constraints.violated(members)
+    if violated:
+        culprit = constraints.constraints[violated[0]]
+        raise InvalidParameterError(
+            field,
+            f"{format_indices(members, as_set=True)} violates constraints[{violated[0]}] ({culprit.describe()})",
+        )
+
+
+def _size_cap(constraints: ConstraintSet) -> int | None:
+    """The largest allowed size when the allowed sets are exactly the sets up to that size, else None.
+
+    That is the case without constraints (cap ``n``) and when every constraint
+    that restricts anything is a cardinality bound over *all* databases
+    (``at_most`` with ``among`` all, or ``exclusive`` on every database).
+    """
+    n = constraints.n
+    cap = n
+    for constraint in constraints.constraints:
+        if constraint.is_vacuous(n):
+            continue
+        if not isinstance(constraint, (AtMost, Exclusive)):
+            return None
+        for bound in constraint.at_most_bounds(n):
+            if len(bound.among) != n:
+                return None
+            cap = min(cap, bound.m)
+    return cap
+
+
+def _log_comb(n: int, s: NDArray[np.float64]) -> NDArray[np.float64]:
+    """log C(n, s), elementwise (002 Thm. III.3 is written with the same log-gamma binomials)."""
+    return special.gammaln(n + 1.0) - special.gammaln(s + 1.0) - special.gammaln(n - s + 1.0)
+
+
+def _normalised(log_weights: NDArray[np.float64]) -> NDArray[np.float64]:
+    return log_weights - special.logsumexp(log_weights)
+
+
+def _order(members: frozenset[int]) -> tuple[int, list[int]]:
+    """Support order: by size, then lexicographically."""
+    return len(members), sorted(members)
+
+
+def _count_by_size(n: int, low: int, high: int) -> int:
+    """Number of subsets of ``range(n)`` with ``low <= size <= high`` (exact integer)."""
+    return sum(math.comb(n, s) for s in range(low, min(high, n) + 1))
+
+
+def _allowed_sets(
+    constraints: ConstraintSet,
+    field: str,
+    limit: int,
+    *,
+    low: int = 0,
+    high: int | None = None,
+    within: frozenset[int] | None = None,
+    required: frozenset[int] = frozenset(),
+) -> Iterator[frozenset[int]]:
+    """The allowed sets ``b`` with ``low <= |b| <= high`` and ``required <= b <= within``.
+
+    When every constraint is hereditary (:attr:`~gce.constraints.Constraint.hereditary`)
+    the sets are unions of components found by a depth-first search that stops
+    at the first forbidden union: no superset of a forbidden union of components
+    is allowed. Otherwise the constraint set's own enumeration is filtered.
+
+    Raises
+    ------
+    NumericalLimitError
+        Once more than ``limit`` sets qualify (or the search visits far more
+        nodes than that), naming ``field``.
+    """
+    n = constraints.n
+    high = n if high is None else min(high, n)
+    within = frozenset(range(n)) if within is None else within
+
+    def too_many() -> NumericalLimitError:
+        return NumericalLimitError(
+            f"{field}: the hypothesis' support has more than {limit} membership sets on n = {n} "
+            "databases; raise the limit or use an exchangeable prior (count-based method)"
+        )
+
+    if constraints.explicit_sets() is not None or not all(c.hereditary for c in constraints.constraints):
+        count = 0
+        for members in constraints.allowed_sets():
+            if low <= len(members) <= high and required <= members <= within:
+                count += 1
+                if count > limit:
+                    raise too_many()
+                yield members
+        return
+
+    blocks = constraints.components()
+    usable = [block <= within for block in blocks]
+    needed = [bool(block & required) for block in blocks]
+    if any(need and not use for need, use in zip(needed, usable)):
+        return
+    # room[j]: most members blocks j.. can still add; must_after[j]: some block j.. is required.
+    room = [0] * (len(blocks) + 1)
+    must_after = [False] * (len(blocks) + 1)
+    for j in range(len(blocks) - 1, -1, -1):
+        room[j] = room[j + 1] + (len(blocks[j]) if usable[j] else 0)
+        must_after[j] = must_after[j + 1] or needed[j]
+    count = nodes = 0
+    stack: list[tuple[int, frozenset[int]]] = [(0, frozenset())]
+    while stack:
+        j, members = stack.pop()
+        nodes += 1
+        if nodes > _NODES_PER_SET * limit:
+            raise too_many()
+        size = len(members)
+        if size + room[j] < low:
+            continue
+        if j == len(blocks) or (size == high and not must_after[j]):
+            if size >= low:
+                count += 1
+                if count > limit:
+                    raise too_many()
+                yield members
+            continue
+        block = blocks[j]
+        if usable[j] and size + len(block) <= high:
+            grown = members | block
+            if constraints.satisfied(grown):
+                stack.append((j + 1, grown))  # popped after the branch without the block
+        if not needed[j]:
+            stack.append((j + 1, members))
+
+
+# ---------------------------------------------------------------------------
+# Hypothesis kinds
+
+
+@dataclass(frozen=True)
+class Hypothesis(abc.ABC):
+    """A prior over membership sets: one side of the adversary's test (001, Def. 3).
+
+    Subclasses are frozen records validated at construction. The constraints
+    come in only when the prior is turned into numbers:
+
+    * :meth:`distribution` enumerates the support over the *allowed* sets;
+    * :meth:`size_weights` gives the law of ``|b|`` when the prior is
+      exchangeable (its weight of a set depends only on the set's size) and
+      the allowed sets are all sets of allowed sizes.
+    """
+
+    kind: ClassVar[str]
+
+    @abc.abstractmethod
+    def describe(self) -> str:
+        """A short human-readable form, e.g. ``uniform(min_members=1)``."""
+
+    @abc.abstractmethod
+    def distribution(self, constraints: ConstraintSet, limit: int = SUPPORT_LIMIT) -> Distribution:
+        """The hypothesis as a finite distribution over allowed membership sets.
+
+        Parameters
+        ----------
+        constraints : ConstraintSet
+            The scenario's constraints (and number of databases ``n``).
+        limit : int
+            Largest support enumerated.
+
+        Returns
+        -------
+        Distribution
+
+        Raises
+        ------
+        InvalidParameterError
+            If a set the hypothesis names is out of range or forbidden; the
+            field names it (``members``, ``support[i]``, ``rates``).
+        InfeasibleConstraintsError
+            If no allowed set carries weight; the message names the field.
+        NumericalLimitError
+            If the support has more than ``limit`` sets.
+        """
+
+    @abc.abstractmethod
+    def log_size_weights(self, constraints: ConstraintSet) -> NDArray[np.float64] | None:
+        """log P(|b| = s) for s = 0..n when the prior is exchangeable, else None.
+
+        Exchangeable means: the weight of a set depends only on its size, and
+        the allowed sets are all sets of allowed sizes (no constraints, or only
+        cardinality bounds over all databases). Entries are ``-inf`` where the
+        probability is zero. Kept in log space: for n = 1,000 the weights of
+        "uniform over the non-empty sets" reach 2^-1000.
+
+        Raises
+        ------
+        InvalidParameterError, InfeasibleConstraintsError
+            As :meth:`distribution`.
+        """
+
+    def size_weights(self, constraints: ConstraintSet) -> NDArray[np.float64] | None:
+        """P(|b| = s) for s = 0..n when the prior is exchangeable, else None.
+
+        See :meth:`log_size_weights` (whose exponential this is; weights
+        below 1e-308 underflow to 0 here, not there).
+
+        Examples
+        --------
+        >>> Uniform(min_members=1).size_weights(ConstraintSet(2)).round(4).tolist()
+        [0.0, 0.6667, 0.3333]
+        >>> Point(()).size_weights(ConstraintSet(2)).tolist()
+        [1.0, 0.0, 0.0]
+        """
+        log_weights = self.log_size_weights(constraints)
+        return None if log_weights is None else np.exp(log_weights)
+
+
+@dataclass(frozen=True)
+class Point(Hypothesis):
+    """The point mass at one membership set (001 Thm. 1: the classic hypotheses).
+
+    Parameters
+    ----------
+    members : tuple of int
+        The databases holding the record; empty means "in none of them".
+        Stored sorted.
+
+    Raises
+    ------
+    InvalidParameterError
+        If ``members`` is not a duplicate-free collection of indices >= 0.
+
+    Examples
+    --------
+    >>> Point((2, 0)).distribution(ConstraintSet(3)).sets
+    (frozenset({0, 2}),)
+    """
+
+    kind = "point"
+
+    members: tuple[int, ...] = ()
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "members", _indices(self.members, "members"))
+
+    def describe(self) -> str:
+        return f"{self.kind}(members={format_indices(self.members, as_set=True)})"
+
+    def distribution(self, constraints: ConstraintSet, limit: int = SUPPORT_LIMIT) -> Distribution:
+        members = frozenset(self.members)
+        _check_allowed(members, constraints, "members")
+        return Distribution.point(members)
+
+    def log_size_weights(self, constraints: ConstraintSet) -> NDArray[np.float64] | None:
+        members = frozenset(self.members)
+        _check_allowed(members, constraints, "members")
+        n = constraints.n
+        if _size_cap(constraints) is None or len(members) not in (0, n):
+            return None
+        out = np.full(n + 1, -np.inf)
+        out[len(members)] = 0.0
+        return out
+
+
+@dataclass(frozen=True)
+class Uniform(Hypothesis):
+    """Uniform over the allowed membership sets with ``min_members <= |b| <= max_members``.
+
+    ``Uniform(min_members=1)`` is 001's uninformative "in at least one
+    database" (Sec. III-A, Example 1; Sec. V-B); ``Uniform(max_members=k - 1)``
+    against ``Uniform(min_members=k)`` is Example 2 ("fewer than k'" against
+    "at least k'").
+
+    Parameters
+    ----------
+    min_members : int
+        Smallest size, >= 0 (default 0).
+    max_members : int, optional
+        Largest size (default: no bound beyond the constraints').
+
+    Raises
+    ------
+    InvalidParameterError
+        If a bound is not an integer >= 0, or ``min_members > max_members``
+        (the field is ``min_members``).
+
+    Examples
+    --------
+    >>> d = Uniform(min_members=1).distribution(ConstraintSet(2))
+    >>> [sorted(s) for s in d.sets], d.weights
+    ([[0], [1], [0, 1]], (0.3333333333333333, 0.3333333333333333, 0.3333333333333333))
+    """
+
+    kind = "uniform"
+
+    min_members: int = 0
+    max_members: int | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("min_members", "max_members"):
+            value = getattr(self, name)
+            if value is None and name == "max_members":
+                continue
+            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
+                raise InvalidParameterError(name, f"must be an integer >= 0, got {value!r}")
+            object.__setattr__(self, name, int(value))
+        if self.max_members is not None and self.min_members > self.max_members:
+            raise InvalidParameterError(
+                "min_members", f"must be <= max_members = {self.max_members}, got {self.min_members}"
+            )
+
+    def describe(self) -> str:
+        bounds = [f"min_members={self.min_members}"]
+        if self.max_members is not None:
+            bounds.append(f"max_members={self.max_members}")
+        return f"{self.kind}({', '.join(bounds)})"
+
+    def _high(self, n: int) -> int:
+        return n if self.max_members is None else min(self.max_members, n)
+
+    def _empty(self, constraints: ConstraintSet) -> InfeasibleConstraintsError:
+        return InfeasibleConstraintsError(
+            f"min_members: no allowed membership set has between {self.min_members} and "
+            f"{self._high(constraints.n)} members on n = {constraints.n} databases ({self.describe()})"
+        )
+
+    def distribution(self, constraints: ConstraintSet, limit: int = SUPPORT_LIMIT) -> Distribution:
+        n, high = constraints.n, self._high(constraints.n)
+        cap = _size_cap(constraints)
+        if cap is not None and _count_by_size(n, self.min_members, min(high, cap)) > limit:
+            raise NumericalLimitError(
+                f"min_members: {self.describe()} on n = {n} databases has "
+                f"{_count_by_size(n, self.min_members, min(high, cap)):.3g} membership sets, more than the "
+                f"limit {limit}; its size law is exchangeable, so use the count-based method"
+            )
+        sets = sorted(_allowed_sets(constraints, "min_members", limit, low=self.min_members, high=high), key=_order)
+        if not sets:
+            raise self._empty(constraints)
+        return Distribution(tuple(sets), (1.0 / len(sets),) * len(sets))
+
+    def log_size_weights(self, constraints: ConstraintSet) -> NDArray[np.float64] | None:
+        cap = _size_cap(constraints)
+        if cap is None:
+            return None
+        n = constraints.n
+        sizes = np.arange(n + 1, dtype=float)
+        inside = (sizes >= self.min_members) & (sizes <= min(self._high(n), cap))
+        if not inside.any():
+            raise self._empty(constraints)
+        return _normalised(np.where(inside, _log_comb(n, sizes), -np.inf))
+
+
+@dataclass(frozen=True)
+class Explicit(Hypothesis):
+    """An explicit table of membership sets and their probabilities.
+
+    Parameters
+    ----------
+    support : tuple of frozenset of int
+        Distinct membership sets.
+    weights : tuple of float
+        Their probabilities: positive, one per set, summing to 1 (within 1e-9).
+
+    Raises
+    ------
+    InvalidParameterError
+        Naming ``support``, ``support[i]``, ``weights`` or ``weights[i]``.
+
+    Examples
+    --------
+    >>> h = Explicit(({0}, {1}), (0.5, 0.5))  # 001 Sec. V-B: p1 = 1/2 {0} + 1/2 {1}
+    >>> h.distribution(ConstraintSet(2)).weights
+    (0.5, 0.5)
+    """
+
+    kind = "explicit"
+
+    support: tuple[frozenset[int], ...]
+    weights: tuple[float, ...]
+
+    def __post_init__(self) -> None:
+        if isinstance(self.support, (str, bytes)) or not isinstance(self.support, Iterable):
+            raise InvalidParameterError("support", f"must be a collection of membership sets, got {self.support!r}")
+        if isinstance(self.weights, (str, bytes)) or not isinstance(self.weights, Iterable):
+            raise InvalidParameterError("weights", f"must be a collection of numbers, got {self.weights!r}")
+        support = tuple(frozenset(_indices(s, f"support[{i}]")) for i, s in enumerate(self.support))
+        weights = []
+        for i, w in enumerate(self.weights):
+            if isinstance(w, bool) or not isinstance(w, (int, float, np.integer, np.floating)):
+                raise InvalidParameterError(f"weights[{i}]", f"must be a number, got {w!r}")
+            weights.append(float(w))
+        first_seen: dict[frozenset[int], int] = {}
+        for i, members in enumerate(support):
+            if members in first_seen:
+                raise InvalidParameterError(
+                    f"support[{i}]",
+                    f"repeats support[{first_seen[members]}] = {format_indices(members, as_set=True)}",
+                )
+            first_seen[members] = i
+        table = Distribution(support, tuple(weights))  # validates the weights, naming weights / weights[i]
+        object.__setattr__(self, "support", table.sets)
+        object.__setattr__(self, "weights", table.weights)
+
+    @classmethod
+    def of(cls, distribution: Distribution) -> "Explicit":
+        """The explicit hypothesis of a :class:`Distribution`."""
+        return cls(distribution.sets, distribution.weights)
+
+    def describe(self) -> str:
+        shown = ", ".join(f"{format_indices(s, as_set=True)}: {w:.4g}" for s, w in zip(self.support[:3], self.weights))
+        more = f", ...; {len(self.support)} sets" if len(self.support) > 3 else ""
+        return f"{self.kind}({shown}{more})"
+
+    def distribution(self, constraints: ConstraintSet, limit: int = SUPPORT_LIMIT) -> Distribution:
+        if len(self.support) > limit:
+            raise NumericalLimitError(f"support: {len(self.support)} membership sets, more than the limit {limit}")
+        for i, members in enumerate(self.support):
+            _check_allowed(members, constraints, f"support[{i}]")
+        return Distribution(self.support, self.weights)
+
+    def log_size_weights(self, constraints: ConstraintSet) -> NDArray[np.float64] | None:
+        table = self.distribution(constraints, limit=len(self.support))
+        n = constraints.n
+        if _size_cap(constraints) is None:
+            return None
+        by_size: dict[int, list[float]] = {}
+        for members, weight in table:
+            by_size.setdefault(len(members), []).append(weight)
+        out = np.full(n + 1, -np.inf)
+        for size, weights in by_size.items():
+            if len(weights) != math.comb(n, size) or max(weights) > min(weights) * (1.0 + _EQUAL_WEIGHTS):
+                return None  # not every set of this size, or unequal weights: not exchangeable
+            out[size] = math.log(math.fsum(weights))
+        return _normalised(out)
+
+
+#: Relative spread under which the weights of one size count as equal (exchangeability check).
+_EQUAL_WEIGHTS = 1e-12
+
+
+@dataclass(frozen=True)
+class Rates(Hypothesis):
+    """Each database holds the record independently with its own rate, given an allowed set.
+
+    The weight of ``b`` is ``prod_{i in b} rates[i] * prod_{i not in b} (1 - rates[i])``,
+    renormalised over the allowed sets (conditioning on the public
+    constraints); without constraints it is the plain product law.
+
+    Parameters
+    ----------
+    rates : tuple of float
+        One probability in [0, 1] per database (the length must equal ``n``).
+
+    Raises
+    ------
+    InvalidParameterError
+        If ``rates`` is empty or a rate is not a number in [0, 1]
+        (field ``rates[i]``).
+
+    Examples
+    --------
+    >>> d = Rates((0.5, 0.0)).distribution(ConstraintSet(2))
+    >>> [sorted(s) for s in d.sets], d.weights
+    ([[], [0]], (0.5, 0.5))
+    """
+
+    kind = "rates"
+
+    rates: tuple[float, ...]
+
+    def __post_init__(self) -> None:
+        if isinstance(self.rates, (str, bytes)) or not isinstance(self.rates, Iterable):
+            raise InvalidParameterError("rates", f"must be a collection of probabilities, got {self.rates!r}")
+        rates = []
+        for i, q in enumerate(self.rates):
+            if isinstance(q, bool) or not isinstance(q, (int, float, np.integer, np.floating)) or not 0.0 <= q <= 1.0:
+                raise InvalidParameterError(f"rates[{i}]", f"must be a probability in [0, 1], got {q!r}")
+            rates.append(float(q))
+        if not rates:
+            raise InvalidParameterError("rates", "needs one rate per database, got none")
+        object.__setattr__(self, "rates", tuple(rates))
+
+    def describe(self) -> str:
+        if len(set(self.rates)) == 1:
+            return f"{self.kind}({self.rates[0]:g} on each of {len(self.rates)} databases)"
+        shown = ", ".join(f"{q:g}" for q in self.rates[:4])
+        return f"{self.kind}(({shown}{', ...' if len(self.rates) > 4 else ''}))"
+
+    def _check_n(self, constraints: ConstraintSet) -> np.ndarray:
+        if len(self.rates) != constraints.n:
+            raise InvalidParameterError(
+                "rates", f"needs one rate per database (n = {constraints.n}), got {len(self.rates)}"
+            )
+        return np.array(self.rates)
+
+    def _empty(self, constraints: ConstraintSet) -> InfeasibleConstraintsError:
+        return InfeasibleConstraintsError(
+            f"rates: no allowed membership set has positive probability under {self.describe()} "
+            f"(databases with rate 1 must all hold the record, those with rate 0 none)"
+        )
+
+    def distribution(self, constraints: ConstraintSet, limit: int = SUPPORT_LIMIT) -> Distribution:
+        q = self._check_n(constraints)
+        within = frozenset(np.flatnonzero(q > 0.0).tolist())
+        required = frozenset(np.flatnonzero(q == 1.0).tolist())
+        free = int(np.count_nonzero((q > 0.0) & (q < 1.0)))
+        if constraints.is_unconstrained and 2**free > limit:
+            raise NumericalLimitError(
+                f"rates: the product law over {free} databases with rates in (0, 1) has 2^{free} membership "
+                f"sets, more than the limit {limit}"
+            )
+        sets = sorted(_allowed_sets(constraints, "rates", limit, within=within, required=required), key=_order)
+        if not sets:
+            raise self._empty(constraints)
+        member = np.zeros((len(sets), q.size), dtype=bool)
+        for row, members in enumerate(sets):
+            member[row, list(members)] = True
+        with np.errstate(divide="ignore"):
+            log_in = np.where(q > 0.0, np.log(q), 0.0)  # only used where q > 0 (members)
+            log_out = np.where(q < 1.0, np.log1p(-q), 0.0)  # only used where q < 1 (non-members)
+        log_weights = _normalised(np.where(member, log_in, log_out).sum(axis=1))
+        weights = np.exp(log_weights)
+        keep = weights > 0.0  # sets below 1e-308 of the total are dropped (they underflow)
+        return Distribution(tuple(s for s, k in zip(sets, keep) if k), tuple(weights[keep].tolist()))
+
+    def log_size_weights(self, constraints: ConstraintSet) -> NDArray[np.float64] | None:
+        q = self._check_n(constraints)
+        cap = _size_cap(constraints)
+        if cap is None or np.any(q != q[0]):
+            return None
+        n, p = constraints.n, float(q[0])
+        sizes = np.arange(n + 1, dtype=float)
+        log_weights = _log_comb(n, sizes) + special.xlogy(sizes, p) + special.xlog1py(n - sizes, -p)
+        log_weights = np.where(sizes <= cap, log_weights, -np.inf)
+        if not np.isfinite(log_weights).any():
+            raise self._empty(constraints)
+        return _normalised(log_weights)
+
+
+# ---------------------------------------------------------------------------
+# The scenario-file form
+
+
+def _scenario_integer(value: object, path: str, n: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InvalidScenarioError(path, f"must be an integer, got {value!r}")
+    return value
+
+
+def _scenario_number(value: object, path: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise InvalidScenarioError(path, f"must be a number, got {value!r}")
+    return float(value)
+
+
+def _scenario_indices(value: object, path: str, n: int) -> list[int]:
+    if not isinstance(value, list):
+        raise InvalidScenarioError(path, f"must be a list of database indices, got {value!r}")
+    out = []
+    for i, item in enumerate(value):
+        if isinstance(item, bool) or not isinstance(item, int):
+            raise InvalidScenarioError(f"{path}[{i}]", f"must be a database index, got {item!r}")
+        if not 0 <= item < n:
+            raise InvalidScenarioError(f"{path}[{i}]", f"database {item} is out of range [0, {n})")
+        out.append(item)
+    return out
+
+
+def _scenario_sets(value: object, path: str, n: int) -> list[list[int]]:
+    if not isinstance(value, list):
+        raise InvalidScenarioError(path, f"must be a list of lists of database indices, got {value!r}")
+    return [_scenario_indices(item, f"{path}[{i}]", n) for i, item in enumerate(value)]
+
+
+def _scenario_numbers(value: object, path: str, n: int) -> list[float]:
+    if not isinstance(value, list):
+        raise InvalidScenarioError(path, f"must be a list of numbers, got {value!r}")
+    return [_scenario_number(item, f"{path}[{i}]") for i, item in enumerate(value)]
+
+
+def _scenario_rates(value: object, path: str, n: int) -> list[float]:
+    rates = _scenario_numbers(value, path, n)
+    if len(rates) != n:
+        raise InvalidScenarioError(path, f"needs one rate per database ({n}), got {len(rates)}")
+    return rates
+
+
+@dataclass(frozen=True)
+class _Kind:
+    """How one hypothesis kind is written in a file: record, and per key (reader, required).
+
+    File keys are the record's field names; a reader checks the file's types
+    (and database indices against ``n``) and returns the value for the record.
+    """
+
+    record: type[Hypothesis]
+    keys: Mapping[str, tuple[Callable[[object, str, int], object], bool]]
+
+
+#: The file form of every hypothesis kind, by ``kind`` (DESIGN.md, "Scenario files").
+HYPOTHESIS_KINDS: Mapping[str, _Kind] = {
+    "point": _Kind(Point, {"members": (_scenario_indices, True)}),
+    "uniform": _Kind(Uniform, {"min_members": (_scenario_integer, False), "max_members": (_scenario_integer, False)}),
+    "explicit": _Kind(Explicit, {"support": (_scenario_sets, True), "weights": (_scenario_numbers, True)}),
+    "rates": _Kind(Rates, {"rates": (_scenario_rates, True)}),
+}
+
+
+def hypothesis_from_dict(d: Mapping[str, object], path: str, n: int) -> Hypothesis:
+    """Read one entry of a scenario file's ``[hypotheses]`` table.
+
+    Parameters
+    ----------
+    d : mapping
+        The entry, as parsed from TOML, e.g. ``{"kind": "uniform", "min_members": 1}``.
+    path : str
+        Its path in the file, used in error fields, e.g. ``"hypotheses.h1"``.
+    n : int
+        Number of databases; indices are range-checked against it.
+
+    Returns
+    -------
+    Hypothesis
+
+    Raises
+    ------
+    InvalidScenarioError
+        On an unknown kind, a missing or unknown key, a wrong type, an
+        out-of-range database or an invalid value; the field is the full path,
+        e.g. ``hypotheses.h1.weights``.
+
+    References
+    ----------
+    001, Sec. III-A (Examples 1-2) and Sec. V-B (adversary priors).
+
+    Examples
+    --------
+    >>> hypothesis_from_dict({"kind": "uniform", "min_members": 1}, "hypotheses.h1", 3)
+    Uniform(min_members=1, max_members=None)
+    >>> hypothesis_from_dict({"kind": "explicit", "support": [[0], [1]], "weights": [0.5, 0.6]},
+    ...                      "hypotheses.h1", 3)
+    Traceback (most recent call last):
+    ...
+    gce.errors.InvalidScenarioError: hypotheses.h1.weights: must sum to 1, got 1.1
+    """
+    if not isinstance(d, Mapping):
+        raise InvalidScenarioError(path, f"must be a table with a 'kind' key, got {d!r}")
+    expected = ", ".join(HYPOTHESIS_KINDS)
+    if "kind" not in d:
+        raise InvalidScenarioError(f"{path}.kind", f"is missing; expected one of {expected}")
+    kind = d["kind"]
+    spec = HYPOTHESIS_KINDS.get(kind) if isinstance(kind, str) else None
+    if spec is None:
+        raise InvalidScenarioError(f"{path}.kind", f"unknown kind {kind!r}; expected one of {expected}")
+    for key in d:
+        if key != "kind" and key not in spec.keys:
+            raise InvalidScenarioError(
+                f"{path}.{key}", f"is not a key of kind {kind!r}; its keys are {', '.join(spec.keys)}"
+            )
+    arguments = {}
+    for key, (reader, required) in spec.keys.items():
+        if key in d:
+            arguments[key] = reader(d[key], f"{path}.{key}", n)
+        elif required:
+            raise InvalidScenarioError(f"{path}.{key}", f"is missing (required for kind {kind!r})")
+    try:
+        return spec.record(**arguments)
+    except InvalidParameterError as error:
+        raise InvalidScenarioError(f"{path}.{error.field}", error.detail) from None
+
+
+def hypothesis_to_dict(hypothesis: Hypothesis) -> dict[str, object]:
+    """The scenario-file table of a hypothesis; inverse of :func:`hypothesis_from_dict`.
+
+    Examples
+    --------
+    >>> hypothesis_to_dict(Explicit(({1, 0},), (1.0,)))
+    {'kind': 'explicit', 'support': [[0, 1]], 'weights': [1.0]}
+    """
+    table: dict[str, object] = {"kind": hypothesis.kind}
+    for key in HYPOTHESIS_KINDS[hypothesis.kind].keys:
+        value = getattr(hypothesis, key)
+        if value is None:
+            continue
+        if key == "support":
+            value = [sorted(s) for s in value]
+        elif isinstance(value, tuple):
+            value = list(value)
+        table[key] = value
+    return table
