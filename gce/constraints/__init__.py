@@ -9,7 +9,8 @@ inequalities over binary variables (:mod:`gce.constraints.linear`), which is
 what the solvers consume. :class:`ConstraintSet`
 (:mod:`gce.constraints.constraint_set`) validates a whole set against ``n``
 and gives its structure; :mod:`gce.constraints.parse` reads and writes the
-scenario-file form.
+scenario-file form; :mod:`gce.constraints.data` estimates membership limits
+from a membership table (001, Sec. V-A: the store chain).
 
 Examples
 --------
@@ -21,6 +22,7 @@ Examples
 
 from .base import AtMostBound, Constraint
 from .constraint_set import MAX_ENUMERATED_COMPONENTS, ConstraintSet
+from .data import MembershipEstimate, estimate_membership
 from .kinds import AtMost, Conflicts, Exclusive, Patterns, Together
 from .linear import LinearSystem
 from .parse import CONSTRAINT_KINDS, constraint_from_dict, constraint_set_from_dicts, constraint_to_dict
@@ -33,6 +35,8 @@ __all__ = [
     "Conflicts",
     "Patterns",
     "ConstraintSet",
+    "MembershipEstimate",
+    "estimate_membership",
     "LinearSystem",
     "AtMostBound",
     "MAX_ENUMERATED_COMPONENTS",

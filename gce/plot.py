@@ -1,0 +1,183 @@
+"""Privacy curves side by side: the GCE answer against classic composition (DESIGN.md, "Report").
+
+A report's :attr:`~gce.report.Report.curve` is the whole certified curve of the
+HDP guarantee (001, Def. 3); classic composition (001, Alg. 1: every invocation
+composed) has one too. :func:`curve_table` tabulates both at chosen deltas (the
+text output of ``gce curve``) and :func:`plot_curves` draws epsilon against
+delta on a log-scale delta axis.
+
+matplotlib is optional (the ``plot`` extra) and imported only when drawing; it
+draws on a bare :class:`matplotlib.figure.Figure` (the Agg canvas, no display,
+no pyplot state), or on the Axes it is given.
+
+What must never change: every value shown is the curve's own ``epsilon(delta)``
+(a certified upper bound, rounded up), never an interpolation between points.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from .curves import PrivacyCurve
+from .errors import GCEError, InvalidParameterError
+from .model import Scenario, invocation_multiset
+from .report import Report
+from .theorems import compose
+
+if TYPE_CHECKING:  # pragma: no cover
+    from matplotlib.axes import Axes
+
+__all__ = [
+    "PlotUnavailableError",
+    "DEFAULT_DELTAS",
+    "GCE_LABEL",
+    "CLASSIC_LABEL",
+    "classic_curve",
+    "curve_table",
+    "plot_curves",
+]
+
+#: The deltas drawn by default: 1e-12 to 1e-1, log-spaced.
+DEFAULT_DELTAS = np.logspace(-12, -1, 111)
+#: Legend labels.
+GCE_LABEL = "GCE (this scenario)"
+CLASSIC_LABEL = "classic (every invocation composed)"
+#: What to tell a user without matplotlib.
+INSTALL_HINT = "install the plot extra: pip install 'gce[plot]'"
+
+
+class PlotUnavailableError(GCEError, ImportError):
+    """matplotlib is not installed (it is the optional ``plot`` extra)."""
+
+
+def _pyplot_free_figure() -> Any:
+    """A new matplotlib Figure on the Agg canvas, or :class:`PlotUnavailableError`."""
+    try:
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+        from matplotlib.figure import Figure
+    except ImportError:
+        raise PlotUnavailableError(INSTALL_HINT) from None
+    figure = Figure(figsize=(6.4, 4.4), layout="constrained")
+    FigureCanvasAgg(figure)
+    return figure
+
+
+def classic_curve(scenario: Scenario) -> PrivacyCurve:
+    """The curve of classic composition: every invocation of ``scenario`` composed.
+
+    It is the curve behind the report's ``classic`` baseline (001, Alg. 1).
+    """
+    return compose(invocation_multiset(scenario.invocations)).curve
+
+
+def _deltas(deltas: ArrayLike | None) -> np.ndarray:
+    d = DEFAULT_DELTAS if deltas is None else np.atleast_1d(np.asarray(deltas, dtype=float))
+    if d.ndim != 1 or d.size == 0 or np.any(~np.isfinite(d)) or np.any(d < 0) or np.any(d >= 1):
+        raise InvalidParameterError("deltas", f"must be a non-empty list of values in [0, 1), got {deltas!r}")
+    return d
+
+
+def curve_table(
+    curve: PrivacyCurve, classic_curve: PrivacyCurve | None, deltas: ArrayLike
+) -> list[tuple[float, float, float | None]]:
+    """Rows ``(delta, epsilon_gce, epsilon_classic)`` at each delta (the text of ``gce curve``).
+
+    Parameters
+    ----------
+    curve : PrivacyCurve
+        The GCE curve (``report.curve``).
+    classic_curve : PrivacyCurve or None
+        The classic curve (:func:`classic_curve`); ``None`` leaves the column empty.
+    deltas : array_like
+        Deltas in [0, 1), in the order given.
+
+    Returns
+    -------
+    list of tuple
+        Epsilons are the curves' own ``epsilon(delta)``; ``inf`` where the
+        per-invocation deltas alone exceed delta.
+
+    Examples
+    --------
+    >>> from gce.guarantees import PureDP
+    >>> rows = curve_table(compose({PureDP(0.5): 2}).curve, compose({PureDP(0.5): 4}).curve, [0.0, 1e-6])
+    >>> [(d, round(e, 4), round(c, 4)) for d, e, c in rows]
+    [(0.0, 1.0, 2.0), (1e-06, 1.0, 2.0)]
+    """
+    d = _deltas(deltas)
+    gce = np.asarray(curve.epsilon(d), dtype=float)
+    classic = None if classic_curve is None else np.asarray(classic_curve.epsilon(d), dtype=float)
+    return [(float(d[i]), float(gce[i]), None if classic is None else float(classic[i])) for i in range(d.size)]
+
+
+def plot_curves(
+    report: Report,
+    path: str | os.PathLike[str] | None = None,
+    ax: "Axes | None" = None,
+    *,
+    classic: PrivacyCurve | Scenario | None = None,
+    deltas: ArrayLike | None = None,
+    dpi: int = 150,
+) -> "Axes":
+    """Draw epsilon against delta for the GCE answer and classic composition.
+
+    Parameters
+    ----------
+    report : Report
+        Its ``curve`` is drawn, its ``(delta, epsilon)`` marked, its ``title``
+        used as the title.
+    path : path, optional
+        Save the figure there (format from the suffix, e.g. ``.png``, ``.pdf``).
+    ax : matplotlib Axes, optional
+        Draw on it; by default on a new figure on the Agg canvas.
+    classic : PrivacyCurve or Scenario, optional
+        The classic curve, or the scenario to compose it from
+        (:func:`classic_curve`); omitted, only the GCE curve is drawn.
+    deltas : array_like, optional
+        The deltas drawn (0 has no place on the log axis and is left out);
+        default :data:`DEFAULT_DELTAS` (1e-12 to 1e-1).
+    dpi : int
+        Resolution when saving a raster image.
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+
+    Raises
+    ------
+    PlotUnavailableError
+        If matplotlib is not installed: "install the plot extra: pip install 'gce[plot]'".
+
+    References
+    ----------
+    001, Def. 3 (HDP), Alg. 1 (classic) and Alg. 2 (GCE); DESIGN.md, "Report".
+    """
+    d = _deltas(deltas)
+    d = d[d > 0]
+    if d.size == 0:
+        raise InvalidParameterError("deltas", "needs a positive delta to draw on a log axis")
+    if isinstance(classic, Scenario):
+        classic = classic_curve(classic)
+    if ax is None:
+        ax = _pyplot_free_figure().add_subplot()
+    rows = curve_table(report.curve, classic, d)
+    finite = lambda values: np.where(np.isfinite(values), values, np.nan)  # inf: below the delta floor
+    ax.plot(d, finite(np.array([r[1] for r in rows])), label=GCE_LABEL, color="C0", linewidth=2)
+    if classic is not None:
+        ax.plot(d, finite(np.array([r[2] for r in rows])), label=CLASSIC_LABEL, color="C1", linestyle="--")
+    if np.isfinite(report.epsilon) and 0 < report.delta < 1:
+        ax.plot([report.delta], [report.epsilon], "o", color="C0",
+                label=f"reported: epsilon {report.epsilon:.4g} at delta {report.delta:.3g}")
+    ax.set_xscale("log")
+    ax.set_xlabel("delta")
+    ax.set_ylabel("epsilon")
+    ax.set_title(report.title or "privacy curve")
+    ax.grid(True, which="major", alpha=0.3)
+    ax.legend()
+    if path is not None:
+        ax.figure.savefig(os.fspath(path), dpi=dpi)
+    return ax
