@@ -25,6 +25,7 @@ from .theorems import Multiset
 
 if TYPE_CHECKING:  # pragma: no cover
     from .constraints import ConstraintSet
+    from .hypotheses import Hypothesis
 
 __all__ = ["Databases", "Invocation", "Scenario", "check_target", "invocation_multiset"]
 
@@ -122,6 +123,9 @@ class Scenario:
         (at most one; :func:`gce.solve` may be given one instead).
     title : str
         Shown in reports.
+    hypotheses : (Hypothesis, Hypothesis), optional
+        The adversary's composite hypotheses h0 and h1 (001, Sec. III-A, V-B);
+        when given they replace the preset ``neighborhood``.
 
     Raises
     ------
@@ -138,6 +142,7 @@ class Scenario:
     delta: float | None = None
     epsilon: float | None = None
     title: str = ""
+    hypotheses: "tuple[Hypothesis, Hypothesis] | None" = None
 
     def __post_init__(self) -> None:
         from .constraints import ConstraintSet
@@ -169,7 +174,32 @@ class Scenario:
         if self.neighborhood not in NEIGHBORHOODS:
             raise InvalidParameterError("neighborhood", f"must be one of {NEIGHBORHOODS}, got {self.neighborhood!r}")
         check_target(self.delta, self.epsilon)
+        if self.hypotheses is not None:
+            object.__setattr__(self, "hypotheses", _checked_hypotheses(self.hypotheses, constraints))
 
     @property
     def n(self) -> int:
         return self.databases.n
+
+
+def _checked_hypotheses(hypotheses, constraints: "ConstraintSet") -> "tuple[Hypothesis, Hypothesis]":
+    """Two hypotheses whose listed supports (point, explicit) are allowed; errors name ``hypotheses.h0|h1``.
+
+    Priors whose support is generated (uniform, rates) are checked when solved:
+    enumerating them here could be as costly as the solve itself.
+    """
+    from .errors import GCEError, InvalidScenarioError
+    from .hypotheses import Explicit, Hypothesis, Point
+
+    pair = tuple(hypotheses) if isinstance(hypotheses, (tuple, list)) else ()
+    if len(pair) != 2 or not all(isinstance(h, Hypothesis) for h in pair):
+        raise InvalidParameterError("hypotheses", f"must be two hypotheses (h0, h1), got {hypotheses!r}")
+    for name, h in zip(("h0", "h1"), pair):
+        if isinstance(h, (Point, Explicit)):
+            try:
+                h.distribution(constraints)
+            except InvalidParameterError as error:
+                raise type(error)(f"hypotheses.{name}.{error.field}", error.detail) from None
+            except GCEError as error:
+                raise InvalidScenarioError(f"hypotheses.{name}", str(error)) from None
+    return pair  # type: ignore[return-value]

@@ -44,6 +44,7 @@ from .guarantees import (
     RandomizedResponse,
     Subsampled,
 )
+from .hypotheses import Hypothesis, hypothesis_from_dict
 from .model import Databases, Invocation, Scenario, check_target
 
 __all__ = ["MECHANISM_KINDS", "load_scenario", "scenario_from_dict"]
@@ -203,6 +204,25 @@ def _constraints(databases: Databases, tables: object) -> ConstraintSet:
                                    error.detail) from None
 
 
+def _hypotheses(databases: Databases, table: object) -> tuple[Hypothesis, Hypothesis]:
+    """The ``[hypotheses]`` table: ``h0`` and ``h1``, each a prior (DESIGN.md; 001, Sec. V-B)."""
+    if not isinstance(table, Mapping):
+        raise InvalidScenarioError("hypotheses", f"must be a table with keys h0 and h1, got {table!r}")
+    for key in table:
+        if key not in ("h0", "h1"):
+            raise InvalidScenarioError(f"hypotheses.{key}", "is not a key of [hypotheses]; its keys are h0, h1")
+    pair = []
+    for key in ("h0", "h1"):
+        if key not in table:
+            raise InvalidScenarioError(f"hypotheses.{key}", "is missing")
+        entry = table[key]
+        if isinstance(entry, Mapping):
+            entry = {k: v if k in ("kind", "rates") else _resolve_names(databases, v, f"hypotheses.{key}.{k}")
+                     for k, v in entry.items()}
+        pair.append(hypothesis_from_dict(entry, f"hypotheses.{key}", databases.n))
+    return pair[0], pair[1]
+
+
 def _target(table: Mapping[str, object]) -> tuple[float | None, float | None]:
     delta = None if "delta" not in table else _number(table["delta"], "delta")
     epsilon = None if "epsilon" not in table else _number(table["epsilon"], "epsilon")
@@ -251,10 +271,9 @@ def scenario_from_dict(table: Mapping[str, object]) -> Scenario:
     delta, epsilon = _target(table)
     invocations = _invocations(databases, table.get("invocations"))
     constraints = _constraints(databases, table.get("constraints", []))
-    if "hypotheses" in table:
-        raise InvalidScenarioError("hypotheses", "composite hypotheses are not supported yet")
+    hypotheses = _hypotheses(databases, table["hypotheses"]) if "hypotheses" in table else None
     try:
-        return Scenario(databases, invocations, constraints, neighborhood, delta, epsilon, title)
+        return Scenario(databases, invocations, constraints, neighborhood, delta, epsilon, title, hypotheses)
     except InvalidScenarioError:
         raise
     except InvalidParameterError as error:

@@ -23,7 +23,14 @@ from collections import Counter
 
 import numpy as np
 
-from .errors import InvalidParameterError
+from .curves import PrivacyCurve
+from .errors import (
+    GCEError,
+    InvalidParameterError,
+    InvalidScenarioError,
+    NumericalLimitError,
+    UnsupportedCombinationError,
+)
 from .guarantees import Guarantee, epsilon_delta
 from .model import Scenario, check_target, invocation_multiset
 from .report import Baseline, Report
@@ -93,6 +100,8 @@ def solve(
         delta, epsilon = scenario.delta, scenario.epsilon
     if delta is None and epsilon is None:
         raise InvalidParameterError("delta", "give a target: delta (report epsilon) or epsilon (report delta)")
+    if scenario.hypotheses is not None:
+        return _solve_composite(scenario, delta, epsilon, time_limit)
 
     kinds = sorted({inv.guarantee for inv in scenario.invocations}, key=repr)
     notes: list[str] = []
@@ -240,3 +249,77 @@ def _baselines(scenario: Scenario, delta: float | None, epsilon: float | None) -
         out["parallel"] = Baseline("parallel", eps_par if epsilon is None else epsilon, d_par,
                                    "parallel composition (McSherry 2009)")
     return out
+
+
+def _checked_supports(scenario: Scenario) -> None:
+    """Raise, naming ``hypotheses.h0`` or ``.h1``, when a prior has no allowed support."""
+    for name, h in zip(("h0", "h1"), scenario.hypotheses):
+        try:
+            h.distribution(scenario.constraints)
+        except NumericalLimitError:
+            pass  # too many sets to list: fine, the count-based and preset routes do not need them
+        except InvalidParameterError as error:
+            raise type(error)(f"hypotheses.{name}.{error.field}", error.detail) from None
+        except GCEError as error:
+            raise InvalidScenarioError(f"hypotheses.{name}", str(error)) from None
+
+
+def _solve_composite(scenario: Scenario, delta: float | None, epsilon: float | None, time_limit: float) -> Report:
+    """The HDP guarantee for composite hypotheses: the tightest of the valid routes.
+
+    1. exact (:func:`gce.composite.exact_curve`): the two-sided hockey-stick
+       divergence of the two mixtures of canonical products (001 Def. 3; 002
+       eqs. 9-10), for (eps, delta) guarantees; used alone when it applies.
+    2. the worst pair of point masses over the allowed sets (001 Thm. 1 and
+       joint convexity: every coupling of h0 and h1 puts its mass on allowed
+       pairs, so the mixture's curve is at most the worst pair's): always valid.
+       When one hypothesis is the point mass at the empty set the unbounded
+       pairs suffice, else the bounded ones.
+
+    The paper's averaging formula (001 Sec. V-B) is never used (DESIGN.md).
+    """
+    from dataclasses import replace
+
+    from .composite import exact_curve
+    from .hypotheses import Point
+
+    h0, h1 = scenario.hypotheses
+    _checked_supports(scenario)
+    notes = [f"hypotheses: h0 = {h0.describe()}; h1 = {h1.describe()}"]
+    routes: list[tuple[str, PrivacyCurve, bool]] = []
+    try:
+        curve = exact_curve(h0, h1, scenario.invocations, scenario.constraints)
+        routes.append((curve.method, curve, curve.exact))
+    except (UnsupportedCombinationError, NumericalLimitError) as error:
+        notes.append(f"no exact computation: {error}")
+
+    empty = Point(())
+    preset = "unbounded" if empty in (h0, h1) else "bounded"
+    pairs = solve(replace(scenario, hypotheses=None, neighborhood=preset),
+                  delta=delta, epsilon=epsilon, time_limit=time_limit)
+    routes.append((f"worst pair ({preset}, {pairs.theorem})", pairs.curve, False))
+
+    exact_routes = [r for r in routes if r[2]]
+    candidates = exact_routes or routes
+    index = 0 if epsilon is None else 1
+    values = [_curve_at(curve, delta, epsilon) for _, curve, _ in candidates]
+    best = min(range(len(candidates)), key=lambda i: values[i][index])
+    name, curve, exact = candidates[best]
+    eps, d = values[best]
+    for (other, _, _), value in zip(candidates, values):
+        if other != name:
+            notes.append(f"{other}: epsilon {value[0]:.6g} at delta {value[1]:.3g}")
+    if math.isinf(eps):
+        notes.append(f"no finite epsilon at delta {delta:g}: the per-invocation deltas alone give delta >= "
+                     f"{curve.delta_floor:.4g}")
+    baselines = _baselines(scenario, delta, epsilon)
+    baselines["worst pair"] = Baseline("worst pair", pairs.epsilon, pairs.delta,
+                                       f"point masses, {preset} ({pairs.theorem})")
+    return Report(epsilon=eps, delta=d, theorem=name, exact=exact, witness=None, differing=(), curve=curve,
+                  baselines=baselines, solver="composite", notes=tuple(notes), title=scenario.title)
+
+
+def _curve_at(curve: PrivacyCurve, delta: float | None, epsilon: float | None) -> tuple[float, float]:
+    if epsilon is not None:
+        return epsilon, float(curve.delta(epsilon))
+    return float(curve.epsilon(delta)), delta
