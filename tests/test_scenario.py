@@ -107,6 +107,17 @@ MALFORMED = [
     (with_(neighborhood="replace"), "neighborhood"),
     (with_(title=3), "title"),
     (with_(budget=3), "budget"),
+    (with_(hypotheses={"h0": {"kind": "point", "members": []}}), "hypotheses.h1"),
+    (with_(hypotheses={"h0": {"kind": "point", "members": []}, "h1": {"kind": "uniform"}, "h2": {}}), "hypotheses.h2"),
+    (with_(hypotheses={"h0": {"kind": "point", "members": []}, "h1": {"kind": "cloud"}}), "hypotheses.h1.kind"),
+    (with_(hypotheses={"h0": {"kind": "point", "members": []},
+                       "h1": {"kind": "explicit", "support": [[0], [1]], "weights": [0.5, 0.6]}}),
+     "hypotheses.h1.weights"),
+    (with_(hypotheses={"h0": {"kind": "point", "members": []},
+                       "h1": {"kind": "explicit", "support": [[0, 1, 2]], "weights": [1.0]}}),
+     "hypotheses.h1.support[0]"),
+    (with_(hypotheses={"h0": {"kind": "point", "members": []}, "h1": {"kind": "uniform", "min_members": 3, "max_members": 2}}),
+     "hypotheses.h1.min_members"),
 ]
 
 
@@ -146,3 +157,12 @@ def test_loaded_file_solves_to_the_hand_value(tmp_path):
     assert report.baselines["classic"].epsilon == pytest.approx(4.0)
     assert report.baselines["parallel"].epsilon == pytest.approx(2.0)
     assert PureDP(0.5) in {inv.guarantee for inv in load_scenario(path).invocations}
+
+
+def test_hypotheses_table_reads_names():
+    s = scenario_from_dict(with_(databases=["a", "b", "c", "d"], hypotheses={
+        "h0": {"kind": "point", "members": ["b"]},
+        "h1": {"kind": "explicit", "support": [["a"], ["c", "d"]], "weights": [0.25, 0.75]}}))
+    h0, h1 = s.hypotheses
+    assert h0.distribution(s.constraints).sets == (frozenset({1}),)
+    assert [(sorted(b), w) for b, w in h1.distribution(s.constraints)] == [([0], 0.25), ([2, 3], 0.75)]
