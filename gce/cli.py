@@ -1,6 +1,8 @@
 """The ``gce`` command (DESIGN.md, "Scenario files and the command line").
 
     gce solve FILE.toml [--delta D | --epsilon E] [--json] [--time-limit S]
+    gce calibrate FILE.toml --target-epsilon E --target-delta D [--json] [--quiet]
+    gce curve FILE.toml [--deltas D ...] [--plot out.png] [--json]
 
 prints the report of :func:`gce.solve.solve`; with ``--json`` one JSON object
 (:meth:`gce.report.Report.to_dict`). Bad input, in the file or on the command
@@ -54,20 +56,55 @@ def _parser() -> argparse.ArgumentParser:
     solve.add_argument("--time-limit", type=float, default=None, metavar="S",
                        help="seconds a MILP may search before answering with its certified bound")
     solve.set_defaults(run=_solve)
+
+    calibrate = commands.add_parser(
+        "calibrate", help="the largest per-invocation epsilon (or smallest sigma) meeting a target",
+        description="Calibrate the common per-invocation epsilon (pure or approximate guarantees, their deltas "
+                    "held) or the common Gaussian sigma so that the scenario's HDP guarantee meets the target; "
+                    "the classic-composition calibration is shown beside it.")
+    calibrate.add_argument("file", metavar="FILE", help="scenario file (TOML)")
+    calibrate.add_argument("--target-epsilon", type=float, required=True, metavar="E")
+    calibrate.add_argument("--target-delta", type=float, required=True, metavar="D")
+    calibrate.add_argument("--json", action="store_true", help="print one JSON object instead of text")
+    calibrate.add_argument("--quiet", action="store_true", help="no progress line on the terminal")
+    calibrate.add_argument("--time-limit", type=float, default=None, metavar="S",
+                           help="seconds a MILP may search per solve")
+    calibrate.set_defaults(run=_calibrate)
+
+    curve = commands.add_parser(
+        "curve", help="epsilon against delta for the GCE answer and the classic one",
+        description="Print epsilon against delta for the scenario's HDP guarantee and for classic composition; "
+                    "with --plot, draw both (needs the plot extra: pip install 'gce[plot]').")
+    curve.add_argument("file", metavar="FILE", help="scenario file (TOML)")
+    curve.add_argument("--deltas", type=float, nargs="+", metavar="D",
+                       default=[1e-10, 1e-8, 1e-6, 1e-5, 1e-4, 1e-3, 1e-2],
+                       help="the deltas to tabulate (default 1e-10 ... 1e-2)")
+    curve.add_argument("--plot", metavar="PNG", help="also draw the two curves into this image file")
+    curve.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
+    curve.add_argument("--time-limit", type=float, default=None, metavar="S")
+    curve.set_defaults(run=_curve)
     return parser
+
+
+def _time_limit(args: argparse.Namespace) -> float:
+    from .solvers import DEFAULT_TIME_LIMIT
+
+    if args.time_limit is None:
+        return DEFAULT_TIME_LIMIT
+    if not args.time_limit > 0:
+        raise _UsageError(f"--time-limit: must be > 0, got {args.time_limit!r}")
+    return args.time_limit
 
 
 def _solve(args: argparse.Namespace) -> str:
     from .scenario import load_scenario
     from .solve import solve
-    from .solvers import DEFAULT_TIME_LIMIT
 
     try:
         check_target(args.delta, args.epsilon)
     except InvalidParameterError as error:
         raise _UsageError(f"--{error.field}: {error.detail}") from None
-    if args.time_limit is not None and not args.time_limit > 0:
-        raise _UsageError(f"--time-limit: must be > 0, got {args.time_limit!r}")
+    time_limit = _time_limit(args)
     scenario = load_scenario(args.file)
     delta, epsilon = args.delta, args.epsilon
     if delta is None and epsilon is None:
@@ -76,11 +113,62 @@ def _solve(args: argparse.Namespace) -> str:
             raise InvalidParameterError(
                 "delta", "is missing: give the target in the file (delta = ... or epsilon = ...) "
                          "or on the command line (--delta or --epsilon)")
-    report = solve(scenario, delta=delta, epsilon=epsilon,
-                   time_limit=DEFAULT_TIME_LIMIT if args.time_limit is None else args.time_limit)
+    report = solve(scenario, delta=delta, epsilon=epsilon, time_limit=time_limit)
     if args.json:
         return json.dumps(report.to_dict(), indent=2, allow_nan=False)
     return str(report)
+
+
+def _calibrate(args: argparse.Namespace) -> str:
+    from .calibrate import calibrate
+    from .progress import Progress
+    from .scenario import load_scenario
+
+    time_limit = _time_limit(args)
+    scenario = load_scenario(args.file)
+    with Progress(label="calibrate", quiet=args.quiet or args.json) as progress:
+        result = calibrate(scenario, target_epsilon=args.target_epsilon, target_delta=args.target_delta,
+                           time_limit=time_limit, progress=progress)
+    if args.json:
+        return json.dumps(result.to_dict(), indent=2, allow_nan=False)
+    return str(result)
+
+
+def _curve(args: argparse.Namespace) -> str:
+    from .plot import classic_curve, curve_table, plot_curves
+    from .scenario import load_scenario
+    from .solve import solve
+
+    time_limit = _time_limit(args)
+    for i, d in enumerate(args.deltas):
+        try:
+            check_target(d, None)
+        except InvalidParameterError as error:
+            raise _UsageError(f"--deltas[{i}]: {error.detail}") from None
+    scenario = load_scenario(args.file)
+    report = solve(scenario, delta=min(args.deltas), time_limit=time_limit)
+    classic = classic_curve(scenario)
+    rows = curve_table(report.curve, classic, args.deltas)
+    if args.plot:
+        plot_curves(report, args.plot, classic=classic)
+    if args.json:
+        table = [{"delta": d, "epsilon": _json_number(e), "classic_epsilon": _json_number(c)} for d, e, c in rows]
+        return json.dumps({"title": report.title, "theorem": report.theorem, "exact": report.exact,
+                           "curve": table, "plot": args.plot}, indent=2, allow_nan=False)
+    lines = [report.title] if report.title else []
+    lines.append(f"{'delta':>10}  {'epsilon (GCE)':>14}  {'epsilon (classic)':>17}")
+    for d, e, c in rows:
+        lines.append(f"{d:>10.3g}  {e:>14.6g}  {'-' if c is None else format(c, '.6g'):>17}")
+    lines.append(f"theorem: {report.theorem}; exact: {'yes' if report.exact else 'no'}")
+    if args.plot:
+        lines.append(f"plot written to {args.plot}")
+    return "\n".join(lines)
+
+
+def _json_number(x: float | None) -> float | str | None:
+    import math
+
+    return None if x is None else ("inf" if math.isinf(x) else float(x))
 
 
 def _one_line(text: str) -> str:
@@ -108,7 +196,15 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def main_exit() -> None:  # pragma: no cover - the console-script entry point
-    sys.exit(main())
+    try:
+        status = main()
+        sys.stdout.flush()
+    except BrokenPipeError:  # the reader went away (gce ... | head): not an error of ours
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        status = 0
+    sys.exit(status)
 
 
 if __name__ == "__main__":  # pragma: no cover
