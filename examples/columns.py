@@ -19,5 +19,5 @@ from gce import load_scenario, solve
 scenario = load_scenario(Path(__file__).with_name("columns.toml"))
 for neighborhood in ("unbounded", "bounded"):
     report = solve(replace(scenario, neighborhood=neighborhood))
-    print(f"{neighborhood:>9}: epsilon {report.epsilon:.4g} over {len(report.differing)} columns "
+    print(f"{neighborhood:>9}: epsilon {report.epsilon:.4g} over {report.differing_count} columns "
           f"(classic {report.baselines['classic'].epsilon:.4g})")

@@ -15,5 +15,5 @@ from gce import load_scenario, solve
 scenario = load_scenario(Path(__file__).with_name("hospitals.toml"))
 for neighborhood in ("unbounded", "bounded"):
     report = solve(replace(scenario, neighborhood=neighborhood))
-    print(f"{neighborhood:>9}: epsilon {report.epsilon:.4f} from {len(report.differing)} differing queries "
+    print(f"{neighborhood:>9}: epsilon {report.epsilon:.4f} from {report.differing_count} differing queries "
           f"(classic {report.baselines['classic'].epsilon:.4f}; exact: {report.exact})")

@@ -126,6 +126,9 @@ class Scenario:
     hypotheses : (Hypothesis, Hypothesis), optional
         The adversary's composite hypotheses h0 and h1 (001, Sec. III-A, V-B);
         when given they replace the preset ``neighborhood``.
+    notes : tuple of str
+        Statements every report of the scenario repeats, e.g. that a
+        constraint was estimated from data (001, Sec. V-A, the store chain).
 
     Raises
     ------
@@ -143,6 +146,7 @@ class Scenario:
     epsilon: float | None = None
     title: str = ""
     hypotheses: "tuple[Hypothesis, Hypothesis] | None" = None
+    notes: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         from .constraints import ConstraintSet
@@ -174,6 +178,10 @@ class Scenario:
         if self.neighborhood not in NEIGHBORHOODS:
             raise InvalidParameterError("neighborhood", f"must be one of {NEIGHBORHOODS}, got {self.neighborhood!r}")
         check_target(self.delta, self.epsilon)
+        notes = (self.notes,) if isinstance(self.notes, str) else tuple(self.notes)
+        if not all(isinstance(note, str) for note in notes):
+            raise InvalidParameterError("notes", f"must be strings, got {self.notes!r}")
+        object.__setattr__(self, "notes", notes)
         if self.hypotheses is not None:
             object.__setattr__(self, "hypotheses", _checked_hypotheses(self.hypotheses, constraints))
 

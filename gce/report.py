@@ -53,6 +53,8 @@ class Report:
         The worst-case pair of membership sets (h0, h1) found.
     differing : tuple of int
         Indices of the invocations on databases where h0 and h1 differ.
+    differing_count : int
+        How many invocations those are, repeats counted.
     curve : PrivacyCurve
         The whole certified curve delta(epsilon) of the HDP guarantee.
     baselines : dict of str to Baseline
@@ -73,6 +75,7 @@ class Report:
     lower_bound_epsilon: float | None = None
     notes: tuple[str, ...] = ()
     title: str = ""
+    differing_count: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON form (``gce solve --json``)."""
@@ -85,6 +88,7 @@ class Report:
             "witness": None if self.witness is None else {
                 "h0": sorted(self.witness[0]), "h1": sorted(self.witness[1])},
             "differing_invocations": list(self.differing),
+            "differing_count": self.differing_count,
             "solver": self.solver,
             "lower_bound_epsilon": _num(self.lower_bound_epsilon),
             "baselines": {name: b.to_dict() for name, b in self.baselines.items()},
@@ -102,7 +106,7 @@ class Report:
         if self.witness is not None:
             h0, h1 = (sorted(s) for s in self.witness)
             lines.append(f"worst-case pair: h0 = {_short(h0)}, h1 = {_short(h1)} "
-                         f"({len(self.differing)} differing invocations; solver {self.solver})")
+                         f"({self.differing_count} differing invocations; solver {self.solver})")
         lines.append(f"exact: {'yes' if self.exact else 'no'}")
         lines += [f"note: {n}" for n in self.notes]
         return "\n".join(lines)

@@ -21,7 +21,10 @@ e.g. ``invocations[0].mechanism.epsilon`` or ``constraints[2].m``::
 
 Where names are given, every database reference in invocations, constraints
 and hypotheses may be a name or an index; ``databases = "all"`` also works for
-the ``exclusive`` and ``together`` constraints.
+the ``exclusive`` and ``together`` constraints. A constraint of kind
+``from_data`` (``file = "members.csv"``, ``patterns = false``) estimates the
+at_most bound (and optionally the allowed patterns) from a membership table
+(001, Sec. V-A, the store chain); every report then says so.
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ import tomllib
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from .constraints import ConstraintSet, constraint_from_dict
+from .constraints import ConstraintSet, constraint_from_dict, estimate_membership
 from .errors import InfeasibleConstraintsError, InvalidParameterError, InvalidScenarioError
 from .guarantees import (
     ZCDP,
@@ -189,16 +192,46 @@ def _invocations(databases: Databases, tables: object) -> tuple[Invocation, ...]
     return tuple(out)
 
 
-def _constraints(databases: Databases, tables: object) -> ConstraintSet:
+def _from_data(databases: Databases, table: Mapping[str, object], path: str, folder: pathlib.Path):
+    """A ``kind = "from_data"`` table: at_most (and optionally patterns) estimated from a membership CSV."""
+    keys = ("kind", "file", "patterns", "header")
+    for key in table:
+        if key not in keys:
+            raise InvalidScenarioError(f"{path}.{key}", f"is not a key of kind 'from_data'; its keys are "
+                                       f"{', '.join(keys[1:])}")
+    file = table.get("file")
+    if not isinstance(file, str):
+        raise InvalidScenarioError(f"{path}.file", f"must be the path of a CSV file (individual, database), "
+                                   f"got {file!r}")
+    patterns, header = table.get("patterns", False), table.get("header")
+    if not isinstance(patterns, bool):
+        raise InvalidScenarioError(f"{path}.patterns", f"must be true or false, got {patterns!r}")
+    if header is not None and not isinstance(header, bool):
+        raise InvalidScenarioError(f"{path}.header", f"must be true or false, got {header!r}")
+    target = pathlib.Path(file) if pathlib.Path(file).is_absolute() else folder / file
+    if not target.is_file():
+        raise InvalidScenarioError(f"{path}.file", f"cannot read {file!r} (looked for {str(target)!r})")
+    try:
+        return estimate_membership(target, databases, patterns=patterns, header=header, source=file)
+    except InvalidParameterError as error:
+        raise InvalidScenarioError(f"{path}.file", str(error)) from None
+
+
+def _constraints(databases: Databases, tables: object, folder: pathlib.Path) -> tuple[ConstraintSet, list[str]]:
     if not isinstance(tables, list):
         raise InvalidScenarioError("constraints", f"must be a list of [[constraints]] tables, got {tables!r}")
-    parsed = []
+    parsed, notes = [], []
     for i, table in enumerate(tables):
+        if isinstance(table, Mapping) and table.get("kind") == "from_data":
+            estimate = _from_data(databases, table, f"constraints[{i}]", folder)
+            parsed.extend(estimate.constraints)
+            notes.append(estimate.statement)
+            continue
         if isinstance(table, Mapping):
             table = {k: _constraint_value(databases, k, v, f"constraints[{i}].{k}") for k, v in table.items()}
         parsed.append(constraint_from_dict(table, i, databases.n))
     try:
-        return ConstraintSet(databases.n, tuple(parsed))
+        return ConstraintSet(databases.n, tuple(parsed)), notes
     except InvalidParameterError as error:
         raise InvalidScenarioError(f"constraints.{error.field}" if error.field else "constraints",
                                    error.detail) from None
@@ -233,8 +266,10 @@ def _target(table: Mapping[str, object]) -> tuple[float | None, float | None]:
     return delta, epsilon
 
 
-def scenario_from_dict(table: Mapping[str, object]) -> Scenario:
+def scenario_from_dict(table: Mapping[str, object], folder: str | pathlib.Path = ".") -> Scenario:
     """The :class:`~gce.model.Scenario` of a parsed scenario file.
+
+    ``folder`` is where relative data files (``kind = "from_data"``) are looked up.
 
     Raises
     ------
@@ -256,6 +291,7 @@ def scenario_from_dict(table: Mapping[str, object]) -> Scenario:
     """
     if not isinstance(table, Mapping):
         raise InvalidScenarioError("scenario", f"must be a table, got {table!r}")
+    folder = pathlib.Path(folder)
     for key in table:
         if key not in _TOP_LEVEL:
             raise InvalidScenarioError(key, f"is not a scenario key; the keys are {', '.join(_TOP_LEVEL)}")
@@ -270,10 +306,11 @@ def scenario_from_dict(table: Mapping[str, object]) -> Scenario:
         raise InvalidScenarioError("neighborhood", f'must be "unbounded" or "bounded", got {neighborhood!r}')
     delta, epsilon = _target(table)
     invocations = _invocations(databases, table.get("invocations"))
-    constraints = _constraints(databases, table.get("constraints", []))
+    constraints, notes = _constraints(databases, table.get("constraints", []), folder)
     hypotheses = _hypotheses(databases, table["hypotheses"]) if "hypotheses" in table else None
     try:
-        return Scenario(databases, invocations, constraints, neighborhood, delta, epsilon, title, hypotheses)
+        return Scenario(databases, invocations, constraints, neighborhood, delta, epsilon, title, hypotheses,
+                        tuple(notes))
     except InvalidScenarioError:
         raise
     except InvalidParameterError as error:
@@ -310,4 +347,4 @@ def load_scenario(path: str | pathlib.Path) -> Scenario:
         table = tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:
         raise InvalidScenarioError("file", f"{str(path)!r} is not valid TOML: {error}") from None
-    return scenario_from_dict(table)
+    return scenario_from_dict(table, path.parent)

@@ -102,9 +102,14 @@ def solve(
         raise InvalidParameterError("delta", "give a target: delta (report epsilon) or epsilon (report delta)")
     if scenario.hypotheses is not None:
         return _solve_composite(scenario, delta, epsilon, time_limit)
+    return _solve_pairs(scenario, delta, epsilon, time_limit)
+
+
+def _solve_pairs(scenario: Scenario, delta: float | None, epsilon: float | None, time_limit: float) -> Report:
+    """The preset neighbourhoods: the worst pair of point masses (001 Thm. 1)."""
 
     kinds = sorted({inv.guarantee for inv in scenario.invocations}, key=repr)
-    notes: list[str] = []
+    notes: list[str] = list(scenario.notes)
     problem = lambda keep: WeightProblem(scenario.constraints, _weights(scenario, keep), scenario.neighborhood)
 
     # Upper bound: per guarantee, the most invocations of that kind any allowed pair makes differ.
@@ -149,9 +154,11 @@ def solve(
         notes.append(f"no finite epsilon: the per-invocation deltas alone give delta >= {floor:.4g} "
                      f"> target {delta:g} for the worst-case pair")
     report_baselines = _baselines(scenario, delta, epsilon)
+    differing = _differing(scenario, best_pair)
     return Report(
         epsilon=eps, delta=d, theorem=theorem, exact=exact, witness=best_pair,
-        differing=_differing(scenario, best_pair), curve=bound.curve, baselines=report_baselines,
+        differing=differing, differing_count=sum(scenario.invocations[i].repeat for i in differing),
+        curve=bound.curve, baselines=report_baselines,
         solver="+".join(sorted(solver_names)),
         lower_bound_epsilon=best_eps if epsilon is None else None, notes=tuple(notes), title=scenario.title,
     )
@@ -285,7 +292,7 @@ def _solve_composite(scenario: Scenario, delta: float | None, epsilon: float | N
 
     h0, h1 = scenario.hypotheses
     _checked_supports(scenario)
-    notes = [f"hypotheses: h0 = {h0.describe()}; h1 = {h1.describe()}"]
+    notes = [*scenario.notes, f"hypotheses: h0 = {h0.describe()}; h1 = {h1.describe()}"]
     routes: list[tuple[str, PrivacyCurve, bool]] = []
     try:
         curve = exact_curve(h0, h1, scenario.invocations, scenario.constraints)
@@ -295,8 +302,8 @@ def _solve_composite(scenario: Scenario, delta: float | None, epsilon: float | N
 
     empty = Point(())
     preset = "unbounded" if empty in (h0, h1) else "bounded"
-    pairs = solve(replace(scenario, hypotheses=None, neighborhood=preset),
-                  delta=delta, epsilon=epsilon, time_limit=time_limit)
+    pairs = _solve_pairs(replace(scenario, hypotheses=None, neighborhood=preset, notes=()),
+                         delta, epsilon, time_limit)
     routes.append((f"worst pair ({preset}, {pairs.theorem})", pairs.curve, False))
 
     exact_routes = [r for r in routes if r[2]]

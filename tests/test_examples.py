@@ -32,7 +32,7 @@ def solved(name: str, neighborhood: str | None = None):
 def test_hospitals_compose_365_or_730_queries_exactly(neighborhood, k):
     # 001 Ex. 1: max over k-subsets of CompGuarantee, here Kairouz et al. (002) Thm. III.3 term by term.
     report = solved("hospitals", neighborhood)
-    assert report.exact and len(report.differing) == k
+    assert report.exact and report.differing_count == k
     assert reference.kairouz_iii3_by_formula(k, 0.05, 1e-10, report.epsilon) == pytest.approx(1e-6, rel=1e-6)
     assert reference.kairouz_iii3_by_formula(k, 0.05, 1e-10, report.epsilon - 1e-4) > 1e-6
     classic = report.baselines["classic"].epsilon
@@ -95,7 +95,30 @@ def test_gaussian_dp_over_disjoint_parts_is_sqrt2_mu():
     ("disjoint_parts", "GCE (this scenario)  1.7"),
     ("gaussian_parts", "sqrt(2) mu: epsilon"),
     ("composition_basics", "tightest: kairouz-III.3"),
+    ("store_chain", "note: at_most 4 estimated from data"),
 ])
 def test_example_scripts_run(capsys, script, needle):
     runpy.run_path(str(EXAMPLES / f"{script}.py"), run_name="__main__")
     assert needle in capsys.readouterr().out
+
+
+def test_store_chain_limit_is_the_largest_observed_membership():
+    import collections
+    import csv
+
+    with open(EXAMPLES / "store_members.csv", newline="") as f:
+        rows = list(csv.reader(f))[1:]
+    branches = collections.defaultdict(set)
+    for customer, branch in rows:
+        branches[customer].add(branch)
+    largest = max(len(b) for b in branches.values())
+    scenario = load_scenario(EXAMPLES / "store_chain.toml")
+    (constraint,) = scenario.constraints.constraints
+    assert constraint.kind == "at_most" and constraint.m == largest == 4
+    report = solve(scenario)
+    # 4 branches x 4 Gaussian statistics of sigma 8: GDP mu = sqrt(16) / 8 = 0.5.
+    mu = math.sqrt(16) / 8
+    eps = report.epsilon
+    assert norm.cdf(-eps / mu + mu / 2) - math.exp(eps) * norm.cdf(-eps / mu - mu / 2) == pytest.approx(1e-6, rel=1e-6)
+    assert report.differing_count == 16 and report.exact
+    assert any("estimated from data" in note and "store_members.csv" in note for note in report.notes)

@@ -166,3 +166,22 @@ def test_hypotheses_table_reads_names():
     h0, h1 = s.hypotheses
     assert h0.distribution(s.constraints).sets == (frozenset({1}),)
     assert [(sorted(b), w) for b, w in h1.distribution(s.constraints)] == [([0], 0.25), ([2, 3], 0.75)]
+
+
+def test_from_data_constraints_read_the_table_and_name_their_errors(tmp_path):
+    (tmp_path / "m.csv").write_text("person,db\nann,0\nann,2\nbob,1\ncyd,2\n")
+    table = with_(constraints=[{"kind": "from_data", "file": "m.csv", "patterns": True}])
+    s = scenario_from_dict(table, tmp_path)
+    kinds = {c.kind: c for c in s.constraints.constraints}
+    assert kinds["at_most"].m == 2
+    assert set(kinds["patterns"].allowed) == {frozenset({0, 2}), frozenset({1}), frozenset({2})}
+    assert any("estimated from data" in note for note in s.notes)
+    for bad, field in [({"file": "none.csv"}, "constraints[0].file"), ({"file": 3}, "constraints[0].file"),
+                       ({"file": "m.csv", "patterns": "yes"}, "constraints[0].patterns"),
+                       ({"file": "m.csv", "limit": 2}, "constraints[0].limit")]:
+        with pytest.raises(InvalidScenarioError) as info:
+            scenario_from_dict(with_(constraints=[{"kind": "from_data", **bad}]), tmp_path)
+        assert info.value.field == field
+    (tmp_path / "bad.csv").write_text("ann,0\nbob,9\n")
+    with pytest.raises(InvalidScenarioError, match=r"constraints\[0\]\.file: .*line 2"):
+        scenario_from_dict(with_(constraints=[{"kind": "from_data", "file": "bad.csv"}]), tmp_path)
