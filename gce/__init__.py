@@ -2,8 +2,9 @@
 
 The generalized composition experiment (001, Alg. 2) lets public facts limit which
 databases one person can be in; ``gce`` turns per-invocation guarantees and those
-facts into a hypothesis-DP guarantee (001, Def. 3). This package level exposes the
-guarantee records, the composition selector and the privacy curves.
+facts into a hypothesis-DP guarantee (001, Def. 3). This package level exposes what
+a script or notebook needs: guarantees, constraints, hypotheses, scenarios,
+``solve``, ``calibrate`` and the composition selector.
 
 Examples
 --------
@@ -12,6 +13,17 @@ Examples
 >>> eps, theorem = c.epsilon(1e-6)
 >>> round(eps, 3), theorem, c.exact
 (4.62, 'kairouz-III.3', True)
+
+A scenario built in Python, no file needed:
+
+>>> scenario = gce.Scenario(
+...     databases=1000,
+...     invocations=[gce.Invocation(i, gce.ApproxDP(0.05, 1e-10)) for i in range(1000)],
+...     constraints=gce.ConstraintSet(1000, [gce.AtMost(365)]),
+...     delta=1e-6)
+>>> report = gce.solve(scenario)
+>>> round(report.epsilon, 3), report.exact, report.differing_count
+(4.62, True, 365)
 """
 
 from .curves import PrivacyCurve
@@ -35,10 +47,22 @@ from .guarantees import (
     Subsampled,
 )
 from .theorems import THEOREMS, Composition, compose
+from .constraints import (
+    AtMost,
+    Conflicts,
+    ConstraintSet,
+    Exclusive,
+    MembershipEstimate,
+    Patterns,
+    Together,
+    estimate_membership,
+)
+from .hypotheses import Explicit, Point, Rates, Uniform
 from .model import Databases, Invocation, Scenario
 from .report import Report
 from .scenario import load_scenario
-from .solve import solve  # the function; the module stays importable as gce.solve via sys.modules
+from .solve import solve  # the function; ``from gce.solve import solve`` still finds the module
+from .calibrate import Calibration, calibrate
 
 __version__ = "0.1.0"
 
@@ -62,10 +86,24 @@ __all__ = [
     "UnsupportedCombinationError",
     "ZCDP",
     "compose",
+    "AtMost",
+    "Calibration",
+    "Conflicts",
+    "ConstraintSet",
     "Databases",
+    "Exclusive",
+    "Explicit",
     "Invocation",
+    "MembershipEstimate",
+    "Patterns",
+    "Point",
+    "Rates",
     "Report",
     "Scenario",
+    "Together",
+    "Uniform",
+    "calibrate",
+    "estimate_membership",
     "load_scenario",
     "solve",
 ]

@@ -8,6 +8,7 @@ prints (DESIGN.md, "Scenario files and the command line").
 
 from __future__ import annotations
 
+import html
 import math
 from dataclasses import dataclass, field
 from typing import Any
@@ -56,7 +57,8 @@ class Report:
     differing_count : int
         How many invocations those are, repeats counted.
     curve : PrivacyCurve
-        The whole certified curve delta(epsilon) of the HDP guarantee.
+        The whole certified curve delta(epsilon) of the HDP guarantee (None
+        for a report reloaded with :meth:`from_dict`).
     baselines : dict of str to Baseline
         ``classic`` and, for pure guarantees, ``parallel``.
     notes : tuple of str
@@ -95,11 +97,48 @@ class Report:
             "notes": list(self.notes),
         }
 
-    def __str__(self) -> str:
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "Report":
+        """The report of :meth:`to_dict`'s JSON, without the curve (``curve`` is None).
+
+        ``Report.from_dict(r.to_dict()).to_dict() == r.to_dict()``, so saved
+        results can be reloaded, compared and printed.
+        """
+        witness = data.get("witness")
+        return cls(
+            epsilon=_from_num(data["epsilon"]), delta=_from_num(data["delta"]), theorem=data["theorem"],
+            exact=bool(data["exact"]),
+            witness=None if witness is None else (frozenset(witness["h0"]), frozenset(witness["h1"])),
+            differing=tuple(data.get("differing_invocations", ())), curve=None,
+            baselines={name: Baseline(name, _from_num(b["epsilon"]), _from_num(b["delta"]), b["theorem"])
+                       for name, b in data.get("baselines", {}).items()},
+            solver=data.get("solver", ""), lower_bound_epsilon=_from_num(data.get("lower_bound_epsilon")),
+            notes=tuple(data.get("notes", ())), title=data.get("title", ""),
+            differing_count=int(data.get("differing_count", 0)),
+        )
+
+    def _rows(self) -> list[tuple[str, str, str, str]]:
         rows = [("", "epsilon", "delta", "theorem")]
         rows.append(("GCE (this scenario)", f"{self.epsilon:.6g}", f"{self.delta:.3g}", self.theorem))
         for name, b in self.baselines.items():
             rows.append((name, f"{b.epsilon:.6g}", f"{b.delta:.3g}", b.theorem))
+        return rows
+
+    def _repr_html_(self) -> str:
+        """The report as an HTML table (Jupyter)."""
+        parts = [f"<strong>{html.escape(self.title)}</strong>"] if self.title else []
+        parts.append(f"<table>{_html_rows(self._rows())}</table>")
+        facts = [f"exact: {'yes' if self.exact else 'no'}"]
+        if self.witness is not None:
+            h0, h1 = (sorted(s) for s in self.witness)
+            facts.append(f"worst-case pair: h0 = {_short(h0)}, h1 = {_short(h1)} "
+                         f"({self.differing_count} differing invocations; solver {self.solver})")
+        facts += [f"note: {n}" for n in self.notes]
+        parts.append("<ul>" + "".join(f"<li>{html.escape(f)}</li>" for f in facts) + "</ul>")
+        return "".join(parts)
+
+    def __str__(self) -> str:
+        rows = self._rows()
         widths = [max(len(r[i]) for r in rows) for i in range(4)]
         lines = [self.title] if self.title else []
         lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
@@ -110,6 +149,19 @@ class Report:
         lines.append(f"exact: {'yes' if self.exact else 'no'}")
         lines += [f"note: {n}" for n in self.notes]
         return "\n".join(lines)
+
+
+def _from_num(x: float | str | None) -> float | None:
+    if x is None:
+        return None
+    return math.inf if x == "inf" else float(x)
+
+
+def _html_rows(rows: list[tuple[str, ...]]) -> str:
+    head, *body = rows
+    out = ["<tr>" + "".join(f"<th>{html.escape(c)}</th>" for c in head) + "</tr>"]
+    out += ["<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in r) + "</tr>" for r in body]
+    return "".join(out)
 
 
 def _short(members: list[int], shown: int = 8) -> str:
