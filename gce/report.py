@@ -132,7 +132,7 @@ class Report:
         if self.witness is not None:
             h0, h1 = (sorted(s) for s in self.witness)
             facts.append(f"worst-case pair: h0 = {_short(h0)}, h1 = {_short(h1)} "
-                         f"({self.differing_count} differing invocations; solver {self.solver})")
+                         f"({_count(self.differing_count, 'differing invocation')}; solver {self.solver})")
         facts += [f"note: {n}" for n in self.notes]
         parts.append("<ul>" + "".join(f"<li>{html.escape(f)}</li>" for f in facts) + "</ul>")
         return "".join(parts)
@@ -145,7 +145,7 @@ class Report:
         if self.witness is not None:
             h0, h1 = (sorted(s) for s in self.witness)
             lines.append(f"worst-case pair: h0 = {_short(h0)}, h1 = {_short(h1)} "
-                         f"({self.differing_count} differing invocations; solver {self.solver})")
+                         f"({_count(self.differing_count, 'differing invocation')}; solver {self.solver})")
         lines.append(f"exact: {'yes' if self.exact else 'no'}")
         lines += [f"note: {n}" for n in self.notes]
         return "\n".join(lines)
@@ -162,6 +162,10 @@ def _html_rows(rows: list[tuple[str, ...]]) -> str:
     out = ["<tr>" + "".join(f"<th>{html.escape(c)}</th>" for c in head) + "</tr>"]
     out += ["<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in r) + "</tr>" for r in body]
     return "".join(out)
+
+
+def _count(k: int, noun: str) -> str:
+    return f"{k} {noun}" + ("" if k == 1 else "s")
 
 
 def _short(members: list[int], shown: int = 8) -> str:

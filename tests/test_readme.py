@@ -32,3 +32,25 @@ def test_readme_quickstart_commands_and_output():
     out = subprocess.run([sys.executable, "-m", "gce", *program], capture_output=True, text=True, cwd=ROOT,
                          check=True)
     assert out.stdout == shown
+
+
+def console_blocks():
+    """Every ```console block: (command after '$ ', the output shown below it)."""
+    for block in re.findall(r"```console\n(.*?)```", README, re.S):
+        command, _, shown = block.partition("\n")
+        assert command.startswith("$ gce ")
+        yield command[2:], shown
+
+
+def test_every_console_block_prints_what_the_readme_shows(tmp_path):
+    blocks = list(console_blocks())
+    assert len(blocks) >= 4
+    for command, shown in blocks:
+        args = command.split()[1:]
+        out = subprocess.run([sys.executable, "-m", "gce", *args], capture_output=True, text=True, cwd=ROOT)
+        assert out.stdout + out.stderr == shown, command
+        for i, arg in enumerate(args[:-1]):
+            if arg == "--plot":
+                written = ROOT / args[i + 1]
+                assert written.read_bytes()[:4] == b"\x89PNG"
+                written.unlink()
