@@ -9,6 +9,7 @@ differing invocation does not matter).
 
 from __future__ import annotations
 
+import importlib
 import itertools
 import json
 import math
@@ -322,7 +323,7 @@ def test_inexact_infeasibility_says_it_is_the_bound():
 
 def test_a_failed_recheck_falls_back_to_solve(monkeypatch):
     # Sabotage the fast route (it under-reports epsilon): the final solve() catches it.
-    import gce.calibrate as module
+    module = importlib.import_module("gce.calibrate")
 
     real = module._composed_epsilon
     monkeypatch.setattr(module, "_composed_epsilon", lambda inv, d: (lambda p, f=real(inv, d): 0.5 * f(p)))
