@@ -74,7 +74,8 @@ class WeightProblem:
 
     def value(self, b0: frozenset[int], b1: frozenset[int]) -> float:
         """The weight of b0 XOR b1."""
-        return float(sum(self.weights[i] for i in b0 ^ b1))
+        differing = b0 ^ b1
+        return float(self.weights[np.fromiter(differing, dtype=np.intp, count=len(differing))].sum())
 
     def allowed_pair(self, b0: frozenset[int], b1: frozenset[int]) -> bool:
         """Whether (b0, b1) is a pair of this neighbourhood (the generic witness check)."""
@@ -87,12 +88,15 @@ class WeightResult:
     """A solver's answer: a witness pair, its weight, and a certified upper bound.
 
     ``exact`` holds when ``value == upper_bound`` (the witness is optimal).
+    ``method`` names the solver; ``detail`` says how it got there (for example
+    the MILP's formulation and which bound won), for reports and tests.
     """
 
     witness: tuple[frozenset[int], frozenset[int]]
     value: float
     upper_bound: float
     method: str
+    detail: str = ""
 
     @property
     def exact(self) -> bool:

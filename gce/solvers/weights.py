@@ -8,9 +8,10 @@
 * :class:`PatternList`: an explicit list of allowed sets (001 Ex. 3): every set,
   or every pair of sets, is weighed.
 * :class:`Exhaustive`: every allowed set enumerated, for small instances.
-* :class:`MILP`: the general case (conflict graphs, mixed constraints) as a
-  mixed-integer program through cvxpy and HiGHS, with HiGHS' dual bound as the
-  certified upper bound when the time budget ends first.
+* :class:`~gce.solvers.milp.MILP`: the general case (conflict graphs, mixed
+  constraints) as a strengthened mixed-integer program through cvxpy and HiGHS,
+  with a local-search witness and a certified upper bound (HiGHS' dual bound or
+  a clique-partition bound) when the time budget ends first.
 
 :func:`worst_pair` picks the first solver that accepts the problem and
 re-checks the witness against the constraints (STYLE: "check every optimizer
@@ -19,13 +20,11 @@ output").
 
 from __future__ import annotations
 
-import math
-import warnings
-
 import numpy as np
 
 from ..errors import GCEError
-from .base import Solver, WeightProblem, WeightResult, round_bound
+from .base import Solver, WeightProblem, WeightResult
+from .milp import MILP
 
 __all__ = ["Unconstrained", "TopM", "PatternList", "Exhaustive", "MILP", "SOLVERS", "worst_pair", "DEFAULT_TIME_LIMIT"]
 
@@ -37,6 +36,10 @@ EXHAUSTIVE_MAX_N = 12
 PATTERN_PAIRS_MAX = 2000
 
 _EMPTY: frozenset[int] = frozenset()
+
+
+def _as_set(mask: np.ndarray) -> frozenset[int]:
+    return frozenset(np.flatnonzero(mask).tolist())
 
 
 def _kinds(problem: WeightProblem) -> set[str]:
@@ -81,17 +84,18 @@ class TopM(Solver):
         return self._groups(problem) is not None
 
     def solve(self, problem: WeightProblem, time_limit: float) -> WeightResult:
-        groups = self._groups(problem)
-        per_side = 2 if problem.neighborhood == "bounded" else 1
-        grouped = set().union(*groups) if groups else set()
-        b0, b1 = set(), {i for i in range(problem.n) if i not in grouped}
-        for among, m in groups.items():
-            ranked = sorted(among, key=lambda i: (-problem.weights[i], i))
-            b1.update(ranked[:m])
-            if per_side == 2:
-                b0.update(ranked[m:2 * m])
-        witness = (frozenset(b0), frozenset(b1))
-        value = problem.value(*witness)
+        w = problem.weights
+        grouped, b0, b1 = (np.zeros(problem.n, dtype=bool) for _ in range(3))
+        for among, m in self._groups(problem).items():
+            members = np.sort(np.fromiter(among, dtype=np.int64, count=len(among)))
+            grouped[members] = True
+            ranked = members[np.argsort(-w[members], kind="stable")]  # heaviest first, ties by index
+            b1[ranked[:m]] = True
+            if problem.neighborhood == "bounded":
+                b0[ranked[m:2 * m]] = True
+        b1 |= ~grouped
+        witness = (_as_set(b0), _as_set(b1))
+        value = float(w[b0].sum() + w[b1].sum())
         return WeightResult(witness, value, value, self.name)
 
 
@@ -147,88 +151,6 @@ class Exhaustive(Solver):
             witness = (sets[i], sets[j])
         value = problem.value(*witness)
         return WeightResult(witness, value, value, self.name)
-
-
-class MILP(Solver):
-    """The general case as a mixed-integer linear program (cvxpy with HiGHS).
-
-    Unbounded: maximize w.x subject to the compiled constraints A [x, s] <= b.
-    Bounded: two copies (x, s), (y, t) and z_i <= x_i + y_i, z_i <= 2 - x_i - y_i,
-    maximize w.z (z is x XOR y at the optimum since w >= 0). HiGHS' MIP dual
-    bound is the certified upper bound when the time budget runs out.
-    """
-
-    name = "milp"
-    always_exact = False
-
-    def can_solve(self, problem: WeightProblem) -> bool:
-        return True
-
-    def solve(self, problem: WeightProblem, time_limit: float) -> WeightResult:
-        import cvxpy as cp
-
-        system = problem.constraints.compile()
-        width = system.n + system.aux
-        w = problem.weights
-
-        def copy() -> tuple[cp.Variable, list]:
-            v = cp.Variable(width, boolean=True)
-            return v, ([system.A @ v <= system.b] if system.A.shape[0] else [])
-
-        x, cons = copy()
-        if problem.neighborhood == "unbounded":
-            objective = w @ x[: problem.n]
-            variables = (x,)
-        else:
-            y, more = copy()
-            z = cp.Variable(problem.n)
-            cons += more + [z >= 0, z <= x[: problem.n] + y[: problem.n], z <= 2 - x[: problem.n] - y[: problem.n]]
-            objective = w @ z
-            variables = (y, x)
-        prob = cp.Problem(cp.Maximize(objective), cons)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            try:
-                prob.solve(solver=cp.HIGHS, time_limit=float(time_limit), mip_rel_gap=0.0)
-            except cp.error.SolverError as error:  # pragma: no cover - solver failure
-                raise GCEError(f"the MILP solver failed: {error}") from None
-        witness = (_EMPTY, _EMPTY)
-        if all(v.value is not None for v in variables):
-            chosen = [frozenset(int(i) for i in np.flatnonzero(v.value[: problem.n] > 0.5)) for v in variables]
-            candidate = (chosen[0], chosen[1]) if len(chosen) == 2 else (_EMPTY, chosen[0])
-            if problem.allowed_pair(*candidate):
-                witness = candidate
-        greedy = _greedy_pair(problem)
-        if problem.value(*greedy) > problem.value(*witness):
-            witness = greedy
-        value = problem.value(*witness)
-        upper = float(w.sum())
-        stats = prob.solver_stats.extra_stats if prob.solver_stats is not None else None
-        dual = getattr(stats, "mip_dual_bound", math.nan)
-        if dual is not None and math.isfinite(dual):
-            upper = min(upper, -float(dual) + 1e-7 * max(1.0, abs(dual)))  # cvxpy minimizes -objective
-        upper = max(round_bound(problem, upper), value)
-        return WeightResult(witness, value, upper, self.name)
-
-
-def _greedy_set(problem: WeightProblem, start: frozenset[int], banned: frozenset[int]) -> frozenset[int]:
-    """Add whole ``together`` blocks, heaviest first, while the set stays allowed."""
-    blocks = [b for b in problem.constraints.components() if not b & banned]
-    blocks.sort(key=lambda b: -sum(problem.weights[i] for i in b))
-    chosen = start
-    for block in blocks:
-        if not block <= chosen and problem.constraints.satisfied(chosen | block):
-            chosen = chosen | block
-    return chosen
-
-
-def _greedy_pair(problem: WeightProblem) -> tuple[frozenset[int], frozenset[int]]:
-    """A quick allowed pair: greedy b1, then (bounded) a greedy b0 on the other databases."""
-    b1 = _greedy_set(problem, _EMPTY, _EMPTY)
-    if problem.neighborhood == "unbounded":
-        return _EMPTY, b1
-    b0 = _greedy_set(problem, _EMPTY, b1)
-    return (b0, b1) if problem.allowed_pair(b0, b1) else (_EMPTY, b1)
 
 
 #: Solvers in the order the dispatcher tries them.

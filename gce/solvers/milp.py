@@ -1,0 +1,421 @@
+"""The general worst-case solver: a mixed-integer program (cvxpy with HiGHS), strengthened.
+
+The problem (:mod:`gce.solvers.base`) is: maximize ``w(b0 XOR b1)`` over
+allowed pairs. Three exact formulations, picked by :func:`formulation`:
+
+* ``single`` (unbounded pairs ``(empty, b)``): maximize ``w.x`` over allowed
+  ``x``, the b-vector of 001, Sec. V-A.
+* ``disjoint`` (bounded pairs, every constraint *hereditary*): maximize
+  ``w.x + w.y`` over allowed ``x, y`` with ``x + y <= 1``. Exact because for
+  allowed ``b0, b1`` the sets ``b0 - b1`` and ``b1 - b0`` are allowed too
+  (each is a union of ``together`` components inside an allowed set, which a
+  hereditary constraint keeps allowed; ``at_most``, ``exclusive`` and
+  ``conflicts`` are downward closed outright) and have the same symmetric
+  difference. So the bounded worst case is the heaviest *disjoint* allowed
+  pair: for exclusive groups, the two heaviest members of each group, as in
+  001 Ex. 2 (``max_{i != j}``) and 000 Cor. IV.13. No XOR variables, whose
+  relaxation ``z = 1`` at ``x = y = 1/2`` is worthless; here each side keeps
+  the strength of its own rows.
+* ``xor`` (bounded pairs with ``patterns``, which are not hereditary): two
+  copies and ``z <= x + y``, ``z <= 2 - x - y``, maximize ``w.z``.
+
+Each copy carries the compiled constraints (the exact description,
+:meth:`ConstraintSet.compile`) plus valid inequalities of the conflict graph
+(:mod:`gce.solvers.packing`): one row per maximal clique (``x(K) <= 1``
+instead of one row per edge: on ``g`` exclusive databases the edge rows allow
+``g/2``), and odd-cycle inequalities ``x(C) <= (|C| - 1) / 2`` that the linear
+relaxation violates (:func:`separate`). Valid inequalities cut off fractional
+points only, never an allowed set.
+
+:class:`MILP` escalates: a local search for the witness
+(:mod:`gce.solvers.heuristics`) against a clique-partition bound, a short
+HiGHS run on the clique rows, cutting planes, HiGHS again on the strengthened
+model, then the local search for what is left of the budget. The certified
+upper bound is the smallest of HiGHS' MIP dual bound, the relaxation's optimum
+and the combinatorial bound, so it stays valid when the budget ends first
+(DESIGN.md, "Solvers" and "Performance": a certified bound, the gap reported).
+:class:`PlainMILP` is the formulation used before (compiled rows only, the
+XOR model for every bounded problem): the reference the benchmarks compare
+against.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+from numpy.typing import NDArray
+
+from ..errors import GCEError
+from .base import Solver, WeightProblem, WeightResult, round_bound
+from .heuristics import LocalSearch, greedy_pair
+from .packing import PackingStructure, odd_holes, violated_odd_cycles
+
+__all__ = ["formulation", "separate", "MILP", "PlainMILP"]
+
+#: Share of the time budget kept for the local search when HiGHS does not finish.
+LOCAL_SEARCH_SHARE = 0.3
+#: Share of the budget, and most seconds, for the local search before anything else.
+FIRST_SEARCH_SHARE = 0.02
+FIRST_SEARCH_SECONDS = 0.05
+#: Share of the budget, and most seconds, for a first MILP with the clique rows only
+#: (enough on exclusive groups with sparse cross conflicts).
+QUICK_SHARE = 0.1
+QUICK_SECONDS = 0.5
+#: Share of the budget for the cutting-plane rounds on the linear relaxation.
+SEPARATION_SHARE = 0.3
+#: Most linear relaxations solved in the cutting-plane rounds.
+SEPARATION_ROUNDS = 12
+#: Relative drop of the relaxation's bound below which the rounds stop.
+SEPARATION_MIN_GAIN = 1e-3
+#: Violation above which a row counts as violated by a fractional point.
+CUT_TOLERANCE = 1e-6
+#: Slack added to HiGHS' bounds before they are rounded, relative to the total weight:
+#: its optimality tolerances (1e-7 on each primal and dual residual) move the objective
+#: by at most about that much.
+BOUND_SLACK = 1e-6
+
+_EMPTY: frozenset[int] = frozenset()
+
+Pair = tuple[frozenset[int], frozenset[int]]
+
+
+def formulation(problem: WeightProblem) -> str:
+    """Which exact model :class:`MILP` builds: ``single``, ``disjoint`` or ``xor``.
+
+    ``disjoint`` needs every non-vacuous constraint to be hereditary (see the
+    module docstring): then ``max w(b0 XOR b1)`` over allowed pairs equals
+    ``max w(b0) + w(b1)`` over allowed *disjoint* pairs.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from gce.constraints import ConstraintSet, Exclusive, Patterns
+    >>> cs = ConstraintSet(3, (Exclusive((0, 1, 2)),))
+    >>> formulation(WeightProblem(cs, np.ones(3), "bounded"))
+    'disjoint'
+    >>> formulation(WeightProblem(ConstraintSet(3, (Patterns(({0, 1},)),)), np.ones(3), "bounded"))
+    'xor'
+    """
+    if problem.neighborhood == "unbounded":
+        return "single"
+    constraints = problem.constraints
+    if all(c.hereditary or c.is_vacuous(constraints.n) for c in constraints.constraints):
+        return "disjoint"
+    return "xor"
+
+
+@dataclass(frozen=True, eq=False)
+class Rows:
+    """Valid inequalities ``matrix @ x <= rhs`` over the membership variables of each copy."""
+
+    matrix: sp.csr_array
+    rhs: NDArray[np.float64]
+
+    @classmethod
+    def of(cls, n: int, rows: list[tuple[NDArray[np.int64], float]]) -> "Rows":
+        """0/1 rows, one per ``(members, rhs)``."""
+        if not rows:
+            return cls(sp.csr_array((0, n)), np.zeros(0))
+        indptr = np.cumsum([0] + [len(m) for m, _ in rows])
+        indices = np.concatenate([np.asarray(m, dtype=np.int64) for m, _ in rows])
+        matrix = sp.csr_array((np.ones(indices.size), indices, indptr), shape=(len(rows), n))
+        return cls(matrix, np.array([b for _, b in rows], dtype=float))
+
+    def __len__(self) -> int:
+        return int(self.matrix.shape[0])
+
+    def __add__(self, other: "Rows") -> "Rows":
+        return Rows(sp.vstack([self.matrix, other.matrix], format="csr"), np.concatenate([self.rhs, other.rhs]))
+
+    def take(self, mask: NDArray[np.bool_]) -> "Rows":
+        """The rows where ``mask`` is set."""
+        return Rows(self.matrix[np.flatnonzero(mask)], self.rhs[mask])
+
+    def violated(self, values: NDArray[np.float64]) -> NDArray[np.bool_]:
+        """Rows that a (fractional) point violates by more than :data:`CUT_TOLERANCE`."""
+        return self.matrix @ values > self.rhs + CUT_TOLERANCE
+
+
+def clique_rows(structure: PackingStructure) -> Rows:
+    """``x(K) <= 1`` for the capacity-1 groups of three or more members (pairs are compiled already)."""
+    return Rows.of(structure.n, [(g.members, 1.0) for g in structure.groups
+                                 if g.capacity == 1 and g.members.size >= 3])
+
+
+@dataclass(frozen=True)
+class _Answer:
+    """What HiGHS returned: each copy's membership values (None without a solution) and a bound."""
+
+    values: tuple[NDArray[np.float64], ...] | None
+    upper: float
+
+    @property
+    def pair(self) -> Pair | None:
+        """The copies as a pair (integral solutions only)."""
+        if self.values is None:
+            return None
+        sets = [frozenset(int(i) for i in np.flatnonzero(v > 0.5)) for v in self.values]
+        return (_EMPTY, sets[0]) if len(sets) == 1 else (sets[0], sets[1])
+
+
+def _solve_model(problem: WeightProblem, form: str, rows: Rows | None, time_limit: float,
+                 integral: bool = True) -> _Answer:
+    """Build the model of ``form`` with cvxpy and solve it with HiGHS within ``time_limit``.
+
+    ``integral=False`` solves the linear relaxation instead. The bound is
+    HiGHS' MIP dual bound (cvxpy minimizes ``-objective``) or the relaxation's
+    optimum, plus a relative slack for solver tolerances; ``inf`` when HiGHS
+    gives none.
+    """
+    import cvxpy as cp
+
+    n, system, w = problem.n, problem.constraints.compile(), problem.weights
+
+    def copy() -> tuple[cp.Variable, list]:
+        v = cp.Variable(system.n + system.aux, boolean=integral)
+        cons = [system.A @ v <= system.b] if system.rows else []
+        if not integral:
+            cons += [v >= 0, v <= 1]
+        if rows is not None and len(rows):
+            cons.append(rows.matrix @ v[:n] <= rows.rhs)
+        return v, cons
+
+    x, cons = copy()
+    copies = (x,)
+    objective = w @ x[:n]
+    if form != "single":
+        y, more = copy()
+        cons += more
+        copies = (y, x)  # (b0, b1)
+        if form == "disjoint":
+            cons.append(x[:n] + y[:n] <= 1)
+            objective = objective + w @ y[:n]
+        else:
+            z = cp.Variable(n)
+            cons += [z >= 0, z <= x[:n] + y[:n], z <= 2 - x[:n] - y[:n]]
+            objective = w @ z
+    prob = cp.Problem(cp.Maximize(objective), cons)
+    options = {"time_limit": max(float(time_limit), 1e-3)}
+    if integral:
+        options["mip_rel_gap"] = 0.0
+    else:  # the interior point method (with crossover) beats simplex on these degenerate relaxations
+        options["highs_options"] = {"solver": "ipm"}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            prob.solve(solver=cp.HIGHS, **options)
+        except cp.error.SolverError as error:  # pragma: no cover - solver failure
+            raise GCEError(f"the MILP solver failed: {error}") from None
+    values = None
+    if all(v.value is not None for v in copies):
+        values = tuple(np.asarray(v.value[:n], dtype=float) for v in copies)
+    if integral:
+        stats = prob.solver_stats.extra_stats if prob.solver_stats is not None else None
+        dual = getattr(stats, "mip_dual_bound", math.nan)
+        bound = -float(dual) if dual is not None and math.isfinite(dual) else math.inf
+    else:
+        bound = float(prob.value) if prob.status == cp.OPTIMAL else math.inf
+    slack = BOUND_SLACK * max(1.0, float(np.sum(w)))
+    return _Answer(values, bound + slack if math.isfinite(bound) else math.inf)
+
+
+def separate(problem: WeightProblem, form: str, structure: PackingStructure, rows: Rows,
+             deadline: float) -> tuple[Rows, float]:
+    """Cutting planes: odd-cycle rows that linear-relaxation optima violate, in rounds.
+
+    Solve the relaxation with ``rows``; add the induced 5-cycles
+    (:func:`~gce.solvers.packing.odd_holes`) and the odd cycles
+    (:func:`~gce.solvers.packing.violated_odd_cycles`) that a copy of its
+    optimum violates; repeat while rows are added and the relaxation's bound
+    drops by at least :data:`SEPARATION_MIN_GAIN` (relative), at most
+    :data:`SEPARATION_ROUNDS` times, until ``deadline``. On a sparse random
+    conflict graph the first relaxation sits at ``x = 1/2`` and the rounds
+    take its bound from about n/2 toward the odd-cycle bound; inside exclusive
+    groups the clique rows already make it tight, few rows are added, and the
+    MILP stays small.
+
+    Returns
+    -------
+    rows : Rows
+        ``rows`` plus the odd-cycle rows added.
+    bound : float
+        The smallest relaxation optimum seen (a valid upper bound), ``inf`` if none.
+    """
+    found = odd_holes(structure.graph, deadline=deadline)
+    holes = Rows.of(structure.n, [(np.array(h), 2.0) for h in found])
+    chosen = np.zeros(len(holes), dtype=bool)
+    seen = {frozenset(h) for h in found}
+    cycles: list[tuple[NDArray[np.int64], float]] = []
+    bound = math.inf
+    for _ in range(SEPARATION_ROUNDS):
+        remaining = deadline - time.perf_counter()
+        if remaining <= 0:
+            break
+        current = rows + holes.take(chosen) + Rows.of(structure.n, cycles)
+        relaxed = _solve_model(problem, form, current, remaining, integral=False)
+        if relaxed.values is None or relaxed.upper > bound * (1.0 - SEPARATION_MIN_GAIN):
+            bound = min(bound, relaxed.upper)
+            break
+        bound = relaxed.upper
+        added = 0
+        for values in relaxed.values:
+            fresh = holes.violated(values) & ~chosen
+            chosen |= fresh
+            added += int(fresh.sum())
+            for cycle in violated_odd_cycles(structure.graph, values, deadline=deadline):
+                if frozenset(cycle) not in seen:
+                    seen.add(frozenset(cycle))
+                    cycles.append((np.array(cycle), (len(cycle) - 1) / 2))
+                    added += 1
+        if not added:
+            break
+    return rows + holes.take(chosen) + Rows.of(structure.n, cycles), bound
+
+
+class _Run:
+    """One solve in progress: the candidate pairs and the named upper bounds so far."""
+
+    def __init__(self, problem: WeightProblem, form: str, method: str):
+        self.problem, self.form, self.method = problem, form, method
+        self.candidates: list[Pair] = []
+        self.bounds: dict[str, float] = {"total": float(problem.weights.sum())}
+
+    def offer(self, pair: Pair | None) -> None:
+        if pair is not None:
+            self.candidates.append(pair)
+
+    def bound(self, source: str, value: float) -> None:
+        self.bounds[source] = min(self.bounds.get(source, math.inf), value)
+
+    def result(self) -> WeightResult:
+        """The heaviest allowed candidate and the smallest bound (never below the witness).
+
+        Every candidate is re-checked against the constraints (STYLE: "check
+        every optimizer output"); ``detail`` reads ``"<formulation>; <source> bound"``.
+        """
+        problem = self.problem
+        allowed = [pair for pair in self.candidates if problem.allowed_pair(*pair)]
+        witness = max(allowed, key=lambda pair: problem.value(*pair), default=(_EMPTY, _EMPTY))
+        value = problem.value(*witness)
+        source = min(self.bounds, key=self.bounds.__getitem__)
+        upper = max(round_bound(problem, self.bounds[source]), value)
+        return WeightResult(witness, value, upper, self.method, f"{self.form}; {source} bound")
+
+    def milp(self, rows: Rows | None, time_limit: float) -> WeightResult:
+        """HiGHS on the model: its solution joins the candidates, its dual bound the bounds."""
+        answer = _solve_model(self.problem, self.form, rows, time_limit)
+        self.offer(answer.pair)
+        self.bound("highs", answer.upper)
+        return self.result()
+
+
+class MILP(Solver):
+    """The general case: local search for the witness, a strengthened MILP for the bound.
+
+    Accepts every problem. Exact when HiGHS finishes within the time budget or
+    a bound meets the witness; otherwise the result carries the best witness
+    found and the smallest certified bound, and ``exact`` is False.
+
+    Steps, within ``time_limit``, each skipped once the witness is proved optimal:
+
+    1. a greedy pair and a short local search (packing constraints only,
+       :data:`FIRST_SEARCH_SECONDS`) against the clique-partition bound;
+    2. HiGHS on the model with clique rows for a short slice
+       (:data:`QUICK_SECONDS`: exclusive groups with sparse cross conflicts
+       end here);
+    3. cutting-plane rounds on the linear relaxation (:func:`separate`,
+       :data:`SEPARATION_SHARE`), whose optimum is a bound too;
+    4. HiGHS on the strengthened model, leaving :data:`LOCAL_SEARCH_SHARE` of
+       the budget to
+    5. the local search again, from the best pair, until the budget ends.
+
+    Parameters
+    ----------
+    strengthen : bool
+        Add the clique and odd-cycle rows and run the cutting planes (default).
+        Without them, one MILP on the compiled rows (steps 1, 4, 5).
+
+    References
+    ----------
+    001, Thm. 1 and Sec. V-A (worst case over allowed point masses); Padberg
+    1973 (odd-cycle inequalities); Andrade, Resende and Werneck 2012 (ILS).
+    """
+
+    name = "milp"
+    always_exact = False
+
+    def __init__(self, strengthen: bool = True):
+        self.strengthen = strengthen
+
+    def can_solve(self, problem: WeightProblem) -> bool:
+        return True
+
+    def solve(self, problem: WeightProblem, time_limit: float) -> WeightResult:
+        deadline = time.perf_counter() + time_limit
+        left = lambda: deadline - time.perf_counter()  # noqa: E731 - the clock, read at each step
+        form = formulation(problem)
+        run = _Run(problem, form, self.name)
+        structure = PackingStructure.of(problem.constraints)
+        if form != "xor":
+            run.bound("clique-partition", structure.partition_bound(problem.weights, 2 if form == "disjoint" else 1))
+        search = self._search(problem, structure, form)
+        if search is None:
+            run.offer(greedy_pair(problem))
+        else:
+            first = min(FIRST_SEARCH_SHARE * time_limit, FIRST_SEARCH_SECONDS)
+            search.run(deadline=time.perf_counter() + first, target=min(run.bounds.values()))
+            run.offer(search.best_pair())
+        result = run.result()
+        share = 1.0 - LOCAL_SEARCH_SHARE if search is not None else 1.0
+        if not result.exact and not self.strengthen:
+            result = run.milp(None, share * left())
+        elif not result.exact:
+            rows = clique_rows(structure)
+            result = run.milp(rows, min(QUICK_SHARE * time_limit, QUICK_SECONDS, left()))
+            if not result.exact:
+                rows, relaxation = separate(problem, form, structure, rows,
+                                            time.perf_counter() + SEPARATION_SHARE * left())
+                run.bound("lp", relaxation)
+                result = run.result()
+            if not result.exact:
+                result = run.milp(rows, share * left())
+        if result.exact or search is None:
+            return result
+        b0, b1 = result.witness
+        search.seed_with((b1, b0) if form == "disjoint" else (b1,))
+        search.run(deadline=deadline, target=result.upper_bound)
+        run.offer(search.best_pair())
+        return run.result()
+
+    @staticmethod
+    def _search(problem: WeightProblem, structure: PackingStructure, form: str) -> LocalSearch | None:
+        """A local search when the packing groups describe the constraints exactly
+        (``single`` or ``disjoint`` models; the XOR model has no packing form)."""
+        if form == "xor" or not structure.exact or problem.constraints.is_unconstrained:
+            return None
+        return LocalSearch(structure, problem.weights, sides=2 if form == "disjoint" else 1)
+
+
+class PlainMILP(Solver):
+    """The formulation used before: compiled rows only (one per conflict edge and per
+    exclusive group), the XOR model for every bounded problem, a greedy witness.
+
+    Kept as the reference the benchmarks and tests compare against; not in the
+    dispatcher's list.
+    """
+
+    name = "plain-milp"
+    always_exact = False
+
+    def can_solve(self, problem: WeightProblem) -> bool:
+        return True
+
+    def solve(self, problem: WeightProblem, time_limit: float) -> WeightResult:
+        run = _Run(problem, "single" if problem.neighborhood == "unbounded" else "xor", self.name)
+        run.offer(greedy_pair(problem))
+        return run.milp(None, time_limit)

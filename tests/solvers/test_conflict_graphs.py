@@ -1,0 +1,210 @@
+"""Conflict-graph structure: the disjoint-pair reduction, valid inequalities, local search,
+and sound bounds when the time budget binds (DESIGN.md, "Solvers" and "Performance")."""
+
+from __future__ import annotations
+
+import itertools
+import random
+import time
+
+import networkx as nx
+import numpy as np
+import pytest
+
+from gce.constraints import AtMost, Conflicts, ConstraintSet, Exclusive, Together
+from gce.solvers import MILP, PlainMILP, WeightProblem, formulation, worst_pair
+from gce.solvers.heuristics import LocalSearch
+from gce.solvers.milp import _solve_model, clique_rows, separate
+from gce.solvers.packing import PackingStructure, odd_holes, violated_odd_cycles
+
+
+
+def conflict_instance(rng: random.Random, n: int, *, with_at_most: bool = False) -> ConstraintSet:
+    """Exclusive groups plus random cross conflicts (and sometimes a cardinality bound)."""
+    order = rng.sample(range(n), n)
+    constraints = []
+    position = 0
+    while position < n - 1:
+        size = rng.randint(2, 4)
+        group = order[position:position + size]
+        if len(group) >= 2:
+            constraints.append(Exclusive(tuple(group)))
+        position += size
+    edges = [e for e in itertools.combinations(range(n), 2) if rng.random() < 0.25]
+    if edges:
+        constraints.append(Conflicts(tuple(edges)))
+    if with_at_most:
+        constraints.append(AtMost(rng.randint(1, n // 2)))
+    return ConstraintSet(n, tuple(constraints))
+
+
+def allowed_masks(cs: ConstraintSet) -> list[int]:
+    return [m for m in range(1 << cs.n) if cs.satisfied(i for i in range(cs.n) if m >> i & 1)]
+
+
+def brute_force(cs: ConstraintSet, weights: np.ndarray, neighborhood: str) -> float:
+    """max w(b0 XOR b1) over allowed pairs of the neighbourhood, by enumeration."""
+    masks = np.array(allowed_masks(cs))
+    weight_of = np.array([sum(weights[i] for i in range(cs.n) if m >> i & 1) for m in range(1 << cs.n)])
+    if neighborhood == "unbounded":
+        return float(weight_of[masks].max())
+    return float(weight_of[masks[:, None] ^ masks[None, :]].max())
+
+
+def best_disjoint(cs: ConstraintSet, weights: np.ndarray) -> float:
+    """max w(b0) + w(b1) over allowed disjoint pairs, by enumeration."""
+    masks = np.array(allowed_masks(cs))
+    weight_of = np.array([sum(weights[i] for i in range(cs.n) if m >> i & 1) for m in range(1 << cs.n)])
+    disjoint = (masks[:, None] & masks[None, :]) == 0
+    totals = weight_of[masks][:, None] + weight_of[masks][None, :]
+    return float(totals[disjoint].max())
+
+
+def incidence(cs: ConstraintSet) -> np.ndarray:
+    """One 0/1 row per allowed set."""
+    masks = allowed_masks(cs)
+    return np.array([[m >> i & 1 for i in range(cs.n)] for m in masks], dtype=float)
+
+
+CASES = [(seed, n) for seed in range(16) for n in (5, 8, 11)]
+
+
+@pytest.mark.parametrize("seed,n", CASES)
+def test_hereditary_bounded_worst_case_is_a_disjoint_pair(seed, n):
+    # DESIGN.md / 001 Sec. V-A: with hereditary constraints (together included: allowed sets
+    # are unions of components) removing b0 & b1 from both keeps them allowed.
+    rng = random.Random(seed)
+    cs = conflict_instance(rng, n, with_at_most=seed % 2 == 0)
+    if seed % 3 == 0:
+        cs = ConstraintSet(n, cs.constraints + (Together(tuple(rng.sample(range(n), 2))),))
+    weights = np.array([rng.choice([0, 1, 2, 3, 5]) for _ in range(n)], dtype=float)
+    problem = WeightProblem(cs, weights, "bounded")
+    assert formulation(problem) == "disjoint"
+    assert best_disjoint(cs, weights) == brute_force(cs, weights, "bounded")
+
+
+@pytest.mark.parametrize("seed,n", CASES)
+@pytest.mark.parametrize("neighborhood", ["unbounded", "bounded"])
+def test_strengthened_milp_matches_enumeration(seed, n, neighborhood):
+    rng = random.Random(seed)
+    cs = conflict_instance(rng, n, with_at_most=seed % 2 == 1)
+    weights = np.array([rng.choice([0, 1, 1, 2, 3, 5]) for _ in range(n)], dtype=float)
+    problem = WeightProblem(cs, weights, neighborhood)
+    expected = brute_force(cs, weights, neighborhood)
+    form = formulation(problem)
+    assert form == ("single" if neighborhood == "unbounded" else "disjoint")
+
+    # The whole solver, and each of its stages on its own (the early exits skip some).
+    result = MILP().solve(problem, time_limit=10.0)
+    assert problem.allowed_pair(*result.witness)
+    assert result.exact and result.value == expected and result.detail.startswith(form)
+
+    structure = PackingStructure.of(cs)
+    assert structure.exact
+    sides = 2 if form == "disjoint" else 1
+    assert structure.partition_bound(weights, sides) >= expected
+
+    rows, relaxation = separate(problem, form, structure, clique_rows(structure), time.perf_counter() + 10.0)
+    assert relaxation >= expected - 1e-6
+    answer = _solve_model(problem, form, rows, 10.0)
+    assert problem.value(*answer.pair) == expected and answer.upper >= expected
+    # Every added row holds on every allowed set: the cuts remove fractional points only.
+    assert np.all(incidence(cs) @ rows.matrix.toarray().T <= rows.rhs + 1e-9)
+
+    search = LocalSearch(structure, weights, sides, seed=seed)
+    found = search.run(max_moves=500)
+    assert problem.allowed_pair(*search.best_pair())
+    assert found == problem.value(*search.best_pair()) <= expected
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_packing_groups_are_implied_and_exact_for_packing_kinds(seed):
+    rng = random.Random(seed)
+    n = 9
+    cs = conflict_instance(rng, n, with_at_most=seed % 2 == 0)
+    if seed % 3 == 0:  # a kind the groups do not describe: implied, no longer exact
+        cs = ConstraintSet(n, cs.constraints + (Together(tuple(rng.sample(range(n), 2))),))
+    structure = PackingStructure.of(cs)
+    assert structure.exact == (seed % 3 != 0)
+    for mask in range(1 << n):
+        members = [i for i in range(n) if mask >> i & 1]
+        allowed, obeys = cs.satisfied(members), structure.obeys(members)
+        assert obeys if allowed else (not structure.exact or not obeys)
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_odd_cycle_rows_hold_on_independent_sets(seed):
+    rng = np.random.default_rng(seed)
+    n = 11
+    graph = nx.gnm_random_graph(n, int(rng.integers(10, 25)), seed=seed)
+    cs = ConstraintSet(n, (Conflicts.from_graph(graph),))
+    sets = incidence(cs)
+    for hole in odd_holes(graph):
+        assert len(hole) == 5 and nx.is_isomorphic(graph.subgraph(hole), nx.cycle_graph(5))
+        assert sets[:, list(hole)].sum(axis=1).max() <= 2
+    x = rng.uniform(0.0, 0.5, size=n)  # satisfies every edge row
+    for cycle in violated_odd_cycles(graph, x):
+        assert len(cycle) % 2 == 1 and len(set(cycle)) == len(cycle) >= 3
+        assert all(graph.has_edge(u, v) for u, v in zip(cycle, cycle[1:] + cycle[:1]))
+        assert x[cycle].sum() > (len(cycle) - 1) / 2  # violated by x ...
+        assert sets[:, cycle].sum(axis=1).max() <= (len(cycle) - 1) / 2  # ... and valid
+
+
+def test_structured_conflicts_exact_and_fast_path():
+    # The performance case of DESIGN.md: 50 exclusive groups of 10 with 200 cross conflicts.
+    rng = random.Random(7)
+    n = 500
+    groups = [tuple(range(10 * g, 10 * g + 10)) for g in range(50)]
+    edges: set[tuple[int, int]] = set()
+    while len(edges) < 200:
+        u, v = sorted(rng.sample(range(n), 2))
+        if u // 10 != v // 10:
+            edges.add((u, v))
+    cs = ConstraintSet(n, tuple(Exclusive(g) for g in groups) + (Conflicts(tuple(sorted(edges))),))
+    ones = np.ones(n)
+    assert worst_pair(WeightProblem(cs, ones, "unbounded")).value == 50
+    result = worst_pair(WeightProblem(cs, ones, "bounded"))
+    assert result.exact and result.value == 100 and result.method == "milp"
+    repeats = np.array([rng.randint(1, 3) for _ in range(n)], dtype=float)
+    for neighborhood in ("unbounded", "bounded"):
+        problem = WeightProblem(cs, repeats, neighborhood)
+        ours, plain = worst_pair(problem), PlainMILP().solve(problem, 20.0)
+        assert ours.exact and plain.exact and ours.value == plain.value
+
+
+@pytest.mark.parametrize("time_limit", [0.02, 0.1, 0.3])
+def test_budget_binds_unbounded_bound_is_sound(time_limit):
+    graph = nx.gnm_random_graph(90, 270, seed=5)
+    problem = WeightProblem(ConstraintSet(90, (Conflicts.from_graph(graph),)), np.ones(90), "unbounded")
+    # Independent reference: a maximum independent set is a maximum clique of the complement.
+    _, optimum = nx.max_weight_clique(nx.complement(graph), weight=None)
+    result = MILP().solve(problem, time_limit)
+    assert problem.allowed_pair(*result.witness)
+    assert result.value <= optimum <= result.upper_bound
+
+
+def test_budget_binds_bounded_bound_is_sound():
+    graph = nx.gnm_random_graph(40, 120, seed=3)
+    problem = WeightProblem(ConstraintSet(40, (Conflicts.from_graph(graph),)), np.ones(40), "bounded")
+    exact, plain = MILP().solve(problem, 30.0), PlainMILP().solve(problem, 30.0)
+    assert exact.exact and plain.exact and exact.value == plain.value  # the reference, twice
+    for time_limit in (0.02, 0.1, 0.3):
+        result = MILP().solve(problem, time_limit)
+        assert problem.allowed_pair(*result.witness)
+        assert result.value <= exact.value <= result.upper_bound
+    assert not MILP().solve(problem, 0.05).exact  # the budget does bind here
+
+
+@pytest.mark.parametrize("neighborhood", ["unbounded", "bounded"])
+def test_large_random_graph_bound_above_every_witness(neighborhood):
+    graph = nx.gnm_random_graph(500, 1500, seed=11)
+    cs = ConstraintSet(500, (Conflicts.from_graph(graph),))
+    problem = WeightProblem(cs, np.ones(500), neighborhood)
+    result = MILP().solve(problem, time_limit=1.0)
+    assert problem.allowed_pair(*result.witness) and not result.exact
+    sides = 2 if neighborhood == "bounded" else 1
+    other = LocalSearch(PackingStructure.of(cs), np.ones(500), sides, seed=99)
+    other.run(deadline=time.perf_counter() + 0.5)
+    assert problem.allowed_pair(*other.best_pair())
+    assert other.best_total <= result.upper_bound
+    assert result.upper_bound < (500 if sides == 2 else 250)  # better than the trivial relaxation
