@@ -64,13 +64,18 @@ def pld_epsilon(counts: dict[tuple[float, float], int], delta: float = DELTA) ->
 
 def hospitals() -> bool:
     n, m = 10_000, 365
-    scenario = Scenario(n, tuple(Invocation(i, ApproxDP(0.05, 1e-10)) for i in range(n)),
-                        ConstraintSet(n, (AtMost(m),)), "unbounded", delta=DELTA)
-    t_ours, report = best_of(lambda: solve(scenario))
+    query = ApproxDP(0.05, 1e-10)  # one guarantee object for all invocations, as the scenario loader makes
+
+    def build_and_solve():  # the scenario is built inside the timing: its validation is part of the cost
+        scenario = Scenario(n, tuple(Invocation(i, query) for i in range(n)),
+                            ConstraintSet(n, (AtMost(m),)), "unbounded", delta=DELTA)
+        return solve(scenario)
+
+    t_ours, report = best_of(build_and_solve)
     t_theirs, eps_theirs = best_of(lambda: pld_epsilon({(0.05, 1e-10): m}))
     time_ratio, eps_ratio = t_ours / t_theirs, report.epsilon / eps_theirs
     print(f"a. hospitals: n = {n}, at_most {m}, unbounded, ApproxDP(0.05, 1e-10) each, delta {DELTA:g}")
-    print(f"   ours   solve():       {t_ours:8.4f} s  eps {report.epsilon:.6f}  exact {report.exact}  "
+    print(f"   ours   Scenario+solve:{t_ours:8.4f} s  eps {report.epsilon:.6f}  exact {report.exact}  "
           f"({report.theorem}, solver {report.solver})")
     print(f"   theirs dp-accounting: {t_theirs:8.4f} s  eps {eps_theirs:.6f}  (PLD self_compose({m}))")
     print(f"   time ratio {time_ratio:.4f} (target <= 0.1)   eps ratio {eps_ratio:.6f} (target <= 1)\n")
@@ -145,7 +150,7 @@ def mixed() -> bool:
     t_theirs, eps_theirs = best_of(lambda: pld_epsilon(differing), repeat=1)
     gap = (report.epsilon - report.lower_bound_epsilon) / report.lower_bound_epsilon
     print(f"d. mixed guarantees: n = {n}, ApproxDP(eps in {LEVELS}, 1e-10), at_most {m}, unbounded, delta {DELTA:g}")
-    print(f"   ours   solve():       {t_ours:8.4f} s  certified eps {report.epsilon:.6f}  witness eps "
+    print(f"   ours   Scenario+solve:{t_ours:8.4f} s  certified eps {report.epsilon:.6f}  witness eps "
           f"{report.lower_bound_epsilon:.6f}  relative gap {gap:.2e}  exact {report.exact}  ({report.theorem})")
     print(f"   theirs dp-accounting: {t_theirs:8.4f} s  eps {eps_theirs:.6f}  (PLD of the witness's "
           f"{sum(differing.values())} differing mechanisms)")

@@ -15,9 +15,12 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import TYPE_CHECKING
+
+import numpy as np
 
 from .errors import InvalidParameterError, UnsupportedCombinationError
 from .guarantees import _GUARANTEE_TYPES, Guarantee
@@ -27,7 +30,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from .constraints import ConstraintSet
     from .hypotheses import Hypothesis
 
-__all__ = ["Databases", "Invocation", "Scenario", "check_target", "invocation_multiset"]
+__all__ = ["Databases", "Invocation", "InvocationTable", "Scenario", "check_target", "invocation_multiset"]
 
 
 @dataclass(frozen=True)
@@ -82,6 +85,44 @@ class Invocation:
             raise InvalidParameterError("mechanism", f"must be a guarantee, got {self.guarantee!r}")
         if isinstance(self.repeat, bool) or not isinstance(self.repeat, int) or self.repeat < 1:
             raise InvalidParameterError("repeat", f"must be an integer >= 1, got {self.repeat!r}")
+
+
+@dataclass(frozen=True)
+class InvocationTable:
+    """The invocations of a scenario as arrays, for vectorized aggregation.
+
+    ``kinds`` are the distinct guarantees; invocation j runs ``repeat[j]`` times
+    guarantee ``kinds[kind[j]]`` on database ``database[j]``.
+    """
+
+    kinds: tuple[Guarantee, ...]
+    kind: np.ndarray
+    database: np.ndarray
+    repeat: np.ndarray
+
+    @classmethod
+    def of(cls, invocations: Sequence[Invocation]) -> "InvocationTable":
+        # One pass over the records; guarantees are grouped by object identity first (a file's "all"
+        # shares one object), then the few distinct objects by equality.
+        rows = np.array([(inv.database, inv.repeat, id(inv.guarantee)) for inv in invocations], dtype=np.int64)
+        objects, first, inverse = np.unique(rows[:, 2], return_index=True, return_inverse=True)
+        index: dict[Guarantee, int] = {}
+        of_object = np.array([index.setdefault(invocations[j].guarantee, len(index)) for j in first], dtype=np.intp)
+        return cls(tuple(index), of_object[inverse.ravel()], rows[:, 0].astype(np.intp), rows[:, 1])
+
+    def weights(self, n: int, per_kind: np.ndarray) -> np.ndarray:
+        """Per database, the sum over its invocations of repeat x ``per_kind[kind]``."""
+        return np.bincount(self.database, weights=self.repeat * per_kind[self.kind], minlength=n)
+
+    def on(self, members: Iterable[int]) -> np.ndarray:
+        """Boolean mask of the invocations on ``members``."""
+        return np.isin(self.database, np.fromiter(members, dtype=np.intp))
+
+    def multiset(self, mask: np.ndarray | None = None) -> Multiset:
+        """The guarantees of the (masked) invocations, as a multiset."""
+        kind, repeat = (self.kind, self.repeat) if mask is None else (self.kind[mask], self.repeat[mask])
+        counts = np.bincount(kind, weights=repeat, minlength=len(self.kinds))
+        return tuple((g, int(c)) for g, c in zip(self.kinds, counts) if c > 0)
 
 
 def invocation_multiset(invocations: Iterable[Invocation], members: Iterable[int] | None = None) -> Multiset:
@@ -160,12 +201,14 @@ class Scenario:
         invocations = tuple(self.invocations)
         if not invocations:
             raise InvalidParameterError("invocations", "needs at least one invocation")
-        for i, inv in enumerate(invocations):
-            if not isinstance(inv, Invocation):
-                raise InvalidParameterError(f"invocations[{i}]", f"must be an Invocation, got {inv!r}")
-            if inv.database >= n:
-                raise InvalidParameterError(
-                    f"invocations[{i}].databases", f"unknown database {inv.database} (databases are 0..{n - 1})")
+        wrong = next((i for i, inv in enumerate(invocations) if not isinstance(inv, Invocation)), None)
+        if wrong is not None:
+            raise InvalidParameterError(f"invocations[{wrong}]", f"must be an Invocation, got {invocations[wrong]!r}")
+        outside = next((i for i, inv in enumerate(invocations) if inv.database >= n), None)
+        if outside is not None:
+            raise InvalidParameterError(f"invocations[{outside}].databases",
+                                        f"unknown database {invocations[outside].database} "
+                                        f"(databases are 0..{n - 1})")
         object.__setattr__(self, "invocations", invocations)
         constraints = ConstraintSet(n) if self.constraints is None else self.constraints
         if not isinstance(constraints, ConstraintSet) or constraints.n != n:
@@ -188,6 +231,11 @@ class Scenario:
     @property
     def n(self) -> int:
         return self.databases.n
+
+    @cached_property
+    def table(self) -> InvocationTable:
+        """The invocations as arrays (computed once)."""
+        return InvocationTable.of(self.invocations)
 
 
 def _checked_hypotheses(hypotheses, constraints: "ConstraintSet") -> "tuple[Hypothesis, Hypothesis]":

@@ -32,7 +32,7 @@ from .errors import (
     UnsupportedCombinationError,
 )
 from .guarantees import Guarantee, epsilon_delta
-from .model import Scenario, check_target, invocation_multiset
+from .model import Scenario, check_target
 from .report import Baseline, Report
 from .solvers import DEFAULT_TIME_LIMIT, WeightProblem, worst_pair
 from .theorems import Composition, compose
@@ -53,15 +53,13 @@ def _at(composition: Composition, delta: float | None, epsilon: float | None) ->
 
 
 def _weights(scenario: Scenario, keep) -> np.ndarray:
-    w = np.zeros(scenario.n)
-    for inv in scenario.invocations:
-        w[inv.database] += keep(inv.guarantee) * inv.repeat
-    return w
+    """Per database, the invocations counted by ``keep(guarantee)`` (a 0/1 or a score)."""
+    per_kind = np.array([float(keep(g)) for g in scenario.table.kinds])
+    return scenario.table.weights(scenario.n, per_kind)
 
 
 def _differing(scenario: Scenario, pair: tuple[frozenset[int], frozenset[int]]) -> tuple[int, ...]:
-    diff = pair[0] ^ pair[1]
-    return tuple(i for i, inv in enumerate(scenario.invocations) if inv.database in diff)
+    return tuple(int(i) for i in np.flatnonzero(scenario.table.on(pair[0] ^ pair[1])))
 
 
 def _score(guarantee: Guarantee) -> float:
@@ -108,7 +106,7 @@ def solve(
 def _solve_pairs(scenario: Scenario, delta: float | None, epsilon: float | None, time_limit: float) -> Report:
     """The preset neighbourhoods: the worst pair of point masses (001 Thm. 1)."""
 
-    kinds = sorted({inv.guarantee for inv in scenario.invocations}, key=repr)
+    kinds = sorted(scenario.table.kinds, key=repr)
     notes: list[str] = list(scenario.notes)
     problem = lambda keep: WeightProblem(scenario.constraints, _weights(scenario, keep), scenario.neighborhood)
 
@@ -142,7 +140,7 @@ def _solve_pairs(scenario: Scenario, delta: float | None, epsilon: float | None,
     # Lower bound: the worst of the witness pairs, each composed on its own.
     best_pair, best_eps, best_ms = None, -1.0, None
     for pair in witnesses:
-        ms = invocation_multiset(scenario.invocations, pair[0] ^ pair[1])
+        ms = scenario.table.multiset(scenario.table.on(pair[0] ^ pair[1]))
         w_eps, w_delta, _ = _at(compose(ms), delta, epsilon)
         value = w_eps if epsilon is None else w_delta
         if value > best_eps:
@@ -157,7 +155,7 @@ def _solve_pairs(scenario: Scenario, delta: float | None, epsilon: float | None,
     differing = _differing(scenario, best_pair)
     return Report(
         epsilon=eps, delta=d, theorem=theorem, exact=exact, witness=best_pair,
-        differing=differing, differing_count=sum(scenario.invocations[i].repeat for i in differing),
+        differing=differing, differing_count=int(scenario.table.repeat[list(differing)].sum()),
         curve=bound.curve, baselines=report_baselines,
         solver="+".join(sorted(solver_names)),
         lower_bound_epsilon=best_eps if epsilon is None else None, notes=tuple(notes), title=scenario.title,
@@ -242,14 +240,12 @@ def _baselines(scenario: Scenario, delta: float | None, epsilon: float | None) -
     ``parallel``: McSherry's parallel composition after merging databases, for pure
     guarantees only: max |b0 XOR b1| times the largest per-database epsilon."""
     out: dict[str, Baseline] = {}
-    classic = compose(invocation_multiset(scenario.invocations))
+    classic = compose(scenario.table.multiset())
     eps, d, name = _at(classic, delta, epsilon)
     out["classic"] = Baseline("classic", eps, d, name)
-    points = [epsilon_delta(inv.guarantee) for inv in scenario.invocations]
+    points = [epsilon_delta(g) for g in scenario.table.kinds]
     if all(p is not None and p[1] == 0.0 for p in points):
-        per_db = np.zeros(scenario.n)
-        for inv, (e, _) in zip(scenario.invocations, points):
-            per_db[inv.database] += inv.repeat * e
+        per_db = scenario.table.weights(scenario.n, np.array([p[0] for p in points]))
         size = worst_pair(WeightProblem(scenario.constraints, np.ones(scenario.n), scenario.neighborhood))
         eps_par = size.upper_bound * float(per_db.max())
         d_par = 0.0 if epsilon is None or epsilon >= eps_par else 1.0

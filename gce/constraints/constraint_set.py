@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from functools import cached_property
 
 import networkx as nx
 
@@ -163,11 +164,17 @@ class ConstraintSet:
         tuple of frozenset of int
             A partition of ``range(n)``, ordered by smallest member.
         """
+        return self._components
+
+    @cached_property
+    def _components(self) -> tuple[frozenset[int], ...]:
+        groups = [group for constraint in self.constraints for group in constraint.together_groups()]
+        if not groups:  # no together constraint: every database is its own block
+            return tuple(frozenset((i,)) for i in range(self.n))
         graph = nx.Graph()
         graph.add_nodes_from(range(self.n))
-        for constraint in self.constraints:
-            for group in constraint.together_groups():
-                nx.add_path(graph, sorted(group))
+        for group in groups:
+            nx.add_path(graph, sorted(group))
         blocks = (frozenset(block) for block in nx.connected_components(graph))
         return tuple(sorted(blocks, key=min))
 
@@ -202,6 +209,10 @@ class ConstraintSet:
         -------
         tuple of AtMostBound
         """
+        return self._at_most_bounds
+
+    @cached_property
+    def _at_most_bounds(self) -> tuple[AtMostBound, ...]:
         return tuple(bound for c in self.constraints for bound in c.at_most_bounds(self.n))
 
     def explicit_sets(self) -> tuple[frozenset[int], ...] | None:
@@ -287,6 +298,9 @@ class ConstraintSet:
         >>> ConstraintSet(2, (Together((0, 1)), AtMost(1))).has_nonempty_allowed()
         False
         """
+        if all(c.hereditary for c in self.constraints) and not any(c.together_groups() for c in self.constraints):
+            # Hereditary and no blocks: some non-empty set is allowed iff some singleton is (stop at the first).
+            return any(self._allows(frozenset((i,))) for i in range(self.n))
         candidates = self._candidates()
         if candidates is None:
             return any(members for members in self.allowed_sets())
