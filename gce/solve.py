@@ -19,6 +19,7 @@ scalar score) give a lower bound; ``exact`` when the two meet.
 from __future__ import annotations
 
 import math
+import time
 from collections import Counter
 
 import numpy as np
@@ -62,6 +63,22 @@ def _differing(scenario: Scenario, pair: tuple[frozenset[int], frozenset[int]]) 
     return tuple(int(i) for i in np.flatnonzero(scenario.table.on(pair[0] ^ pair[1])))
 
 
+class _Budget:
+    """One time budget shared by the several searches of a solve (each gets what is left).
+
+    A search that finds its budget spent still gets a small floor (a tenth of
+    the whole) so that it can return a certified bound; bounds stay sound
+    however short the search, only looser.
+    """
+
+    def __init__(self, seconds: float):
+        self.seconds = seconds
+        self.deadline = time.monotonic() + seconds
+
+    def __call__(self) -> float:
+        return max(self.deadline - time.monotonic(), 0.1 * self.seconds)
+
+
 def _score(guarantee: Guarantee) -> float:
     """A scalar per invocation for ranking witnesses: epsilon^2 at a small delta."""
     eps = compose([guarantee]).epsilon(_SCORE_DELTA)[0]
@@ -83,7 +100,8 @@ def solve(
     delta, epsilon : float, optional
         Override the scenario's target (give at most one).
     time_limit : float
-        Seconds a MILP may search before answering with its certified bound.
+        Seconds the searches of this solve may take together; a MILP whose
+        share is spent answers with its certified bound (sound, maybe looser).
 
     Returns
     -------
@@ -105,6 +123,7 @@ def solve(
 
 def _solve_pairs(scenario: Scenario, delta: float | None, epsilon: float | None, time_limit: float) -> Report:
     """The preset neighbourhoods: the worst pair of point masses (001 Thm. 1)."""
+    budget = _Budget(time_limit)
 
     kinds = sorted(scenario.table.kinds, key=repr)
     notes: list[str] = list(scenario.notes)
@@ -116,7 +135,7 @@ def _solve_pairs(scenario: Scenario, delta: float | None, epsilon: float | None,
     solver_names = set()
     by_kind = {}
     for g in kinds:
-        result = by_kind[g] = worst_pair(problem(lambda h, g=g: h == g), time_limit)
+        result = by_kind[g] = worst_pair(problem(lambda h, g=g: h == g), budget())
         upper[g] = int(round(result.upper_bound))
         witnesses.append(result.witness)
         solver_names.add(result.method)
@@ -125,14 +144,14 @@ def _solve_pairs(scenario: Scenario, delta: float | None, epsilon: float | None,
                          f"{result.value:g} invocations, certified bound {result.upper_bound:g}")
     if len(kinds) > 1:
         scores = {g: _score(g) for g in kinds}
-        result = worst_pair(problem(lambda h: scores[h]), time_limit)
+        result = worst_pair(problem(lambda h: scores[h]), budget())
         witnesses.append(result.witness)
         solver_names.add(result.method)
 
     candidates = [upper]
     chain = _dominance_chain(kinds)
     if chain is not None and len(chain) > 1:
-        candidates.append(_chain_bound(chain, problem, time_limit, by_kind[chain[-1]]))
+        candidates.append(_chain_bound(chain, problem, budget, by_kind[chain[-1]]))
     options = [(compose(c), c) for c in candidates]
     bound, upper = min(options, key=lambda o: _at(o[0], delta, epsilon)[0 if epsilon is None else 1])
     eps, d, theorem = _at(bound, delta, epsilon)
@@ -212,7 +231,7 @@ def _dominance_chain(kinds: list[Guarantee]) -> list[Guarantee] | None:
     return chain if all(_implies(a, b) for a, b in zip(chain, chain[1:])) else None
 
 
-def _chain_bound(chain, problem, time_limit, weakest) -> Counter:
+def _chain_bound(chain, problem, budget, weakest) -> Counter:
     """A multiset dominating every pair's differing invocations, from prefix counts.
 
     With the guarantees ordered g_1 <= ... <= g_K (each implied by the next),
@@ -228,7 +247,7 @@ def _chain_bound(chain, problem, time_limit, weakest) -> Counter:
     above = 0
     for j in range(len(chain) - 1, -1, -1):
         top = set(chain[j:])
-        result = weakest if j == len(chain) - 1 else worst_pair(problem(lambda h, top=top: h in top), time_limit)
+        result = weakest if j == len(chain) - 1 else worst_pair(problem(lambda h, top=top: h in top), budget())
         c_j = int(round(result.upper_bound))
         counts[chain[j]] = max(c_j - above, 0)
         above = max(above, c_j)
