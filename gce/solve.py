@@ -314,6 +314,8 @@ def _solve_composite(scenario: Scenario, delta: float | None, epsilon: float | N
         routes.append((curve.method, curve, curve.exact))
     except (UnsupportedCombinationError, NumericalLimitError) as error:
         notes.append(f"no exact computation: {error}")
+    if not any(exact for _, _, exact in routes):
+        routes += _bound_routes(scenario, notes)
 
     empty = Point(())
     preset = "unbounded" if empty in (h0, h1) else "bounded"
@@ -337,6 +339,9 @@ def _solve_composite(scenario: Scenario, delta: float | None, epsilon: float | N
     baselines = _baselines(scenario, delta, epsilon)
     baselines["worst pair"] = Baseline("worst pair", pairs.epsilon, pairs.delta,
                                        f"point masses, {preset} ({pairs.theorem})")
+    cor7 = _corollary7(scenario)
+    if cor7 is not None:
+        baselines["001 Cor. 7"] = Baseline("001 Cor. 7", cor7.epsilon, cor7.delta, cor7.label)
     return Report(epsilon=eps, delta=d, theorem=name, exact=exact, witness=None, differing=(), curve=curve,
                   baselines=baselines, solver="composite", notes=tuple(notes), title=scenario.title)
 
@@ -345,3 +350,59 @@ def _curve_at(curve: PrivacyCurve, delta: float | None, epsilon: float | None) -
     if epsilon is not None:
         return epsilon, float(curve.delta(epsilon))
     return float(curve.epsilon(delta)), delta
+
+
+#: Largest |supp h0| x |supp h1| for which the coupling LP is set up.
+COUPLING_PAIR_LIMIT = 250_000
+
+
+def _none_vs_any(scenario: Scenario) -> bool:
+    """h0 = in no database, h1 = uniform over the non-empty sets, no constraints, every database queried."""
+    from .hypotheses import Point, Uniform
+
+    h0, h1 = scenario.hypotheses
+    queried = set(scenario.table.database.tolist())
+    return (h0 == Point(()) and h1 == Uniform(1, None) and scenario.constraints.is_unconstrained
+            and len(queried) == scenario.n)
+
+
+def _bound_routes(scenario: Scenario, notes: list[str]) -> list[tuple[str, PrivacyCurve, bool]]:
+    """The valid, not exact, routes for composite hypotheses.
+
+    * coupling (:class:`gce.coupling.CouplingCurve`): the best coupling of h0
+      and h1, every pair's composed curve at the same eps (joint convexity;
+      DESIGN.md's sound replacement of 001's averaging formula);
+    * subsampling (:class:`gce.coupling.SubsamplingCurve`; 001 Thm. 3 in the
+      convexity form): h0 = no database vs h1 = uniform over the non-empty sets.
+    """
+    from .coupling import CouplingCurve, SubsamplingCurve
+
+    routes: list[tuple[str, PrivacyCurve, bool]] = []
+    try:
+        d0, d1 = (h.distribution(scenario.constraints) for h in scenario.hypotheses)
+        if len(d0) * len(d1) > COUPLING_PAIR_LIMIT:
+            raise NumericalLimitError(f"{len(d0)} x {len(d1)} pairs exceed {COUPLING_PAIR_LIMIT:,}")
+        routes.append(("coupling (joint convexity)", CouplingCurve(d0, d1, scenario.invocations), False))
+    except (NumericalLimitError, UnsupportedCombinationError) as error:
+        notes.append(f"no coupling bound: {error}")
+    if _none_vs_any(scenario):
+        try:
+            routes.append(("subsampling (001 Thm. 3, convexity form)",
+                           SubsamplingCurve(scenario.invocations, tuple(range(scenario.n))), False))
+        except UnsupportedCombinationError as error:
+            notes.append(f"no subsampling bound: {error}")
+    return routes
+
+
+def _corollary7(scenario: Scenario):
+    """001 Cor. 7 as printed, for comparison, where it applies: none vs at least one, one identical
+    (eps', delta') invocation per database. A labelled reproduction, never the returned guarantee."""
+    from .reproductions import corollary7
+
+    table = scenario.table
+    if not _none_vs_any(scenario) or len(table.kinds) != 1 or len(table.database) != scenario.n:
+        return None
+    if not (table.repeat == 1).all():
+        return None
+    point = epsilon_delta(table.kinds[0])
+    return None if point is None else corollary7(scenario.n, *point)

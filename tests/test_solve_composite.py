@@ -126,3 +126,24 @@ def test_invalid_priors_name_the_field():
         Uniform(3, 2)
     with pytest.raises(InvalidParameterError, match=r"weights"):
         Explicit(({0}, {1}), (0.5, 0.6))
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_none_vs_any_bound_routes_are_sound_and_beat_the_worst_pair(seed, monkeypatch):
+    def unavailable(*args, **kwargs):
+        raise NumericalLimitError("disabled for this test")
+
+    monkeypatch.setattr(gce.composite, "exact_curve", unavailable)
+    rng = random.Random(9000 + seed)
+    k = rng.randint(2, 5)
+    points = [rng.choice(POOL) for _ in range(k)]
+    invocations = tuple(Invocation(i, PureDP(e) if d == 0 else ApproxDP(e, d)) for i, (e, d) in enumerate(points))
+    scenario = Scenario(k, invocations, hypotheses=(Point(()), Uniform(1)))
+    h1 = [(s, 1 / (2 ** k - 1)) for s in ConstraintSet(k).allowed_sets() if s]
+    flat = [(i, e, d) for i, (e, d) in enumerate(points)]
+    for eps in (0.3, 1.0):
+        report = solve(scenario, epsilon=eps)
+        assert report.theorem.startswith(("coupling", "subsampling"))
+        truth = reference.mixture_delta([(frozenset(), 1.0)], h1, flat, eps)
+        assert truth <= report.delta * (1 + 1e-9) + 1e-12
+        assert report.delta <= report.baselines["worst pair"].delta + 1e-12
