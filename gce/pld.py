@@ -138,7 +138,12 @@ class PLDCurve(PrivacyCurve):
         return np.maximum(raw, self._floor) * (1.0 + self.ROUND_OFF) + self.ABSOLUTE_ROUND_OFF
 
     def _delta(self, eps: NDArray[np.float64]) -> NDArray[np.float64]:
-        return self._safe(np.atleast_1d(np.asarray(self.distribution.get_delta_for_epsilon(eps), dtype=float)))
+        # dp-accounting wants increasing epsilons: evaluate sorted, then put back in the caller's order.
+        order = np.argsort(eps, kind="stable")
+        raw = np.atleast_1d(np.asarray(self.distribution.get_delta_for_epsilon(eps[order]), dtype=float))
+        out = np.empty_like(raw)
+        out[order] = raw
+        return self._safe(out)
 
     def _epsilon(self, d: NDArray[np.float64]) -> NDArray[np.float64]:
         out = np.empty_like(d)

@@ -63,6 +63,43 @@ def _differing(scenario: Scenario, pair: tuple[frozenset[int], frozenset[int]]) 
     return tuple(int(i) for i in np.flatnonzero(scenario.table.on(pair[0] ^ pair[1])))
 
 
+def _symmetric_for_bounded(scenario: Scenario) -> tuple[Scenario, list[str]]:
+    """Bounded pairs with direction-dependent curves, made sound.
+
+    A bounded pair (b0, b1) adds the record to some databases and removes it
+    from others in the same run. Poisson-subsampled Gaussian and Laplace noise
+    are composed through dp-accounting's privacy-loss distributions, which
+    cover all-remove and all-add compositions, not mixtures of the two. So
+    under the bounded neighbourhood such a guarantee is replaced by its
+    (epsilon, delta) point (amplification by subsampling, Balle et al. 2018
+    Thm. 8; symmetric), and a subsampled Gaussian, which has none, is refused.
+    """
+    from dataclasses import replace
+
+    from .guarantees import ApproxDP, GaussianDP, GaussianMechanism, LaplaceMechanism, PureDP, Subsampled
+
+    def asymmetric(g: Guarantee) -> bool:
+        return isinstance(g, Subsampled) and isinstance(g.mechanism, (GaussianMechanism, LaplaceMechanism,
+                                                                      GaussianDP))
+
+    if scenario.neighborhood != "bounded" or not any(asymmetric(g) for g in scenario.table.kinds):
+        return scenario, []
+    swap: dict[Guarantee, Guarantee] = {}
+    for g in scenario.table.kinds:
+        if asymmetric(g):
+            point = epsilon_delta(g)
+            if point is None:
+                raise UnsupportedCombinationError(
+                    f"neighborhood: bounded pairs with {g!r} need a curve that covers adding and removing "
+                    f"records in one run; give its (epsilon, delta) guarantee instead")
+            swap[g] = PureDP(point[0]) if point[1] == 0.0 else ApproxDP(*point)
+    invocations = tuple(replace(inv, guarantee=swap.get(inv.guarantee, inv.guarantee))
+                        for inv in scenario.invocations)
+    notes = [f"bounded pairs: {g!r} composed through its point {s!r} (its privacy-loss distribution "
+             f"covers one direction at a time)" for g, s in swap.items()]
+    return replace(scenario, invocations=invocations), notes
+
+
 class _Budget:
     """One time budget shared by the several searches of a solve (each gets what is left).
 
@@ -124,9 +161,10 @@ def solve(
 def _solve_pairs(scenario: Scenario, delta: float | None, epsilon: float | None, time_limit: float) -> Report:
     """The preset neighbourhoods: the worst pair of point masses (001 Thm. 1)."""
     budget = _Budget(time_limit)
+    scenario, substituted = _symmetric_for_bounded(scenario)
 
     kinds = sorted(scenario.table.kinds, key=repr)
-    notes: list[str] = list(scenario.notes)
+    notes: list[str] = list(scenario.notes) + substituted
     problem = lambda keep: WeightProblem(scenario.constraints, _weights(scenario, keep), scenario.neighborhood)
 
     # Upper bound: per guarantee, the most invocations of that kind any allowed pair makes differ.
@@ -164,7 +202,7 @@ def _solve_pairs(scenario: Scenario, delta: float | None, epsilon: float | None,
         value = w_eps if epsilon is None else w_delta
         if value > best_eps:
             best_pair, best_eps, best_ms = pair, value, ms
-    exact = bound.exact and Counter(dict(best_ms)) == +upper
+    exact = bound.exact and Counter(dict(best_ms)) == +upper and not substituted
 
     if math.isinf(eps):
         floor = bound.curve.delta_floor

@@ -167,3 +167,17 @@ def test_concrete_and_point_guarantees_meet_in_the_chain_bound():
     assert report.witness == (frozenset(), frozenset({1, 2}))
     assert report.epsilon <= 1.0 + math.log1p(0.5 * math.expm1(0.5)) + 1e-12
     assert report.epsilon < report.baselines["classic"].epsilon - 0.25
+
+
+def test_bounded_pairs_with_subsampled_noise_use_symmetric_points():
+    from gce.errors import UnsupportedCombinationError
+    from gce.guarantees import GaussianMechanism, LaplaceMechanism, Subsampled
+
+    sub = Subsampled(0.5, LaplaceMechanism(2.0))  # pure ln(1 + (e^0.5 - 1)/2) = 0.28093 in both directions
+    inv = (Invocation(0, sub), Invocation(1, sub), Invocation(2, PureDP(0.3)))
+    report = solve(Scenario(3, inv, neighborhood="bounded", delta=0.0))
+    assert report.epsilon == pytest.approx(2 * math.log1p(0.5 * math.expm1(0.5)) + 0.3, rel=1e-9)
+    assert not report.exact and any("composed through its point" in n for n in report.notes)
+    with pytest.raises(UnsupportedCombinationError, match="bounded"):
+        solve(Scenario(1, (Invocation(0, Subsampled(0.5, GaussianMechanism(2.0))),), neighborhood="bounded",
+                       delta=1e-6))

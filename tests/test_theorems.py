@@ -371,3 +371,14 @@ def test_no_nan_or_inf_leaks(guarantees):
         assert not math.isnan(eps) and eps >= 0
         if math.isfinite(eps):
             assert c.curve.delta(eps) <= d * (1 + 1e-6)
+
+
+def test_pld_curves_accept_unsorted_epsilons():
+    import numpy as np
+
+    from gce.guarantees import LaplaceMechanism, Subsampled, ZCDP
+
+    curve = compose({ZCDP(0.1): 1, Subsampled(0.2, LaplaceMechanism(0.5)): 1}).curve
+    forward = curve.delta(np.array([0.5, 1.0]))
+    backward = curve.delta(np.array([1.0, 0.5]))
+    assert forward[0] > forward[1] and list(backward) == list(forward[::-1])
