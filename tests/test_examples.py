@@ -96,6 +96,9 @@ def test_gaussian_dp_over_disjoint_parts_is_sqrt2_mu():
     ("gaussian_parts", "sqrt(2) mu: epsilon"),
     ("composition_basics", "tightest: kairouz-III.3"),
     ("store_chain", "note: at_most 4 estimated from data"),
+    ("none_vs_any", " 20   5.6186"),
+    ("medical_practices", "exact-count"),
+    ("rates_prior", "Poisson subsampling at 0.1"),
 ])
 def test_example_scripts_run(capsys, script, needle):
     runpy.run_path(str(EXAMPLES / f"{script}.py"), run_name="__main__")
@@ -122,3 +125,55 @@ def test_store_chain_limit_is_the_largest_observed_membership():
     assert norm.cdf(-eps / mu + mu / 2) - math.exp(eps) * norm.cdf(-eps / mu - mu / 2) == pytest.approx(1e-6, rel=1e-6)
     assert report.differing_count == 16 and report.exact
     assert any("estimated from data" in note and "store_members.csv" in note for note in report.notes)
+
+
+def test_none_vs_any_routes_against_cor7_by_hand():
+    from gce import ApproxDP, ConstraintSet, Invocation, Point, Uniform
+    from gce.composite import exact_curve
+    from gce.coupling import CouplingCurve, SubsamplingCurve
+
+    for k in (3, 8):
+        # 001 Cor. 7 by hand: eps = ln(((e^0.5 + 1)^k - 1) / (2^k - 1)), delta = 2^(k-1) k 1e-8 / (2^k - 1).
+        eps7 = math.log(((math.exp(0.5) + 1) ** k - 1) / (2 ** k - 1))
+        delta7 = 2 ** (k - 1) * k * 1e-8 / (2 ** k - 1)
+        invocations = [Invocation(i, ApproxDP(0.5, 1e-8)) for i in range(k)]
+        exact = exact_curve(Point(()), Uniform(1), invocations, ConstraintSet(k))
+        assert float(exact.delta(eps7)) <= delta7 * (1 + 1e-9)
+        d0, d1 = Point(()).distribution(ConstraintSet(k)), Uniform(1).distribution(ConstraintSet(k))
+        h1 = [(s, w) for s, w in d1]
+        flat = [(i, 0.5, 1e-8) for i in range(k)]
+        for eps in (0.5, eps7):
+            truth = reference.mixture_delta([(frozenset(), 1.0)], h1, flat, eps) if k <= 3 else None
+            e = float(exact.delta(eps))
+            if truth is not None:
+                assert e == pytest.approx(truth, rel=1e-9, abs=1e-15)
+            assert e <= float(SubsamplingCurve(invocations).delta(eps)) + 1e-15
+            assert e <= float(CouplingCurve(d0, d1, invocations).delta(eps)) + 1e-15
+    report = solved("none_vs_any")
+    assert report.exact and report.theorem == "exact-count"
+    assert report.baselines["001 Cor. 7"].epsilon == pytest.approx(
+        math.log(((math.exp(0.5) + 1) ** 10 - 1) / (2 ** 10 - 1)))
+
+
+def test_medical_practices_exact_equals_brute_force():
+    report = solved("medical_practices")
+    scenario = load_scenario(EXAMPLES / "medical_practices.toml")
+    h0, h1 = (list(h.distribution(scenario.constraints)) for h in scenario.hypotheses)
+    assert all(len(s) < 3 for s, _ in h0) and all(len(s) >= 3 for s, _ in h1) and len(h0) + len(h1) == 256
+    flat = [(i, 0.3, 1e-9) for i in range(8)]
+    assert report.exact
+    assert reference.mixture_delta(h0, h1, flat, report.epsilon) == pytest.approx(1e-6, rel=1e-6)
+    assert report.epsilon < report.baselines["worst pair"].epsilon / 2
+
+
+def test_rates_prior_is_poisson_subsampling_exactly():
+    import itertools
+
+    from gce import ApproxDP, Subsampled, compose
+
+    report = solved("rates_prior")
+    h1 = [(frozenset(c), 0.1 ** len(c) * 0.9 ** (8 - len(c)))
+          for r in range(9) for c in itertools.combinations(range(8), r)]
+    truth = reference.mixture_delta([(frozenset(), 1.0)], h1, [(i, 1.0, 1e-8) for i in range(8)], 1.0)
+    assert report.exact and report.delta == pytest.approx(truth, rel=1e-9)
+    assert compose({Subsampled(0.1, ApproxDP(1.0, 1e-8)): 8}).delta(1.0)[0] >= report.delta
