@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import math
 import sys
-import time
 
 from gce.composite import exact_curve
 from gce.constraints import ConstraintSet
@@ -35,17 +34,10 @@ from gce.guarantees import ApproxDP
 from gce.hypotheses import Point, Rates, Uniform
 from gce.model import Invocation
 
+from timing import best_of
+
 EPS, DELTA, TARGET = 0.1, 1e-10, 1e-6
 
-
-def timed(fn, repeat: int = 3):
-    """Best wall time of ``repeat`` runs, and the value."""
-    times, value = [], None
-    for _ in range(repeat):
-        start = time.perf_counter()
-        value = fn()
-        times.append(time.perf_counter() - start)
-    return min(times), value
 
 
 def _ratio(a: float, b: float) -> str:
@@ -75,13 +67,13 @@ def main(eps1: float = EPS, delta1: float = DELTA, target: float = TARGET) -> No
     for k in (200, 1000):
         cs = ConstraintSet(k)
         invocations = [Invocation(i, ApproxDP(eps1, delta1)) for i in range(k)]
-        t_ours, curve = timed(lambda: exact_curve(Point(()), Uniform(min_members=1), invocations, cs))
+        t_ours, curve = best_of(lambda: exact_curve(Point(()), Uniform(min_members=1), invocations, cs))
         ours = float(curve.epsilon(target))
-        t_generic, generic = timed(lambda: exact_curve(Point(()), Uniform(1, k - 1), invocations, cs), repeat=1)
+        t_generic, generic = best_of(lambda: exact_curve(Point(()), Uniform(1, k - 1), invocations, cs), repeat=1)
         cor_eps, cor_delta = corollary_7(k, eps1, delta1)
         cor_at_target = cor_eps if cor_delta <= target else math.inf
-        _, all_sets = timed(lambda: exact_curve(Point(()), Rates((0.5,) * k), invocations, cs), repeat=1)
-        t_peer, peer = timed(lambda: dp_accounting_subsampled(k, eps1, delta1, target))
+        _, all_sets = best_of(lambda: exact_curve(Point(()), Rates((0.5,) * k), invocations, cs), repeat=1)
+        t_peer, peer = best_of(lambda: dp_accounting_subsampled(k, eps1, delta1, target))
         print(f"\nk = {k}: {curve.method}, {curve.outcomes} outcome classes, delta floor {curve.delta_floor:.3g}")
         print(f"  ours (closed form)      {t_ours:8.3f} s   epsilon {ours:.6f}")
         print(f"  ours (generic recursion){t_generic:8.3f} s   epsilon {float(generic.epsilon(target)):.6f}"

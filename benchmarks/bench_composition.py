@@ -11,22 +11,15 @@ Run: python benchmarks/bench_composition.py
 from __future__ import annotations
 
 import sys
-import time
 
 from dp_accounting.pld import common, privacy_loss_distribution
 
 from gce import ApproxDP, compose
 
+from timing import best_of
+
 EPS, DELTA, TARGET = 0.05, 1e-10, 1e-6
 
-
-def best_of(fn, repeat: int = 3) -> tuple[float, float]:
-    times, value = [], None
-    for _ in range(repeat):
-        start = time.perf_counter()
-        value = fn()
-        times.append(time.perf_counter() - start)
-    return min(times), value
 
 
 def ours(k: int, eps: float = EPS, delta: float = DELTA, target: float = TARGET) -> float:

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import math
 import sys
-import time
 import warnings
 
 import numpy as np
@@ -34,15 +33,12 @@ from gce.model import Invocation, invocation_multiset
 from gce.reproductions import corollary7
 from gce.theorems import compose
 
+from timing import best_of
+
 DATABASES, SUPPORT, MEMBERSHIP = 30, 200, 0.3
 EPS, DELTA = 1.0, 1e-5
 TARGET_SECONDS = 10.0
 
-
-def timed(fn):
-    start = time.perf_counter()
-    value = fn()
-    return time.perf_counter() - start, value
 
 
 def hypothesis(rng: np.random.Generator) -> Distribution:
@@ -80,9 +76,9 @@ def coupling_rows(rng: np.random.Generator) -> bool:
     for name, make in SCENARIOS.items():
         h0, h1 = hypothesis(rng), hypothesis(rng)
         invocations = [make(d) for d in range(DATABASES)]
-        t_build, curve = timed(lambda: CouplingCurve(h0, h1, invocations))
-        t_delta, d = timed(lambda: float(curve.delta(EPS)))
-        t_eps, e = timed(lambda: float(curve.epsilon(DELTA)))
+        t_build, curve = best_of(lambda: CouplingCurve(h0, h1, invocations), repeat=1)
+        t_delta, d = best_of(lambda: float(curve.delta(EPS)), repeat=1)
+        t_eps, e = best_of(lambda: float(curve.epsilon(DELTA)), repeat=1)
         d_peer, e_peer = curve.worst_pair_delta(EPS), curve.worst_pair_epsilon(DELTA)
         size = f"{curve.compositions}" + ("" if curve.coarsened is None else f" (x{curve.coarsened})")
         print(f"{name:<26} {size:>12} {t_build:>8.2f} {t_delta:>8.2f} {t_eps:>7.2f} {d:>10.3e} {d_peer:>10.3e} "
@@ -104,8 +100,8 @@ def route_rows() -> bool:
               (20, "Gaussian sigma 2", lambda d: Invocation(d, GaussianMechanism(2.0)))]
     for k, name, make in cases:
         invocations = [make(d) for d in range(k)]
-        t_build, curve = timed(lambda: SubsamplingCurve(invocations))
-        t_eps, e = timed(lambda: float(curve.epsilon(DELTA)))
+        t_build, curve = best_of(lambda: SubsamplingCurve(invocations), repeat=1)
+        t_eps, e = best_of(lambda: float(curve.epsilon(DELTA)), repeat=1)
         e_peer = compose(invocation_multiset(invocations)).epsilon(DELTA)[0]
         c7 = ""
         if name.endswith("each"):

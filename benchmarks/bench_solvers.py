@@ -26,9 +26,7 @@ from __future__ import annotations
 
 import random
 import sys
-import time
 from collections import Counter
-from collections.abc import Callable
 
 import networkx as nx
 import numpy as np
@@ -38,18 +36,11 @@ from gce import ApproxDP, Invocation, Scenario, solve
 from gce.constraints import AtMost, Conflicts, ConstraintSet, Exclusive
 from gce.solvers import DEFAULT_TIME_LIMIT, PlainMILP, WeightProblem, WeightResult, worst_pair
 
+from timing import best_of
+
 DELTA = 1e-6
 LEVELS = (0.01, 0.02, 0.05, 0.1, 0.2)
 
-
-def best_of(fn: Callable[[], object], repeat: int = 3) -> tuple[float, object]:
-    """The shortest of ``repeat`` wall-clock times, and the last value."""
-    times, value = [], None
-    for _ in range(repeat):
-        start = time.perf_counter()
-        value = fn()
-        times.append(time.perf_counter() - start)
-    return min(times), value
 
 
 def pld_epsilon(counts: dict[tuple[float, float], int], delta: float = DELTA) -> float:
