@@ -14,6 +14,7 @@ that database (a database may be queried many times).
 from __future__ import annotations
 
 import math
+import operator
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -87,6 +88,9 @@ class Invocation:
             raise InvalidParameterError("repeat", f"must be an integer >= 1, got {self.repeat!r}")
 
 
+_DATABASE, _REPEAT, _GUARANTEE = (operator.attrgetter(a) for a in ("database", "repeat", "guarantee"))
+
+
 @dataclass(frozen=True)
 class InvocationTable:
     """The invocations of a scenario as arrays, for vectorized aggregation.
@@ -102,13 +106,16 @@ class InvocationTable:
 
     @classmethod
     def of(cls, invocations: Sequence[Invocation]) -> "InvocationTable":
-        # One pass over the records; guarantees are grouped by object identity first (a file's "all"
-        # shares one object), then the few distinct objects by equality.
-        rows = np.array([(inv.database, inv.repeat, id(inv.guarantee)) for inv in invocations], dtype=np.int64)
-        objects, first, inverse = np.unique(rows[:, 2], return_index=True, return_inverse=True)
+        # Guarantees are grouped by object identity first (a file's "all" shares one object), then the
+        # few distinct objects by equality; attribute access goes through C-level iterators.
+        n = len(invocations)
+        database = np.fromiter(map(_DATABASE, invocations), dtype=np.intp, count=n)
+        repeat = np.fromiter(map(_REPEAT, invocations), dtype=np.int64, count=n)
+        ids = np.fromiter(map(id, map(_GUARANTEE, invocations)), dtype=np.int64, count=n)
+        _, first, inverse = np.unique(ids, return_index=True, return_inverse=True)
         index: dict[Guarantee, int] = {}
         of_object = np.array([index.setdefault(invocations[j].guarantee, len(index)) for j in first], dtype=np.intp)
-        return cls(tuple(index), of_object[inverse.ravel()], rows[:, 0].astype(np.intp), rows[:, 1])
+        return cls(tuple(index), of_object[inverse.ravel()], database, repeat)
 
     def weights(self, n: int, per_kind: np.ndarray) -> np.ndarray:
         """Per database, the sum over its invocations of repeat x ``per_kind[kind]``."""

@@ -57,7 +57,6 @@ from .guarantees import (
     LaplaceMechanism,
     PureDP,
     RandomizedResponse,
-    Subsampled,
     _GUARANTEE_TYPES,
     epsilon_delta,
 )

@@ -20,8 +20,11 @@ output").
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
+from ..constraints import ConstraintSet
 from ..errors import GCEError
 from .base import Solver, WeightProblem, WeightResult
 from .milp import MILP
@@ -46,6 +49,23 @@ def _kinds(problem: WeightProblem) -> set[str]:
     return {c.kind for c in problem.constraints.constraints if not c.is_vacuous(problem.n)}
 
 
+@functools.lru_cache(maxsize=32)
+def _disjoint_groups(constraints: ConstraintSet) -> dict[frozenset[int], int] | None:
+    """The (among, m) bounds of ``at_most``/``exclusive`` constraints on pairwise disjoint groups,
+    or None when other kinds are present or groups overlap (cached: a solve asks several times)."""
+    if not {c.kind for c in constraints.constraints if not c.is_vacuous(constraints.n)} <= {"at_most", "exclusive"}:
+        return None
+    groups: dict[frozenset[int], int] = {}
+    for bound in constraints.at_most_bounds():
+        groups[bound.among] = min(bound.m, groups.get(bound.among, bound.m))
+    seen: set[int] = set()
+    for among in groups:
+        if seen & among:
+            return None
+        seen |= among
+    return groups
+
+
 class Unconstrained(Solver):
     """Every database may differ: no cardinality or conflict limits (``together`` only)."""
 
@@ -68,17 +88,7 @@ class TopM(Solver):
 
     @staticmethod
     def _groups(problem: WeightProblem) -> dict[frozenset[int], int] | None:
-        if not _kinds(problem) <= {"at_most", "exclusive"}:
-            return None
-        groups: dict[frozenset[int], int] = {}
-        for bound in problem.constraints.at_most_bounds():
-            groups[bound.among] = min(bound.m, groups.get(bound.among, bound.m))
-        seen: set[int] = set()
-        for among in groups:
-            if seen & among:
-                return None
-            seen |= among
-        return groups
+        return _disjoint_groups(problem.constraints)
 
     def can_solve(self, problem: WeightProblem) -> bool:
         return self._groups(problem) is not None
