@@ -12,13 +12,17 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text()
 
 
-def test_readme_python_session():
-    block = re.search(r"```python\n(.*?)```", README, re.S).group(1)
+def test_readme_python_sessions():
+    blocks = re.findall(r"```python\n(.*?)```", README, re.S)
+    assert len(blocks) >= 2
     parser = doctest.DocTestParser()
-    test = parser.get_doctest(block, {}, "README", "README.md", 0)
     runner = doctest.DocTestRunner(optionflags=doctest.NORMALIZE_WHITESPACE)
-    runner.run(test)
-    assert runner.failures == 0 and runner.tries >= 4
+    namespace: dict = {}
+    for i, block in enumerate(blocks):  # one session: later blocks see the names of earlier ones
+        test = parser.get_doctest(block, namespace, f"README[{i}]", "README.md", 0)
+        runner.run(test, clear_globs=False)
+        namespace = test.globs
+    assert runner.failures == 0 and runner.tries >= 12
 
 
 def test_readme_quickstart_commands_and_output():
