@@ -390,6 +390,10 @@ def _curve_at(curve: PrivacyCurve, delta: float | None, epsilon: float | None) -
     return float(curve.epsilon(delta)), delta
 
 
+#: Most databases for the subsampling route when some guarantee has only a curve (zCDP, GDP, Gaussian):
+#: each of its terms composes privacy-loss distributions (about half a second per database).
+SUBSAMPLING_CURVE_LIMIT = 32
+
 #: Largest |supp h0| x |supp h1| for which the coupling LP is set up.
 COUPLING_PAIR_LIMIT = 250_000
 
@@ -423,7 +427,11 @@ def _bound_routes(scenario: Scenario, notes: list[str]) -> list[tuple[str, Priva
         routes.append(("coupling (joint convexity)", CouplingCurve(d0, d1, scenario.invocations), False))
     except (NumericalLimitError, UnsupportedCombinationError) as error:
         notes.append(f"no coupling bound: {error}")
-    if _none_vs_any(scenario):
+    curve_only = any(epsilon_delta(g) is None for g in scenario.table.kinds)
+    if _none_vs_any(scenario) and curve_only and scenario.n > SUBSAMPLING_CURVE_LIMIT:
+        notes.append(f"no subsampling bound: with mechanisms known only by their curves it composes one "
+                     f"privacy-loss distribution per database, limited to {SUBSAMPLING_CURVE_LIMIT} databases")
+    elif _none_vs_any(scenario):
         try:
             routes.append(("subsampling (001 Thm. 3, convexity form)",
                            SubsamplingCurve(scenario.invocations, tuple(range(scenario.n))), False))
