@@ -43,6 +43,7 @@ from scipy import special
 from .constraints import AtMost, ConstraintSet, Exclusive
 from .constraints.base import format_indices
 from .errors import InfeasibleConstraintsError, InvalidParameterError, InvalidScenarioError, NumericalLimitError
+from .tables import TableKind, read_kind_table
 
 __all__ = [
     "Distribution",
@@ -793,30 +794,16 @@ def hypothesis_from_dict(d: Mapping[str, object], path: str, n: int) -> Hypothes
     ...
     gce.errors.InvalidScenarioError: hypotheses.h1.weights: must sum to 1, got 1.1
     """
-    if not isinstance(d, Mapping):
-        raise InvalidScenarioError(path, f"must be a table with a 'kind' key, got {d!r}")
-    expected = ", ".join(HYPOTHESIS_KINDS)
-    if "kind" not in d:
-        raise InvalidScenarioError(f"{path}.kind", f"is missing; expected one of {expected}")
-    kind = d["kind"]
-    spec = HYPOTHESIS_KINDS.get(kind) if isinstance(kind, str) else None
-    if spec is None:
-        raise InvalidScenarioError(f"{path}.kind", f"unknown kind {kind!r}; expected one of {expected}")
-    for key in d:
-        if key != "kind" and key not in spec.keys:
-            raise InvalidScenarioError(
-                f"{path}.{key}", f"is not a key of kind {kind!r}; its keys are {', '.join(spec.keys)}"
-            )
-    arguments = {}
-    for key, (reader, required) in spec.keys.items():
-        if key in d:
-            arguments[key] = reader(d[key], f"{path}.{key}", n)
-        elif required:
-            raise InvalidScenarioError(f"{path}.{key}", f"is missing (required for kind {kind!r})")
-    try:
-        return spec.record(**arguments)
-    except InvalidParameterError as error:
-        raise InvalidScenarioError(f"{path}.{error.field}", error.detail) from None
+    kinds = {
+        name: TableKind(spec.record, {key: (key, _with_n(reader, n), required)
+                                      for key, (reader, required) in spec.keys.items()})
+        for name, spec in HYPOTHESIS_KINDS.items()
+    }
+    return read_kind_table(d, path, kinds)
+
+
+def _with_n(reader: Callable[[object, str, int], object], n: int) -> Callable[[object, str], object]:
+    return lambda value, path: reader(value, path, n)
 
 
 def hypothesis_to_dict(hypothesis: Hypothesis) -> dict[str, object]:

@@ -31,8 +31,7 @@ from __future__ import annotations
 
 import pathlib
 import tomllib
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Mapping
 
 from .constraints import ConstraintSet, constraint_from_dict, estimate_membership
 from .errors import InfeasibleConstraintsError, InvalidParameterError, InvalidScenarioError
@@ -49,6 +48,7 @@ from .guarantees import (
 )
 from .hypotheses import Hypothesis, hypothesis_from_dict
 from .model import Databases, Invocation, Scenario, check_target
+from .tables import TableKind, read_kind_table
 
 __all__ = ["MECHANISM_KINDS", "load_scenario", "scenario_from_dict"]
 
@@ -66,16 +66,19 @@ def _mechanism_table(value: object, path: str) -> Guarantee:
     return mechanism_from_dict(value, path)
 
 
-#: The file form of every mechanism kind: record and keys (key -> (reader, required)).
-MECHANISM_KINDS: Mapping[str, tuple[Callable[..., Guarantee], Mapping[str, tuple[Callable, bool]]]] = {
-    "pure": (PureDP, {"epsilon": (_number, True)}),
-    "approx": (ApproxDP, {"epsilon": (_number, True), "delta": (_number, True)}),
-    "zcdp": (ZCDP, {"rho": (_number, True)}),
-    "gdp": (GaussianDP, {"mu": (_number, True)}),
-    "gaussian": (GaussianMechanism, {"sigma": (_number, True), "sensitivity": (_number, False)}),
-    "laplace": (LaplaceMechanism, {"scale": (_number, True), "sensitivity": (_number, False)}),
-    "randomized_response": (RandomizedResponse, {"epsilon": (_number, True)}),
-    "subsampled": (Subsampled, {"rate": (_number, True), "mechanism": (_mechanism_table, True)}),
+#: The file form of every mechanism kind, by ``kind``: file key -> (record field, reader, required).
+MECHANISM_KINDS: Mapping[str, TableKind] = {
+    "pure": TableKind(PureDP, {"epsilon": ("epsilon", _number, True)}),
+    "approx": TableKind(ApproxDP, {"epsilon": ("epsilon", _number, True), "delta": ("delta", _number, True)}),
+    "zcdp": TableKind(ZCDP, {"rho": ("rho", _number, True)}),
+    "gdp": TableKind(GaussianDP, {"mu": ("mu", _number, True)}),
+    "gaussian": TableKind(GaussianMechanism, {"sigma": ("sigma", _number, True),
+                                              "sensitivity": ("sensitivity", _number, False)}),
+    "laplace": TableKind(LaplaceMechanism, {"scale": ("scale", _number, True),
+                                            "sensitivity": ("sensitivity", _number, False)}),
+    "randomized_response": TableKind(RandomizedResponse, {"epsilon": ("epsilon", _number, True)}),
+    "subsampled": TableKind(Subsampled, {"rate": ("rate", _number, True),
+                                         "mechanism": ("mechanism", _mechanism_table, True)}),
 }
 
 
@@ -91,32 +94,7 @@ def mechanism_from_dict(table: object, path: str) -> Guarantee:
     ...
     gce.errors.InvalidScenarioError: invocations[0].mechanism.epsilon: must be >= 0, got -1.0
     """
-    if not isinstance(table, Mapping):
-        raise InvalidScenarioError(path, f"must be a table like {{ kind = \"pure\", epsilon = 1.0 }}, got {table!r}")
-    kinds = ", ".join(MECHANISM_KINDS)
-    if "kind" not in table:
-        raise InvalidScenarioError(f"{path}.kind", f"is missing; expected one of {kinds}")
-    kind = table["kind"]
-    spec = MECHANISM_KINDS.get(kind) if isinstance(kind, str) else None
-    if spec is None:
-        raise InvalidScenarioError(f"{path}.kind", f"unknown kind {kind!r}; expected one of {kinds}")
-    record, keys = spec
-    arguments: dict[str, Any] = {}
-    for key, value in table.items():
-        if key == "kind":
-            continue
-        if key not in keys:
-            raise InvalidScenarioError(f"{path}.{key}", f"is not a key of kind {kind!r}; its keys are {', '.join(keys)}")
-        arguments[key] = keys[key][0](value, f"{path}.{key}")
-    for key, (_, required) in keys.items():
-        if required and key not in arguments:
-            raise InvalidScenarioError(f"{path}.{key}", f"is missing (required for kind {kind!r})")
-    try:
-        return record(**arguments)
-    except InvalidScenarioError:
-        raise
-    except InvalidParameterError as error:
-        raise InvalidScenarioError(f"{path}.{error.field}", error.detail) from None
+    return read_kind_table(table, path, MECHANISM_KINDS)
 
 
 def _databases(value: object) -> Databases:

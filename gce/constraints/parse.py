@@ -15,10 +15,10 @@ path in the file, e.g. ``constraints[3].m``.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
 
 from ..errors import InvalidParameterError, InvalidScenarioError
+from ..tables import TableKind, in_file, read_kind_table
 from .base import Constraint, check_n
 from .constraint_set import ConstraintSet
 from .kinds import AtMost, Conflicts, Exclusive, Patterns, Together
@@ -52,33 +52,14 @@ def _list_of_index_lists(value: object, path: str) -> list[list[int]]:
     return [_index_list(item, f"{path}[{position}]") for position, item in enumerate(value)]
 
 
-@dataclass(frozen=True)
-class _Kind:
-    """How one constraint kind is written in a file.
-
-    ``keys`` maps each file key to ``(record field, reader, required)``; a
-    reader checks the file's types and returns the value for the record.
-    """
-
-    record: type[Constraint]
-    keys: Mapping[str, tuple[str, Callable[[object, str], object], bool]]
-
-
-#: The file form of every constraint kind, by ``kind``.
-CONSTRAINT_KINDS: Mapping[str, _Kind] = {
-    "at_most": _Kind(AtMost, {"m": ("m", _integer, True), "among": ("among", _among, False)}),
-    "exclusive": _Kind(Exclusive, {"databases": ("group", _index_list, True)}),
-    "together": _Kind(Together, {"databases": ("group", _index_list, True)}),
-    "conflicts": _Kind(Conflicts, {"edges": ("edges", _list_of_index_lists, True)}),
-    "patterns": _Kind(Patterns, {"allowed": ("allowed", _list_of_index_lists, True)}),
+#: The file form of every constraint kind, by ``kind``: file key -> (record field, reader, required).
+CONSTRAINT_KINDS: Mapping[str, TableKind] = {
+    "at_most": TableKind(AtMost, {"m": ("m", _integer, True), "among": ("among", _among, False)}),
+    "exclusive": TableKind(Exclusive, {"databases": ("group", _index_list, True)}),
+    "together": TableKind(Together, {"databases": ("group", _index_list, True)}),
+    "conflicts": TableKind(Conflicts, {"edges": ("edges", _list_of_index_lists, True)}),
+    "patterns": TableKind(Patterns, {"allowed": ("allowed", _list_of_index_lists, True)}),
 }
-
-
-def _in_file(error: InvalidParameterError, prefix: str, spec: _Kind) -> InvalidScenarioError:
-    """``error`` of a record field, renamed to its path in the file."""
-    head, bracket, rest = error.field.partition("[")
-    key = next((k for k, (field, _, _) in spec.keys.items() if field == head), head)
-    return InvalidScenarioError(f"{prefix}.{key}{bracket}{rest}", error.detail)
 
 
 def constraint_from_dict(d: Mapping[str, object], index: int, n: int | None = None) -> Constraint:
@@ -116,36 +97,13 @@ def constraint_from_dict(d: Mapping[str, object], index: int, n: int | None = No
     ...
     gce.errors.InvalidScenarioError: constraints[2].databases: lists database 0 more than once
     """
-    prefix = f"constraints[{index}]"
-    if not isinstance(d, Mapping):
-        raise InvalidScenarioError(prefix, f"must be a table with a 'kind' key, got {d!r}")
-    if "kind" not in d:
-        expected = ", ".join(CONSTRAINT_KINDS)
-        raise InvalidScenarioError(f"{prefix}.kind", f"is missing; expected one of {expected}")
-    kind = d["kind"]
-    spec = CONSTRAINT_KINDS.get(kind) if isinstance(kind, str) else None
-    if spec is None:
-        raise InvalidScenarioError(
-            f"{prefix}.kind", f"unknown kind {kind!r}; expected one of {', '.join(CONSTRAINT_KINDS)}"
-        )
-    for key in d:
-        if key != "kind" and key not in spec.keys:
-            raise InvalidScenarioError(
-                f"{prefix}.{key}", f"is not a key of kind {kind!r}; its keys are {', '.join(spec.keys)}"
-            )
-    arguments = {}
-    for key, (field, reader, required) in spec.keys.items():
-        if key in d:
-            arguments[field] = reader(d[key], f"{prefix}.{key}")
-        elif required:
-            raise InvalidScenarioError(f"{prefix}.{key}", f"is missing (required for kind {kind!r})")
-    try:
-        constraint = spec.record(**arguments)
-        if n is not None:
-            constraint.validate(n)
-    except InvalidParameterError as error:
-        raise _in_file(error, prefix, spec) from None
-    return constraint
+    record = read_kind_table(d, f"constraints[{index}]", CONSTRAINT_KINDS)
+    if n is not None:
+        try:
+            record.validate(n)
+        except InvalidParameterError as error:
+            raise in_file(error, f"constraints[{index}]", CONSTRAINT_KINDS[record.kind]) from None
+    return record
 
 
 def _to_file_value(value: object) -> object:
