@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from numpy.typing import NDArray
 
-from .curves import PrivacyCurve
+from .curves import DiscreteLossCurve, PrivacyCurve
 from .guarantees import (
     ApproxDP,
     GaussianDP,
@@ -131,6 +131,7 @@ class PLDCurve(PrivacyCurve):
 
     def __init__(self, distribution: "PrivacyLossDistribution", infinite_mass: float = 0.0):
         self.distribution = distribution
+        self._directions = _loss_curves(distribution)
         self._floor = max(float(distribution.get_delta_for_epsilon(1e6)), float(infinite_mass))
         self.delta_floor = self._safe(np.array([self._floor]))[0]
 
@@ -138,6 +139,9 @@ class PLDCurve(PrivacyCurve):
         return np.maximum(raw, self._floor) * (1.0 + self.ROUND_OFF) + self.ABSOLUTE_ROUND_OFF
 
     def _delta(self, eps: NDArray[np.float64]) -> NDArray[np.float64]:
+        if self._directions is not None:  # the same sums, by cumulative sums instead of a Python loop
+            raw = np.max([curve.delta(eps) for curve in self._directions], axis=0)
+            return self._safe(np.atleast_1d(raw))
         # dp-accounting wants increasing epsilons: evaluate sorted, then put back in the caller's order.
         order = np.argsort(eps, kind="stable")
         raw = np.atleast_1d(np.asarray(self.distribution.get_delta_for_epsilon(eps[order]), dtype=float))
@@ -156,6 +160,32 @@ class PLDCurve(PrivacyCurve):
                 raw_target = (t - self.ABSOLUTE_ROUND_OFF) / (1.0 + self.ROUND_OFF)
                 out[i] = max(float(self.distribution.get_epsilon_for_delta(raw_target)), 0.0)
         return out
+
+
+def _loss_curves(distribution: "PrivacyLossDistribution") -> list[DiscreteLossCurve] | None:
+    """Each direction of a dp-accounting PLD as a :class:`~gce.curves.DiscreteLossCurve`.
+
+    dp-accounting evaluates delta(eps) = P(inf) + sum_{L > eps} P(L)(1 - e^{eps - L})
+    with a Python loop over its (tens of thousands of) loss values; the same
+    discrete distribution as a DiscreteLossCurve is evaluated by cumulative
+    sums. Reads the PLD's dense pmfs (``_pmf_remove``, ``_pmf_add``); None, and
+    dp-accounting's own evaluation, when a version lays them out differently.
+    """
+    curves = []
+    for name in ("_pmf_remove", "_pmf_add"):
+        pmf = getattr(distribution, name, None)
+        if pmf is None:
+            continue
+        try:
+            dense = pmf.to_dense_pmf()
+            probs = np.asarray(dense._probs, dtype=float)
+            loss = (np.arange(probs.size) + dense._lower_loss) * dense._discretization
+            infinity = float(dense._infinity_mass)
+        except AttributeError:
+            return None
+        positive = probs > 0.0
+        curves.append(DiscreteLossCurve(loss[positive], np.log(probs[positive]), infinity))
+    return curves or None
 
 
 def infinite_mass(items: Sequence[tuple[Guarantee, int]]) -> float:
