@@ -43,7 +43,7 @@ from scipy import special
 from .constraints import AtMost, ConstraintSet, Exclusive
 from .constraints.base import format_indices
 from .errors import InfeasibleConstraintsError, InvalidParameterError, InvalidScenarioError, NumericalLimitError
-from .tables import TableKind, read_kind_table
+from .tables import TableKind, read_integer, read_kind_table, read_number
 
 __all__ = [
     "Distribution",
@@ -693,15 +693,7 @@ class Rates(Hypothesis):
 
 
 def _scenario_integer(value: object, path: str, n: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise InvalidScenarioError(path, f"must be an integer, got {value!r}")
-    return value
-
-
-def _scenario_number(value: object, path: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise InvalidScenarioError(path, f"must be a number, got {value!r}")
-    return float(value)
+    return read_integer(value, path)
 
 
 def _scenario_indices(value: object, path: str, n: int) -> list[int]:
@@ -726,7 +718,7 @@ def _scenario_sets(value: object, path: str, n: int) -> list[list[int]]:
 def _scenario_numbers(value: object, path: str, n: int) -> list[float]:
     if not isinstance(value, list):
         raise InvalidScenarioError(path, f"must be a list of numbers, got {value!r}")
-    return [_scenario_number(item, f"{path}[{i}]") for i, item in enumerate(value)]
+    return [read_number(item, f"{path}[{i}]") for i, item in enumerate(value)]
 
 
 def _scenario_rates(value: object, path: str, n: int) -> list[float]:

@@ -48,18 +48,12 @@ from .guarantees import (
 )
 from .hypotheses import Hypothesis, hypothesis_from_dict
 from .model import Databases, Invocation, Scenario, check_target
-from .tables import TableKind, read_kind_table
+from .tables import TableKind, read_kind_table, read_number
 
 __all__ = ["MECHANISM_KINDS", "load_scenario", "scenario_from_dict"]
 
 _TOP_LEVEL = ("title", "databases", "neighborhood", "delta", "epsilon", "invocations", "constraints", "hypotheses")
 _INVOCATION_KEYS = ("databases", "repeat", "mechanism")
-
-
-def _number(value: object, path: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise InvalidScenarioError(path, f"must be a number, got {value!r}")
-    return float(value)
 
 
 def _mechanism_table(value: object, path: str) -> Guarantee:
@@ -68,16 +62,16 @@ def _mechanism_table(value: object, path: str) -> Guarantee:
 
 #: The file form of every mechanism kind, by ``kind``: file key -> (record field, reader, required).
 MECHANISM_KINDS: Mapping[str, TableKind] = {
-    "pure": TableKind(PureDP, {"epsilon": ("epsilon", _number, True)}),
-    "approx": TableKind(ApproxDP, {"epsilon": ("epsilon", _number, True), "delta": ("delta", _number, True)}),
-    "zcdp": TableKind(ZCDP, {"rho": ("rho", _number, True)}),
-    "gdp": TableKind(GaussianDP, {"mu": ("mu", _number, True)}),
-    "gaussian": TableKind(GaussianMechanism, {"sigma": ("sigma", _number, True),
-                                              "sensitivity": ("sensitivity", _number, False)}),
-    "laplace": TableKind(LaplaceMechanism, {"scale": ("scale", _number, True),
-                                            "sensitivity": ("sensitivity", _number, False)}),
-    "randomized_response": TableKind(RandomizedResponse, {"epsilon": ("epsilon", _number, True)}),
-    "subsampled": TableKind(Subsampled, {"rate": ("rate", _number, True),
+    "pure": TableKind(PureDP, {"epsilon": ("epsilon", read_number, True)}),
+    "approx": TableKind(ApproxDP, {"epsilon": ("epsilon", read_number, True), "delta": ("delta", read_number, True)}),
+    "zcdp": TableKind(ZCDP, {"rho": ("rho", read_number, True)}),
+    "gdp": TableKind(GaussianDP, {"mu": ("mu", read_number, True)}),
+    "gaussian": TableKind(GaussianMechanism, {"sigma": ("sigma", read_number, True),
+                                              "sensitivity": ("sensitivity", read_number, False)}),
+    "laplace": TableKind(LaplaceMechanism, {"scale": ("scale", read_number, True),
+                                            "sensitivity": ("sensitivity", read_number, False)}),
+    "randomized_response": TableKind(RandomizedResponse, {"epsilon": ("epsilon", read_number, True)}),
+    "subsampled": TableKind(Subsampled, {"rate": ("rate", read_number, True),
                                          "mechanism": ("mechanism", _mechanism_table, True)}),
 }
 
@@ -235,8 +229,8 @@ def _hypotheses(databases: Databases, table: object) -> tuple[Hypothesis, Hypoth
 
 
 def _target(table: Mapping[str, object]) -> tuple[float | None, float | None]:
-    delta = None if "delta" not in table else _number(table["delta"], "delta")
-    epsilon = None if "epsilon" not in table else _number(table["epsilon"], "epsilon")
+    delta = None if "delta" not in table else read_number(table["delta"], "delta")
+    epsilon = None if "epsilon" not in table else read_number(table["epsilon"], "epsilon")
     try:
         check_target(delta, epsilon)
     except InvalidParameterError as error:

@@ -14,10 +14,24 @@ from typing import Any
 
 from .errors import InvalidParameterError, InvalidScenarioError
 
-__all__ = ["TableKind", "in_file", "read_kind_table"]
+__all__ = ["TableKind", "in_file", "read_integer", "read_kind_table", "read_number"]
 
 #: A reader checks a file value's type and returns the value for the record: reader(value, path).
 Reader = Callable[[object, str], object]
+
+
+def read_integer(value: object, path: str) -> int:
+    """A file value that must be an integer (TOML booleans are not)."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InvalidScenarioError(path, f"must be an integer, got {value!r}")
+    return value
+
+
+def read_number(value: object, path: str) -> float:
+    """A file value that must be a number (integer or float; booleans are not)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise InvalidScenarioError(path, f"must be a number, got {value!r}")
+    return float(value)
 
 
 @dataclass(frozen=True)

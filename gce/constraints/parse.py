@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from ..errors import InvalidParameterError, InvalidScenarioError
-from ..tables import TableKind, in_file, read_kind_table
+from ..tables import TableKind, in_file, read_integer, read_kind_table
 from .base import Constraint, check_n
 from .constraint_set import ConstraintSet
 from .kinds import AtMost, Conflicts, Exclusive, Patterns, Together
@@ -26,16 +26,10 @@ from .kinds import AtMost, Conflicts, Exclusive, Patterns, Together
 __all__ = ["constraint_from_dict", "constraint_to_dict", "constraint_set_from_dicts", "CONSTRAINT_KINDS"]
 
 
-def _integer(value: object, path: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise InvalidScenarioError(path, f"must be an integer, got {value!r}")
-    return value
-
-
 def _index_list(value: object, path: str) -> list[int]:
     if not isinstance(value, list):
         raise InvalidScenarioError(path, f"must be a list of database indices, got {value!r}")
-    return [_integer(item, f"{path}[{position}]") for position, item in enumerate(value)]
+    return [read_integer(item, f"{path}[{position}]") for position, item in enumerate(value)]
 
 
 def _among(value: object, path: str) -> list[int] | None:
@@ -54,7 +48,7 @@ def _list_of_index_lists(value: object, path: str) -> list[list[int]]:
 
 #: The file form of every constraint kind, by ``kind``: file key -> (record field, reader, required).
 CONSTRAINT_KINDS: Mapping[str, TableKind] = {
-    "at_most": TableKind(AtMost, {"m": ("m", _integer, True), "among": ("among", _among, False)}),
+    "at_most": TableKind(AtMost, {"m": ("m", read_integer, True), "among": ("among", _among, False)}),
     "exclusive": TableKind(Exclusive, {"databases": ("group", _index_list, True)}),
     "together": TableKind(Together, {"databases": ("group", _index_list, True)}),
     "conflicts": TableKind(Conflicts, {"edges": ("edges", _list_of_index_lists, True)}),
