@@ -51,7 +51,7 @@ from .errors import InvalidParameterError, NumericalLimitError, UnsupportedCombi
 from .guarantees import ApproxDP, GaussianMechanism, Guarantee, PureDP
 from .model import Invocation, Scenario, invocation_multiset
 from .progress import ProgressCallback
-from .report import Report
+from .report import Report, json_number
 from .solve import solve
 from .solvers import DEFAULT_TIME_LIMIT
 from .theorems import compose
@@ -76,11 +76,6 @@ _SUBSTITUTE: dict[type, tuple[str, Callable[[Any, float], Guarantee]]] = {
     GaussianMechanism: ("sigma", lambda g, p: GaussianMechanism(p, g.sensitivity)),
 }
 _LABEL = {"epsilon": "per_invocation_epsilon", "sigma": "sigma"}
-
-
-def _num(x: float | None) -> float | str | None:
-    """JSON has no infinity: written as the string "inf", as in :meth:`gce.report.Report.to_dict`."""
-    return None if x is None else "inf" if math.isinf(x) else float(x)
 
 
 @dataclass(frozen=True)
@@ -169,14 +164,14 @@ class Calibration:
             "title": self.report.title,
             "parameter": self.parameter,
             label: self.value,
-            "epsilon": _num(self.epsilon),
-            "delta": _num(self.delta),
+            "epsilon": json_number(self.epsilon),
+            "delta": json_number(self.delta),
             "theorem": self.report.theorem,
             "exact": self.report.exact,
             "target": {"epsilon": self.target_epsilon, "delta": self.target_delta},
-            "classic": {label: self.classic, "epsilon": _num(self.classic_epsilon),
+            "classic": {label: self.classic, "epsilon": json_number(self.classic_epsilon),
                         "delta": self.target_delta, "theorem": self.classic_theorem},
-            "ratio": _num(self.ratio),
+            "ratio": json_number(self.ratio),
             "method": self.method,
             "evaluations": self.evaluations,
             "notes": list(self.report.notes),

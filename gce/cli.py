@@ -136,6 +136,7 @@ def _calibrate(args: argparse.Namespace) -> str:
 
 def _curve(args: argparse.Namespace) -> str:
     from .plot import classic_curve, curve_table, plot_curves
+    from .report import json_number
     from .scenario import load_scenario
     from .solve import solve
 
@@ -152,7 +153,7 @@ def _curve(args: argparse.Namespace) -> str:
     if args.plot:
         plot_curves(report, args.plot, classic=classic)
     if args.json:
-        table = [{"delta": d, "epsilon": _json_number(e), "classic_epsilon": _json_number(c)} for d, e, c in rows]
+        table = [{"delta": d, "epsilon": json_number(e), "classic_epsilon": json_number(c)} for d, e, c in rows]
         return json.dumps({"title": report.title, "theorem": report.theorem, "exact": report.exact,
                            "curve": table, "plot": args.plot}, indent=2, allow_nan=False)
     lines = [report.title] if report.title else []
@@ -163,12 +164,6 @@ def _curve(args: argparse.Namespace) -> str:
     if args.plot:
         lines.append(f"plot written to {args.plot}")
     return "\n".join(lines)
-
-
-def _json_number(x: float | None) -> float | str | None:
-    import math
-
-    return None if x is None else ("inf" if math.isinf(x) else float(x))
 
 
 def _one_line(text: str) -> str:

@@ -15,10 +15,10 @@ from typing import Any
 
 from .curves import PrivacyCurve
 
-__all__ = ["Baseline", "Report"]
+__all__ = ["Baseline", "Report", "json_number"]
 
 
-def _num(x: float | None) -> float | str | None:
+def json_number(x: float | None) -> float | str | None:
     """JSON has no infinity: infinite epsilons are written as the string "inf"."""
     if x is None:
         return None
@@ -35,7 +35,7 @@ class Baseline:
     theorem: str
 
     def to_dict(self) -> dict[str, Any]:
-        return {"epsilon": _num(self.epsilon), "delta": _num(self.delta), "theorem": self.theorem}
+        return {"epsilon": json_number(self.epsilon), "delta": json_number(self.delta), "theorem": self.theorem}
 
 
 @dataclass(frozen=True)
@@ -83,8 +83,8 @@ class Report:
         """The JSON form (``gce solve --json``)."""
         return {
             "title": self.title,
-            "epsilon": _num(self.epsilon),
-            "delta": _num(self.delta),
+            "epsilon": json_number(self.epsilon),
+            "delta": json_number(self.delta),
             "theorem": self.theorem,
             "exact": self.exact,
             "witness": None if self.witness is None else {
@@ -92,7 +92,7 @@ class Report:
             "differing_invocations": list(self.differing),
             "differing_count": self.differing_count,
             "solver": self.solver,
-            "lower_bound_epsilon": _num(self.lower_bound_epsilon),
+            "lower_bound_epsilon": json_number(self.lower_bound_epsilon),
             "baselines": {name: b.to_dict() for name, b in self.baselines.items()},
             "notes": list(self.notes),
         }
