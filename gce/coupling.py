@@ -66,7 +66,6 @@ from .guarantees import (
     GaussianDP,
     GaussianMechanism,
     Guarantee,
-    LaplaceMechanism,
     PureDP,
     RandomizedResponse,
     Subsampled,
@@ -74,6 +73,7 @@ from .guarantees import (
 )
 from .hypotheses import Distribution
 from .model import Invocation, invocation_multiset
+from .pld import one_directional
 from .theorems import Multiset, compose
 
 __all__ = [
@@ -143,18 +143,6 @@ def _check_invocations(invocations: Iterable[Invocation]) -> tuple[Invocation, .
         if not isinstance(inv, Invocation):
             raise InvalidParameterError(f"invocations[{i}]", f"must be an Invocation, got {inv!r}")
     return invocations
-
-
-def _asymmetric(guarantee: Guarantee) -> bool:
-    """Whether compose() may bound this guarantee with a curve that differs between directions.
-
-    Poisson-subsampled Gaussian and Laplace noise go through dp-accounting's
-    privacy-loss distributions with separate "remove" and "add" directions;
-    every other kind is bounded by a symmetric pair (canonical, Gaussian) or a
-    symmetric divergence bound (zCDP).
-    """
-    return isinstance(guarantee, Subsampled) and isinstance(
-        guarantee.mechanism, (GaussianMechanism, LaplaceMechanism, GaussianDP))
 
 
 def _split_curve(a: PrivacyCurve, b: PrivacyCurve) -> PrivacyCurve:
@@ -269,7 +257,7 @@ class _PairProfiles:
         for d in databases:
             classes.setdefault(frozenset(invocation_multiset(invocations, {d})), []).append(d)
         self.signatures = list(classes)
-        self.asymmetric = np.array([any(_asymmetric(g) for g, _ in sig) for sig in self.signatures], dtype=bool)
+        self.asymmetric = np.array([any(one_directional(g) for g, _ in sig) for sig in self.signatures], dtype=bool)
         column = {d: j for j, d in enumerate(databases)}
         m0, m1 = self._membership(h0, column), self._membership(h1, column)
         m, k = len(h0), len(h1)

@@ -38,7 +38,7 @@ from .guarantees import (
 if TYPE_CHECKING:  # pragma: no cover
     from dp_accounting.pld.privacy_loss_distribution import PrivacyLossDistribution
 
-__all__ = ["supports", "guarantee_pld", "compose_pld", "infinite_mass", "PLDCurve", "DISCRETIZATION"]
+__all__ = ["supports", "guarantee_pld", "compose_pld", "infinite_mass", "one_directional", "PLDCurve", "DISCRETIZATION"]
 
 #: Grid width of the privacy-loss discretisation (dp-accounting's default).
 DISCRETIZATION = 1e-4
@@ -186,6 +186,20 @@ def _loss_curves(distribution: "PrivacyLossDistribution") -> list[DiscreteLossCu
         positive = probs > 0.0
         curves.append(DiscreteLossCurve(loss[positive], np.log(probs[positive]), infinity))
     return curves or None
+
+
+def one_directional(guarantee: Guarantee) -> bool:
+    """Whether compose() may bound this guarantee with a curve that differs between directions.
+
+    Poisson-subsampled Gaussian and Laplace noise go through dp-accounting's
+    privacy-loss distributions with separate "remove" and "add" directions,
+    and a composition of them covers all-remove or all-add runs, not a run that
+    adds the record to some databases and removes it from others (a bounded
+    pair). Every other kind is bounded by a symmetric pair (canonical,
+    Gaussian) or a symmetric divergence bound (zCDP).
+    """
+    return isinstance(guarantee, Subsampled) and isinstance(
+        guarantee.mechanism, (GaussianMechanism, LaplaceMechanism, GaussianDP))
 
 
 def infinite_mass(items: Sequence[tuple[Guarantee, int]]) -> float:

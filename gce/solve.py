@@ -76,17 +76,14 @@ def _symmetric_for_bounded(scenario: Scenario) -> tuple[Scenario, list[str]]:
     """
     from dataclasses import replace
 
-    from .guarantees import ApproxDP, GaussianDP, GaussianMechanism, LaplaceMechanism, PureDP, Subsampled
+    from .guarantees import ApproxDP, PureDP
+    from .pld import one_directional
 
-    def asymmetric(g: Guarantee) -> bool:
-        return isinstance(g, Subsampled) and isinstance(g.mechanism, (GaussianMechanism, LaplaceMechanism,
-                                                                      GaussianDP))
-
-    if scenario.neighborhood != "bounded" or not any(asymmetric(g) for g in scenario.table.kinds):
+    if scenario.neighborhood != "bounded" or not any(one_directional(g) for g in scenario.table.kinds):
         return scenario, []
     swap: dict[Guarantee, Guarantee] = {}
     for g in scenario.table.kinds:
-        if asymmetric(g):
+        if one_directional(g):
             point = epsilon_delta(g)
             if point is None:
                 raise UnsupportedCombinationError(
