@@ -31,7 +31,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from .constraints import ConstraintSet
     from .hypotheses import Hypothesis
 
-__all__ = ["Databases", "Invocation", "InvocationTable", "Scenario", "check_target", "invocation_multiset"]
+__all__ = ["Databases", "Invocation", "InvocationTable", "Scenario", "check_support", "check_target",
+           "invocation_multiset"]
 
 
 @dataclass(frozen=True)
@@ -248,10 +249,9 @@ class Scenario:
 def _checked_hypotheses(hypotheses, constraints: "ConstraintSet") -> "tuple[Hypothesis, Hypothesis]":
     """Two hypotheses whose listed supports (point, explicit) are allowed; errors name ``hypotheses.h0|h1``.
 
-    Priors whose support is generated (uniform, rates) are checked when solved:
-    enumerating them here could be as costly as the solve itself.
+    Priors whose support is generated (uniform, rates) are checked when solved
+    (:func:`check_support`): enumerating them here could be as costly as the solve itself.
     """
-    from .errors import GCEError, InvalidScenarioError
     from .hypotheses import Explicit, Hypothesis, Point
 
     pair = tuple(hypotheses) if isinstance(hypotheses, (tuple, list)) else ()
@@ -259,10 +259,23 @@ def _checked_hypotheses(hypotheses, constraints: "ConstraintSet") -> "tuple[Hypo
         raise InvalidParameterError("hypotheses", f"must be two hypotheses (h0, h1), got {hypotheses!r}")
     for name, h in zip(("h0", "h1"), pair):
         if isinstance(h, (Point, Explicit)):
-            try:
-                h.distribution(constraints)
-            except InvalidParameterError as error:
-                raise type(error)(f"hypotheses.{name}.{error.field}", error.detail) from None
-            except GCEError as error:
-                raise InvalidScenarioError(f"hypotheses.{name}", str(error)) from None
+            check_support(name, h, constraints)
     return pair  # type: ignore[return-value]
+
+
+def check_support(name: str, hypothesis: "Hypothesis", constraints: "ConstraintSet") -> None:
+    """Raise, naming ``hypotheses.<name>``, when a prior's support is not allowed or empty.
+
+    A support too large to list (NumericalLimitError) passes: the count-based
+    and preset routes do not need it.
+    """
+    from .errors import GCEError, InvalidScenarioError, NumericalLimitError
+
+    try:
+        hypothesis.distribution(constraints)
+    except NumericalLimitError:
+        pass
+    except InvalidParameterError as error:
+        raise type(error)(f"hypotheses.{name}.{error.field}", error.detail) from None
+    except GCEError as error:
+        raise InvalidScenarioError(f"hypotheses.{name}", str(error)) from None

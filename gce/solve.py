@@ -25,15 +25,9 @@ from collections import Counter
 import numpy as np
 
 from .curves import PrivacyCurve
-from .errors import (
-    GCEError,
-    InvalidParameterError,
-    InvalidScenarioError,
-    NumericalLimitError,
-    UnsupportedCombinationError,
-)
+from .errors import InvalidParameterError, NumericalLimitError, UnsupportedCombinationError
 from .guarantees import Guarantee, epsilon_delta
-from .model import Scenario, check_target
+from .model import Scenario, check_support, check_target
 from .report import Baseline, Report
 from .solvers import DEFAULT_TIME_LIMIT, WeightProblem, worst_pair
 from .theorems import Composition, compose
@@ -308,19 +302,6 @@ def _baselines(scenario: Scenario, delta: float | None, epsilon: float | None) -
     return out
 
 
-def _checked_supports(scenario: Scenario) -> None:
-    """Raise, naming ``hypotheses.h0`` or ``.h1``, when a prior has no allowed support."""
-    for name, h in zip(("h0", "h1"), scenario.hypotheses):
-        try:
-            h.distribution(scenario.constraints)
-        except NumericalLimitError:
-            pass  # too many sets to list: fine, the count-based and preset routes do not need them
-        except InvalidParameterError as error:
-            raise type(error)(f"hypotheses.{name}.{error.field}", error.detail) from None
-        except GCEError as error:
-            raise InvalidScenarioError(f"hypotheses.{name}", str(error)) from None
-
-
 def _solve_composite(scenario: Scenario, delta: float | None, epsilon: float | None, time_limit: float) -> Report:
     """The HDP guarantee for composite hypotheses: the tightest of the valid routes.
 
@@ -338,10 +319,12 @@ def _solve_composite(scenario: Scenario, delta: float | None, epsilon: float | N
     from dataclasses import replace
 
     from .composite import exact_curve
-    from .hypotheses import Point
+    from .hypotheses import Explicit, Point
 
     h0, h1 = scenario.hypotheses
-    _checked_supports(scenario)
+    for name, h in zip(("h0", "h1"), (h0, h1)):
+        if not isinstance(h, (Point, Explicit)):  # listed supports were checked when the scenario was built
+            check_support(name, h, scenario.constraints)
     notes = [*scenario.notes, f"hypotheses: h0 = {h0.describe()}; h1 = {h1.describe()}"]
     routes: list[tuple[str, PrivacyCurve, bool]] = []
     try:
