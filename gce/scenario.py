@@ -3,7 +3,8 @@
 A scenario file is a contract other tools read, so this module is strict: every
 key is known, every value is checked, and every error is an
 :class:`~gce.errors.InvalidScenarioError` whose field is the path in the file,
-e.g. ``invocations[0].mechanism.epsilon`` or ``constraints[2].m``::
+e.g. ``invocations[0].mechanism.epsilon`` or ``constraints[2].m``, with the
+value as written in TOML (:func:`gce.tables.toml_value`)::
 
     title = "Hospitals"
     databases = 1000                 # n, or a list of distinct names
@@ -25,13 +26,33 @@ the ``exclusive`` and ``together`` constraints. A constraint of kind
 ``from_data`` (``file = "members.csv"``, ``patterns = false``) estimates the
 at_most bound (and optionally the allowed patterns) from a membership table
 (001, Sec. V-A, the store chain); every report then says so.
+
+What a file may ask for is limited before anything is allocated, so a few bytes
+cannot ask for gigabytes (issue #9, hardening):
+
+- the file itself: at most :data:`MAX_SCENARIO_BYTES` (64 MiB), UTF-8 (a
+  leading byte-order mark is skipped), tables and arrays nested at most
+  :data:`MAX_DEPTH` deep;
+- numbers: integers fit in 64 bits (TOML's own rule), floats are doubles (a
+  number written that overflows to infinity or underflows to 0 is refused, with
+  its path);
+- ``databases``: at most :data:`MAX_DATABASES`; the invocation tables together
+  list at most :data:`MAX_INVOCATION_ENTRIES` (database, invocation) pairs;
+  ``repeat`` is a count, at most :data:`MAX_REPEAT` (2**53), never expanded;
+- ``from_data`` files: resolved against the scenario's folder and refused
+  outside it (symbolic links followed) unless ``allow_outside_files=True``
+  (``gce --allow-outside-files``); only regular files, never echoed in errors
+  (:func:`gce.constraints.estimate_membership`).
 """
 
 from __future__ import annotations
 
+import math
+import os
 import pathlib
 import tomllib
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 from .constraints import ConstraintSet, constraint_from_dict, estimate_membership
 from .errors import InfeasibleConstraintsError, InvalidParameterError, InvalidScenarioError
@@ -48,9 +69,31 @@ from .guarantees import (
 )
 from .hypotheses import Hypothesis, hypothesis_from_dict
 from .model import Databases, Invocation, Scenario, check_target
-from .tables import TableKind, read_kind_table, read_number
+from .tables import TableKind, key_path, read_kind_table, read_number, toml_value
 
-__all__ = ["MECHANISM_KINDS", "load_scenario", "scenario_from_dict"]
+__all__ = [
+    "MAX_DATABASES",
+    "MAX_DEPTH",
+    "MAX_INVOCATION_ENTRIES",
+    "MAX_REPEAT",
+    "MAX_SCENARIO_BYTES",
+    "MECHANISM_KINDS",
+    "load_scenario",
+    "scenario_from_dict",
+]
+
+#: The largest scenario file read, in bytes (64 MiB); at most one byte more is read to tell.
+MAX_SCENARIO_BYTES = 64 * 2**20
+#: How deep tables and arrays may nest (the deepest real scenario nests about 6 levels).
+MAX_DEPTH = 32
+#: The most databases a scenario file may declare (as a count or as names).
+MAX_DATABASES = 10**7
+#: The most (database, invocation) pairs all [[invocations]] tables together may list.
+MAX_INVOCATION_ENTRIES = 10**7
+#: The largest ``repeat``: a count kept as one number (every integer up to 2**53 is exact in a double).
+MAX_REPEAT = 2**53
+#: TOML integers are 64-bit signed (TOML 1.0, "Integer").
+_INT64 = (-(2**63), 2**63 - 1)
 
 _TOP_LEVEL = ("title", "databases", "neighborhood", "delta", "epsilon", "invocations", "constraints", "hypotheses")
 _INVOCATION_KEYS = ("databases", "repeat", "mechanism")
@@ -91,140 +134,306 @@ def mechanism_from_dict(table: object, path: str) -> Guarantee:
     return read_kind_table(table, path, MECHANISM_KINDS)
 
 
-def _databases(value: object) -> Databases:
-    if isinstance(value, list):
-        if not all(isinstance(name, str) for name in value):
-            raise InvalidScenarioError("databases", f"must be a count or a list of names, got {value!r}")
-        if not value:
-            raise InvalidScenarioError("databases", "the list of names is empty")
-    elif isinstance(value, bool) or not isinstance(value, int):
-        raise InvalidScenarioError("databases", f"must be a count or a list of names, got {value!r}")
-    try:
-        return Databases(len(value), tuple(value)) if isinstance(value, list) else Databases(value)
-    except InvalidParameterError as error:
-        raise InvalidScenarioError(error.field, error.detail) from None
+# ---------------------------------------------------------------------------
+# The parsed tree: numbers TOML cannot hold, nesting
 
 
-def _reference(databases: Databases, value: object, path: str) -> int:
-    try:
-        return databases.index(value, path)
-    except InvalidParameterError as error:
-        raise InvalidScenarioError(error.field, error.detail) from None
+class _Unrepresentable:
+    """A float written in the file that a double cannot hold (it overflowed or underflowed)."""
+
+    def __init__(self, text: str, value: float):
+        self.text, self.value = text, value
+
+    def problem(self) -> str:
+        if math.isinf(self.value):
+            return f"must be finite, got {toml_value(self.value)} (the number written overflows a double)"
+        return (f"is too small for a double: the number written rounds to {toml_value(self.value)} "
+                f"(write 0 if 0 is meant)")
 
 
-def _resolve_names(databases: Databases, value: object, path: str, inside: bool = False) -> object:
-    """Replace database names by indices inside (nested) lists; other values are kept."""
-    if not databases.names:
-        return value
-    if isinstance(value, list):
-        return [_resolve_names(databases, item, f"{path}[{i}]", True) for i, item in enumerate(value)]
-    if inside and isinstance(value, str):
-        return _reference(databases, value, path)
+def _parse_float(text: str) -> float | _Unrepresentable:
+    """tomllib's ``parse_float``: a double, or a marker for a number that overflowed or underflowed."""
+    value = float(text)
+    written = text.lower().lstrip("+-")
+    if math.isinf(value) and written != "inf":
+        return _Unrepresentable(text, value)
+    if value == 0.0 and any(digit in "123456789" for digit in written.split("e")[0]):
+        return _Unrepresentable(text, value)
     return value
 
 
-def _constraint_value(databases: Databases, key: str, value: object, path: str) -> object:
+class _Found(Exception):
+    """A bad value deep in the tree; ``parts`` is its path, innermost key first."""
+
+    def __init__(self, message: str):
+        super().__init__(message)
+        self.message, self.parts = message, []
+
+
+def _walk(value: object, depth: int) -> None:
+    """Raise :class:`_Found` at the first unrepresentable number or too deep nesting under ``value``."""
+    kind = type(value)
+    if kind is list or kind is tuple or (kind is not dict and isinstance(value, (list, tuple))):
+        items, mapping = enumerate(value), False
+    elif kind is dict or isinstance(value, Mapping):
+        items, mapping = value.items(), True
+    elif isinstance(value, _Unrepresentable):
+        raise _Found(value.problem())
+    elif isinstance(value, int) and not isinstance(value, bool) and not _INT64[0] <= value <= _INT64[1]:
+        raise _Found(f"must fit in a 64-bit integer (TOML integers are 64-bit), got {toml_value(value)}")
+    else:
+        return
+    if depth >= MAX_DEPTH:
+        raise _Found(f"nests tables or arrays more than {MAX_DEPTH} levels deep")
+    low, high = _INT64
+    for key, item in items:
+        kind = type(item)
+        if kind is str or kind is float or kind is bool or (kind is int and low <= item <= high):
+            continue  # the common case, checked without a call
+        try:
+            _walk(item, depth + 1)
+        except _Found as found:
+            found.parts.append(key if mapping else [key])
+            raise
+
+
+def _check_tree(table: Mapping[str, object]) -> None:
+    """Refuse numbers a double or a 64-bit integer cannot hold, and nesting deeper than :data:`MAX_DEPTH`.
+
+    Raises
+    ------
+    InvalidScenarioError
+        Naming the value by its path, e.g. ``invocations[0].mechanism.rho``.
+    """
+    try:
+        _walk(table, 0)
+    except _Found as found:
+        path = ""
+        for part in reversed(found.parts):
+            path = f"{path}[{part[0]}]" if isinstance(part, list) else key_path(path, part)
+        raise InvalidScenarioError(path or "scenario", found.message) from None
+
+
+# ---------------------------------------------------------------------------
+# Databases and references to them
+
+
+@dataclass(frozen=True)
+class _Refs:
+    """How a file refers to its databases: an index 0..n-1, or a name when names are given."""
+
+    databases: Databases
+    by_name: Mapping[str, int]
+
+    @property
+    def n(self) -> int:
+        return self.databases.n
+
+    def index(self, value: object, path: str) -> int:
+        """The index of a reference, or an error naming ``path`` and the value as written."""
+        if isinstance(value, str) and value in self.by_name:
+            return self.by_name[value]
+        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < self.n:
+            names = " or their names" if self.by_name else ""
+            raise InvalidScenarioError(path, f"unknown database {toml_value(value)} "
+                                             f"(databases are 0..{self.n - 1}{names})")
+        return value
+
+
+def _databases(value: object) -> _Refs:
+    """``databases``: a count 1..MAX_DATABASES or a list of distinct names (checked before anything is built)."""
+    if isinstance(value, list):
+        if not value:
+            raise InvalidScenarioError("databases", "the list of names is empty")
+        if len(value) > MAX_DATABASES:
+            raise InvalidScenarioError("databases", f"lists {len(value):,} names; at most {MAX_DATABASES:,} "
+                                                    f"databases are supported")
+        by_name: dict[str, int] = {}
+        for i, name in enumerate(value):
+            if not isinstance(name, str):
+                raise InvalidScenarioError(f"databases[{i}]", f"must be a name (a string), got {toml_value(name)}")
+            if name in by_name:
+                raise InvalidScenarioError(f"databases[{i}]", f"repeats the name {toml_value(name)} "
+                                                              f"(databases[{by_name[name]}])")
+            by_name[name] = i
+        return _Refs(Databases(len(value), tuple(value)), by_name)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InvalidScenarioError("databases", f"must be a count or a list of names, got {toml_value(value)}")
+    if not 1 <= value <= MAX_DATABASES:
+        raise InvalidScenarioError("databases", f"must be a count in 1..{MAX_DATABASES:,}, got {toml_value(value)}")
+    return _Refs(Databases(value), {})
+
+
+def _resolve_names(refs: _Refs, value: object, path: str, inside: bool = False) -> object:
+    """Replace database names by indices inside (nested) lists; other values are kept."""
+    if not refs.by_name:
+        return value
+    if isinstance(value, list):
+        return [_resolve_names(refs, item, f"{path}[{i}]", True) for i, item in enumerate(value)]
+    if inside and isinstance(value, str):
+        return refs.index(value, path)
+    return value
+
+
+def _constraint_value(refs: _Refs, key: str, value: object, path: str) -> object:
     """A constraint's value with names resolved; ``databases = "all"`` (exclusive, together) is every database."""
     if key == "kind":
         return value
     if key == "databases" and value == "all":
-        return list(range(databases.n))
-    return _resolve_names(databases, value, path)
+        return list(range(refs.n))
+    return _resolve_names(refs, value, path)
 
 
-def _invocations(databases: Databases, tables: object) -> tuple[Invocation, ...]:
+# ---------------------------------------------------------------------------
+# Invocations
+
+
+def _members(refs: _Refs, value: object, path: str) -> list[int]:
+    """The databases an invocation table lists: "all", one reference, or a non-empty list of them."""
+    if value == "all":
+        return list(range(refs.n))
+    if isinstance(value, list):
+        if not value:
+            raise InvalidScenarioError(path, "the list is empty")
+        return [refs.index(r, f"{path}[{j}]") for j, r in enumerate(value)]
+    return [refs.index(value, path)]
+
+
+def _repeat(value: object, path: str) -> int:
+    """``repeat``: a count 1..MAX_REPEAT, kept as one number (never expanded into invocations)."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_REPEAT:
+        raise InvalidScenarioError(path, f"must be an integer in 1..2**53 ({MAX_REPEAT:,}), got {toml_value(value)}")
+    return value
+
+
+def _entries(refs: _Refs, value: object) -> int:
+    """How many (database, invocation) pairs a table's ``databases`` lists (before they are built)."""
+    return refs.n if value == "all" else len(value) if isinstance(value, list) else 1
+
+
+def _invocation_table(refs: _Refs, table: object, path: str) -> tuple[list[int], Guarantee, int]:
+    if not isinstance(table, Mapping):
+        raise InvalidScenarioError(path, f"must be a table, got {toml_value(table)}")
+    for key in table:
+        if key not in _INVOCATION_KEYS:
+            raise InvalidScenarioError(key_path(path, key), f"is not a key of an invocation; its keys are "
+                                                            f"{', '.join(_INVOCATION_KEYS)}")
+    for key in ("databases", "mechanism"):
+        if key not in table:
+            raise InvalidScenarioError(f"{path}.{key}", "is missing")
+    repeat = _repeat(table.get("repeat", 1), f"{path}.repeat")
+    guarantee = mechanism_from_dict(table["mechanism"], f"{path}.mechanism")
+    return _members(refs, table["databases"], f"{path}.databases"), guarantee, repeat
+
+
+def _invocations(refs: _Refs, tables: object) -> tuple[Invocation, ...]:
     if not isinstance(tables, list) or not tables:
         raise InvalidScenarioError("invocations", "needs at least one [[invocations]] table")
+    total = 0
+    for i, table in enumerate(tables):
+        total += _entries(refs, table.get("databases")) if isinstance(table, Mapping) else 0
+        if total > MAX_INVOCATION_ENTRIES:
+            raise InvalidScenarioError(f"invocations[{i}].databases",
+                                       f"the invocation tables up to here list {total:,} (database, invocation) "
+                                       f"pairs; at most {MAX_INVOCATION_ENTRIES:,} are supported (use repeat "
+                                       f"for repeated runs)")
     out: list[Invocation] = []
     for i, table in enumerate(tables):
-        path = f"invocations[{i}]"
-        if not isinstance(table, Mapping):
-            raise InvalidScenarioError(path, f"must be a table, got {table!r}")
-        for key in table:
-            if key not in _INVOCATION_KEYS:
-                raise InvalidScenarioError(f"{path}.{key}", f"is not a key of an invocation; its keys are "
-                                           f"{', '.join(_INVOCATION_KEYS)}")
-        for key in ("databases", "mechanism"):
-            if key not in table:
-                raise InvalidScenarioError(f"{path}.{key}", "is missing")
-        refs = table["databases"]
-        if refs == "all":
-            members = list(range(databases.n))
-        elif isinstance(refs, list):
-            if not refs:
-                raise InvalidScenarioError(f"{path}.databases", "the list is empty")
-            members = [_reference(databases, r, f"{path}.databases[{j}]") for j, r in enumerate(refs)]
-        else:
-            members = [_reference(databases, refs, f"{path}.databases")]
-        repeat = table.get("repeat", 1)
-        if isinstance(repeat, bool) or not isinstance(repeat, int) or repeat < 1:
-            raise InvalidScenarioError(f"{path}.repeat", f"must be an integer >= 1, got {repeat!r}")
-        guarantee = mechanism_from_dict(table["mechanism"], f"{path}.mechanism")
+        members, guarantee, repeat = _invocation_table(refs, table, f"invocations[{i}]")
         out.extend(Invocation(database, guarantee, repeat) for database in members)
     return tuple(out)
 
 
-def _from_data(databases: Databases, table: Mapping[str, object], path: str, folder: pathlib.Path):
+# ---------------------------------------------------------------------------
+# Constraints, data files, hypotheses, target
+
+
+def _data_file(file: str, folder: pathlib.Path, allow_outside: bool, field: str) -> pathlib.Path:
+    """The path a ``from_data`` file names: relative to ``folder``, and inside it unless ``allow_outside``.
+
+    Symbolic links are followed before the check, so a link in the folder to a
+    file elsewhere is outside too.
+    """
+    shown = toml_value(file)
+    try:
+        base = folder.resolve()
+        target = (base / file).resolve()
+    except ValueError:  # a NUL character
+        raise InvalidScenarioError(field, f"cannot read {shown}: a path has no NUL characters") from None
+    except (OSError, RuntimeError) as error:  # a loop of symbolic links
+        raise InvalidScenarioError(field, f"cannot read {shown}: {getattr(error, 'strerror', None) or error}") \
+            from None
+    if not allow_outside and not target.is_relative_to(base):
+        raise InvalidScenarioError(field, f"{shown} is outside the scenario's folder {str(base)!r} (symbolic "
+                                          f"links followed); data files are read there only, unless "
+                                          f"allow_outside_files=True (gce: --allow-outside-files)")
+    if not target.exists():
+        raise InvalidScenarioError(field, f"cannot read {shown} (looked for {str(target)!r})")
+    return target
+
+
+def _from_data(refs: _Refs, table: Mapping[str, object], path: str, folder: pathlib.Path, allow_outside: bool):
     """A ``kind = "from_data"`` table: at_most (and optionally patterns) estimated from a membership CSV."""
     keys = ("kind", "file", "patterns", "header")
     for key in table:
         if key not in keys:
-            raise InvalidScenarioError(f"{path}.{key}", f"is not a key of kind 'from_data'; its keys are "
-                                       f"{', '.join(keys[1:])}")
+            raise InvalidScenarioError(key_path(path, key), f'is not a key of kind "from_data"; its keys are '
+                                                            f"{', '.join(keys[1:])}")
     file = table.get("file")
     if not isinstance(file, str):
         raise InvalidScenarioError(f"{path}.file", f"must be the path of a CSV file (individual, database), "
-                                   f"got {file!r}")
+                                                   f"got {toml_value(file)}")
     patterns, header = table.get("patterns", False), table.get("header")
     if not isinstance(patterns, bool):
-        raise InvalidScenarioError(f"{path}.patterns", f"must be true or false, got {patterns!r}")
+        raise InvalidScenarioError(f"{path}.patterns", f"must be true or false, got {toml_value(patterns)}")
     if header is not None and not isinstance(header, bool):
-        raise InvalidScenarioError(f"{path}.header", f"must be true or false, got {header!r}")
-    target = pathlib.Path(file) if pathlib.Path(file).is_absolute() else folder / file
-    if not target.is_file():
-        raise InvalidScenarioError(f"{path}.file", f"cannot read {file!r} (looked for {str(target)!r})")
+        raise InvalidScenarioError(f"{path}.header", f"must be true or false, got {toml_value(header)}")
+    target = _data_file(file, folder, allow_outside, f"{path}.file")
     try:
-        return estimate_membership(target, databases, patterns=patterns, header=header, source=file)
+        return estimate_membership(target, refs.databases, patterns=patterns, header=header, source=file)
     except InvalidParameterError as error:
         raise InvalidScenarioError(f"{path}.file", str(error)) from None
 
 
-def _constraints(databases: Databases, tables: object, folder: pathlib.Path) -> tuple[ConstraintSet, list[str]]:
+def _constraints(refs: _Refs, tables: object, folder: pathlib.Path,
+                 allow_outside: bool) -> tuple[ConstraintSet, list[str]]:
     if not isinstance(tables, list):
-        raise InvalidScenarioError("constraints", f"must be a list of [[constraints]] tables, got {tables!r}")
+        raise InvalidScenarioError("constraints", f"must be a list of [[constraints]] tables, "
+                                                  f"got {toml_value(tables)}")
     parsed, notes = [], []
     for i, table in enumerate(tables):
         if isinstance(table, Mapping) and table.get("kind") == "from_data":
-            estimate = _from_data(databases, table, f"constraints[{i}]", folder)
+            estimate = _from_data(refs, table, f"constraints[{i}]", folder, allow_outside)
             parsed.extend(estimate.constraints)
             notes.append(estimate.statement)
             continue
         if isinstance(table, Mapping):
-            table = {k: _constraint_value(databases, k, v, f"constraints[{i}].{k}") for k, v in table.items()}
-        parsed.append(constraint_from_dict(table, i, databases.n))
+            table = {k: _constraint_value(refs, k, v, key_path(f"constraints[{i}]", k)) for k, v in table.items()}
+        parsed.append(constraint_from_dict(table, i, refs.n))
     try:
-        return ConstraintSet(databases.n, tuple(parsed)), notes
+        return ConstraintSet(refs.n, tuple(parsed)), notes
     except InvalidParameterError as error:
         raise InvalidScenarioError(f"constraints.{error.field}" if error.field else "constraints",
                                    error.detail) from None
 
 
-def _hypotheses(databases: Databases, table: object) -> tuple[Hypothesis, Hypothesis]:
+def _hypotheses(refs: _Refs, table: object) -> tuple[Hypothesis, Hypothesis]:
     """The ``[hypotheses]`` table: ``h0`` and ``h1``, each a prior (DESIGN.md; 001, Sec. V-B)."""
     if not isinstance(table, Mapping):
-        raise InvalidScenarioError("hypotheses", f"must be a table with keys h0 and h1, got {table!r}")
+        raise InvalidScenarioError("hypotheses", f"must be a table with keys h0 and h1, got {toml_value(table)}")
     for key in table:
         if key not in ("h0", "h1"):
-            raise InvalidScenarioError(f"hypotheses.{key}", "is not a key of [hypotheses]; its keys are h0, h1")
+            raise InvalidScenarioError(key_path("hypotheses", key), "is not a key of [hypotheses]; its keys are "
+                                                                    "h0, h1")
     pair = []
     for key in ("h0", "h1"):
         if key not in table:
             raise InvalidScenarioError(f"hypotheses.{key}", "is missing")
         entry = table[key]
         if isinstance(entry, Mapping):
-            entry = {k: v if k in ("kind", "rates") else _resolve_names(databases, v, f"hypotheses.{key}.{k}")
+            entry = {k: v if k in ("kind", "rates") else _resolve_names(refs, v, key_path(f"hypotheses.{key}", k))
                      for k, v in entry.items()}
-        pair.append(hypothesis_from_dict(entry, f"hypotheses.{key}", databases.n))
+        pair.append(hypothesis_from_dict(entry, f"hypotheses.{key}", refs.n))
     return pair[0], pair[1]
 
 
@@ -238,15 +447,53 @@ def _target(table: Mapping[str, object]) -> tuple[float | None, float | None]:
     return delta, epsilon
 
 
-def scenario_from_dict(table: Mapping[str, object], folder: str | pathlib.Path = ".") -> Scenario:
+def _header(table: Mapping[str, object]) -> tuple[str, str]:
+    """``title`` and ``neighborhood``, checked; the other top-level keys are known."""
+    for key in table:
+        if key not in _TOP_LEVEL:
+            raise InvalidScenarioError(key_path("", key), f"is not a scenario key; the keys are "
+                                                          f"{', '.join(_TOP_LEVEL)}")
+    if "databases" not in table:
+        raise InvalidScenarioError("databases", "is missing (the number of databases, or their names)")
+    title = table.get("title", "")
+    if not isinstance(title, str):
+        raise InvalidScenarioError("title", f"must be a string, got {toml_value(title)}")
+    neighborhood = table.get("neighborhood", "unbounded")
+    if neighborhood not in ("unbounded", "bounded"):
+        raise InvalidScenarioError("neighborhood", f'must be "unbounded" or "bounded", got {toml_value(neighborhood)}')
+    return title, neighborhood
+
+
+def _folder(folder: object) -> pathlib.Path:
+    if not isinstance(folder, (str, os.PathLike)):
+        raise InvalidParameterError("folder", f"must be a str or os.PathLike, got {folder!r}")
+    try:
+        return pathlib.Path(folder)
+    except TypeError:  # a PathLike of bytes
+        raise InvalidParameterError("folder", f"must be a str or os.PathLike of str, got {folder!r}") from None
+
+
+def scenario_from_dict(table: Mapping[str, object], folder: str | os.PathLike[str] = ".", *,
+                       allow_outside_files: bool = False) -> Scenario:
     """The :class:`~gce.model.Scenario` of a parsed scenario file.
 
-    ``folder`` is where relative data files (``kind = "from_data"``) are looked up.
+    Parameters
+    ----------
+    table : mapping
+        The file's top-level table, as :mod:`tomllib` parses it.
+    folder : str or path
+        Where relative data files (``kind = "from_data"``) are looked up.
+    allow_outside_files : bool
+        Read data files outside ``folder`` (an absolute path, ``..``, or a
+        symbolic link leading out); refused by default, so a scenario file from
+        elsewhere cannot make ``gce`` read, say, ``/etc/passwd``.
 
     Raises
     ------
     InvalidScenarioError
         Naming the offending field by its path in the file.
+    InvalidParameterError
+        ``folder`` or ``allow_outside_files`` has the wrong type.
 
     Examples
     --------
@@ -260,28 +507,25 @@ def scenario_from_dict(table: Mapping[str, object], folder: str | pathlib.Path =
     Traceback (most recent call last):
     ...
     gce.errors.InvalidScenarioError: delta: give exactly one of delta and epsilon, not both
+    >>> scenario_from_dict({"databases": 10**9, "invocations": []})
+    Traceback (most recent call last):
+    ...
+    gce.errors.InvalidScenarioError: databases: must be a count in 1..10,000,000, got 1000000000
     """
     if not isinstance(table, Mapping):
-        raise InvalidScenarioError("scenario", f"must be a table, got {table!r}")
-    folder = pathlib.Path(folder)
-    for key in table:
-        if key not in _TOP_LEVEL:
-            raise InvalidScenarioError(key, f"is not a scenario key; the keys are {', '.join(_TOP_LEVEL)}")
-    if "databases" not in table:
-        raise InvalidScenarioError("databases", "is missing (the number of databases, or their names)")
-    databases = _databases(table["databases"])
-    title = table.get("title", "")
-    if not isinstance(title, str):
-        raise InvalidScenarioError("title", f"must be a string, got {title!r}")
-    neighborhood = table.get("neighborhood", "unbounded")
-    if neighborhood not in ("unbounded", "bounded"):
-        raise InvalidScenarioError("neighborhood", f'must be "unbounded" or "bounded", got {neighborhood!r}')
+        raise InvalidScenarioError("scenario", f"must be a table, got {toml_value(table)}")
+    folder = _folder(folder)
+    if not isinstance(allow_outside_files, bool):
+        raise InvalidParameterError("allow_outside_files", f"must be True or False, got {allow_outside_files!r}")
+    _check_tree(table)
+    title, neighborhood = _header(table)
+    refs = _databases(table["databases"])
     delta, epsilon = _target(table)
-    invocations = _invocations(databases, table.get("invocations"))
-    constraints, notes = _constraints(databases, table.get("constraints", []), folder)
-    hypotheses = _hypotheses(databases, table["hypotheses"]) if "hypotheses" in table else None
+    invocations = _invocations(refs, table.get("invocations"))
+    constraints, notes = _constraints(refs, table.get("constraints", []), folder, allow_outside_files)
+    hypotheses = _hypotheses(refs, table["hypotheses"]) if "hypotheses" in table else None
     try:
-        return Scenario(databases, invocations, constraints, neighborhood, delta, epsilon, title, hypotheses,
+        return Scenario(refs.databases, invocations, constraints, neighborhood, delta, epsilon, title, hypotheses,
                         tuple(notes))
     except InvalidScenarioError:
         raise
@@ -291,12 +535,70 @@ def scenario_from_dict(table: Mapping[str, object], folder: str | pathlib.Path =
         raise InvalidScenarioError("constraints", str(error)) from None
 
 
-def load_scenario(path: str | pathlib.Path) -> Scenario:
+# ---------------------------------------------------------------------------
+# Reading the file
+
+
+def _scenario_path(path: object) -> pathlib.Path:
+    if not isinstance(path, (str, os.PathLike)):
+        raise InvalidParameterError("path", f"must be a str or os.PathLike, got {path!r}")
+    try:
+        return pathlib.Path(path)
+    except TypeError:  # a PathLike of bytes
+        raise InvalidParameterError("path", f"must be a str or os.PathLike of str, got {path!r}") from None
+
+
+def _read_bytes(path: pathlib.Path) -> bytes:
+    """At most :data:`MAX_SCENARIO_BYTES` bytes of the file (one more is read to tell a larger one)."""
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read(MAX_SCENARIO_BYTES + 1)
+    except OSError as error:
+        raise InvalidScenarioError("file", f"cannot read {str(path)!r}: {error.strerror or error}") from None
+    except ValueError:  # a NUL character in the path
+        raise InvalidScenarioError("file", f"cannot read {str(path)!r}: a path has no NUL characters") from None
+    if len(data) > MAX_SCENARIO_BYTES:
+        raise InvalidScenarioError("file", f"{str(path)!r} is larger than {MAX_SCENARIO_BYTES // 2**20} MiB, "
+                                           f"the limit for scenario files")
+    return data
+
+
+def _text(data: bytes, path: pathlib.Path) -> str:
+    """The file's UTF-8 text without a leading byte-order mark; a bad byte is located, never shown."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        line = data.count(b"\n", 0, error.start) + 1
+        column = error.start - (data.rfind(b"\n", 0, error.start) + 1) + 1
+        raise InvalidScenarioError("file", f"{str(path)!r} is not UTF-8 text (line {line}, byte {column} of "
+                                           f"the line)") from None
+    return text.removeprefix("\ufeff")
+
+
+def _toml(text: str, path: pathlib.Path) -> dict[str, object]:
+    try:
+        return tomllib.loads(text, parse_float=_parse_float)
+    except tomllib.TOMLDecodeError as error:
+        raise InvalidScenarioError("file", f"{str(path)!r} is not valid TOML: {error}") from None
+    except RecursionError:
+        raise InvalidScenarioError("file", f"{str(path)!r} nests tables or arrays too deeply (the limit is "
+                                           f"{MAX_DEPTH} levels)") from None
+    except ValueError as error:  # tomllib's int(): more than sys.get_int_max_str_digits() digits
+        raise InvalidScenarioError("file", f"{str(path)!r} holds a number TOML cannot read: "
+                                           f"{str(error).split(':')[0]}") from None
+
+
+def load_scenario(path: str | os.PathLike[str], *, allow_outside_files: bool = False) -> Scenario:
     """Read and validate a scenario file (TOML; DESIGN.md, "Scenario files").
 
     Parameters
     ----------
-    path : str or Path
+    path : str or path
+        The file: UTF-8 (a leading byte-order mark is skipped), at most
+        :data:`MAX_SCENARIO_BYTES`; it may be a pipe (``gce solve /dev/stdin``).
+    allow_outside_files : bool
+        Let ``from_data`` constraints read files outside the scenario's folder
+        (see :func:`scenario_from_dict`).
 
     Returns
     -------
@@ -305,18 +607,19 @@ def load_scenario(path: str | pathlib.Path) -> Scenario:
     Raises
     ------
     InvalidScenarioError
-        The file cannot be read, is not TOML, or a field is malformed; the
-        error names the field (or ``file`` for the first two).
+        The file cannot be read, is too large, is not UTF-8 TOML, or a field
+        is malformed; the error names the field (or ``file`` for the file as
+        a whole).
+    InvalidParameterError
+        ``path`` is not a str or path (named ``path``).
+
+    Examples
+    --------
+    >>> load_scenario(123)
+    Traceback (most recent call last):
+    ...
+    gce.errors.InvalidParameterError: path: must be a str or os.PathLike, got 123
     """
-    path = pathlib.Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as error:
-        raise InvalidScenarioError("file", f"cannot read {str(path)!r}: {error.strerror or error}") from None
-    except UnicodeDecodeError:
-        raise InvalidScenarioError("file", f"{str(path)!r} is not UTF-8 text") from None
-    try:
-        table = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as error:
-        raise InvalidScenarioError("file", f"{str(path)!r} is not valid TOML: {error}") from None
-    return scenario_from_dict(table, path.parent)
+    path = _scenario_path(path)
+    table = _toml(_text(_read_bytes(path), path), path)
+    return scenario_from_dict(table, path.parent, allow_outside_files=allow_outside_files)

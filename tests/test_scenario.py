@@ -103,7 +103,7 @@ MALFORMED = [
     (with_(delta=None, epsilon=-1.0), "epsilon"),
     (with_(databases=0), "databases"),
     (with_(databases=None), "databases"),
-    (with_(databases=["a", "a"]), "databases.names"),
+    (with_(databases=["a", "a"]), "databases[1]"),
     (with_(neighborhood="replace"), "neighborhood"),
     (with_(title=3), "title"),
     (with_(budget=3), "budget"),

@@ -33,8 +33,10 @@ are taken as the only allowed ones; an individual with another set is not covere
 
 from __future__ import annotations
 
+import codecs
 import csv
 import os
+import stat
 from collections.abc import Hashable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, Union
@@ -44,7 +46,7 @@ from .base import Constraint, check_n
 from .constraint_set import ConstraintSet
 from .kinds import AtMost, Patterns
 
-__all__ = ["MembershipEstimate", "estimate_membership", "DatabaseIds", "NamedDatabases"]
+__all__ = ["MAX_TABLE_BYTES", "MembershipEstimate", "estimate_membership", "DatabaseIds", "NamedDatabases"]
 
 
 class NamedDatabases(Protocol):
@@ -61,6 +63,8 @@ DatabaseIds = Union[int, NamedDatabases, Sequence[str], Mapping[Hashable, int]]
 
 #: How many known database ids an "unknown database" error lists.
 _SHOWN_IDS = 5
+#: The largest membership table (CSV) read, in bytes (256 MiB); reading stops one byte past it.
+MAX_TABLE_BYTES = 256 * 2**20
 
 
 @dataclass(frozen=True)
@@ -201,15 +205,58 @@ class _Resolver:
 # Reading rows
 
 
-def _csv_rows(path: str | os.PathLike[str], source: str, header: bool | None,
-              resolve: _Resolver) -> Iterator[tuple[str, Hashable, str]]:
-    """(where, individual, database) for each data row of a CSV file."""
+def _open_table(path: str | os.PathLike[str], source: str):
+    """The CSV file opened for binary reading: a regular file of at most :data:`MAX_TABLE_BYTES`.
+
+    Opened without blocking (a FIFO is refused, not waited on), then checked
+    through the open descriptor, so what is checked is what is read.
+    """
     try:
-        handle = open(path, newline="", encoding="utf-8-sig")
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
     except OSError as error:
         raise InvalidParameterError(source, f"cannot be read: {error.strerror or error}") from None
-    with handle:
-        reader = csv.reader(handle)
+    except ValueError:  # a NUL character
+        raise InvalidParameterError(source, "cannot be read: a path has no NUL characters") from None
+    info = os.fstat(fd)
+    problem = None
+    if not stat.S_ISREG(info.st_mode):
+        problem = "is not a regular file (a folder, device or pipe); only regular files are read"
+    elif info.st_size > MAX_TABLE_BYTES:
+        problem = f"is larger than {MAX_TABLE_BYTES // 2**20} MiB, the limit for membership tables"
+    if problem is not None:
+        os.close(fd)
+        raise InvalidParameterError(source, problem)
+    return os.fdopen(fd, "rb")
+
+
+def _text_lines(handle, source: str) -> Iterator[str]:
+    """The file's lines as text (line ends kept, as ``open(newline="")`` gives them); a leading BOM dropped.
+
+    A line that is not UTF-8 is named by its number, never shown; reading stops
+    past :data:`MAX_TABLE_BYTES` (a file that grows while it is read).
+    """
+    read, number = 0, 0
+    while raw := handle.readline(MAX_TABLE_BYTES + 1 - read):
+        read += len(raw)
+        if read > MAX_TABLE_BYTES:
+            raise InvalidParameterError(source, f"is larger than {MAX_TABLE_BYTES // 2**20} MiB, the limit for "
+                                                f"membership tables")
+        if number == 0:
+            raw = raw.removeprefix(codecs.BOM_UTF8)
+        for line in raw.splitlines(keepends=True):  # \n, \r\n and \r end lines
+            number += 1
+            try:
+                yield line.decode("utf-8")
+            except UnicodeDecodeError as error:
+                raise InvalidParameterError(f"{source} line {number}", f"is not UTF-8 text (byte {error.start + 1} "
+                                                                       f"of the line)") from None
+
+
+def _csv_rows(path: str | os.PathLike[str], source: str, header: bool | None,
+              resolve: _Resolver) -> Iterator[tuple[str, Hashable, str]]:
+    """(where, individual, database) for each data row of a CSV file; errors name lines, never their text."""
+    with _open_table(path, source) as handle:
+        reader = csv.reader(_text_lines(handle, source))
         first = True
         try:
             for row in reader:
@@ -222,8 +269,7 @@ def _csv_rows(path: str | os.PathLike[str], source: str, header: bool | None,
                     if _is_header(cells, header, resolve):
                         continue
                 if len(cells) != 2:
-                    raise InvalidParameterError(where, f"expected 2 fields (individual, database), "
-                                                       f"got {len(cells)}: {row!r}")
+                    raise InvalidParameterError(where, f"expected 2 fields (individual, database), got {len(cells)}")
                 yield where, cells[0], cells[1]
         except csv.Error as error:
             raise InvalidParameterError(f"{source} line {reader.line_num}", f"malformed CSV: {error}") from None
@@ -296,15 +342,19 @@ def estimate_membership(
     Raises
     ------
     InvalidParameterError
-        Naming the row: ``"members.csv line 17: unknown database 'B9' ..."``
-        (CSV; physical line numbers, header included) or ``"rows[16]: ..."``
-        (iterable); on an unreadable file, or a table without rows.
+        Naming the row: ``"members.csv line 17: field 2 (database): not a
+        known database id ..."`` (CSV; physical line numbers, header included;
+        the file's content is never quoted) or ``"rows[16]: unknown database
+        'B9' ..."`` (iterable); on a file that is unreadable, not a regular
+        file, larger than :data:`MAX_TABLE_BYTES` or not UTF-8 (a leading BOM
+        is skipped), on a table without rows, or on an option of the wrong type.
 
     References
     ----------
     001, Sec. V-A, "General case" (the store chain: the maximal number of
     branches one customer bought from, estimated from the data).
     """
+    _check_options(patterns, header, source)
     if isinstance(table, (str, os.PathLike)):
         label = os.fspath(table) if source is None else source
         resolve = _Resolver(databases, text=True)
@@ -315,20 +365,7 @@ def estimate_membership(
         rows = _iterable_rows(table, label)
     else:
         raise InvalidParameterError("table", f"must be a CSV path or an iterable of pairs, got {table!r}")
-
-    members: dict[Hashable, set[int]] = {}
-    count = 0
-    for where, individual, database in rows:
-        index = resolve(database)
-        if index is None:
-            raise InvalidParameterError(where, f"unknown database {database!r} (known ids: {resolve.known()})")
-        try:
-            if individual is None or individual == "":
-                raise InvalidParameterError(where, "the individual id is empty")
-            members.setdefault(individual, set()).add(index)
-        except TypeError:
-            raise InvalidParameterError(where, f"the individual id {individual!r} is not hashable") from None
-        count += 1
+    members, count = _memberships(rows, resolve, shown=not isinstance(table, (str, os.PathLike)))
     if not members:
         raise InvalidParameterError(label, "has no membership rows: there is nothing to estimate from")
 
@@ -339,3 +376,37 @@ def estimate_membership(
         observed = Patterns(tuple(sorted(distinct, key=lambda p: (len(p), sorted(p)))))
     return MembershipEstimate(AtMost(m), observed, individuals=len(members), rows=count, n=resolve.n,
                               source=label)
+
+
+def _check_options(patterns: object, header: object, source: object) -> None:
+    if not isinstance(patterns, bool):
+        raise InvalidParameterError("patterns", f"must be True or False, got {patterns!r}")
+    if header is not None and not isinstance(header, bool):
+        raise InvalidParameterError("header", f"must be True, False or None, got {header!r}")
+    if source is not None and not isinstance(source, str):
+        raise InvalidParameterError("source", f"must be a str or None, got {source!r}")
+
+
+def _memberships(rows: Iterable[tuple[str, Hashable, Hashable]], resolve: _Resolver,
+                 shown: bool) -> tuple[dict[Hashable, set[int]], int]:
+    """Each individual's set of database indices, and the rows read.
+
+    ``shown``: errors may quote the offending value (rows given in Python);
+    a file's content is never quoted, only its line and field.
+    """
+    members: dict[Hashable, set[int]] = {}
+    count = 0
+    for where, individual, database in rows:
+        index = resolve(database)
+        if index is None:
+            what = f"unknown database {database!r}" if shown else "field 2 (database): not a known database id"
+            raise InvalidParameterError(where, f"{what} (known ids: {resolve.known()})")
+        try:
+            if individual is None or individual == "":
+                raise InvalidParameterError(where, "the individual id is empty" if shown else
+                                            "field 1 (individual): the individual id is empty")
+            members.setdefault(individual, set()).add(index)
+        except TypeError:
+            raise InvalidParameterError(where, f"the individual id {individual!r} is not hashable") from None
+        count += 1
+    return members, count

@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from ..errors import InvalidParameterError, InvalidScenarioError
-from ..tables import TableKind, in_file, read_integer, read_kind_table
+from ..tables import TableKind, in_file, read_integer, read_kind_table, toml_value
 from .base import Constraint, check_n
 from .constraint_set import ConstraintSet
 from .kinds import AtMost, Conflicts, Exclusive, Patterns, Together
@@ -28,7 +28,7 @@ __all__ = ["constraint_from_dict", "constraint_to_dict", "constraint_set_from_di
 
 def _index_list(value: object, path: str) -> list[int]:
     if not isinstance(value, list):
-        raise InvalidScenarioError(path, f"must be a list of database indices, got {value!r}")
+        raise InvalidScenarioError(path, f"must be a list of database indices, got {toml_value(value)}")
     return [read_integer(item, f"{path}[{position}]") for position, item in enumerate(value)]
 
 
@@ -36,13 +36,13 @@ def _among(value: object, path: str) -> list[int] | None:
     if value == "all":
         return None
     if isinstance(value, str):
-        raise InvalidScenarioError(path, f'must be "all" or a list of database indices, got {value!r}')
+        raise InvalidScenarioError(path, f'must be "all" or a list of database indices, got {toml_value(value)}')
     return _index_list(value, path)
 
 
 def _list_of_index_lists(value: object, path: str) -> list[list[int]]:
     if not isinstance(value, list):
-        raise InvalidScenarioError(path, f"must be a list of lists of database indices, got {value!r}")
+        raise InvalidScenarioError(path, f"must be a list of lists of database indices, got {toml_value(value)}")
     return [_index_list(item, f"{path}[{position}]") for position, item in enumerate(value)]
 
 
@@ -157,5 +157,5 @@ def constraint_set_from_dicts(n: int, tables: Sequence[Mapping[str, object]]) ->
     except InvalidParameterError as error:
         raise InvalidScenarioError(error.field, error.detail) from None
     if not isinstance(tables, Sequence) or isinstance(tables, (str, bytes)):
-        raise InvalidScenarioError("constraints", f"must be a list of tables, got {tables!r}")
+        raise InvalidScenarioError("constraints", f"must be a list of tables, got {toml_value(tables)}")
     return ConstraintSet(n, tuple(constraint_from_dict(t, i, n) for i, t in enumerate(tables)))

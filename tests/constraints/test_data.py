@@ -120,7 +120,8 @@ def test_unknown_database_names_the_csv_line(tmp_path):
     with pytest.raises(InvalidParameterError) as info:
         estimate_membership(path, 3, source="members.csv")
     assert info.value.field == "members.csv line 17"
-    assert str(info.value).startswith("members.csv line 17: unknown database '7'")
+    assert str(info.value) == ("members.csv line 17: field 2 (database): not a known database id "
+                               "(known ids: '0', '1', '2')")  # the file's cell is never quoted
 
 
 def test_malformed_rows_name_the_line(tmp_path):
@@ -132,27 +133,27 @@ def test_malformed_rows_name_the_line(tmp_path):
     with pytest.raises(InvalidParameterError, match=r"line 2: expected 2 fields"):
         estimate_membership(path, 3)
     path.write_text("c1,0\n ,1\n")
-    with pytest.raises(InvalidParameterError, match=r"line 2: the individual id is empty"):
+    with pytest.raises(InvalidParameterError, match=r"line 2: field 1 \(individual\): the individual id is empty"):
         estimate_membership(path, 3)
 
 
 def test_quoted_fields_and_line_numbers(tmp_path):
     path = tmp_path / "members.csv"
     path.write_text('id,db\n"Smith, Ann",0\n"multi\nline",1\n"x",9\n')
-    with pytest.raises(InvalidParameterError, match=r"line 5: unknown database '9'"):
+    with pytest.raises(InvalidParameterError, match=r"line 5: field 2 \(database\): not a known database id"):
         estimate_membership(path, 3)
 
 
 def test_header_detection(tmp_path):
     path = tmp_path / "m.csv"
     path.write_text("c1,5\nc1,0\n")  # an unknown index in the first row is an error, not a header
-    with pytest.raises(InvalidParameterError, match="line 1: unknown database '5'"):
+    with pytest.raises(InvalidParameterError, match=r"line 1: field 2 \(database\): not a known"):
         estimate_membership(path, 3)
     path.write_text("c1,0\nc1,1\n")  # a known id in the first row: data
     assert estimate_membership(path, 3).rows == 2
     assert estimate_membership(path, 3, header=True).rows == 1
     path.write_text("customer,branch\nc1,0\n")
-    with pytest.raises(InvalidParameterError, match="line 1: unknown database 'branch'"):
+    with pytest.raises(InvalidParameterError, match=r"line 1: field 2 \(database\): not a known"):
         estimate_membership(path, 3, header=False)
 
 
