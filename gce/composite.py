@@ -87,6 +87,13 @@ _CANONICAL_KINDS = (PureDP, ApproxDP, RandomizedResponse)
 #: geometric for the closed form. Uniform and equal-rate laws deviate by round-off only (< 3e-16).
 _GEOMETRIC_TOLERANCE = 1e-14
 
+#: Probability mass the count-based method may leave out, charged at infinite privacy loss in both
+#: directions (so the curve stays an upper bound, above the exact one by at most this much in delta):
+#: outcomes where more databases show the "surely absent" symbol than a Chernoff bound allows.
+COUNT_TAIL = 2.0**-1000
+#: Largest joint level count (product of count + 1 over a database's guarantees) merged per database.
+LEVEL_LIMIT = 2**22
+
 #: An (epsilon, delta) point guarantee.
 _EpsDelta = tuple[float, float]
 
@@ -152,13 +159,14 @@ def _direction(log_p: NDArray[np.float64], log_q: NDArray[np.float64], unlisted:
 
 
 def _two_sided(log_p0: NDArray[np.float64], log_p1: NDArray[np.float64], *, method: str, exact: bool,
-               backward_unlisted: float = 0.0) -> CompositeCurve:
+               backward_unlisted: float = 0.0, forward_unlisted: float = 0.0) -> CompositeCurve:
     """The curve of two mixtures given on common outcome classes (001, Def. 3, eqs. 1 and 2).
 
     ``backward_unlisted`` is h1's mass on outcome classes left out because h0
-    cannot produce them.
+    cannot produce them; ``forward_unlisted`` h0's mass on classes left out
+    (charged at infinite loss: an upper bound on their contribution).
     """
-    forward = _direction(log_p0, log_p1)
+    forward = _direction(log_p0, log_p1, forward_unlisted)
     backward = _direction(log_p1, log_p0, backward_unlisted)
     return CompositeCurve(forward, backward, method=method, exact=exact, outcomes=int(log_p0.size))
 
@@ -250,6 +258,11 @@ def database_pair(points: Sequence[tuple[float, float, int]]) -> DatabasePair:
     >>> round(math.exp(pair.log_a_only), 4), round(math.exp(pair.log_b_only), 4)
     (0.1, 0.1)
     """
+    joint = math.prod(count + 1 for _, _, count in points)
+    if joint > LEVEL_LIMIT:
+        raise NumericalLimitError(
+            f"exact: one database's {sum(c for _, _, c in points):,} invocations have {_format_count(joint)} "
+            f"joint output levels, more than the limit {LEVEL_LIMIT:,}")
     log_a = np.zeros(1)
     log_b = np.zeros(1)
     log_none = 0.0  # log P(no symbol 0 / 3), the same with and without the record
@@ -265,6 +278,13 @@ def database_pair(points: Sequence[tuple[float, float, int]]) -> DatabasePair:
     log_a, log_b = _merge_levels(log_a, log_b)
     log_delta_level = _log1mexp(log_none)  # P(some symbol 0) without, = P(some 3) with the record
     return DatabasePair(log_a + log_none, log_b + log_none, log_delta_level, log_delta_level)
+
+
+def _format_count(count: int) -> str:
+    """An exact integer for messages: ``1.73e+13``, or ``about 10^3010`` beyond floats."""
+    if count.bit_length() < 1000:
+        return f"{count:.3g}"
+    return f"about 10^{int(count.bit_length() * math.log10(2.0))}"
 
 
 def _merge_levels(
@@ -427,14 +447,16 @@ def exact_enumeration_curve(
     sets = d0.sets + d1.sets
     varying = frozenset().union(*sets) - frozenset.intersection(*sets)
     relevant = sorted(varying & per_database.keys())
-    pairs = [_pair_of(per_database[i]).all_levels() for i in relevant]
-    outcomes = math.prod(a.size for a, _ in pairs)
-    work = outcomes * (len(d0) + len(d1))
-    if work > limit:
-        raise NumericalLimitError(
-            f"exact enumeration: {outcomes:.3g} joint output levels on {len(relevant)} databases times "
-            f"{len(d0) + len(d1)} support sets exceeds the limit {limit:.3g}"
-        )
+    pairs = []
+    outcomes = 1
+    for i in relevant:  # refused as soon as the product of the level counts passes the limit
+        pairs.append(_pair_of(per_database[i]).all_levels())
+        outcomes *= pairs[-1][0].size
+        if outcomes * (len(d0) + len(d1)) > limit:
+            raise NumericalLimitError(
+                f"exact enumeration: at least {_format_count(outcomes)} joint output levels on {len(relevant)} "
+                f"databases times {len(d0) + len(d1)} support sets exceeds the limit {limit:.3g}"
+            )
     members0, log_w0 = _restricted(d0, relevant)
     members1, log_w1 = _restricted(d1, relevant)
     log_p0 = _mixture_log_likelihood(members0, log_w0, pairs)
@@ -523,8 +545,42 @@ def _geometric_law(log_v: NDArray[np.float64]) -> tuple[int, float, float] | Non
 
 
 def _count_classes(n: int, levels: int) -> int:
-    """Count vectors of ``levels`` non-negative entries summing to n."""
-    return math.comb(n + levels - 1, levels - 1)
+    """Count vectors of ``levels`` non-negative entries summing to n (0 when n < 0)."""
+    return math.comb(n + levels - 1, levels - 1) if n >= 0 else 0
+
+
+def _a_only_cutoff(n: int, log_p: float, tail: float | None = None) -> tuple[int, float]:
+    """(K, bound): P(Bin(n, p) > K) <= bound <= ``tail``, with K as small as the Chernoff bound allows.
+
+    The number of databases at the a-only level ("surely absent") is Bin(n, p)
+    under the point mass at the empty set and stochastically smaller under any
+    prior (databases holding the record never show it), so outcomes with more
+    than K of them carry at most ``bound`` under both hypotheses. Chernoff:
+    P(X >= a n) <= exp(-n KL(a || p)) for a > p. ``K = n`` (bound 0) when no
+    cutoff below n is certified.
+    """
+    p = math.exp(log_p)
+    log_tail = math.log(COUNT_TAIL if tail is None else tail)
+
+    def log_bound(k: int) -> float:  # log of the bound on P(X >= k + 1)
+        a = (k + 1) / n
+        if a <= p:
+            return 0.0
+        if a >= 1.0:
+            return n * log_p
+        return -n * (a * (math.log(a) - log_p) + (1.0 - a) * (math.log1p(-a) - math.log1p(-p)))
+
+    if n == 0 or log_bound(n - 1) > log_tail:
+        return n, 0.0
+    lo, hi = min(int(n * p), n - 1), n - 1  # log_bound(hi) <= log_tail
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if log_bound(mid) <= log_tail:
+            hi = mid
+        else:
+            lo = mid
+    k = lo if log_bound(lo) <= log_tail else hi
+    return k, math.exp(log_bound(k))
 
 
 @dataclass(frozen=True, eq=False)
@@ -700,6 +756,17 @@ def _class_log_probability(n: int, counts: Sequence[NDArray], log_masses: Sequen
     return out
 
 
+def _evaluate_batch(n: int, pair: DatabasePair, batch: list[tuple[list[NDArray], NDArray]],
+                    log_p0_parts: list[NDArray], log_p1_parts: list[NDArray]) -> None:
+    """Class probabilities of a batch of count vectors (a-only count first) under h0 = {empty set} and h1."""
+    if not batch:
+        return
+    counts = [np.concatenate(column) for column in zip(*(c for c, _ in batch))]
+    common = _class_log_probability(n, counts, [pair.log_a_only, *pair.log_a])
+    log_p0_parts.append(common)
+    log_p1_parts.append(common + np.concatenate([log_e1 for _, log_e1 in batch]))
+
+
 def _count_curve(problem: _CountProblem, *, exact: bool, limit: int, recursion_limit: int) -> CompositeCurve:
     n, pair = problem.n, problem.pair
     log_rho = pair.log_b - pair.log_a
@@ -707,10 +774,13 @@ def _count_curve(problem: _CountProblem, *, exact: bool, limit: int, recursion_l
     has_a, has_b = pair.log_a_only > -math.inf, pair.log_b_only > -math.inf
     empty_point = problem.h0_is_empty_point
     keep_b_only = has_b and not empty_point
+    cutoff, tail = _a_only_cutoff(n, pair.log_a_only) if has_a and empty_point else (n if has_a else 0, 0.0)
     classes = _count_classes(n, levels + int(has_a) + int(keep_b_only))
+    if empty_point and has_a and cutoff < n:  # count vectors with at most ``cutoff`` databases at the a-only level
+        classes -= _count_classes(n - cutoff - 1, levels + 1)
     if classes > limit:
         raise NumericalLimitError(
-            f"exact count: {classes:.3g} outcome classes ({levels} finite levels per database, n = {n}) "
+            f"exact count: {_format_count(classes)} outcome classes ({levels} finite levels per database, n = {n}) "
             f"exceed the limit {limit:.3g}"
         )
     log_v1 = problem.log_v(problem.log_w1)
@@ -721,32 +791,37 @@ def _count_curve(problem: _CountProblem, *, exact: bool, limit: int, recursion_l
         cells = 2 * _count_classes(n, levels + 2)
         if cells > recursion_limit:
             raise NumericalLimitError(
-                f"exact count: the symmetric-sum recursion needs {cells:.3g} cells ({levels} finite levels per "
+                f"exact count: the symmetric-sum recursion needs {_format_count(cells)} cells ({levels} finite "
+                f"levels per "
                 f"database, n = {n}), more than the limit {recursion_limit:.3g}"
             )
     log_p0_parts, log_p1_parts = [], []
     if empty_point:
         # h0 = {empty set}: E0(m; 0) = v0(0) = 1, outcomes with b-only levels are impossible under h0.
+        # Classes with more than ``cutoff`` databases at the a-only level are left out (mass <= tail).
         if geometric is not None:
-            tables = _geometric_tables(n, geometric, log_rho)
+            tables = _geometric_tables(n, geometric, log_rho, cutoff)
         else:
-            tables = ((prefix, table[0, :, 0]) for prefix, table in _symmetric_sums(log_v1[None, :], log_rho))
-        for prefix, log_e1 in tables:
+            tables = ((prefix, max(n - sum(prefix) - cutoff, 0), table[0, max(n - sum(prefix) - cutoff, 0):, 0])
+                      for prefix, table in _symmetric_sums(log_v1[None, :], log_rho))
+        batch: list[tuple[list[NDArray], NDArray]] = []  # count vectors, evaluated _BLOCK classes at a time
+        size = 0
+        for prefix, first, log_e1 in tables:
             rest = n - sum(prefix)
-            m_last = np.arange(rest + 1)
-            m_a = rest - m_last
-            valid = m_a == 0 if not has_a else np.ones(rest + 1, dtype=bool)
-            counts = [m_a[valid]] + [np.full(valid.sum(), c) for c in prefix] + [m_last[valid]]
-            common = _class_log_probability(n, counts, [pair.log_a_only, *pair.log_a])
-            log_p0_parts.append(common)
-            log_p1_parts.append(common + log_e1[valid])
+            m_last = np.arange(first, rest + 1)
+            batch.append(([rest - m_last] + [np.full(m_last.size, c) for c in prefix] + [m_last], log_e1))
+            size += m_last.size
+            if size >= _BLOCK:
+                _evaluate_batch(n, pair, batch, log_p0_parts, log_p1_parts)
+                batch, size = [], 0
+        _evaluate_batch(n, pair, batch, log_p0_parts, log_p1_parts)
         backward_infinite = 0.0
         if has_b:  # P_{h1}(some database surely holds the record) = 1 - sum_s w1(s) (1 - B_only)^s
             sizes = np.arange(n + 1, dtype=float)
             log_none = special.logsumexp(problem.log_w1 + sizes * _log1mexp(pair.log_b_only))
             backward_infinite = -math.expm1(min(log_none, 0.0))
         return _two_sided(np.concatenate(log_p0_parts), np.concatenate(log_p1_parts), method="exact-count",
-                          exact=exact, backward_unlisted=backward_infinite)
+                          exact=exact, backward_unlisted=min(backward_infinite + tail, 1.0), forward_unlisted=tail)
     log_v = np.stack([problem.log_v(problem.log_w0), log_v1])
     for prefix, table in _symmetric_sums(log_v, log_rho):
         rest = n - sum(prefix)
@@ -766,24 +841,27 @@ def _count_curve(problem: _CountProblem, *, exact: bool, limit: int, recursion_l
 
 
 def _geometric_tables(
-    n: int, law: tuple[int, float, float], log_rho: NDArray[np.float64]
-) -> Iterator[tuple[tuple[int, ...], NDArray[np.float64]]]:
+    n: int, law: tuple[int, float, float], log_rho: NDArray[np.float64], cutoff: int
+) -> Iterator[tuple[tuple[int, ...], int, NDArray[np.float64]]]:
     """E1(m; 0) in closed form when v1(s) = C q^s for s >= lo (lo in {0, 1}), for every count vector.
 
     sum_{s >= lo} C q^s e_s(rho's) = C (prod_j (1 + q rho_j)^{m_j} - [lo = 1]):
     the generating function of the elementary symmetric polynomials, at q.
-    Yields ``(prefix, log E1 over m_last)`` like the recursion's k = 0 column.
+    Yields ``(prefix, first, log E1 over m_last = first..rest)`` like the
+    recursion's k = 0 column, where ``first = max(rest - cutoff, 0)`` keeps at
+    most ``cutoff`` databases at the a-only level.
     """
     lo, log_c, log_q = law
     log_factor = np.logaddexp(0.0, log_q + log_rho)  # log(1 + q rho_j)
 
     def walk(level: int, prefix: tuple[int, ...], log_s: float, rest: int):
         if level == log_rho.size - 1:
-            total = log_s + np.arange(rest + 1) * log_factor[level]
+            first = max(rest - cutoff, 0)
+            total = log_s + np.arange(first, rest + 1) * log_factor[level]
             if lo == 1:
                 with np.errstate(divide="ignore"):
                     total = total + np.log(-np.expm1(-total))  # log(e^S - 1), -inf at S = 0
-            yield prefix, log_c + total
+            yield prefix, first, log_c + total
             return
         for m in range(rest + 1):
             yield from walk(level + 1, prefix + (m,), log_s + m * log_factor[level], rest - m)

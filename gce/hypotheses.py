@@ -88,8 +88,19 @@ class Distribution:
     weights: tuple[float, ...]
 
     def __post_init__(self) -> None:
-        sets = tuple(frozenset(s) for s in self.sets)
-        weights = tuple(float(w) for w in self.weights)
+        for name in ("sets", "weights"):
+            value = getattr(self, name)
+            if isinstance(value, (str, bytes)) or not isinstance(value, Iterable):
+                raise InvalidParameterError("support" if name == "sets" else name,
+                                            f"must be a collection, got {value!r}")
+        sets = tuple(s if type(s) is frozenset else frozenset(_indices(s, f"support[{i}]"))
+                     for i, s in enumerate(self.sets))
+        weights = []
+        for i, w in enumerate(self.weights):
+            if isinstance(w, (bool, np.bool_)) or not isinstance(w, (int, float, np.integer, np.floating)):
+                raise InvalidParameterError(f"weights[{i}]", f"must be a number, got {w!r}")
+            weights.append(float(w))
+        weights = tuple(weights)
         if not sets:
             raise InvalidParameterError("support", "needs at least one membership set")
         if len(weights) != len(sets):
@@ -111,8 +122,13 @@ class Distribution:
     @classmethod
     def of(cls, pairs: Iterable[tuple[Iterable[int], float]]) -> "Distribution":
         """Build from (members, weight) pairs."""
+        if isinstance(pairs, (str, bytes)) or not isinstance(pairs, Iterable):
+            raise InvalidParameterError("support", f"must be (members, weight) pairs, got {pairs!r}")
         pairs = list(pairs)
-        return cls(tuple(frozenset(s) for s, _ in pairs), tuple(w for _, w in pairs))
+        for i, pair in enumerate(pairs):
+            if not isinstance(pair, (tuple, list)) or len(pair) != 2:
+                raise InvalidParameterError(f"support[{i}]", f"must be a (members, weight) pair, got {pair!r}")
+        return cls(tuple(s for s, _ in pairs), tuple(w for _, w in pairs))
 
     @classmethod
     def point(cls, members: Iterable[int]) -> "Distribution":
@@ -199,9 +215,41 @@ def _order(members: frozenset[int]) -> tuple[int, list[int]]:
     return len(members), sorted(members)
 
 
-def _count_by_size(n: int, low: int, high: int) -> int:
-    """Number of subsets of ``range(n)`` with ``low <= size <= high`` (exact integer)."""
-    return sum(math.comb(n, s) for s in range(low, min(high, n) + 1))
+def _more_sets_than(n: int, low: int, high: int, limit: float) -> bool:
+    """Whether more than ``limit`` subsets of ``range(n)`` have ``low <= size <= high``.
+
+    Exact integers, stopping at the first partial sum over ``limit``; a size
+    whose log-binomial alone exceeds ``log(limit)`` answers at once (no
+    million-digit binomials).
+    """
+    log_limit = math.log(max(limit, 1))
+    total = 0
+    for s in range(low, min(high, n) + 1):
+        if math.lgamma(n + 1) - math.lgamma(s + 1) - math.lgamma(n - s + 1) > log_limit + 1.0:
+            return True
+        total += math.comb(n, s)
+        if total > limit:
+            return True
+    return False
+
+
+def format_log_count(log_count: float) -> str:
+    """A count given by its natural log, for messages: ``1.73e+13``, or ``about 10^301`` beyond floats.
+
+    Examples
+    --------
+    >>> format_log_count(math.log(1.73e13)), format_log_count(10_000 * math.log(2))
+    ('1.73e+13', 'about 10^3010')
+    """
+    if log_count < 700.0:
+        return f"{math.exp(log_count):.3g}"
+    return f"about 10^{int(log_count / math.log(10.0))}"
+
+
+def _log_count_by_size(n: int, low: int, high: int) -> float:
+    """Natural log of the number of subsets of ``range(n)`` with ``low <= size <= high``."""
+    sizes = np.arange(low, min(high, n) + 1, dtype=float)
+    return float(special.logsumexp(_log_comb(n, sizes))) if sizes.size else -math.inf
 
 
 def _allowed_sets(
@@ -478,11 +526,11 @@ class Uniform(Hypothesis):
     def distribution(self, constraints: ConstraintSet, limit: int = SUPPORT_LIMIT) -> Distribution:
         n, high = constraints.n, self._high(constraints.n)
         cap = _size_cap(constraints)
-        if cap is not None and _count_by_size(n, self.min_members, min(high, cap)) > limit:
+        if cap is not None and _more_sets_than(n, self.min_members, min(high, cap), limit):
+            count = format_log_count(_log_count_by_size(n, self.min_members, min(high, cap)))
             raise NumericalLimitError(
-                f"min_members: {self.describe()} on n = {n} databases has "
-                f"{_count_by_size(n, self.min_members, min(high, cap)):.3g} membership sets, more than the "
-                f"limit {limit}; its size law is exchangeable, so use the count-based method"
+                f"min_members: {self.describe()} on n = {n} databases has {count} membership sets, more than "
+                f"the limit {limit}; its size law is exchangeable, so use the count-based method"
             )
         sets = sorted(_allowed_sets(constraints, "min_members", limit, low=self.min_members, high=high), key=_order)
         if not sets:
@@ -579,7 +627,7 @@ class Explicit(Hypothesis):
             by_size.setdefault(len(members), []).append(weight)
         out = np.full(n + 1, -np.inf)
         for size, weights in by_size.items():
-            if len(weights) != math.comb(n, size) or max(weights) > min(weights) * (1.0 + _EQUAL_WEIGHTS):
+            if _more_sets_than(n, size, size, len(weights)) or len(weights) != math.comb(n, size) or max(weights) > min(weights) * (1.0 + _EQUAL_WEIGHTS):
                 return None  # not every set of this size, or unequal weights: not exchangeable
             out[size] = math.log(math.fsum(weights))
         return _normalised(out)
@@ -655,7 +703,7 @@ class Rates(Hypothesis):
         within = frozenset(np.flatnonzero(q > 0.0).tolist())
         required = frozenset(np.flatnonzero(q == 1.0).tolist())
         free = int(np.count_nonzero((q > 0.0) & (q < 1.0)))
-        if constraints.is_unconstrained and 2**free > limit:
+        if constraints.is_unconstrained and free > math.log2(max(limit, 1)):  # 2^free sets, never built
             raise NumericalLimitError(
                 f"rates: the product law over {free} databases with rates in (0, 1) has 2^{free} membership "
                 f"sets, more than the limit {limit}"

@@ -318,7 +318,7 @@ def test_recursion_equals_closed_form():
     log_v = log_w - (special.gammaln(n + 1) - special.gammaln(sizes + 1) - special.gammaln(n - sizes + 1))
     law = _geometric_law(log_v)
     assert law is not None and law[0] == 1
-    closed = dict(_geometric_tables(n, law, log_rho))
+    closed = {prefix: table for prefix, first, table in _geometric_tables(n, law, log_rho, cutoff=n)}
     for prefix, table in _symmetric_sums(log_v[None, :], log_rho):
         expected = closed[prefix]
         finite = np.isfinite(expected)
