@@ -1,31 +1,46 @@
 """The ``gce`` command (DESIGN.md, "Scenario files and the command line").
 
-    gce solve FILE.toml [--delta D | --epsilon E] [--json] [--time-limit S]
-    gce calibrate FILE.toml --target-epsilon E --target-delta D [--json] [--quiet]
-    gce curve FILE.toml [--deltas D ...] [--plot out.png] [--json]
+    gce solve FILE.toml [--delta D | --epsilon E] [--json] [--time-limit S] [--allow-outside-files]
+    gce calibrate FILE.toml --target-epsilon E --target-delta D [--json] [--quiet] [--time-limit S]
+                  [--allow-outside-files]
+    gce curve FILE.toml [--deltas D ...] [--plot out.png] [--json] [--time-limit S] [--allow-outside-files]
 
 prints the report of :func:`gce.solve.solve`; with ``--json`` one JSON object
 (:meth:`gce.report.Report.to_dict`). Bad input, in the file or on the command
-line, gives exit status 2 and one line on stderr that names the field; nothing
-is written to stdout.
+line, gives exit status 2 and one line on stderr that names the field or the
+flag; nothing is written to stdout.
+
+Hardening (issue #9): every number on the command line is checked for NaN,
+infinity and its range before a file is read, naming the flag (``--time-limit``
+at most :data:`MAX_TIME_LIMIT` seconds); ``--plot`` is checked before solving
+(an existing folder, an image suffix; none means ``.png``, and the file written
+is the one printed); ``from_data`` files outside the scenario's folder are read
+only with ``--allow-outside-files``; and every line written to the terminal has
+its control characters escaped (:func:`gce.report.terminal_text`), so a
+scenario's title or a file name cannot send escape sequences. JSON output
+escapes them by itself (``\\u001b``).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
 from . import __version__
 from .errors import GCEError, InvalidParameterError
-from .model import check_target
+from .report import terminal_text
 
-__all__ = ["main", "main_exit"]
+__all__ = ["MAX_TIME_LIMIT", "main", "main_exit"]
 
 #: Exit status for bad input (the convention of argparse and most Unix tools).
 EXIT_USAGE = 2
+#: The longest --time-limit accepted, in seconds (about 11.6 days).
+MAX_TIME_LIMIT = 1e6
+_OUTSIDE_HELP = "let from_data constraints read files outside the scenario file's folder"
 
 
 class _UsageError(Exception):
@@ -55,6 +70,7 @@ def _parser() -> argparse.ArgumentParser:
     solve.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
     solve.add_argument("--time-limit", type=float, default=None, metavar="S",
                        help="seconds a MILP may search before answering with its certified bound")
+    solve.add_argument("--allow-outside-files", action="store_true", help=_OUTSIDE_HELP)
     solve.set_defaults(run=_solve)
 
     calibrate = commands.add_parser(
@@ -69,6 +85,7 @@ def _parser() -> argparse.ArgumentParser:
     calibrate.add_argument("--quiet", action="store_true", help="no progress line on the terminal")
     calibrate.add_argument("--time-limit", type=float, default=None, metavar="S",
                            help="seconds a MILP may search per solve")
+    calibrate.add_argument("--allow-outside-files", action="store_true", help=_OUTSIDE_HELP)
     calibrate.set_defaults(run=_calibrate)
 
     curve = commands.add_parser(
@@ -79,33 +96,63 @@ def _parser() -> argparse.ArgumentParser:
     curve.add_argument("--deltas", type=float, nargs="+", metavar="D",
                        default=[1e-10, 1e-8, 1e-6, 1e-5, 1e-4, 1e-3, 1e-2],
                        help="the deltas to tabulate (default 1e-10 ... 1e-2)")
-    curve.add_argument("--plot", metavar="PNG", help="also draw the two curves into this image file")
+    curve.add_argument("--plot", metavar="PNG", help="also draw the two curves into this image file (.png, .pdf, "
+                                                      ".svg, ...; without a suffix, .png is added)")
     curve.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
     curve.add_argument("--time-limit", type=float, default=None, metavar="S")
+    curve.add_argument("--allow-outside-files", action="store_true", help=_OUTSIDE_HELP)
     curve.set_defaults(run=_curve)
     return parser
 
 
+# ---------------------------------------------------------------------------
+# Numbers on the command line: checked before any file is read, errors name the flag
+
+
+def _probability(value: float | None, flag: str) -> None:
+    """A delta: in [0, 1) (NaN fails every comparison, so it is refused too)."""
+    if value is not None and not 0.0 <= value < 1.0:
+        raise _UsageError(f"{flag}: must lie in [0, 1), got {value!r}")
+
+
+def _epsilon(value: float | None, flag: str, *, positive: bool = False) -> None:
+    """An epsilon: finite and >= 0 (> 0 when ``positive``)."""
+    if value is not None and not (math.isfinite(value) and (value > 0.0 if positive else value >= 0.0)):
+        raise _UsageError(f"{flag}: must be finite and {'>' if positive else '>='} 0, got {value!r}")
+
+
 def _time_limit(args: argparse.Namespace) -> float:
+    """``--time-limit``: finite, > 0 and at most :data:`MAX_TIME_LIMIT`; the solvers' default when absent."""
     from .solvers import DEFAULT_TIME_LIMIT
 
-    if args.time_limit is None:
+    seconds = args.time_limit
+    if seconds is None:
         return DEFAULT_TIME_LIMIT
-    if not args.time_limit > 0:
-        raise _UsageError(f"--time-limit: must be > 0, got {args.time_limit!r}")
-    return args.time_limit
+    if not (math.isfinite(seconds) and seconds > 0):
+        raise _UsageError(f"--time-limit: must be a finite number of seconds > 0, got {seconds!r}")
+    if seconds > MAX_TIME_LIMIT:
+        raise _UsageError(f"--time-limit: must be at most {MAX_TIME_LIMIT:g} seconds (about "
+                          f"{MAX_TIME_LIMIT / 86400:.1f} days), got {seconds!r}")
+    return seconds
+
+
+def _load(args: argparse.Namespace):
+    from .scenario import load_scenario
+
+    return load_scenario(args.file, allow_outside_files=args.allow_outside_files)
+
+
+# ---------------------------------------------------------------------------
+# The commands
 
 
 def _solve(args: argparse.Namespace) -> str:
-    from .scenario import load_scenario
     from .solve import solve
 
-    try:
-        check_target(args.delta, args.epsilon)
-    except InvalidParameterError as error:
-        raise _UsageError(f"--{error.field}: {error.detail}") from None
+    _probability(args.delta, "--delta")
+    _epsilon(args.epsilon, "--epsilon")
     time_limit = _time_limit(args)
-    scenario = load_scenario(args.file)
+    scenario = _load(args)
     delta, epsilon = args.delta, args.epsilon
     if delta is None and epsilon is None:
         delta, epsilon = scenario.delta, scenario.epsilon
@@ -122,10 +169,11 @@ def _solve(args: argparse.Namespace) -> str:
 def _calibrate(args: argparse.Namespace) -> str:
     from .calibrate import calibrate
     from .progress import Progress
-    from .scenario import load_scenario
 
+    _epsilon(args.target_epsilon, "--target-epsilon", positive=True)
+    _probability(args.target_delta, "--target-delta")
     time_limit = _time_limit(args)
-    scenario = load_scenario(args.file)
+    scenario = _load(args)
     with Progress(label="calibrate", quiet=args.quiet or args.json) as progress:
         result = calibrate(scenario, target_epsilon=args.target_epsilon, target_delta=args.target_delta,
                            time_limit=time_limit, progress=progress)
@@ -134,40 +182,57 @@ def _calibrate(args: argparse.Namespace) -> str:
     return str(result)
 
 
+def _plot_file(value: str | None):
+    """``--plot``: the file to write (checked before solving), or None."""
+    from .plot import plot_file
+
+    if value is None:
+        return None
+    try:
+        return plot_file(value)
+    except InvalidParameterError as error:
+        raise _UsageError(f"--plot: {error.detail}") from None
+
+
 def _curve(args: argparse.Namespace) -> str:
     from .plot import classic_curve, curve_table, plot_curves
     from .report import json_number
-    from .scenario import load_scenario
     from .solve import solve
 
-    time_limit = _time_limit(args)
     for i, d in enumerate(args.deltas):
-        try:
-            check_target(d, None)
-        except InvalidParameterError as error:
-            raise _UsageError(f"--deltas[{i}]: {error.detail}") from None
-    scenario = load_scenario(args.file)
+        _probability(d, f"--deltas[{i}]")
+    time_limit = _time_limit(args)
+    plot = _plot_file(args.plot)
+    scenario = _load(args)
     report = solve(scenario, delta=min(args.deltas), time_limit=time_limit)
     classic = classic_curve(scenario)
     rows = curve_table(report.curve, classic, args.deltas)
-    if args.plot:
-        plot_curves(report, args.plot, classic=classic)
+    if plot is not None:
+        plot_curves(report, plot, classic=classic)
     if args.json:
         table = [{"delta": d, "epsilon": json_number(e), "classic_epsilon": json_number(c)} for d, e, c in rows]
         return json.dumps({"title": report.title, "theorem": report.theorem, "exact": report.exact,
-                           "curve": table, "plot": args.plot}, indent=2, allow_nan=False)
+                           "curve": table, "plot": None if plot is None else str(plot), "notes": list(scenario.notes)},
+                          indent=2, allow_nan=False)
     lines = [report.title] if report.title else []
     lines.append(f"{'delta':>10}  {'epsilon (GCE)':>14}  {'epsilon (classic)':>17}")
     for d, e, c in rows:
         lines.append(f"{d:>10.3g}  {e:>14.6g}  {'-' if c is None else format(c, '.6g'):>17}")
     lines.append(f"theorem: {report.theorem}; exact: {'yes' if report.exact else 'no'}")
-    if args.plot:
-        lines.append(f"plot written to {args.plot}")
+    lines += [f"note: {note}" for note in scenario.notes]  # e.g. a bound estimated from data (001, Sec. V-A)
+    if plot is not None:
+        lines.append(f"plot written to {plot}")
     return "\n".join(lines)
 
 
 def _one_line(text: str) -> str:
-    return " ".join(text.split())
+    """An error message as one terminal-safe line."""
+    return terminal_text(" ".join(text.split()))
+
+
+def _terminal_lines(text: str) -> str:
+    """Output for the terminal: its lines kept, control characters within them escaped."""
+    return "\n".join(terminal_text(line) for line in text.split("\n"))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -181,12 +246,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except GCEError as error:
         where = getattr(args, "file", None)
         prefix = f"{where}: " if where else ""
-        print(f"gce: error: {prefix}{_one_line(str(error))}", file=sys.stderr)
+        print(f"gce: error: {_one_line(prefix + str(error))}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
         print("gce: interrupted", file=sys.stderr)
         return 130
-    print(output)
+    print(_terminal_lines(output))
     return 0
 
 

@@ -12,11 +12,17 @@ no pyplot state), or on the Axes it is given.
 
 What must never change: every value shown is the curve's own ``epsilon(delta)``
 (a certified upper bound, rounded up), never an interpolation between points.
+
+Where a plot goes is checked before anything is computed (:func:`plot_file`):
+the folder must exist, the suffix must name a format matplotlib writes
+(:data:`PLOT_FORMATS`), and a path without a suffix gets ``.png``, the file
+actually written, which ``gce curve --plot`` prints.
 """
 
 from __future__ import annotations
 
 import os
+import pathlib
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -33,12 +39,14 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = [
     "PlotUnavailableError",
+    "PLOT_FORMATS",
     "DEFAULT_DELTAS",
     "GCE_LABEL",
     "CLASSIC_LABEL",
     "classic_curve",
     "curve_table",
     "plot_curves",
+    "plot_file",
 ]
 
 #: The deltas drawn by default: 1e-12 to 1e-1, log-spaced.
@@ -48,6 +56,8 @@ GCE_LABEL = "GCE (this scenario)"
 CLASSIC_LABEL = "classic (every invocation composed)"
 #: What to tell a user without matplotlib.
 INSTALL_HINT = "install the plot extra: pip install 'gce[plot]'"
+#: The image formats a plot may be saved in (file suffixes; matplotlib and Pillow write them).
+PLOT_FORMATS = ("png", "pdf", "svg", "svgz", "eps", "ps", "jpg", "jpeg", "tif", "tiff", "webp")
 
 
 class PlotUnavailableError(GCEError, ImportError):
@@ -72,6 +82,46 @@ def classic_curve(scenario: Scenario) -> PrivacyCurve:
     It is the curve behind the report's ``classic`` baseline (001, Alg. 1).
     """
     return compose(invocation_multiset(scenario.invocations)).curve
+
+
+def plot_file(path: str | os.PathLike[str]) -> pathlib.Path:
+    """The file a plot to ``path`` is written to, checked before anything is drawn.
+
+    A path without a suffix gets ``.png``; the suffix (any case) must be one of
+    :data:`PLOT_FORMATS`; the folder must exist, and the path must not be one.
+
+    Raises
+    ------
+    InvalidParameterError
+        Named ``path``, saying what is wrong.
+
+    Examples
+    --------
+    >>> str(plot_file("hospitals")), str(plot_file("hospitals.PDF"))
+    ('hospitals.png', 'hospitals.PDF')
+    >>> plot_file("hospitals.txt")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    gce.errors.InvalidParameterError: path: unsupported image format '.txt' (use .png, .pdf, .svg, ... or .webp)
+    """
+    if not isinstance(path, (str, os.PathLike)):
+        raise InvalidParameterError("path", f"must be a str or os.PathLike, got {path!r}")
+    try:
+        target = pathlib.Path(path)
+    except TypeError:  # a PathLike of bytes
+        raise InvalidParameterError("path", f"must be a str or os.PathLike of str, got {path!r}") from None
+    if not target.name or target.is_dir():
+        raise InvalidParameterError("path", f"{str(target)!r} is a folder; give a file name, e.g. curve.png")
+    if not target.suffix:
+        target = target.with_name(target.name + ".png")
+    if target.suffix[1:].lower() not in PLOT_FORMATS:
+        formats = ", ".join(f".{f}" for f in PLOT_FORMATS)
+        raise InvalidParameterError("path", f"unsupported image format {target.suffix!r} (use "
+                                            f"{formats.rpartition(', ')[0]} or {formats.rpartition(', ')[2]})")
+    folder = target.parent
+    if not folder.is_dir():
+        raise InvalidParameterError("path", f"the folder {str(folder)!r} does not exist")
+    return target
 
 
 def _deltas(deltas: ArrayLike | None) -> np.ndarray:
@@ -131,7 +181,8 @@ def plot_curves(
         Its ``curve`` is drawn, its ``(delta, epsilon)`` marked, its ``title``
         used as the title.
     path : path, optional
-        Save the figure there (format from the suffix, e.g. ``.png``, ``.pdf``).
+        Save the figure there (format from the suffix, e.g. ``.png``, ``.pdf``;
+        none means ``.png`` appended: see :func:`plot_file`).
     ax : matplotlib Axes, optional
         Draw on it; by default on a new figure on the Agg canvas.
     classic : PrivacyCurve or Scenario, optional
@@ -151,11 +202,19 @@ def plot_curves(
     ------
     PlotUnavailableError
         If matplotlib is not installed: "install the plot extra: pip install 'gce[plot]'".
+    InvalidParameterError
+        ``report`` is not a report with a curve (one reloaded by
+        :meth:`Report.from_dict` has none); ``path`` is refused by
+        :func:`plot_file` or cannot be written.
 
     References
     ----------
     001, Def. 3 (HDP), Alg. 1 (classic) and Alg. 2 (GCE); DESIGN.md, "Report".
     """
+    if not isinstance(report, Report) or not isinstance(report.curve, PrivacyCurve):
+        raise InvalidParameterError("report", "must be a Report with its curve (solve the scenario; a report "
+                                              "reloaded with Report.from_dict has none)")
+    target = None if path is None else plot_file(path)
     d = _deltas(deltas)
     d = d[d > 0]
     if d.size == 0:
@@ -178,6 +237,9 @@ def plot_curves(
     ax.set_title(report.title or "privacy curve")
     ax.grid(True, which="major", alpha=0.3)
     ax.legend()
-    if path is not None:
-        ax.figure.savefig(os.fspath(path), dpi=dpi)
+    if target is not None:
+        try:
+            ax.figure.savefig(target, dpi=dpi)
+        except OSError as error:
+            raise InvalidParameterError("path", f"cannot write {str(target)!r}: {error.strerror or error}") from None
     return ax

@@ -8,7 +8,9 @@ clean. It is a callable, so any loop that accepts a ``progress`` callback
 ends its line on exit.
 
 What must never change: a reporter never writes to a stream whose
-``isatty()`` is false, and never writes when ``quiet`` is true.
+``isatty()`` is false, never writes when ``quiet`` is true, and writes no
+control characters but its own (carriage return, erase to end of line, the
+final newline).
 
 Examples
 --------
@@ -26,6 +28,7 @@ from collections.abc import Callable
 from typing import IO, Protocol
 
 from .errors import InvalidParameterError
+from .report import terminal_text
 
 __all__ = ["Progress", "ProgressCallback", "MIN_INTERVAL"]
 
@@ -103,14 +106,16 @@ class Progress:
         return not self.quiet and _is_tty(self.stream)
 
     def line(self, step: int, total: int | None = None, message: str = "") -> str:
-        """The text of one progress line (without control characters)."""
-        parts = [self.label] if self.label else []
+        """The text of one progress line; control characters in the label or message are escaped
+        (:func:`gce.report.terminal_text`), so only the reporter's own carriage return and erase reach the
+        terminal."""
+        parts = [terminal_text(self.label)] if self.label else []
         if total:
             parts.append(f"{step}/{total} ({100.0 * step / total:.0f}%)")
         else:
             parts.append(f"step {step}")
         if message:
-            parts.append(message)
+            parts.append(terminal_text(message))
         return " ".join(parts)
 
     def __call__(self, step: int, total: int | None = None, message: str = "") -> None:

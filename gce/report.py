@@ -4,18 +4,47 @@ What must never change: ``epsilon`` and ``delta`` form a valid hypothesis-DP
 guarantee (001, Def. 3) for the scenario; ``exact`` is true only when no valid
 guarantee is tighter at that point; ``to_dict()`` is the JSON the command line
 prints (DESIGN.md, "Scenario files and the command line").
+
+Text that comes from a scenario file (the title, database names, the notes
+naming a data file) reaches terminals: :func:`terminal_text` escapes control
+characters in it, and ``str(report)`` applies it to every field, so a file
+cannot move the cursor, recolour or clear a terminal (issue #9, hardening).
 """
 
 from __future__ import annotations
 
 import html
+import json
 import math
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from .curves import PrivacyCurve
+from .errors import InvalidParameterError
 
-__all__ = ["Baseline", "Report", "json_number"]
+__all__ = ["Baseline", "Report", "json_number", "terminal_text"]
+
+#: Characters a terminal may act on instead of showing: C0 controls (tab and newline included), DEL, C1
+#: controls, the Unicode line and paragraph separators and the bidirectional-text controls.
+_CONTROLS = {code: f"\\x{code:02x}" for code in (*range(0x20), 0x7F, *range(0x80, 0xA0))}
+_CONTROLS.update({code: f"\\u{code:04x}" for code in (0x2028, 0x2029, *range(0x202A, 0x202F), *range(0x2066, 0x206A))})
+
+
+def terminal_text(text: str) -> str:
+    """``text`` safe to print on a terminal: every control character written as a visible escape.
+
+    C0 controls (including tab and newline), DEL and C1 controls become
+    ``\\xNN``; the Unicode line/paragraph separators and bidirectional-text
+    controls become ``\\uNNNN``; every other character (accents, CJK, emoji) is
+    kept.
+
+    Examples
+    --------
+    >>> terminal_text("Hospitals \\x1b[2J\\x9b31m, Zürich\\n")
+    'Hospitals \\\\x1b[2J\\\\x9b31m, Zürich\\\\x0a'
+    """
+    return str(text).translate(_CONTROLS)
 
 
 def json_number(x: float | None) -> float | str | None:
@@ -98,63 +127,178 @@ class Report:
         }
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "Report":
+    def from_dict(cls, data: Mapping[str, Any]) -> "Report":
         """The report of :meth:`to_dict`'s JSON, without the curve (``curve`` is None).
 
         ``Report.from_dict(r.to_dict()).to_dict() == r.to_dict()``, so saved
-        results can be reloaded, compared and printed.
+        results can be reloaded, compared and printed. Every field is checked
+        (saved files get edited and truncated).
+
+        Raises
+        ------
+        InvalidParameterError
+            Naming the field, e.g. ``data.epsilon: must be a number >= 0 or
+            "inf", got "x"``; ``data`` itself when it is not a mapping.
+
+        Examples
+        --------
+        >>> Report.from_dict({"epsilon": "x"})
+        Traceback (most recent call last):
+        ...
+        gce.errors.InvalidParameterError: data.epsilon: must be a number >= 0 or "inf", got "x"
         """
-        witness = data.get("witness")
+        if not isinstance(data, Mapping):
+            raise InvalidParameterError("data", f"must be a mapping (the JSON of Report.to_dict()), got {_shown(data)}")
+        field = _Fields(data, "data")
+        epsilon, delta = field.required("epsilon", _epsilon), field.required("delta", _delta)
+        theorem, exact = field.required("theorem", _text), field.required("exact", _flag)
         return cls(
-            epsilon=_from_num(data["epsilon"]), delta=_from_num(data["delta"]), theorem=data["theorem"],
-            exact=bool(data["exact"]),
-            witness=None if witness is None else (frozenset(witness["h0"]), frozenset(witness["h1"])),
-            differing=tuple(data.get("differing_invocations", ())), curve=None,
-            baselines={name: Baseline(name, _from_num(b["epsilon"]), _from_num(b["delta"]), b["theorem"])
-                       for name, b in data.get("baselines", {}).items()},
-            solver=data.get("solver", ""), lower_bound_epsilon=_from_num(data.get("lower_bound_epsilon")),
-            notes=tuple(data.get("notes", ())), title=data.get("title", ""),
-            differing_count=int(data.get("differing_count", 0)),
+            epsilon=epsilon, delta=delta, theorem=theorem, exact=exact,
+            witness=field.optional("witness", _witness, None),
+            differing=tuple(field.optional("differing_invocations", _indices, [])), curve=None,
+            baselines=field.optional("baselines", _baselines, {}), solver=field.optional("solver", _text, ""),
+            lower_bound_epsilon=field.optional("lower_bound_epsilon", _optional_epsilon, None),
+            notes=tuple(field.optional("notes", _texts, [])), title=field.optional("title", _text, ""),
+            differing_count=field.optional("differing_count", _count_of, 0),
         )
 
     def _rows(self) -> list[tuple[str, str, str, str]]:
+        """The table's rows, every text escaped for terminals (:func:`terminal_text`)."""
         rows = [("", "epsilon", "delta", "theorem")]
-        rows.append(("GCE (this scenario)", f"{self.epsilon:.6g}", f"{self.delta:.3g}", self.theorem))
+        rows.append(("GCE (this scenario)", f"{self.epsilon:.6g}", f"{self.delta:.3g}", terminal_text(self.theorem)))
         for name, b in self.baselines.items():
-            rows.append((name, f"{b.epsilon:.6g}", f"{b.delta:.3g}", b.theorem))
+            rows.append((terminal_text(name), f"{b.epsilon:.6g}", f"{b.delta:.3g}", terminal_text(b.theorem)))
         return rows
+
+    def _witness_line(self) -> list[str]:
+        """The worst-case pair, when there is one (escaped for terminals)."""
+        if self.witness is None:
+            return []
+        h0, h1 = (sorted(s) for s in self.witness)
+        return [f"worst-case pair: h0 = {_short(h0)}, h1 = {_short(h1)} "
+                f"({_count(self.differing_count, 'differing invocation')}; solver {terminal_text(self.solver)})"]
+
+    def _notes(self) -> list[str]:
+        return [f"note: {terminal_text(n)}" for n in self.notes]
 
     def _repr_html_(self) -> str:
         """The report as an HTML table (Jupyter)."""
-        parts = [f"<strong>{html.escape(self.title)}</strong>"] if self.title else []
+        parts = [f"<strong>{html.escape(terminal_text(self.title))}</strong>"] if self.title else []
         parts.append(f"<table>{_html_rows(self._rows())}</table>")
-        facts = [f"exact: {'yes' if self.exact else 'no'}"]
-        if self.witness is not None:
-            h0, h1 = (sorted(s) for s in self.witness)
-            facts.append(f"worst-case pair: h0 = {_short(h0)}, h1 = {_short(h1)} "
-                         f"({_count(self.differing_count, 'differing invocation')}; solver {self.solver})")
-        facts += [f"note: {n}" for n in self.notes]
+        facts = [f"exact: {'yes' if self.exact else 'no'}", *self._witness_line(), *self._notes()]
         parts.append("<ul>" + "".join(f"<li>{html.escape(f)}</li>" for f in facts) + "</ul>")
         return "".join(parts)
 
     def __str__(self) -> str:
+        """The report for a terminal; text from the scenario (title, notes) has its control characters escaped."""
         rows = self._rows()
         widths = [max(len(r[i]) for r in rows) for i in range(4)]
-        lines = [self.title] if self.title else []
+        lines = [terminal_text(self.title)] if self.title else []
         lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
-        if self.witness is not None:
-            h0, h1 = (sorted(s) for s in self.witness)
-            lines.append(f"worst-case pair: h0 = {_short(h0)}, h1 = {_short(h1)} "
-                         f"({_count(self.differing_count, 'differing invocation')}; solver {self.solver})")
-        lines.append(f"exact: {'yes' if self.exact else 'no'}")
-        lines += [f"note: {n}" for n in self.notes]
+        lines += [*self._witness_line(), f"exact: {'yes' if self.exact else 'no'}", *self._notes()]
         return "\n".join(lines)
 
 
-def _from_num(x: float | str | None) -> float | None:
-    if x is None:
+# ---------------------------------------------------------------------------
+# Reading a report's JSON back (Report.from_dict): every field checked, named data.<key>
+
+T = TypeVar("T")
+
+
+def _shown(value: object, limit: int = 60) -> str:
+    """A value as JSON writes it, cut short, for messages."""
+    try:
+        text = json.dumps(value, ensure_ascii=True, default=lambda v: f"<{type(v).__name__}>")
+    except (ValueError, RecursionError):  # a circular structure
+        text = f"<{type(value).__name__}>"
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+class _Fields:
+    """Reads keys of a table of a report's JSON through a checker; a missing required key or a bad value is
+    named by its path under ``prefix`` (``data.epsilon``, ``data.baselines.classic.delta``)."""
+
+    def __init__(self, table: Mapping[str, Any], prefix: str):
+        self.table, self.prefix = table, prefix
+
+    def required(self, key: str, check: Callable[[object, str], T]) -> T:
+        if key not in self.table:
+            raise InvalidParameterError(f"{self.prefix}.{key}", "is missing")
+        return check(self.table[key], f"{self.prefix}.{key}")
+
+    def optional(self, key: str, check: Callable[[object, str], T], default: T) -> T:
+        return default if key not in self.table else check(self.table[key], f"{self.prefix}.{key}")
+
+
+def _epsilon(value: object, name: str) -> float:
+    """An epsilon: a number >= 0, or "inf" (:func:`json_number`)."""
+    number = math.inf if value == "inf" else value
+    if isinstance(number, bool) or not isinstance(number, (int, float)) or not number >= 0:
+        raise InvalidParameterError(name, f'must be a number >= 0 or "inf", got {_shown(value)}')
+    return float(number)
+
+
+def _optional_epsilon(value: object, name: str) -> float | None:
+    return None if value is None else _epsilon(value, name)
+
+
+def _delta(value: object, name: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
+        raise InvalidParameterError(name, f"must be a number in [0, 1], got {_shown(value)}")
+    return float(value)
+
+
+def _text(value: object, name: str) -> str:
+    if not isinstance(value, str):
+        raise InvalidParameterError(name, f"must be a string, got {_shown(value)}")
+    return value
+
+
+def _texts(value: object, name: str) -> list[str]:
+    if not isinstance(value, (list, tuple)):
+        raise InvalidParameterError(name, f"must be a list of strings, got {_shown(value)}")
+    return [_text(item, f"{name}[{i}]") for i, item in enumerate(value)]
+
+
+def _flag(value: object, name: str) -> bool:
+    if not isinstance(value, bool):
+        raise InvalidParameterError(name, f"must be true or false, got {_shown(value)}")
+    return value
+
+
+def _count_of(value: object, name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise InvalidParameterError(name, f"must be an integer >= 0, got {_shown(value)}")
+    return value
+
+
+def _indices(value: object, name: str) -> list[int]:
+    if not isinstance(value, (list, tuple)):
+        raise InvalidParameterError(name, f"must be a list of integers >= 0, got {_shown(value)}")
+    return [_count_of(item, f"{name}[{i}]") for i, item in enumerate(value)]
+
+
+def _witness(value: object, name: str) -> tuple[frozenset[int], frozenset[int]] | None:
+    if value is None:
         return None
-    return math.inf if x == "inf" else float(x)
+    if not isinstance(value, Mapping) or set(value) != {"h0", "h1"}:
+        raise InvalidParameterError(name, f'must be null or {{"h0": [...], "h1": [...]}}, got {_shown(value)}')
+    return frozenset(_indices(value["h0"], f"{name}.h0")), frozenset(_indices(value["h1"], f"{name}.h1"))
+
+
+def _baselines(value: object, name: str) -> dict[str, Baseline]:
+    if not isinstance(value, Mapping):
+        raise InvalidParameterError(name, f"must be a mapping of names to baselines, got {_shown(value)}")
+    out = {}
+    for key, entry in value.items():
+        where = f"{name}.{_text(key, f'{name} key')}"
+        if not isinstance(entry, Mapping):
+            raise InvalidParameterError(where, f"must be a mapping with epsilon, delta and theorem, "
+                                               f"got {_shown(entry)}")
+        field = _Fields(entry, where)
+        out[key] = Baseline(key, field.required("epsilon", _epsilon), field.required("delta", _delta),
+                            field.required("theorem", _text))
+    return out
 
 
 def _html_rows(rows: list[tuple[str, ...]]) -> str:

@@ -380,3 +380,221 @@ def test_scenario_from_dict_checks_its_options():
     assert info.value.field == "allow_outside_files"
     with pytest.raises(InvalidScenarioError, match=r"^scenario: must be a table, got \[1\]"):
         scenario_from_dict([1])
+
+
+def test_report_from_dict_names_every_bad_field():
+    good = solve(load_scenario(ROOT / "examples" / "subsidiaries.toml")).to_dict()
+    cases = [
+        (None, "data", "must be a mapping (the JSON of Report.to_dict()), got null"),
+        ([1], "data", "must be a mapping (the JSON of Report.to_dict()), got [1]"),
+        ({}, "data.epsilon", "is missing"),
+        ({"epsilon": "x"}, "data.epsilon", 'must be a number >= 0 or "inf", got "x"'),
+        ({**good, "epsilon": float("nan")}, "data.epsilon", 'must be a number >= 0 or "inf", got NaN'),
+        ({**good, "epsilon": -1}, "data.epsilon", 'must be a number >= 0 or "inf", got -1'),
+        ({**good, "delta": 2}, "data.delta", "must be a number in [0, 1], got 2"),
+        ({**good, "exact": "yes"}, "data.exact", 'must be true or false, got "yes"'),
+        ({k: v for k, v in good.items() if k != "theorem"}, "data.theorem", "is missing"),
+        ({**good, "witness": {"h0": [], "h1": [-1]}}, "data.witness.h1[0]", "must be an integer >= 0, got -1"),
+        ({**good, "witness": [1]}, "data.witness", 'must be null or {"h0": [...], "h1": [...]}, got [1]'),
+        ({**good, "baselines": {"classic": {"epsilon": 1}}}, "data.baselines.classic.delta", "is missing"),
+        ({**good, "baselines": {"classic": 3}}, "data.baselines.classic",
+         "must be a mapping with epsilon, delta and theorem, got 3"),
+        ({**good, "notes": ["ok", 3]}, "data.notes[1]", "must be a string, got 3"),
+        ({**good, "differing_count": 1.5}, "data.differing_count", "must be an integer >= 0, got 1.5"),
+        ({**good, "lower_bound_epsilon": "big"}, "data.lower_bound_epsilon", 'must be a number >= 0 or "inf", '
+                                                                             'got "big"'),
+    ]
+    for data, field, detail in cases:
+        with pytest.raises(InvalidParameterError) as info:
+            Report.from_dict(data)
+        assert (info.value.field, info.value.detail) == (field, detail), data
+    again = Report.from_dict({**good, "epsilon": "inf", "lower_bound_epsilon": None})
+    assert again.epsilon == math.inf and Report.from_dict(good).to_dict() == good
+
+
+def test_a_reloaded_report_cannot_be_plotted_and_says_why():
+    from gce.plot import plot_curves
+
+    report = Report.from_dict(solve(load_scenario(ROOT / "examples" / "subsidiaries.toml")).to_dict())
+    with pytest.raises(InvalidParameterError) as info:
+        plot_curves(report)
+    assert info.value.field == "report" and "Report.from_dict" in info.value.detail
+
+
+# --- 3. text from the file never reaches a terminal as an escape sequence ----------------------------------
+
+
+HOSTILE = "Bad \x1b]0;owned\x07 title \x1b[2J\x9b31m\x7f\u202e end"
+
+
+def hostile_file(folder: pathlib.Path) -> pathlib.Path:
+    title = json.dumps(HOSTILE)  # a TOML basic string is JSON-compatible for these escapes
+    return write(folder, GOOD.replace('title = "t"', f"title = {title}"))
+
+
+def test_a_hostile_title_is_escaped_in_str_and_kept_in_json(tmp_path):
+    report = solve(load_scenario(hostile_file(tmp_path)))
+    assert report.title == HOSTILE  # the data is kept as written
+    first = str(report).splitlines()[0]
+    assert first == "Bad \\x1b]0;owned\\x07 title \\x1b[2J\\x9b31m\\x7f\\u202e end"
+    assert not any(ord(c) < 0x20 or 0x7F <= ord(c) <= 0x9F for c in str(report).replace("\n", ""))
+    assert json.loads(json.dumps(report.to_dict()))["title"] == HOSTILE
+    assert "\x1b" not in report._repr_html_()
+
+
+def test_the_cli_escapes_every_line_and_json_stays_faithful(capsys, tmp_path):
+    path = str(hostile_file(tmp_path))
+    for argv in (["solve", path], ["curve", path, "--deltas", "1e-6"],
+                 ["calibrate", path, "--target-epsilon", "1", "--target-delta", "1e-6"]):
+        assert main(argv) == 0
+        out, err = capsys.readouterr()
+        assert out.splitlines()[0] == "Bad \\x1b]0;owned\\x07 title \\x1b[2J\\x9b31m\\x7f\\u202e end", argv
+        assert not any(ord(c) < 0x20 or 0x7F <= ord(c) <= 0x9F for c in out.replace("\n", "")) and err == ""
+    assert main(["solve", path, "--json"]) == 0
+    out, _ = capsys.readouterr()
+    assert "\\u001b]0;owned\\u0007" in out and json.loads(out)["title"] == HOSTILE
+
+
+def test_a_hostile_data_file_name_is_escaped_in_the_notes(capsys, tmp_path):
+    name = "m\x1b[31m.csv"
+    (tmp_path / name).write_text("ann,0\nann,1\n")
+    path = write(tmp_path, GOOD + '[[constraints]]\nkind = "from_data"\nfile = "m\\u001b[31m.csv"\n')
+    assert main(["solve", str(path)]) == 0
+    out, _ = capsys.readouterr()
+    assert "in m\\x1b[31m.csv;" in out and "\x1b" not in out
+
+
+def test_a_hostile_file_name_in_an_error_is_escaped(capsys, tmp_path):
+    message = one_error_line(capsys, "solve", str(tmp_path / "no\x1b[2Jsuch.toml"))
+    assert "no\\x1b[2Jsuch.toml" in message and message.endswith("No such file or directory")
+
+
+def test_progress_lines_carry_no_foreign_control_characters():
+    import io
+
+    from gce.progress import Progress
+
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    out = Terminal()
+    with Progress(stream=out, label="cal\x1bibrate", min_interval=0) as progress:
+        progress(1, 2, "epsilon \x1b[2J0.5\n")
+    assert out.getvalue() == "\rcal\\x1bibrate 1/2 (50%) epsilon \\x1b[2J0.5\\x0a\x1b[K\n"
+
+
+# --- 4. --plot -------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("target, detail", [
+    ("missing/curve.png", "the folder '{tmp}/missing' does not exist"),
+    ("curve.txt", "unsupported image format '.txt' (use .png, .pdf, .svg, .svgz, .eps, .ps, .jpg, .jpeg, .tif, "
+                  ".tiff or .webp)"),
+    ("curve.xyz", "unsupported image format '.xyz'"),
+    (".", "'{tmp}' is a folder; give a file name, e.g. curve.png"),
+])
+def test_bad_plot_targets_are_refused_before_solving(capsys, tmp_path, target, detail):
+    message = one_error_line(capsys, "curve", HOSPITALS, "--plot", str(tmp_path / target))
+    assert message.startswith("--plot: " + detail.format(tmp=tmp_path))
+
+
+def test_a_plot_without_a_suffix_is_a_png_and_the_path_printed_is_the_one_written(capsys, tmp_path, monkeypatch):
+    import gce.plot
+    from gce.plot import plot_file
+
+    written = []
+
+    def plot_curves(report, path, **options):  # drawing itself is tested in test_plot and test_cli
+        written.append(path)
+        pathlib.Path(path).write_bytes(b"image")
+
+    monkeypatch.setattr(gce.plot, "plot_curves", plot_curves)
+    target = tmp_path / "myplot"
+    assert main(["curve", HOSPITALS, "--deltas", "1e-6", "--plot", str(target)]) == 0
+    out, _ = capsys.readouterr()
+    assert out.splitlines()[-1] == f"plot written to {target}.png"
+    assert written == [tmp_path / "myplot.png"] and (tmp_path / "myplot.png").exists() and not target.exists()
+    assert main(["curve", HOSPITALS, "--deltas", "1e-6", "--plot", str(tmp_path / "c.PDF"), "--json"]) == 0
+    assert json.loads(capsys.readouterr()[0])["plot"] == str(tmp_path / "c.PDF")
+    (tmp_path / "a.b").mkdir()
+    assert plot_file(tmp_path / "a.b" / "curve") == tmp_path / "a.b" / "curve.png"
+    assert str(plot_file(tmp_path / "x.svg")) == str(tmp_path / "x.svg")
+    with pytest.raises(InvalidParameterError, match="^path: must be a str or os.PathLike, got 3"):
+        plot_file(3)
+
+
+# --- 5. numbers on the command line ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["solve", HOSPITALS, "--time-limit", "inf"], "--time-limit: must be a finite number of seconds > 0, got inf"),
+    (["solve", HOSPITALS, "--time-limit", "nan"], "--time-limit: must be a finite number of seconds > 0, got nan"),
+    (["solve", HOSPITALS, "--time-limit", "-1"], "--time-limit: must be a finite number of seconds > 0, got -1.0"),
+    (["solve", HOSPITALS, "--time-limit", "0"], "--time-limit: must be a finite number of seconds > 0, got 0.0"),
+    (["solve", HOSPITALS, "--time-limit", "1e308"],
+     "--time-limit: must be at most 1e+06 seconds (about 11.6 days), got 1e+308"),
+    (["calibrate", HOSPITALS, "--target-epsilon", "1", "--target-delta", "1e-6", "--time-limit", "1e999"],
+     "--time-limit: must be a finite number of seconds > 0, got inf"),
+    (["curve", HOSPITALS, "--time-limit", "2e6"], "--time-limit: must be at most 1e+06 seconds"),
+    (["solve", HOSPITALS, "--delta", "nan"], "--delta: must lie in [0, 1), got nan"),
+    (["solve", HOSPITALS, "--delta", "inf"], "--delta: must lie in [0, 1), got inf"),
+    (["solve", HOSPITALS, "--epsilon", "nan"], "--epsilon: must be finite and >= 0, got nan"),
+    (["solve", HOSPITALS, "--epsilon", "inf"], "--epsilon: must be finite and >= 0, got inf"),
+    (["solve", HOSPITALS, "--epsilon", "-0.5"], "--epsilon: must be finite and >= 0, got -0.5"),
+    (["calibrate", HOSPITALS, "--target-epsilon", "nan", "--target-delta", "1e-6"],
+     "--target-epsilon: must be finite and > 0, got nan"),
+    (["calibrate", HOSPITALS, "--target-epsilon", "0", "--target-delta", "1e-6"],
+     "--target-epsilon: must be finite and > 0, got 0.0"),
+    (["calibrate", HOSPITALS, "--target-epsilon", "inf", "--target-delta", "1e-6"],
+     "--target-epsilon: must be finite and > 0, got inf"),
+    (["calibrate", HOSPITALS, "--target-epsilon", "1", "--target-delta", "nan"],
+     "--target-delta: must lie in [0, 1), got nan"),
+    (["calibrate", HOSPITALS, "--target-epsilon", "1", "--target-delta", "1"],
+     "--target-delta: must lie in [0, 1), got 1.0"),
+    (["curve", HOSPITALS, "--deltas", "1e-6", "nan"], "--deltas[1]: must lie in [0, 1), got nan"),
+    (["curve", HOSPITALS, "--deltas=-inf"], "--deltas[0]: must lie in [0, 1), got -inf"),
+])
+def test_numeric_flags_are_checked_and_named(capsys, argv, message):
+    assert one_error_line(capsys, *argv).startswith(message)
+
+
+def test_flags_are_checked_before_the_file_is_read(capsys, tmp_path):
+    # The flag is named even when the file is bad: nothing is read before the command line is valid.
+    assert one_error_line(capsys, "solve", str(tmp_path / "missing.toml"), "--time-limit", "nan").startswith(
+        "--time-limit:")
+
+
+# --- the CLI end to end ----------------------------------------------------------------------------------
+
+
+def test_allow_outside_files_on_the_command_line(capsys, folders):
+    inside, outside = folders
+    path = str(write(inside, with_data(str(outside / "members.csv"))))
+    for command in (["solve", path], ["curve", path, "--deltas", "1e-6"],
+                    ["calibrate", path, "--target-epsilon", "1", "--target-delta", "1e-6"]):
+        message = one_error_line(capsys, *command)
+        assert message.startswith(f"{path}: constraints[1].file: ") and "--allow-outside-files" in message
+        assert main([*command, "--allow-outside-files"]) == 0
+        out, err = capsys.readouterr()
+        assert "at_most 3 estimated from data" in out and err == ""
+
+
+@pytest.mark.parametrize("text, field", [
+    (GOOD.replace("databases = 4", "databases = 1000000000"), "databases: must be a count in 1..10,000,000"),
+    (GOOD.replace("m = 2", "m = true"), "constraints[0].m: must be an integer, got true"),
+    (GOOD.replace("delta = 1e-9", "delta = 1e-999"), "invocations[0].mechanism.delta: is too small"),
+    (b"\xef\xbb\xbf" + GOOD.replace("m = 2", "m = -2").encode(), "constraints[0].m: must be an integer >= 0"),
+    ("a = " + "{b = " * 5000 + "1" + "}" * 5000, "file: "),
+])
+def test_file_errors_are_one_line_naming_the_field(capsys, tmp_path, text, field):
+    path = write(tmp_path, text)
+    assert one_error_line(capsys, "solve", str(path)).startswith(f"{path}: {field}")
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/zero"), reason="needs /dev/zero")
+def test_the_installed_command_refuses_dev_zero():
+    done = subprocess.run([sys.executable, "-m", "gce", "solve", "/dev/zero"], capture_output=True, text=True)
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr == ("gce: error: /dev/zero: file: '/dev/zero' is larger than 64 MiB, the limit for "
+                           "scenario files\n")
