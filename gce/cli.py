@@ -183,19 +183,35 @@ def _calibrate(args: argparse.Namespace) -> str:
 
 
 def _plot_file(value: str | None):
-    """``--plot``: the file to write (checked before solving), or None."""
-    from .plot import plot_file
+    """``--plot``: the file to write, checked before solving (matplotlib installed, folder, format), or None."""
+    import importlib.util
+
+    from .plot import INSTALL_HINT, plot_file
 
     if value is None:
         return None
+    if importlib.util.find_spec("matplotlib") is None:
+        raise _UsageError(f"--plot: {INSTALL_HINT}")
     try:
         return plot_file(value)
     except InvalidParameterError as error:
         raise _UsageError(f"--plot: {error.detail}") from None
 
 
+def _draw(report, plot, classic) -> None:
+    """Draw the plot; a file that cannot be written is named by the flag."""
+    from .plot import plot_curves
+
+    try:
+        plot_curves(report, plot, classic=classic)
+    except InvalidParameterError as error:
+        if error.field != "path":
+            raise
+        raise _UsageError(f"--plot: {error.detail}") from None
+
+
 def _curve(args: argparse.Namespace) -> str:
-    from .plot import classic_curve, curve_table, plot_curves
+    from .plot import classic_curve, curve_table
     from .report import json_number
     from .solve import solve
 
@@ -208,7 +224,7 @@ def _curve(args: argparse.Namespace) -> str:
     classic = classic_curve(scenario)
     rows = curve_table(report.curve, classic, args.deltas)
     if plot is not None:
-        plot_curves(report, plot, classic=classic)
+        _draw(report, plot, classic)
     if args.json:
         table = [{"delta": d, "epsilon": json_number(e), "classic_epsilon": json_number(c)} for d, e, c in rows]
         return json.dumps({"title": report.title, "theorem": report.theorem, "exact": report.exact,

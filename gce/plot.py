@@ -81,6 +81,8 @@ def classic_curve(scenario: Scenario) -> PrivacyCurve:
 
     It is the curve behind the report's ``classic`` baseline (001, Alg. 1).
     """
+    if not isinstance(scenario, Scenario):
+        raise InvalidParameterError("scenario", f"must be a Scenario, got {type(scenario).__name__}")
     return compose(invocation_multiset(scenario.invocations)).curve
 
 
@@ -120,12 +122,18 @@ def plot_file(path: str | os.PathLike[str]) -> pathlib.Path:
                                             f"{formats.rpartition(', ')[0]} or {formats.rpartition(', ')[2]})")
     folder = target.parent
     if not folder.is_dir():
-        raise InvalidParameterError("path", f"the folder {str(folder)!r} does not exist")
+        shown = repr(str(folder))
+        raise InvalidParameterError("path", f"{shown} is not a folder" if folder.exists() else
+                                    f"the folder {shown} does not exist")
     return target
 
 
 def _deltas(deltas: ArrayLike | None) -> np.ndarray:
-    d = DEFAULT_DELTAS if deltas is None else np.atleast_1d(np.asarray(deltas, dtype=float))
+    try:
+        d = DEFAULT_DELTAS if deltas is None else np.atleast_1d(np.asarray(deltas, dtype=float))
+    except (TypeError, ValueError):
+        raise InvalidParameterError("deltas", f"must be a non-empty list of values in [0, 1), got {deltas!r}") \
+            from None
     if d.ndim != 1 or d.size == 0 or np.any(~np.isfinite(d)) or np.any(d < 0) or np.any(d >= 1):
         raise InvalidParameterError("deltas", f"must be a non-empty list of values in [0, 1), got {deltas!r}")
     return d
@@ -158,6 +166,9 @@ def curve_table(
     >>> [(d, round(e, 4), round(c, 4)) for d, e, c in rows]
     [(0.0, 1.0, 2.0), (1e-06, 1.0, 2.0)]
     """
+    for name, value in (("curve", curve), ("classic_curve", classic_curve)):
+        if not isinstance(value, PrivacyCurve) and not (name == "classic_curve" and value is None):
+            raise InvalidParameterError(name, f"must be a PrivacyCurve (e.g. report.curve), got {type(value).__name__}")
     d = _deltas(deltas)
     gce = np.asarray(curve.epsilon(d), dtype=float)
     classic = None if classic_curve is None else np.asarray(classic_curve.epsilon(d), dtype=float)

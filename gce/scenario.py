@@ -575,11 +575,19 @@ def _text(data: bytes, path: pathlib.Path) -> str:
     return text.removeprefix("\ufeff")
 
 
+def _shortened(message: str, limit: int = 160) -> str:
+    """tomllib's message, cut short when it quotes a long key, keeping its "(at line L, column C)"."""
+    if len(message) <= limit:
+        return message
+    head, at, where = message.rpartition(" (at line ")
+    return f"{head[:limit]}...{at}{where}" if at else message[:limit] + "..."
+
+
 def _toml(text: str, path: pathlib.Path) -> dict[str, object]:
     try:
         return tomllib.loads(text, parse_float=_parse_float)
     except tomllib.TOMLDecodeError as error:
-        raise InvalidScenarioError("file", f"{str(path)!r} is not valid TOML: {error}") from None
+        raise InvalidScenarioError("file", f"{str(path)!r} is not valid TOML: {_shortened(str(error))}") from None
     except RecursionError:
         raise InvalidScenarioError("file", f"{str(path)!r} nests tables or arrays too deeply (the limit is "
                                            f"{MAX_DEPTH} levels)") from None

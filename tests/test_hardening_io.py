@@ -598,3 +598,46 @@ def test_the_installed_command_refuses_dev_zero():
     assert done.returncode == 2 and done.stdout == ""
     assert done.stderr == ("gce: error: /dev/zero: file: '/dev/zero' is larger than 64 MiB, the limit for "
                            "scenario files\n")
+
+
+def test_a_toml_error_quoting_a_long_key_is_cut_short(tmp_path):
+    key = "k" * 5000
+    error = error_of(write(tmp_path, f"[{key}]\n[{key}]\n"))
+    assert error.field == "file" and len(str(error)) < 300
+    assert error.detail.endswith("kkk... (at line 2, column 5002)")
+
+
+def test_plot_helpers_name_bad_arguments():
+    from gce.plot import classic_curve, curve_table
+
+    with pytest.raises(InvalidParameterError, match="^scenario: must be a Scenario, got NoneType"):
+        classic_curve(None)
+    with pytest.raises(InvalidParameterError, match="^curve: must be a PrivacyCurve"):
+        curve_table(None, None, [1e-6])
+    curve = solve(load_scenario(ROOT / "examples" / "subsidiaries.toml")).curve
+    with pytest.raises(InvalidParameterError, match="^classic_curve: must be a PrivacyCurve"):
+        curve_table(curve, "classic", [1e-6])
+    with pytest.raises(InvalidParameterError, match="^deltas: must be a non-empty list"):
+        curve_table(curve, None, ["x"])
+
+
+def test_plot_problems_found_late_or_early_name_the_flag(capsys, tmp_path, monkeypatch):
+    import importlib.util
+
+    import gce.plot
+
+    (tmp_path / "file").write_text("")
+    message = one_error_line(capsys, "curve", HOSPITALS, "--plot", str(tmp_path / "file" / "c.png"))
+    assert message == f"--plot: {str(tmp_path / 'file')!r} is not a folder"
+
+    def unwritable(report, path, **options):
+        raise InvalidParameterError("path", f"cannot write {str(path)!r}: Permission denied")
+
+    monkeypatch.setattr(gce.plot, "plot_curves", unwritable)
+    message = one_error_line(capsys, "curve", HOSPITALS, "--deltas", "1e-6", "--plot", str(tmp_path / "c.png"))
+    assert message == f"--plot: cannot write {str(tmp_path / 'c.png')!r}: Permission denied"
+    find_spec = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "matplotlib" else
+                        find_spec(name, *a))
+    message = one_error_line(capsys, "curve", HOSPITALS, "--plot", str(tmp_path / "c.png"))
+    assert message == "--plot: install the plot extra: pip install 'gce[plot]'"

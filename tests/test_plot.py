@@ -110,3 +110,20 @@ def test_missing_matplotlib_names_the_extra(hospitals, monkeypatch):
     with pytest.raises(PlotUnavailableError, match=r"install the plot extra: pip install 'gce\[plot\]'") as info:
         plot_curves(report)
     assert isinstance(info.value, ImportError) and isinstance(info.value, GCEError)
+
+
+def test_an_unwritable_plot_names_the_path(hospitals, tmp_path, monkeypatch):
+    from matplotlib.figure import Figure
+
+    from gce.errors import InvalidParameterError
+
+    def refuse(self, *args, **kwargs):
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(Figure, "savefig", refuse)
+    _, report = hospitals
+    with pytest.raises(InvalidParameterError) as info:
+        plot_curves(report, tmp_path / "curves.png")
+    assert str(info.value) == f"path: cannot write {str(tmp_path / 'curves.png')!r}: Permission denied"
+    with pytest.raises(InvalidParameterError, match=r"^path: unsupported image format '\.txt'"):
+        plot_curves(report, tmp_path / "curves.txt")
