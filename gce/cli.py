@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import re
 import sys
 from collections.abc import Sequence
 from typing import NoReturn
@@ -41,6 +42,8 @@ EXIT_USAGE = 2
 #: The longest --time-limit accepted, in seconds (about 11.6 days).
 MAX_TIME_LIMIT = 1e6
 _OUTSIDE_HELP = "let from_data constraints read files outside the scenario file's folder"
+#: What argparse takes for a negative number rather than an option (no gce option looks like one).
+_NEGATIVE_NUMBER = re.compile(r"^-(\d+\.?\d*|\.\d+)(e[+-]?\d+)?$|^-(inf|infinity|nan)$", re.IGNORECASE)
 
 
 class _UsageError(Exception):
@@ -48,7 +51,12 @@ class _UsageError(Exception):
 
 
 class _Parser(argparse.ArgumentParser):
-    """argparse, but a usage error is one line (no usage dump) and exit status 2."""
+    """argparse, but a usage error is one line (no usage dump) and exit status 2, and every negative number
+    (``-1e-3``, ``-inf``) is a value, so that its flag names it as out of range instead of a missing argument."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self._negative_number_matcher = _NEGATIVE_NUMBER
 
     def error(self, message: str) -> NoReturn:
         raise _UsageError(f"{message} (see {self.prog} --help)")

@@ -553,7 +553,12 @@ def test_a_plot_without_a_suffix_is_a_png_and_the_path_printed_is_the_one_writte
     (["calibrate", HOSPITALS, "--target-epsilon", "1", "--target-delta", "1"],
      "--target-delta: must lie in [0, 1), got 1.0"),
     (["curve", HOSPITALS, "--deltas", "1e-6", "nan"], "--deltas[1]: must lie in [0, 1), got nan"),
-    (["curve", HOSPITALS, "--deltas=-inf"], "--deltas[0]: must lie in [0, 1), got -inf"),
+    (["curve", HOSPITALS, "--deltas", "-inf"], "--deltas[0]: must lie in [0, 1), got -inf"),
+    (["curve", HOSPITALS, "--deltas", "1e-6", "-1e-3"], "--deltas[1]: must lie in [0, 1), got -0.001"),
+    (["solve", HOSPITALS, "--delta", "-1E-3"], "--delta: must lie in [0, 1), got -0.001"),
+    (["solve", HOSPITALS, "--epsilon", "-.5"], "--epsilon: must be finite and >= 0, got -0.5"),
+    (["solve", HOSPITALS, "--time-limit", "-Infinity"], "--time-limit: must be a finite number of seconds > 0, "
+                                                        "got -inf"),
 ])
 def test_numeric_flags_are_checked_and_named(capsys, argv, message):
     assert one_error_line(capsys, *argv).startswith(message)
