@@ -35,11 +35,12 @@ from __future__ import annotations
 
 import codecs
 import csv
+import io
 import os
 import stat
 from collections.abc import Hashable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, Union
+from typing import Any, BinaryIO, Protocol, Union
 
 from ..errors import InvalidParameterError
 from .base import Constraint, check_n
@@ -65,6 +66,8 @@ DatabaseIds = Union[int, NamedDatabases, Sequence[str], Mapping[Hashable, int]]
 _SHOWN_IDS = 5
 #: The largest membership table (CSV) read, in bytes (256 MiB); reading stops one byte past it.
 MAX_TABLE_BYTES = 256 * 2**20
+#: Bytes decoded at a time when reading a membership table.
+_PIECE = 2**20
 
 
 @dataclass(frozen=True)
@@ -205,7 +208,7 @@ class _Resolver:
 # Reading rows
 
 
-def _open_table(path: str | os.PathLike[str], source: str):
+def _open_table(path: str | os.PathLike[str], source: str) -> BinaryIO:
     """The CSV file opened for binary reading: a regular file of at most :data:`MAX_TABLE_BYTES`.
 
     Opened without blocking (a FIFO is refused, not waited on), then checked
@@ -229,27 +232,54 @@ def _open_table(path: str | os.PathLike[str], source: str):
     return os.fdopen(fd, "rb")
 
 
-def _text_lines(handle, source: str) -> Iterator[str]:
-    """The file's lines as text (line ends kept, as ``open(newline="")`` gives them); a leading BOM dropped.
-
-    A line that is not UTF-8 is named by its number, never shown; reading stops
-    past :data:`MAX_TABLE_BYTES` (a file that grows while it is read).
-    """
-    read, number = 0, 0
-    while raw := handle.readline(MAX_TABLE_BYTES + 1 - read):
-        read += len(raw)
+def _pieces(handle: BinaryIO, source: str) -> Iterator[bytes]:
+    """The file's bytes in pieces of about :data:`_PIECE` that end at a line end (or the file's end), a
+    leading UTF-8 BOM dropped; reading stops past :data:`MAX_TABLE_BYTES` (a file that grows while read)."""
+    read, waiting, first = 0, [], True
+    while block := handle.read(_PIECE):
+        read += len(block)
         if read > MAX_TABLE_BYTES:
             raise InvalidParameterError(source, f"is larger than {MAX_TABLE_BYTES // 2**20} MiB, the limit for "
                                                 f"membership tables")
-        if number == 0:
-            raw = raw.removeprefix(codecs.BOM_UTF8)
-        for line in raw.splitlines(keepends=True):  # \n, \r\n and \r end lines
+        cut = block.rfind(b"\n") + 1  # a multi-byte UTF-8 character never contains a newline byte
+        if not cut:
+            waiting.append(block)  # a long line: joined once its end arrives
+            continue
+        piece = b"".join((*waiting, block[:cut]))
+        waiting = [block[cut:]]
+        yield piece.removeprefix(codecs.BOM_UTF8) if first else piece
+        first = False
+    rest = b"".join(waiting)
+    if rest:
+        yield rest.removeprefix(codecs.BOM_UTF8) if first else rest
+
+
+def _not_utf8(pieces: Iterator[bytes], source: str) -> InvalidParameterError:
+    """The error for the first line that is not UTF-8, found line by line (the slow path, taken only then)."""
+    number = 0
+    for piece in pieces:
+        for line in piece.splitlines(keepends=True):  # \n, \r\n and \r end lines, as in the csv module
             number += 1
             try:
-                yield line.decode("utf-8")
+                line.decode("utf-8")
             except UnicodeDecodeError as error:
-                raise InvalidParameterError(f"{source} line {number}", f"is not UTF-8 text (byte {error.start + 1} "
-                                                                       f"of the line)") from None
+                return InvalidParameterError(f"{source} line {number}", f"is not UTF-8 text (byte {error.start + 1} "
+                                                                        f"of the line)")
+    return InvalidParameterError(source, "is not UTF-8 text")  # pragma: no cover - the fast path found one
+
+
+def _text_lines(handle: BinaryIO, source: str) -> Iterator[str]:
+    """The file's lines as text, line ends kept, as ``open(newline="")`` gives them to the csv module.
+
+    A line that is not UTF-8 is named by its number, never shown.
+    """
+    for piece in _pieces(handle, source):
+        try:
+            text = piece.decode("utf-8")
+        except UnicodeDecodeError:
+            handle.seek(0)
+            raise _not_utf8(_pieces(handle, source), source) from None
+        yield from io.StringIO(text, newline="")
 
 
 def _csv_rows(path: str | os.PathLike[str], source: str, header: bool | None,

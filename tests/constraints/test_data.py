@@ -215,3 +215,39 @@ def test_estimated_constraints_feed_a_scenario():
                         est.constraint_set())
     assert solve(scenario, delta=0.0).epsilon == pytest.approx(0.6)
     assert isinstance(est.constraint_set(), ConstraintSet)
+
+
+# --- reading files: the same rows as open(newline=""), in pieces; bad bytes named by line (issue #9) ----------
+
+
+@pytest.mark.parametrize("piece", [1, 3, 7, 2**20])
+@pytest.mark.parametrize("content", [
+    b"c,db\nann,0\r\nbob,1\rcyd,2\n",
+    b'id,db\n"Smith, Ann",0\n"multi\nline\r\nid",1\n"x",2',
+    b"\xef\xbb\xbfwho,where\nann,0\n\n\nbob,1\n",
+    "\u00fcnï,0\n\u65e5\u672c,1\n".encode(),
+])
+def test_csv_pieces_give_the_lines_open_gives(tmp_path, monkeypatch, piece, content):
+    import gce.constraints.data as data
+
+    monkeypatch.setattr(data, "_PIECE", piece)
+    path = tmp_path / "m.csv"
+    path.write_bytes(content)
+    with open(path, newline="", encoding="utf-8-sig") as handle:
+        expected = list(csv.reader(handle))
+    with open(path, "rb") as handle:
+        reader = csv.reader(data._text_lines(handle, "m.csv"))
+        assert list(reader) == expected
+    assert estimate_membership(path, 3, header=None).rows >= 2
+
+
+@pytest.mark.parametrize("piece", [2, 2**20])
+def test_a_line_that_is_not_utf8_is_named_not_shown(tmp_path, monkeypatch, piece):
+    import gce.constraints.data as data
+
+    monkeypatch.setattr(data, "_PIECE", piece)
+    path = tmp_path / "m.csv"
+    path.write_bytes(b"ann,0\r\nbob,1\rcyd,2\n\"multi\nline\",1\nsecret\xff\xfe,2\n")
+    with pytest.raises(InvalidParameterError) as info:
+        estimate_membership(path, 3)
+    assert str(info.value) == f"{path} line 6: is not UTF-8 text (byte 7 of the line)"
