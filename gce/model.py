@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from .constraints.base import MAX_DATABASES
 from .errors import InvalidParameterError, UnsupportedCombinationError
 from .guarantees import _GUARANTEE_TYPES, Guarantee
 from .theorems import Multiset
@@ -32,7 +33,16 @@ if TYPE_CHECKING:  # pragma: no cover
     from .hypotheses import Hypothesis
 
 __all__ = ["Databases", "Invocation", "InvocationTable", "Scenario", "check_support", "check_target",
-           "invocation_multiset"]
+           "invocation_multiset", "per_database_multisets", "MAX_DATABASES", "MAX_INVOCATIONS"]
+
+#: Most invocations a scenario may count, repeats included (one invocation's ``repeat`` and the total).
+#: Counts are kept as integers and as float64 weights (exact up to 2^53); the composition theorems
+#: work in log space, O(1) memory in a repeat count.
+MAX_INVOCATIONS = 2**53
+
+
+def _is_integer(value: object) -> bool:
+    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
 
 
 @dataclass(frozen=True)
@@ -51,10 +61,18 @@ class Databases:
     names: tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
-        if isinstance(self.n, bool) or not isinstance(self.n, int) or self.n < 1:
+        if not _is_integer(self.n) or self.n < 1:
             raise InvalidParameterError("databases", f"must be an integer >= 1, got {self.n!r}")
+        if self.n > MAX_DATABASES:
+            raise InvalidParameterError("databases", f"{int(self.n):,} databases exceed the limit of "
+                                                     f"{MAX_DATABASES:,} (gce keeps one entry per database in memory)")
+        object.__setattr__(self, "n", int(self.n))
         if self.names is not None:
+            if isinstance(self.names, (str, bytes)) or not isinstance(self.names, Iterable):
+                raise InvalidParameterError("databases.names", f"must be a collection of names, got {self.names!r}")
             names = tuple(self.names)
+            if not all(isinstance(name, str) for name in names):
+                raise InvalidParameterError("databases.names", f"must be strings, got {names!r}")
             if len(names) != self.n or len(set(names)) != self.n:
                 raise InvalidParameterError("databases.names", f"need {self.n} distinct names, got {names!r}")
             object.__setattr__(self, "names", names)
@@ -81,12 +99,17 @@ class Invocation:
     repeat: int = 1
 
     def __post_init__(self) -> None:
-        if isinstance(self.database, bool) or not isinstance(self.database, int) or self.database < 0:
+        if not _is_integer(self.database) or self.database < 0:
             raise InvalidParameterError("database", f"must be a database index >= 0, got {self.database!r}")
+        object.__setattr__(self, "database", int(self.database))
         if not isinstance(self.guarantee, _GUARANTEE_TYPES):
             raise InvalidParameterError("mechanism", f"must be a guarantee, got {self.guarantee!r}")
-        if isinstance(self.repeat, bool) or not isinstance(self.repeat, int) or self.repeat < 1:
+        if not _is_integer(self.repeat) or self.repeat < 1:
             raise InvalidParameterError("repeat", f"must be an integer >= 1, got {self.repeat!r}")
+        if self.repeat > MAX_INVOCATIONS:
+            raise InvalidParameterError("repeat", f"{int(self.repeat):,} exceeds the limit of 2^53 = "
+                                                  f"{MAX_INVOCATIONS:,} invocations")
+        object.__setattr__(self, "repeat", int(self.repeat))
 
 
 _DATABASE, _REPEAT, _GUARANTEE = (operator.attrgetter(a) for a in ("database", "repeat", "guarantee"))
@@ -143,8 +166,24 @@ def invocation_multiset(invocations: Iterable[Invocation], members: Iterable[int
     return tuple(counts.items())
 
 
+def _check_number(value: object, field: str) -> None:
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise InvalidParameterError(field, f"must be a number, got {value!r}")
+
+
+def per_database_multisets(invocations: Iterable[Invocation]) -> dict[int, Multiset]:
+    """The guarantees run on each queried database, as multisets (one pass over the invocations)."""
+    counts: dict[int, Counter[Guarantee]] = {}
+    for inv in invocations:
+        counts.setdefault(inv.database, Counter())[inv.guarantee] += inv.repeat
+    return {database: tuple(c.items()) for database, c in counts.items()}
+
+
 def check_target(delta: float | None, epsilon: float | None) -> None:
     """Validate a target: at most one of delta (in [0, 1)) and epsilon (finite, >= 0)."""
+    for value, field in ((delta, "delta"), (epsilon, "epsilon")):
+        if value is not None:
+            _check_number(value, field)
     if delta is not None and epsilon is not None:
         raise InvalidParameterError("delta", "give exactly one of delta and epsilon, not both")
     if delta is not None and not (0.0 <= delta < 1.0):
@@ -201,11 +240,13 @@ class Scenario:
         from .constraints import ConstraintSet
         from .solvers import NEIGHBORHOODS
 
-        if isinstance(self.databases, int) and not isinstance(self.databases, bool):
+        if _is_integer(self.databases):
             object.__setattr__(self, "databases", Databases(self.databases))
         if not isinstance(self.databases, Databases):
             raise InvalidParameterError("databases", f"must be a count or Databases, got {self.databases!r}")
         n = self.databases.n
+        if isinstance(self.invocations, (str, bytes, Invocation)) or not isinstance(self.invocations, Iterable):
+            raise InvalidParameterError("invocations", f"must be a collection of Invocation, got {self.invocations!r}")
         invocations = tuple(self.invocations)
         if not invocations:
             raise InvalidParameterError("invocations", "needs at least one invocation")
@@ -217,6 +258,10 @@ class Scenario:
             raise InvalidParameterError(f"invocations[{outside}].databases",
                                         f"unknown database {invocations[outside].database} "
                                         f"(databases are 0..{n - 1})")
+        total = sum(inv.repeat for inv in invocations)
+        if total > MAX_INVOCATIONS:
+            raise InvalidParameterError("invocations", f"{total:,} invocations (repeats counted) exceed the limit "
+                                                       f"of 2^53 = {MAX_INVOCATIONS:,}")
         object.__setattr__(self, "invocations", invocations)
         constraints = ConstraintSet(n) if self.constraints is None else self.constraints
         if not isinstance(constraints, ConstraintSet) or constraints.n != n:
@@ -226,9 +271,13 @@ class Scenario:
             constraints.require_nonempty()
         except UnsupportedCombinationError:  # too many blocks to check here; the solver still answers soundly
             pass
-        if self.neighborhood not in NEIGHBORHOODS:
+        if not isinstance(self.neighborhood, str) or self.neighborhood not in NEIGHBORHOODS:
             raise InvalidParameterError("neighborhood", f"must be one of {NEIGHBORHOODS}, got {self.neighborhood!r}")
         check_target(self.delta, self.epsilon)
+        if not isinstance(self.title, str):
+            raise InvalidParameterError("title", f"must be a string, got {self.title!r}")
+        if not isinstance(self.notes, (str, Iterable)):
+            raise InvalidParameterError("notes", f"must be strings, got {self.notes!r}")
         notes = (self.notes,) if isinstance(self.notes, str) else tuple(self.notes)
         if not all(isinstance(note, str) for note in notes):
             raise InvalidParameterError("notes", f"must be strings, got {self.notes!r}")

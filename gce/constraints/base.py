@@ -34,7 +34,12 @@ import numpy as np
 from ..errors import InvalidParameterError
 from .linear import LinearSystem
 
-__all__ = ["Constraint", "AtMostBound", "check_n"]
+__all__ = ["Constraint", "AtMostBound", "check_n", "MAX_DATABASES"]
+
+#: Most databases a scenario or constraint set may have. Solvers, priors and reports keep arrays
+#: (and the witness sets) with one entry per database, so a count beyond this is refused up front
+#: instead of failing on an allocation of gigabytes.
+MAX_DATABASES = 10**7
 
 #: How many indices :func:`format_indices` shows before eliding the rest.
 _SHOWN_INDICES = 8
@@ -48,7 +53,7 @@ class AtMostBound(NamedTuple):
 
 
 def check_n(n: object, field: str = "n") -> int:
-    """Validate a number of databases: an integer >= 1.
+    """Validate a number of databases: an integer in ``[1, MAX_DATABASES]``.
 
     Raises
     ------
@@ -57,6 +62,9 @@ def check_n(n: object, field: str = "n") -> int:
     """
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
         raise InvalidParameterError(field, f"must be an integer >= 1, got {n!r}")
+    if n > MAX_DATABASES:
+        raise InvalidParameterError(field, f"{int(n):,} databases exceed the limit of {MAX_DATABASES:,} "
+                                           f"(gce keeps one entry per database in memory)")
     return int(n)
 
 
