@@ -72,7 +72,7 @@ from .guarantees import (
     epsilon_delta,
 )
 from .hypotheses import Distribution
-from .model import Invocation, invocation_multiset
+from .model import Invocation, per_database_multisets
 from .pld import one_directional
 from .theorems import Multiset, compose
 
@@ -252,10 +252,11 @@ class _PairProfiles:
                  max_compositions: int | None = MAX_COMPOSITIONS):
         self.h0, self.h1 = h0, h1
         self.w0, self.w1 = _normalised(h0), _normalised(h1)
-        databases = sorted({inv.database for inv in invocations})
+        groups = per_database_multisets(invocations)
+        databases = sorted(groups)
         classes: dict[frozenset, list[int]] = {}
         for d in databases:
-            classes.setdefault(frozenset(invocation_multiset(invocations, {d})), []).append(d)
+            classes.setdefault(frozenset(groups[d]), []).append(d)
         self.signatures = list(classes)
         self.asymmetric = np.array([any(one_directional(g) for g, _ in sig) for sig in self.signatures], dtype=bool)
         column = {d: j for j, d in enumerate(databases)}
@@ -931,7 +932,8 @@ class SubsamplingCurve(PrivacyCurve):
         if order not in SUBSAMPLING_ORDERS:
             raise InvalidParameterError("order", f"must be one of {SUBSAMPLING_ORDERS}, got {order!r}")
         self.databases = tuple(int(d) for d in databases)
-        groups = {d: invocation_multiset(invocations, {d}) for d in self.databases}
+        queried = per_database_multisets(invocations)
+        groups = {d: queried.get(d, ()) for d in self.databases}
         cache: dict[int, Multiset] = {}
 
         def subsampled(d: int) -> Multiset:
