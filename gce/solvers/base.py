@@ -28,9 +28,29 @@ from numpy.typing import NDArray
 from ..constraints import ConstraintSet
 from ..errors import InvalidParameterError
 
-__all__ = ["NEIGHBORHOODS", "WeightProblem", "WeightResult", "Solver"]
+__all__ = ["NEIGHBORHOODS", "WeightProblem", "WeightResult", "Solver", "check_time_limit", "MAX_TIME_LIMIT"]
 
 NEIGHBORHOODS = ("unbounded", "bounded")
+
+#: Largest time budget accepted, in seconds (about 11.6 days): beyond it a budget is a mistake, not a plan.
+MAX_TIME_LIMIT = 1e6
+
+
+def check_time_limit(value: object, field: str = "time_limit") -> float:
+    """A time budget in seconds: a finite number in (0, :data:`MAX_TIME_LIMIT`].
+
+    Raises
+    ------
+    InvalidParameterError
+        Naming ``field`` and the value (``inf``, NaN, 0, negative, too large, not a number).
+    """
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise InvalidParameterError(field, f"must be a number of seconds, got {value!r}")
+    seconds = float(value)
+    if not 0.0 < seconds <= MAX_TIME_LIMIT:
+        raise InvalidParameterError(field, f"must be a finite number of seconds in (0, {MAX_TIME_LIMIT:g}], "
+                                           f"got {value!r}")
+    return seconds
 
 
 @dataclass(frozen=True, eq=False)
@@ -53,14 +73,19 @@ class WeightProblem:
     neighborhood: str = "unbounded"
 
     def __post_init__(self) -> None:
-        w = np.asarray(self.weights, dtype=float).reshape(-1)
+        if not isinstance(self.constraints, ConstraintSet):
+            raise InvalidParameterError("constraints", f"must be a ConstraintSet, got {self.constraints!r}")
+        try:
+            w = np.asarray(self.weights, dtype=float).reshape(-1)
+        except (TypeError, ValueError):
+            raise InvalidParameterError("weights", f"must be numbers, one per database, got {self.weights!r}") from None
         if w.shape != (self.constraints.n,):
             raise InvalidParameterError("weights", f"needs one weight per database ({self.constraints.n}), got {w.size}")
         if np.any(~np.isfinite(w)) or np.any(w < 0):
             raise InvalidParameterError("weights", "must be finite and >= 0")
         w.setflags(write=False)
         object.__setattr__(self, "weights", w)
-        if self.neighborhood not in NEIGHBORHOODS:
+        if not isinstance(self.neighborhood, str) or self.neighborhood not in NEIGHBORHOODS:
             raise InvalidParameterError("neighborhood", f"must be one of {NEIGHBORHOODS}, got {self.neighborhood!r}")
 
     @property

@@ -41,18 +41,19 @@ against.
 
 from __future__ import annotations
 
+import functools
 import math
 import time
-import warnings
 from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
 from numpy.typing import NDArray
 
-from ..errors import GCEError
+from ..constraints import ConstraintSet, LinearSystem
 from .base import Solver, WeightProblem, WeightResult, round_bound
 from .heuristics import LocalSearch, greedy_pair
+from .highs import Program, solve_program
 from .packing import PackingStructure, odd_holes, violated_odd_cycles
 
 __all__ = ["formulation", "separate", "MILP", "PlainMILP"]
@@ -74,6 +75,8 @@ SEPARATION_ROUNDS = 12
 SEPARATION_MIN_GAIN = 1e-3
 #: Violation above which a row counts as violated by a fractional point.
 CUT_TOLERANCE = 1e-6
+#: Fewest seconds worth a HiGHS call (building and presolving the model takes a few milliseconds).
+MIN_HIGHS_SECONDS = 0.02
 #: Slack added to HiGHS' bounds before they are rounded, relative to the total weight:
 #: its optimality tolerances (1e-7 on each primal and dual residual) move the objective
 #: by at most about that much.
@@ -163,65 +166,83 @@ class _Answer:
         return (_EMPTY, sets[0]) if len(sets) == 1 else (sets[0], sets[1])
 
 
+@functools.lru_cache(maxsize=8)
+def _packing(constraints: ConstraintSet) -> PackingStructure:
+    """The packing structure of a constraint set, built once per solve (every search of a solve shares it)."""
+    return PackingStructure.of(constraints)
+
+
+@functools.lru_cache(maxsize=8)
+def _compiled(constraints: ConstraintSet) -> LinearSystem:
+    """The compiled constraints, once per constraint set."""
+    return constraints.compile()
+
+
+def program(problem: WeightProblem, form: str, rows: Rows | None) -> tuple[Program, int]:
+    """The model of ``form`` as one 0/1 program; returns it and the column count of one copy.
+
+    Columns: copy ``x`` (b1; membership then auxiliary variables), then for
+    ``disjoint`` and ``xor`` a copy ``y`` (b0), then for ``xor`` the continuous
+    ``z``. Rows: each copy's compiled constraints and ``rows``; ``x + y <= 1``
+    (``disjoint``) or ``z <= x + y``, ``z <= 2 - x - y`` (``xor``).
+    """
+    n, system, w = problem.n, _compiled(problem.constraints), problem.weights
+    width = system.n + system.aux
+    copies = 1 if form == "single" else 2
+    columns = copies * width + (n if form == "xor" else 0)
+    blocks: list[sp.csr_array] = []
+    upper: list[NDArray[np.float64]] = []
+
+    def place(matrix: sp.csr_array, offset: int) -> sp.csr_array:
+        coo = sp.coo_array(matrix)
+        return sp.csr_array((coo.data, (coo.row, coo.col + offset)), shape=(coo.shape[0], columns))
+
+    for c in range(copies):
+        if system.rows:
+            blocks.append(place(system.A, c * width))
+            upper.append(system.b)
+        if rows is not None and len(rows):
+            blocks.append(place(rows.matrix, c * width))
+            upper.append(rows.rhs)
+    eye = sp.eye_array(n, format="csr")
+    if form == "disjoint":
+        blocks.append(place(sp.hstack([eye, sp.csr_array((n, width - n)), eye], format="csr"), 0))
+        upper.append(np.ones(n))
+    elif form == "xor":
+        pad = sp.csr_array((n, width - n))
+        blocks.append(place(sp.hstack([-eye, pad, -eye, pad, eye], format="csr"), 0))
+        blocks.append(place(sp.hstack([eye, pad, eye, pad, eye], format="csr"), 0))
+        upper += [np.zeros(n), np.full(n, 2.0)]
+    cost = np.zeros(columns)
+    if form == "xor":
+        cost[2 * width:] = w
+    else:
+        for c in range(copies):
+            cost[c * width:c * width + n] = w
+    binary = np.zeros(columns, dtype=bool)
+    binary[:copies * width] = True
+    matrix = sp.vstack(blocks, format="csr") if blocks else sp.csr_array((0, columns))
+    return Program(cost, matrix, np.concatenate(upper) if upper else np.zeros(0), binary), width
+
+
 def _solve_model(problem: WeightProblem, form: str, rows: Rows | None, time_limit: float,
                  integral: bool = True) -> _Answer:
-    """Build the model of ``form`` with cvxpy and solve it with HiGHS within ``time_limit``.
+    """Solve the model of ``form`` (:func:`program`) with HiGHS within ``time_limit``
+    (:func:`gce.solvers.highs.solve_program`: interruptible by Ctrl-C).
 
     ``integral=False`` solves the linear relaxation instead. The bound is
-    HiGHS' MIP dual bound (cvxpy minimizes ``-objective``) or the relaxation's
-    optimum, plus a relative slack for solver tolerances; ``inf`` when HiGHS
-    gives none.
+    HiGHS' MIP dual bound or the relaxation's optimum, plus a relative slack for
+    solver tolerances; ``inf`` when HiGHS gives none.
     """
-    import cvxpy as cp
-
-    n, system, w = problem.n, problem.constraints.compile(), problem.weights
-
-    def copy() -> tuple[cp.Variable, list]:
-        v = cp.Variable(system.n + system.aux, boolean=integral)
-        cons = [system.A @ v <= system.b] if system.rows else []
-        if not integral:
-            cons += [v >= 0, v <= 1]
-        if rows is not None and len(rows):
-            cons.append(rows.matrix @ v[:n] <= rows.rhs)
-        return v, cons
-
-    x, cons = copy()
-    copies = (x,)
-    objective = w @ x[:n]
-    if form != "single":
-        y, more = copy()
-        cons += more
-        copies = (y, x)  # (b0, b1)
-        if form == "disjoint":
-            cons.append(x[:n] + y[:n] <= 1)
-            objective = objective + w @ y[:n]
-        else:
-            z = cp.Variable(n)
-            cons += [z >= 0, z <= x[:n] + y[:n], z <= 2 - x[:n] - y[:n]]
-            objective = w @ z
-    prob = cp.Problem(cp.Maximize(objective), cons)
-    options = {"time_limit": max(float(time_limit), 1e-3)}
-    if integral:
-        options["mip_rel_gap"] = 0.0
-    else:  # the interior point method (with crossover) beats simplex on these degenerate relaxations
-        options["highs_options"] = {"solver": "ipm"}
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        try:
-            prob.solve(solver=cp.HIGHS, **options)
-        except cp.error.SolverError as error:  # pragma: no cover - solver failure
-            raise GCEError(f"the MILP solver failed: {error}") from None
+    model, width = program(problem, form, rows)
+    answer = solve_program(model, time_limit, relax=not integral)
     values = None
-    if all(v.value is not None for v in copies):
-        values = tuple(np.asarray(v.value[:n], dtype=float) for v in copies)
-    if integral:
-        stats = prob.solver_stats.extra_stats if prob.solver_stats is not None else None
-        dual = getattr(stats, "mip_dual_bound", math.nan)
-        bound = -float(dual) if dual is not None and math.isfinite(dual) else math.inf
-    else:
-        bound = float(prob.value) if prob.status == cp.OPTIMAL else math.inf
-    slack = BOUND_SLACK * max(1.0, float(np.sum(w)))
-    return _Answer(values, bound + slack if math.isfinite(bound) else math.inf)
+    if answer.values is not None:
+        n = problem.n
+        copies = (answer.values[:n],) if form == "single" else (answer.values[width:width + n], answer.values[:n])
+        values = tuple(np.asarray(v, dtype=float) for v in copies)  # (b0, b1) for two copies
+    slack = BOUND_SLACK * max(1.0, float(np.sum(problem.weights)))
+    return _Answer(values, answer.bound + slack if math.isfinite(answer.bound) else math.inf)
 
 
 def separate(problem: WeightProblem, form: str, structure: PackingStructure, rows: Rows,
@@ -254,7 +275,7 @@ def separate(problem: WeightProblem, form: str, structure: PackingStructure, row
     bound = math.inf
     for _ in range(SEPARATION_ROUNDS):
         remaining = deadline - time.perf_counter()
-        if remaining <= 0:
+        if remaining < MIN_HIGHS_SECONDS:
             break
         current = rows + holes.take(chosen) + Rows.of(structure.n, cycles)
         relaxed = _solve_model(problem, form, current, remaining, integral=False)
@@ -307,7 +328,10 @@ class _Run:
         return WeightResult(witness, value, upper, self.method, f"{self.form}; {source} bound")
 
     def milp(self, rows: Rows | None, time_limit: float) -> WeightResult:
-        """HiGHS on the model: its solution joins the candidates, its dual bound the bounds."""
+        """HiGHS on the model: its solution joins the candidates, its dual bound the bounds.
+        Skipped when less than :data:`MIN_HIGHS_SECONDS` are left (the budget is the budget)."""
+        if time_limit < MIN_HIGHS_SECONDS:
+            return self.result()
         answer = _solve_model(self.problem, self.form, rows, time_limit)
         self.offer(answer.pair)
         self.bound("highs", answer.upper)
@@ -360,7 +384,7 @@ class MILP(Solver):
         left = lambda: deadline - time.perf_counter()  # noqa: E731 - the clock, read at each step
         form = formulation(problem)
         run = _Run(problem, form, self.name)
-        structure = PackingStructure.of(problem.constraints)
+        structure = _packing(problem.constraints)
         if form != "xor":
             run.bound("clique-partition", structure.partition_bound(problem.weights, 2 if form == "disjoint" else 1))
         search = self._search(problem, structure, form)

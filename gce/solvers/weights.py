@@ -25,8 +25,8 @@ import functools
 import numpy as np
 
 from ..constraints import ConstraintSet
-from ..errors import GCEError
-from .base import Solver, WeightProblem, WeightResult
+from ..errors import GCEError, InvalidParameterError
+from .base import Solver, WeightProblem, WeightResult, check_time_limit
 from .milp import MILP
 
 __all__ = ["Unconstrained", "TopM", "PatternList", "Exhaustive", "MILP", "SOLVERS", "worst_pair", "DEFAULT_TIME_LIMIT"]
@@ -172,9 +172,15 @@ def worst_pair(problem: WeightProblem, time_limit: float = DEFAULT_TIME_LIMIT) -
 
     Raises
     ------
+    InvalidParameterError
+        If ``problem`` is not a :class:`WeightProblem` or ``time_limit`` is not a finite
+        number of seconds in (0, :data:`~gce.solvers.base.MAX_TIME_LIMIT`].
     GCEError
         If a solver's witness violates the constraints (a bug, never silenced).
     """
+    if not isinstance(problem, WeightProblem):
+        raise InvalidParameterError("problem", f"must be a WeightProblem, got {problem!r}")
+    time_limit = check_time_limit(time_limit)
     for solver in SOLVERS:
         if solver.can_solve(problem):
             result = solver.solve(problem, time_limit)
