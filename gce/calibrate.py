@@ -52,8 +52,9 @@ from .guarantees import ApproxDP, GaussianMechanism, Guarantee, PureDP
 from .model import Invocation, Scenario, invocation_multiset
 from .progress import ProgressCallback
 from .report import Report, json_number
-from .solve import solve
+from .solve import check_scenario, solve
 from .solvers import DEFAULT_TIME_LIMIT
+from .solvers.base import check_time_limit
 from .theorems import compose
 
 __all__ = ["Calibration", "calibrate", "PARAMETER_RTOL", "EPSILON_RANGE", "SIGMA_RANGE"]
@@ -394,7 +395,8 @@ def calibrate(
     target_delta : float
         The HDP delta at which it is met, in [0, 1).
     time_limit : float
-        Passed to every :func:`gce.solve` call.
+        Passed to every :func:`gce.solve` call (each solve's searches share it;
+        the calibration makes several solves).
     progress : callable, optional
         Called as ``progress(step, total, message)`` after each evaluation
         (e.g. a :class:`gce.progress.Progress`).
@@ -408,7 +410,9 @@ def calibrate(
     Raises
     ------
     InvalidParameterError
-        On an invalid target; naming ``target_delta`` when the per-invocation
+        If ``scenario`` is not a :class:`~gce.model.Scenario` or ``time_limit``
+        is not a finite number of seconds in (0, :data:`~gce.solvers.base.MAX_TIME_LIMIT`]
+        (naming the argument); on an invalid target; naming ``target_delta`` when the per-invocation
         deltas alone exceed it (or, for Gaussian mechanisms, when it is 0), and
         ``target_epsilon`` when no value in range meets it or every value does.
     UnsupportedCombinationError
@@ -430,6 +434,8 @@ def calibrate(
     >>> round(c.per_invocation_epsilon, 5), c.epsilon <= 1.0, round(c.ratio, 2)
     (0.01241, True, 1.66)
     """
+    check_scenario(scenario)
+    time_limit = check_time_limit(time_limit)
     if isinstance(target_epsilon, bool) or not isinstance(target_epsilon, (int, float)) \
             or not (0.0 < target_epsilon < math.inf):
         raise InvalidParameterError("target_epsilon", f"must be finite and > 0, got {target_epsilon!r}")

@@ -40,7 +40,7 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy import special
 
-from .constraints import AtMost, ConstraintSet, Exclusive
+from .constraints import AtMost, Constraint, ConstraintSet, Exclusive, Patterns
 from .constraints.base import format_indices
 from .errors import InfeasibleConstraintsError, InvalidParameterError, InvalidScenarioError, NumericalLimitError
 from .tables import TableKind, read_integer, read_kind_table, read_number
@@ -52,6 +52,7 @@ __all__ = [
     "Uniform",
     "Explicit",
     "Rates",
+    "SupportCover",
     "HYPOTHESIS_KINDS",
     "SUPPORT_LIMIT",
     "hypothesis_from_dict",
@@ -332,6 +333,54 @@ def _allowed_sets(
             stack.append((j + 1, members))
 
 
+@dataclass(frozen=True)
+class SupportCover:
+    """A family of membership sets containing a prior's support, described by membership constraints.
+
+    Every set ``b`` of the support has ``|b| <= most`` (when not None), lies
+    within ``inside`` (when not None), and is one of ``listed`` (when not
+    None). The worst pair of point masses over covers (001 Thm. 1 with joint
+    convexity, restricted to the pairs the priors can couple) is a valid bound
+    for the priors: every coupling of h0 and h1 puts its mass on pairs of
+    their supports, hence on pairs of the covers.
+    """
+
+    most: int | None = None
+    inside: frozenset[int] | None = None
+    listed: tuple[frozenset[int], ...] | None = None
+
+    @classmethod
+    def of_sets(cls, sets: Iterable[frozenset[int]]) -> "SupportCover":
+        """The cover of a listed support: the sets themselves, their largest size and their union."""
+        sets = tuple(sets)
+        return cls(max(map(len, sets)), frozenset().union(*sets), sets)
+
+    def union(self, other: "SupportCover") -> "SupportCover":
+        """A cover of both supports."""
+        most = None if self.most is None or other.most is None else max(self.most, other.most)
+        inside = None if self.inside is None or other.inside is None else self.inside | other.inside
+        listed = None if self.listed is None or other.listed is None else tuple(dict.fromkeys(self.listed + other.listed))
+        return SupportCover(most, inside, listed)
+
+    def constraints(self, n: int, list_limit: int | None = None) -> tuple[Constraint, ...]:
+        """The cover as constraints on ``n`` databases (to intersect with the scenario's).
+
+        ``at_most(most)``, ``at_most(0)`` on the databases outside ``inside``,
+        and ``patterns`` of the non-empty listed sets when there are at most
+        ``list_limit`` of them (the list is dropped beyond: a larger cover,
+        still valid). Nothing for what restricts nothing.
+        """
+        out: list[Constraint] = []
+        if self.most is not None and self.most < n:
+            out.append(AtMost(self.most))
+        if self.inside is not None and len(self.inside) < n:
+            out.append(AtMost(0, among=tuple(sorted(frozenset(range(n)) - self.inside))))
+        nonempty = [sorted(s) for s in self.listed or () if s]
+        if nonempty and (list_limit is None or len(nonempty) <= list_limit):
+            out.append(Patterns(tuple(nonempty)))
+        return tuple(out)
+
+
 # ---------------------------------------------------------------------------
 # Hypothesis kinds
 
@@ -397,6 +446,10 @@ class Hypothesis(abc.ABC):
             As :meth:`distribution`.
         """
 
+    @abc.abstractmethod
+    def support_cover(self) -> SupportCover:
+        """A family of sets containing the support, described without enumerating it (:class:`SupportCover`)."""
+
     def size_weights(self, constraints: ConstraintSet) -> NDArray[np.float64] | None:
         """P(|b| = s) for s = 0..n when the prior is exchangeable, else None.
 
@@ -444,6 +497,9 @@ class Point(Hypothesis):
 
     def describe(self) -> str:
         return f"{self.kind}(members={format_indices(self.members, as_set=True)})"
+
+    def support_cover(self) -> SupportCover:
+        return SupportCover.of_sets((frozenset(self.members),))
 
     def distribution(self, constraints: ConstraintSet, limit: int = SUPPORT_LIMIT) -> Distribution:
         members = frozenset(self.members)
@@ -513,6 +569,9 @@ class Uniform(Hypothesis):
         if self.max_members is not None:
             bounds.append(f"max_members={self.max_members}")
         return f"{self.kind}({', '.join(bounds)})"
+
+    def support_cover(self) -> SupportCover:
+        return SupportCover(most=self.max_members)
 
     def _high(self, n: int) -> int:
         return n if self.max_members is None else min(self.max_members, n)
@@ -600,6 +659,9 @@ class Explicit(Hypothesis):
         object.__setattr__(self, "support", table.sets)
         object.__setattr__(self, "weights", table.weights)
 
+    def support_cover(self) -> SupportCover:
+        return SupportCover.of_sets(self.support)
+
     @classmethod
     def of(cls, distribution: Distribution) -> "Explicit":
         """The explicit hypothesis of a :class:`Distribution`."""
@@ -684,6 +746,10 @@ class Rates(Hypothesis):
             return f"{self.kind}({self.rates[0]:g} on each of {len(self.rates)} databases)"
         shown = ", ".join(f"{q:g}" for q in self.rates[:4])
         return f"{self.kind}(({shown}{', ...' if len(self.rates) > 4 else ''}))"
+
+    def support_cover(self) -> SupportCover:
+        zero = [i for i, q in enumerate(self.rates) if q == 0.0]
+        return SupportCover(inside=frozenset(i for i, q in enumerate(self.rates) if q > 0.0) if zero else None)
 
     def _check_n(self, constraints: ConstraintSet) -> np.ndarray:
         if len(self.rates) != constraints.n:

@@ -19,17 +19,19 @@ scalar score) give a lower bound; ``exact`` when the two meet.
 from __future__ import annotations
 
 import math
+import reprlib
 import time
 from collections import Counter
 
 import numpy as np
 
 from .curves import PrivacyCurve
-from .errors import InvalidParameterError, NumericalLimitError, UnsupportedCombinationError
+from .errors import InfeasibleConstraintsError, InvalidParameterError, NumericalLimitError, UnsupportedCombinationError
 from .guarantees import Guarantee, epsilon_delta
 from .model import Scenario, check_support, check_target
 from .report import Baseline, Report
 from .solvers import DEFAULT_TIME_LIMIT, WeightProblem, worst_pair
+from .solvers.base import check_time_limit
 from .theorems import Composition, compose
 
 __all__ = ["solve"]
@@ -91,20 +93,37 @@ def _symmetric_for_bounded(scenario: Scenario) -> tuple[Scenario, list[str]]:
     return replace(scenario, invocations=invocations), notes
 
 
-class _Budget:
-    """One time budget shared by the several searches of a solve (each gets what is left).
+#: Seconds a search is given when the budget is spent: enough for its combinatorial bounds, not for HiGHS.
+MIN_SEARCH_SECONDS = 1e-3
+#: Weight of an auxiliary search (the witness score, the ``parallel`` baseline) in the budget, against 1 for
+#: a search whose bound enters the guarantee.
+AUXILIARY_WEIGHT = 0.25
 
-    A search that finds its budget spent still gets a small floor (a tenth of
-    the whole) so that it can return a certified bound; bounds stay sound
-    however short the search, only looser.
+
+class _Budget:
+    """One time budget for all the searches of a solve: the whole solve ends within it plus a fixed overhead.
+
+    The searches are planned (:meth:`plan`, with weights) before they run;
+    each is given its weight's share of the time left among the planned
+    searches still to run, so a search that ends early leaves its time to the
+    later ones. A search whose share is spent still answers, with a certified
+    bound from its fast combinatorial bounds: sound, only looser.
     """
 
     def __init__(self, seconds: float):
-        self.seconds = seconds
-        self.deadline = time.monotonic() + seconds
+        self.deadline = time.perf_counter() + seconds
+        self.planned = 0.0
 
-    def __call__(self) -> float:
-        return max(self.deadline - time.monotonic(), 0.1 * self.seconds)
+    def plan(self, weight: float) -> None:
+        """Announce searches of total ``weight`` (1 per main search, :data:`AUXILIARY_WEIGHT` per auxiliary one)."""
+        self.planned += weight
+
+    def __call__(self, weight: float = 1.0) -> float:
+        """Seconds for the next search, one of the planned ones, of ``weight``."""
+        left = self.deadline - time.perf_counter()
+        share = left * weight / max(self.planned, weight)
+        self.planned = max(self.planned - weight, 0.0)
+        return max(share, MIN_SEARCH_SECONDS)
 
 
 def _score(guarantee: Guarantee) -> float:
@@ -135,36 +154,64 @@ def solve(
     -------
     Report
 
+    Raises
+    ------
+    InvalidParameterError
+        If ``scenario`` is not a :class:`~gce.model.Scenario`, the target is
+        invalid or missing, or ``time_limit`` is not a finite number of
+        seconds in (0, :data:`~gce.solvers.base.MAX_TIME_LIMIT`]; the field
+        names the argument.
+
     References
     ----------
     001, Alg. 2 (the experiment), Def. 3 (HDP), Thm. 1 (point masses), Sec. V-A.
     """
+    check_scenario(scenario)
     check_target(delta, epsilon)
+    time_limit = check_time_limit(time_limit)
     if delta is None and epsilon is None:
         delta, epsilon = scenario.delta, scenario.epsilon
     if delta is None and epsilon is None:
         raise InvalidParameterError("delta", "give a target: delta (report epsilon) or epsilon (report delta)")
-    if scenario.hypotheses is not None:
-        return _solve_composite(scenario, delta, epsilon, time_limit)
-    return _solve_pairs(scenario, delta, epsilon, time_limit)
-
-
-def _solve_pairs(scenario: Scenario, delta: float | None, epsilon: float | None, time_limit: float) -> Report:
-    """The preset neighbourhoods: the worst pair of point masses (001 Thm. 1)."""
     budget = _Budget(time_limit)
+    if scenario.hypotheses is not None:
+        return _solve_composite(scenario, delta, epsilon, budget)
+    return _solve_pairs(scenario, delta, epsilon, budget)
+
+
+def check_scenario(scenario: object, field: str = "scenario") -> Scenario:
+    """Raise InvalidParameterError, naming ``field``, unless ``scenario`` is a :class:`~gce.model.Scenario`."""
+    if not isinstance(scenario, Scenario):
+        hint = " (load a file with gce.load_scenario)" if isinstance(scenario, str) or hasattr(scenario, "__fspath__") \
+            else ""
+        raise InvalidParameterError(field, f"must be a gce.Scenario{hint}, got {reprlib.repr(scenario)}")
+    return scenario
+
+
+def _solve_pairs(scenario: Scenario, delta: float | None, epsilon: float | None, budget: _Budget) -> Report:
+    """The preset neighbourhoods: the worst pair of point masses (001 Thm. 1)."""
     scenario, substituted = _symmetric_for_bounded(scenario)
 
     kinds = sorted(scenario.table.kinds, key=repr)
     notes: list[str] = list(scenario.notes) + substituted
     problem = lambda keep: WeightProblem(scenario.constraints, _weights(scenario, keep), scenario.neighborhood)
+    chain = _dominance_chain(kinds)
+    kind_problems = {g: problem(lambda h, g=g: h == g) for g in kinds}
+    # The parallel baseline needs its own search unless some kind runs equally often on every database.
+    parallel_search = _parallel_applies(scenario) and not any(_uniform_weights(p) for p in kind_problems.values())
+    budget.plan(len(kinds) + (len(chain) - 1 if chain else 0)
+                + AUXILIARY_WEIGHT * ((len(kinds) > 1) + parallel_search))
 
     # Upper bound: per guarantee, the most invocations of that kind any allowed pair makes differ.
     upper: Counter[Guarantee] = Counter()
     witnesses = []
     solver_names = set()
     by_kind = {}
+    solved = []  # (problem, result) of the per-kind searches, reused by the parallel baseline
     for g in kinds:
-        result = by_kind[g] = worst_pair(problem(lambda h, g=g: h == g), budget())
+        kind_problem = kind_problems[g]
+        result = by_kind[g] = worst_pair(kind_problem, budget())
+        solved.append((kind_problem, result))
         upper[g] = int(round(result.upper_bound))
         witnesses.append(result.witness)
         solver_names.add(result.method)
@@ -173,12 +220,11 @@ def _solve_pairs(scenario: Scenario, delta: float | None, epsilon: float | None,
                          f"{result.value:g} invocations, certified bound {result.upper_bound:g}")
     if len(kinds) > 1:
         scores = {g: _score(g) for g in kinds}
-        result = worst_pair(problem(lambda h: scores[h]), budget())
+        result = worst_pair(problem(lambda h: scores[h]), budget(AUXILIARY_WEIGHT))
         witnesses.append(result.witness)
         solver_names.add(result.method)
 
     candidates = [upper]
-    chain = _dominance_chain(kinds)
     if chain is not None and len(chain) > 1:
         candidates.append(_chain_bound(chain, problem, budget, by_kind[chain[-1]]))
     options = [(compose(c), c) for c in candidates]
@@ -199,7 +245,7 @@ def _solve_pairs(scenario: Scenario, delta: float | None, epsilon: float | None,
         floor = bound.curve.delta_floor
         notes.append(f"no finite epsilon: the per-invocation deltas alone give delta >= {floor:.4g} "
                      f"> target {delta:g} for the worst-case pair")
-    report_baselines = _baselines(scenario, delta, epsilon)
+    report_baselines = _baselines(scenario, delta, epsilon, budget, solved=solved)
     differing = _differing(scenario, best_pair)
     return Report(
         epsilon=eps, delta=d, theorem=theorem, exact=exact, witness=best_pair,
@@ -283,36 +329,62 @@ def _chain_bound(chain, problem, budget, weakest) -> Counter:
     return +counts
 
 
-def _baselines(scenario: Scenario, delta: float | None, epsilon: float | None) -> dict[str, Baseline]:
+def _parallel_applies(scenario: Scenario) -> bool:
+    """Whether the ``parallel`` baseline applies: pure guarantees only."""
+    points = [epsilon_delta(g) for g in scenario.table.kinds]
+    return all(p is not None and p[1] == 0.0 for p in points)
+
+
+def _baselines(scenario: Scenario, delta: float | None, epsilon: float | None,
+               budget: _Budget, solved: list = ()) -> dict[str, Baseline]:
     """``classic``: every invocation composed (the classic experiment, 001 Alg. 1).
     ``parallel``: McSherry's parallel composition after merging databases, for pure
-    guarantees only: max |b0 XOR b1| times the largest per-database epsilon."""
+    guarantees only: max |b0 XOR b1| times the largest per-database epsilon. Its
+    search is an auxiliary one of the solve's budget, skipped when a search in
+    ``solved`` had the same weights up to a factor (the same invocations on every
+    database)."""
     out: dict[str, Baseline] = {}
     classic = compose(scenario.table.multiset())
     eps, d, name = _at(classic, delta, epsilon)
     out["classic"] = Baseline("classic", eps, d, name)
-    points = [epsilon_delta(g) for g in scenario.table.kinds]
-    if all(p is not None and p[1] == 0.0 for p in points):
+    if _parallel_applies(scenario):
+        points = [epsilon_delta(g) for g in scenario.table.kinds]
         per_db = scenario.table.weights(scenario.n, np.array([p[0] for p in points]))
-        size = worst_pair(WeightProblem(scenario.constraints, np.ones(scenario.n), scenario.neighborhood))
-        eps_par = size.upper_bound * float(per_db.max())
+        size = _largest_difference(scenario, budget, solved)
+        eps_par = size * float(per_db.max())
         d_par = 0.0 if epsilon is None or epsilon >= eps_par else 1.0
         out["parallel"] = Baseline("parallel", eps_par if epsilon is None else epsilon, d_par,
                                    "parallel composition (McSherry 2009)")
     return out
 
 
-def _solve_composite(scenario: Scenario, delta: float | None, epsilon: float | None, time_limit: float) -> Report:
+def _uniform_weights(problem: WeightProblem) -> bool:
+    """Whether every database has the same positive weight (the problem is max |b0 XOR b1|, scaled)."""
+    return bool(problem.weights.min() > 0 and problem.weights.max() == problem.weights.min())
+
+
+def _largest_difference(scenario: Scenario, budget: _Budget, solved: list) -> float:
+    """A certified upper bound on max |b0 XOR b1| over the allowed pairs (for the ``parallel`` baseline)."""
+    for problem, result in solved:
+        if _uniform_weights(problem):
+            return result.upper_bound / float(problem.weights[0])
+    problem = WeightProblem(scenario.constraints, np.ones(scenario.n), scenario.neighborhood)
+    return worst_pair(problem, budget(AUXILIARY_WEIGHT)).upper_bound
+
+
+def _solve_composite(scenario: Scenario, delta: float | None, epsilon: float | None, budget: _Budget) -> Report:
     """The HDP guarantee for composite hypotheses: the tightest of the valid routes.
 
     1. exact (:func:`gce.composite.exact_curve`): the two-sided hockey-stick
        divergence of the two mixtures of canonical products (001 Def. 3; 002
        eqs. 9-10), for (eps, delta) guarantees; used alone when it applies.
-    2. the worst pair of point masses over the allowed sets (001 Thm. 1 and
-       joint convexity: every coupling of h0 and h1 puts its mass on allowed
-       pairs, so the mixture's curve is at most the worst pair's): always valid.
-       When one hypothesis is the point mass at the empty set the unbounded
-       pairs suffice, else the bounded ones.
+    2. the worst pair of point masses over the supports (001 Thm. 1 and
+       joint convexity: every coupling of h0 and h1 puts its mass on pairs
+       (b0, b1) with b0 in supp h0 and b1 in supp h1, so the mixture's curve
+       is at most the worst such pair's): always valid. When one hypothesis
+       is the point mass at the empty set the unbounded pairs (empty, b1)
+       suffice, else the bounded ones; the supports enter as constraints
+       (:func:`_support_pairs`).
 
     The paper's averaging formula (001 Sec. V-B) is never used (DESIGN.md).
     """
@@ -335,11 +407,10 @@ def _solve_composite(scenario: Scenario, delta: float | None, epsilon: float | N
     if not any(exact for _, _, exact in routes):
         routes += _bound_routes(scenario, notes)
 
-    empty = Point(())
-    preset = "unbounded" if empty in (h0, h1) else "bounded"
-    pairs = _solve_pairs(replace(scenario, hypotheses=None, neighborhood=preset, notes=()),
-                         delta, epsilon, time_limit)
-    routes.append((f"worst pair ({preset}, {pairs.theorem})", pairs.curve, False))
+    restricted, preset, cover = _support_pairs(scenario)
+    pairs = _solve_pairs(restricted, delta, epsilon, budget)
+    over = "" if cover is None else " over the supports"
+    routes.append((f"worst pair{over} ({preset}, {pairs.theorem})", pairs.curve, False))
 
     exact_routes = [r for r in routes if r[2]]
     candidates = exact_routes or routes
@@ -354,14 +425,52 @@ def _solve_composite(scenario: Scenario, delta: float | None, epsilon: float | N
     if math.isinf(eps):
         notes.append(f"no finite epsilon at delta {delta:g}: the per-invocation deltas alone give delta >= "
                      f"{curve.delta_floor:.4g}")
-    baselines = _baselines(scenario, delta, epsilon)
+    if _parallel_applies(scenario):
+        budget.plan(AUXILIARY_WEIGHT)
+    baselines = _baselines(scenario, delta, epsilon, budget)
+    where = "" if cover is None else f" in the supports ({cover})"
     baselines["worst pair"] = Baseline("worst pair", pairs.epsilon, pairs.delta,
-                                       f"point masses, {preset} ({pairs.theorem})")
+                                       f"point masses{where}, {preset} ({pairs.theorem})")
     cor7 = _corollary7(scenario)
     if cor7 is not None:
         baselines["001 Cor. 7"] = Baseline("001 Cor. 7", cor7.epsilon, cor7.delta, cor7.label)
     return Report(epsilon=eps, delta=d, theorem=name, exact=exact, witness=None, differing=(), curve=curve,
                   baselines=baselines, solver="composite", notes=tuple(notes), title=scenario.title)
+
+
+def _support_pairs(scenario: Scenario) -> tuple[Scenario, str, str | None]:
+    """The scenario of point-mass pairs that covers every pair of the two supports.
+
+    Unbounded pairs (empty, b1) when one hypothesis is the point mass at the
+    empty set, b1 in a cover of the other's support; else bounded pairs of
+    sets in a cover of both supports (:class:`~gce.hypotheses.SupportCover`):
+    the scenario's constraints intersected with size bounds (uniform
+    ``max_members``), zero rates, and the listed sets (point, explicit). A
+    cover that restricts nothing, or nothing non-empty, leaves the scenario's
+    own constraints (valid, looser). Returns the scenario, the neighbourhood
+    and what the cover restricts (None when nothing).
+    """
+    from dataclasses import replace
+
+    from .constraints import ConstraintSet
+    from .hypotheses import Point
+    from .solvers.weights import PATTERN_PAIRS_MAX
+
+    h0, h1 = scenario.hypotheses
+    n = scenario.n
+    empty = Point(())
+    preset = "unbounded" if empty in (h0, h1) else "bounded"
+    cover = (h1 if h0 == empty else h0).support_cover() if preset == "unbounded" else \
+        h0.support_cover().union(h1.support_cover())
+    extra = cover.constraints(n, None if preset == "unbounded" else PATTERN_PAIRS_MAX)
+    plain = replace(scenario, hypotheses=None, neighborhood=preset, notes=())
+    if not extra:
+        return plain, preset, None
+    try:
+        constraints = ConstraintSet(n, scenario.constraints.constraints + extra)
+        return replace(plain, constraints=constraints), preset, "; ".join(c.describe() for c in extra)
+    except InfeasibleConstraintsError:  # the supports hold no non-empty set: the plain pairs are a valid bound
+        return plain, preset, None
 
 
 def _curve_at(curve: PrivacyCurve, delta: float | None, epsilon: float | None) -> tuple[float, float]:

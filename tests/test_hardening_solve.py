@@ -8,6 +8,11 @@ answer would cross.
 from __future__ import annotations
 
 import math
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -15,14 +20,18 @@ from scipy import special
 from scipy.optimize import brentq
 
 import gce.composite
+from gce import calibrate
 from gce.composite import exact_count_curve
-from gce.constraints import ConstraintSet
-from gce.errors import NumericalLimitError
-from gce.guarantees import ApproxDP, PureDP
-from gce.hypotheses import Point, Rates, Uniform
-from gce.model import Invocation, Scenario
+from gce.constraints import Conflicts, ConstraintSet
+from gce.errors import GCEError, InvalidParameterError, NumericalLimitError
+from gce.guarantees import ApproxDP, GaussianMechanism, PureDP
+from gce.hypotheses import Distribution, Explicit, Point, Rates, Uniform
+from gce.model import Databases, Invocation, Scenario
 from gce.solve import solve
+from gce.solvers import WeightProblem, worst_pair
 from gce.theorems import compose
+
+gce_solve = sys.modules["gce.solve"]  # the module (gce.solve is the function)
 
 # ---------------------------------------------------------------------------
 # Item 2: generated priors on thousands of databases
@@ -102,3 +111,227 @@ def test_count_truncation_is_an_upper_bound_within_its_tail(monkeypatch):
     eps = np.linspace(0.0, 6.0, 25)
     assert np.all(cut.delta(eps) >= full.delta(eps) - 1e-15)
     assert np.all(cut.delta(eps) <= full.delta(eps) + tail + 1e-15)
+
+
+# ---------------------------------------------------------------------------
+# Item 1: the worst-pair fallback ranges over the supports only
+
+
+def gdp_epsilon(mu: float, delta: float) -> float:
+    """epsilon of mu-GDP at delta: delta(eps) = Phi(-eps/mu + mu/2) - e^eps Phi(-eps/mu - mu/2) (Dong, Roth, Su)."""
+    from scipy.stats import norm
+
+    return brentq(lambda e: norm.cdf(-e / mu + mu / 2) - math.exp(e) * norm.cdf(-e / mu - mu / 2) - delta,
+                  0.0, 100.0, xtol=1e-12)
+
+
+def test_gaussian_fallback_counts_only_sets_in_the_support():
+    """h1 = uniform over the 10-member sets of 100 databases, one Gaussian mechanism (sigma = 3) on each.
+
+    No exact route takes Gaussian mechanisms and the support has C(100, 10) = 1.7e13 sets, so the answer
+    is the worst pair of point masses. Over the support that pair differs in 10 databases:
+    mu = sqrt(10) / 3, epsilon 5.19 at 1e-6; all 100 would be mu = 10 / 3, epsilon 20.78.
+    """
+    n, sigma = 100, 3.0
+    scenario = Scenario(n, tuple(Invocation(i, GaussianMechanism(sigma=sigma)) for i in range(n)),
+                        hypotheses=(Point(()), Uniform(min_members=10, max_members=10)), delta=1e-6)
+    report = solve(scenario)
+    expected, everything = gdp_epsilon(math.sqrt(10) / sigma, 1e-6), gdp_epsilon(10 / sigma, 1e-6)
+    assert round(expected, 2) == 5.19 and round(everything, 2) == 20.78
+    assert report.epsilon == pytest.approx(expected, rel=1e-6)
+    assert report.theorem == "worst pair over the supports (unbounded, gaussian-dp)" and not report.exact
+    assert report.baselines["worst pair"].epsilon == pytest.approx(expected, rel=1e-6)
+    assert report.baselines["classic"].epsilon == pytest.approx(everything, rel=1e-6)
+
+
+def test_support_cover_of_listed_and_rated_priors():
+    """Bounded pairs over two listed supports ({0}, {1, 2} and {3}) on 6 pure 1.0 databases: the cover allows
+    the listed sets only, so the worst pair is {1, 2} vs {3} (3 databases), not 6."""
+    n = 6
+    invocations = tuple(Invocation(i, PureDP(1.0)) for i in range(n))
+    h0 = Explicit(({0}, {1, 2}), (0.5, 0.5))
+    h1 = Point((3,))
+    scenario = Scenario(n, invocations, hypotheses=(h0, h1), delta=0.0)
+    restricted, preset, cover = gce_solve._support_pairs(scenario)
+    assert preset == "bounded" and "patterns" in cover
+    assert solve(restricted).epsilon == pytest.approx(3.0)
+    assert solve(scenario).baselines["worst pair"].epsilon == pytest.approx(3.0)
+    # A zero rate keeps its database out of every pair: at most databases 0..4 differ.
+    rates = Rates((0.5, 0.5, 0.5, 0.5, 0.5, 0.0))
+    restricted, preset, cover = gce_solve._support_pairs(replace(scenario, hypotheses=(Point(()), rates)))
+    assert preset == "unbounded" and solve(restricted).epsilon == pytest.approx(5.0)
+
+
+# ---------------------------------------------------------------------------
+# Item 3: sizes refused up front, repeat counts kept as counts
+
+
+@pytest.mark.parametrize("n", [10**9, 9223372036854775807])
+def test_absurd_database_counts_are_refused_before_any_allocation(n):
+    with pytest.raises(InvalidParameterError, match=r"^databases: .* exceed the limit of 10,000,000"):
+        Scenario(n, (Invocation(0, PureDP(0.01)),), delta=1e-6)
+    with pytest.raises(InvalidParameterError, match=r"^n: .* exceed the limit of 10,000,000"):
+        ConstraintSet(n)
+
+
+def test_repeat_counts_beyond_2_53_are_refused():
+    with pytest.raises(InvalidParameterError, match=r"^repeat: .* exceeds the limit of 2\^53"):
+        Invocation(0, PureDP(0.01), repeat=2**60)
+    two = (Invocation(0, PureDP(0.01), repeat=2**52), Invocation(0, PureDP(0.01), repeat=2**52 + 1))
+    with pytest.raises(InvalidParameterError, match=r"^invocations: .* exceed the limit of 2\^53"):
+        Scenario(1, two, delta=1e-6)
+
+
+def pure_composition_epsilon(k: int, eps: float, delta: float) -> float:
+    """Exact epsilon of k-fold pure eps-DP at delta, as a binomial tail (002 Thm. III.3, derived here).
+
+    The canonical pair is randomized response; over k runs the privacy loss is eps (2X - k) with
+    X ~ Bin(k, e^eps / (1 + e^eps)) under P0, and delta(eps') = E[(1 - e^(eps' - loss))_+]. Only X
+    within 15 standard deviations of the mean matters (the rest carries less than 1e-45).
+    """
+    from scipy.stats import binom
+
+    p = 1.0 / (1.0 + math.exp(-eps))
+    mean, sd = k * p, math.sqrt(k * p * (1 - p))
+    x = np.arange(math.floor(mean - 15 * sd), math.ceil(mean + 15 * sd) + 1, dtype=float)
+    pmf = binom.pmf(x, k, p)
+    loss = eps * (2 * x - k)
+
+    def excess(target: float) -> float:
+        return float(np.sum(pmf * np.maximum(-np.expm1(np.minimum(target - loss, 0.0)), 0.0))) - delta
+
+    return brentq(excess, eps * (2 * mean - k), eps * (2 * mean - k) + 30 * eps * sd, xtol=1e-9)
+
+
+@pytest.mark.slow  # about 2 s, most of it the composition itself
+def test_a_billion_repeats_on_one_database_stay_counts():
+    """repeat = 10^9 must not be expanded anywhere upstream of the composition (O(1) memory in k)."""
+    k, eps = 10**9, 0.01
+    report = solve(Scenario(1, (Invocation(0, PureDP(eps), repeat=k),), delta=1e-6))
+    expected = pure_composition_epsilon(k, eps, 1e-6)
+    # Hoeffding and the mean loss bracket the reference itself: k eps tanh(eps/2) + eps sqrt(2 k ln(1/delta)).
+    mean_loss = k * eps * math.tanh(eps / 2)
+    assert mean_loss < expected < mean_loss + eps * math.sqrt(2 * k * math.log(1e6))
+    assert report.epsilon == pytest.approx(expected, rel=1e-6)
+    assert report.differing_count == k and report.baselines["classic"].epsilon == pytest.approx(report.epsilon)
+
+
+# ---------------------------------------------------------------------------
+# Item 5: the Python API names the offending argument
+
+
+@pytest.mark.parametrize("call, field", [
+    (lambda s: solve("file.toml"), "scenario"),
+    (lambda s: solve(None), "scenario"),
+    (lambda s: solve(s, delta="x"), "delta"),
+    (lambda s: solve(s, epsilon=[1.0]), "epsilon"),
+    (lambda s: solve(s, time_limit="5"), "time_limit"),
+    (lambda s: calibrate(None, target_epsilon=1.0, target_delta=1e-6), "scenario"),
+    (lambda s: calibrate(s, target_epsilon=1.0, target_delta=1e-6, time_limit=None), "time_limit"),
+    (lambda s: Scenario(3, None), "invocations"),
+    (lambda s: Scenario(3, "abc"), "invocations"),
+    (lambda s: Scenario(3, (Invocation(0, PureDP(1.0)),), title=3), "title"),
+    (lambda s: Scenario(3, (Invocation(0, PureDP(1.0)),), neighborhood=["bounded"]), "neighborhood"),
+    (lambda s: Scenario(Databases(2, names=5), (Invocation(0, PureDP(1.0)),)), "databases.names"),
+    (lambda s: Invocation(0, PureDP(1.0), repeat=2.0), "repeat"),
+    (lambda s: Distribution(None, (1.0,)), "support"),
+    (lambda s: Distribution(({0},), ("x",)), "weights[0]"),
+    (lambda s: Distribution.of([1, 2]), "support[0]"),
+    (lambda s: WeightProblem(None, np.ones(3)), "constraints"),
+    (lambda s: WeightProblem(ConstraintSet(3), ["a", "b", "c"]), "weights"),
+    (lambda s: worst_pair("problem"), "problem"),
+])
+def test_wrong_types_raise_the_projects_error_naming_the_argument(call, field):
+    scenario = Scenario(3, (Invocation(0, PureDP(1.0)),), delta=1e-6)
+    with pytest.raises(GCEError) as raised:
+        call(scenario)
+    assert isinstance(raised.value, InvalidParameterError) and raised.value.field == field
+
+
+def test_solve_of_a_path_says_how_to_load_it():
+    with pytest.raises(InvalidParameterError, match=r"^scenario: must be a gce.Scenario \(load a file with "
+                                                    r"gce.load_scenario\), got 'file.toml'$"):
+        solve("file.toml")
+
+
+# ---------------------------------------------------------------------------
+# Item 4: time limits are validated, shared and total; searches stop on Ctrl-C
+
+
+def hard_conflicts(n: int = 500, edges: int = 1500, seed: int = 0) -> ConstraintSet:
+    """A random conflict graph (average degree 6): maximum independent set, NP-hard, unsolved in seconds."""
+    import networkx as nx
+
+    return ConstraintSet(n, (Conflicts.from_graph(nx.gnm_random_graph(n, edges, seed=seed)),))
+
+
+@pytest.mark.parametrize("value", [math.inf, math.nan, 0.0, -1.0, 1e308, True, "5"])
+def test_time_limits_must_be_finite_positive_seconds(value):
+    scenario = Scenario(3, (Invocation(0, PureDP(1.0)),), delta=1e-6)
+    for call in (lambda: solve(scenario, time_limit=value),
+                 lambda: calibrate(scenario, target_epsilon=1.0, target_delta=1e-6, time_limit=value)):
+        with pytest.raises(InvalidParameterError, match="^time_limit: ") as raised:
+            call()
+        assert raised.value.field == "time_limit"
+
+
+def test_the_time_limit_bounds_the_whole_solve():
+    """Two guarantee kinds under a hard bounded conflict graph: five searches (two kinds, the chain bound,
+    the witness score, the parallel baseline) share one second. Before, each search had the whole budget
+    and at least a tenth of it (6.9 s measured for time_limit = 1.0); now the solve ends within the
+    budget plus a fixed overhead (0.1 to 0.2 s measured on 2 shared cores)."""
+    constraints = hard_conflicts()
+    invocations = tuple(Invocation(i, PureDP(0.1 if i % 2 else 0.2)) for i in range(500))
+    scenario = Scenario(500, invocations, constraints, neighborhood="bounded", delta=0.0)
+    solve(scenario, time_limit=0.05)  # imports and caches out of the measurement
+    start = time.perf_counter()
+    report = solve(scenario, time_limit=1.0)
+    elapsed = time.perf_counter() - start
+    assert elapsed < 1.0 + 0.8
+    # Sound and honest: a certified bound above the witness, not exact, the gap in the notes.
+    assert not report.exact and report.epsilon > report.lower_bound_epsilon
+    assert any("certified bound" in note for note in report.notes)
+    b0, b1 = report.witness
+    assert constraints.satisfied(b0) and constraints.satisfied(b1)
+    assert report.lower_bound_epsilon == pytest.approx(sum(0.1 if i % 2 else 0.2 for i in b0 ^ b1))
+
+
+def test_a_highs_solve_stops_on_keyboard_interrupt():
+    """Ctrl-C during HiGHS: the MILP is cancelled and KeyboardInterrupt raised within a second or so,
+    not after the 60 s time limit (cvxpy's blocking Highs.run() waited for it)."""
+    import _thread
+    import threading
+
+    from gce.solvers.highs import CANCEL_WAIT, solve_program
+    from gce.solvers.milp import program
+
+    model, _ = program(WeightProblem(hard_conflicts(), np.ones(500)), "single", None)
+    timer = threading.Timer(0.5, _thread.interrupt_main)
+    start = time.perf_counter()
+    timer.start()
+    with pytest.raises(KeyboardInterrupt):
+        solve_program(model, 60.0)
+    assert time.perf_counter() - start < 0.5 + CANCEL_WAIT + 0.5
+
+
+@pytest.mark.slow  # a fresh interpreter: about 3 s
+def test_sigint_stops_a_long_solve_promptly(tmp_path):
+    script = tmp_path / "long_solve.py"
+    script.write_text(
+        "import networkx as nx\n"
+        "from gce import ConstraintSet, Invocation, PureDP, Scenario, solve\n"
+        "from gce.constraints import Conflicts\n"
+        "cs = ConstraintSet(500, (Conflicts.from_graph(nx.gnm_random_graph(500, 1500, seed=0)),))\n"
+        "s = Scenario(500, tuple(Invocation(i, PureDP(0.1)) for i in range(500)), cs, delta=0.0)\n"
+        "print('ready', flush=True)\n"
+        "solve(s, time_limit=600.0)\n"
+    )
+    process = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True)
+    assert process.stdout.readline().strip() == "ready"
+    time.sleep(1.0)
+    process.send_signal(signal.SIGINT)
+    start = time.perf_counter()
+    _, err = process.communicate(timeout=10)
+    assert time.perf_counter() - start < 4.0
+    assert process.returncode != 0 and "KeyboardInterrupt" in err
