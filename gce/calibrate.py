@@ -353,8 +353,10 @@ def _infeasible(where: str, family: _Family, target_epsilon: float, target_delta
     the report at the private end when the per-invocation deltas are to blame."""
     name = "per-invocation epsilon" if family.parameter == "epsilon" else "sigma"
     if where == "delta":
-        if target_delta == 0 or floor is None:
+        if family.parameter == "sigma" and target_delta == 0:
             why = "Gaussian mechanisms have no finite epsilon at delta 0"
+        elif floor is None:
+            why = "the per-invocation deltas alone exceed it"
         else:
             pair = "the worst-case pair" if floor.exact else "the certified bound on the worst case"
             why = f"the per-invocation deltas alone give delta >= {floor.curve.delta_floor:.4g} for {pair}"

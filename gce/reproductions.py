@@ -218,6 +218,11 @@ def _log_uniform_nonempty(k: int) -> float:
     return k * _LN2 + math.log1p(-math.exp(-k * _LN2))
 
 
+def _log1p_exp(x: float) -> float:
+    """ln(1 + e^x) without overflow (x up to the largest float)."""
+    return x + math.log1p(math.exp(-x)) if x > 0 else math.log1p(math.exp(x))
+
+
 def _check_k(k: int) -> int:
     if isinstance(k, bool) or not isinstance(k, int) or k < 1:
         raise InvalidParameterError("k", f"must be an integer >= 1, got {k!r}")
@@ -233,7 +238,8 @@ def simple_composition_example(k: int, epsilon: float, delta: float) -> Reproduc
     Cor. 7, which held in every brute-force check.
     """
     k = _check_k(k)
-    log_num = k * math.log1p(math.exp(epsilon)) + math.log1p(-math.exp(-k * math.log1p(math.exp(epsilon))))
+    softplus = _log1p_exp(epsilon)  # ln(1 + e^eps), finite for every finite eps
+    log_num = k * softplus + math.log1p(-math.exp(-k * softplus))
     eps = log_num - _log_uniform_nonempty(k)
     d = k * delta * math.exp((k - 1) * _LN2 - _log_uniform_nonempty(k))
     return Reproduction("001 Eq. 3-4 (averaging formula with simple composition, as printed; "

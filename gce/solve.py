@@ -126,10 +126,14 @@ class _Budget:
         return max(share, MIN_SEARCH_SECONDS)
 
 
+#: Largest witness score per invocation (epsilon^2 capped): the weights of the score search stay finite.
+_SCORE_CAP = 1e6
+
+
 def _score(guarantee: Guarantee) -> float:
-    """A scalar per invocation for ranking witnesses: epsilon^2 at a small delta."""
+    """A scalar per invocation for ranking witnesses: epsilon^2 at a small delta, at most :data:`_SCORE_CAP`."""
     eps = compose([guarantee]).epsilon(_SCORE_DELTA)[0]
-    return eps * eps if math.isfinite(eps) else 1e6
+    return min(eps * eps, _SCORE_CAP) if math.isfinite(eps) else _SCORE_CAP
 
 
 def solve(

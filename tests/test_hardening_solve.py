@@ -22,9 +22,9 @@ from scipy.optimize import brentq
 import gce.composite
 from gce import calibrate
 from gce.composite import exact_count_curve
-from gce.constraints import Conflicts, ConstraintSet
+from gce.constraints import AtMost, Conflicts, ConstraintSet
 from gce.errors import GCEError, InvalidParameterError, NumericalLimitError
-from gce.guarantees import ApproxDP, GaussianMechanism, PureDP
+from gce.guarantees import ZCDP, ApproxDP, GaussianMechanism, LaplaceMechanism, PureDP
 from gce.hypotheses import Distribution, Explicit, Point, Rates, Uniform
 from gce.model import Databases, Invocation, Scenario
 from gce.solve import solve
@@ -335,3 +335,57 @@ def test_sigint_stops_a_long_solve_promptly(tmp_path):
     _, err = process.communicate(timeout=10)
     assert time.perf_counter() - start < 4.0
     assert process.returncode != 0 and "KeyboardInterrupt" in err
+
+
+# ---------------------------------------------------------------------------
+# Item 6: extreme but valid inputs
+
+
+def test_pure_700_per_invocation_composes_exactly():
+    """Three pure 700-DP databases, at most two hold the record: 1400 at delta 0 (pure composition; inverses
+    are rounded up by 1e-12 relative), and delta at epsilon 700 is (e^1400 - e^700) / (1 + e^700)^2
+    = 1 - 3e^-700 + ... (the l = 0 term of 002 Thm. III.3; the others vanish), 1 in floating point."""
+    scenario = Scenario(3, tuple(Invocation(i, PureDP(700.0)) for i in range(3)), ConstraintSet(3, (AtMost(2),)))
+    assert 1400.0 <= solve(scenario, delta=0.0).epsilon <= 1400.0 * (1 + 1e-11)
+    assert solve(scenario, epsilon=700.0).delta == pytest.approx(1.0, rel=1e-12)
+    assert solve(scenario, epsilon=1400.0).delta == 0.0
+
+
+def test_delta_1e300_is_a_real_target():
+    """Two differing (700, 1e-300) invocations: the deltas alone give 1 - (1 - 1e-300)^2 = 2e-300 > 1e-300,
+    so no finite epsilon at 1e-300; at 3e-300 the pure part may spend 1e-300: epsilon within 1e-6 of 1400."""
+    scenario = Scenario(2, (Invocation(0, ApproxDP(700.0, 1e-300)), Invocation(1, ApproxDP(700.0, 1e-300))))
+    assert solve(scenario, delta=1e-300).epsilon == math.inf
+    assert solve(scenario, delta=3e-300).epsilon == pytest.approx(1400.0, abs=1e-6)
+
+
+@pytest.mark.parametrize("guarantees", [(PureDP(1e300), GaussianMechanism(1.0)), (ZCDP(1e300), PureDP(1.0)),
+                                        (LaplaceMechanism(1e-300), ApproxDP(1.0, 1e-300))])
+def test_huge_guarantees_under_a_conflict_graph_give_valid_answers(guarantees):
+    """The witness score (epsilon^2) of a 1e300 guarantee overflowed to inf and made the MILP's weights
+    invalid; scores are capped, the answer is a huge or infinite epsilon, never an error."""
+    import networkx as nx
+
+    constraints = ConstraintSet(12, (Conflicts.from_graph(nx.cycle_graph(12)),))
+    invocations = tuple(Invocation(i, guarantees[i % 2]) for i in range(12))
+    for neighborhood in ("unbounded", "bounded"):
+        report = solve(Scenario(12, invocations, constraints, neighborhood=neighborhood), delta=1e-300,
+                       time_limit=1.0)
+        assert report.epsilon >= 1e300
+
+
+def test_cor7_reproduction_of_a_huge_epsilon_has_no_overflow():
+    """001 Cor. 7: ln(((e^eps + 1)^k - 1) / (2^k - 1)) = k eps - ln(2^k - 1) + o(1) for eps = 1e300."""
+    from gce.reproductions import corollary7
+
+    assert corollary7(3, 1e300, 0.0).epsilon == pytest.approx(3e300)
+    scenario = Scenario(3, tuple(Invocation(i, LaplaceMechanism(1e-300)) for i in range(3)),
+                        hypotheses=(Point(()), Uniform(min_members=1)))
+    assert solve(scenario, delta=0.5).baselines["001 Cor. 7"].epsilon == pytest.approx(3e300)
+
+
+def test_calibration_at_delta_0_blames_the_per_invocation_deltas_not_gaussian_noise():
+    scenario = Scenario(3, tuple(Invocation(i, ApproxDP(1.0, 1e-300)) for i in range(3)))
+    with pytest.raises(InvalidParameterError, match=r"^target_delta: 0 cannot be met: the per-invocation deltas "
+                                                    r"alone give delta >= 3e-300"):
+        calibrate(scenario, target_epsilon=1.0, target_delta=0.0)
