@@ -448,8 +448,9 @@ class Patterns(Constraint):
         return LinearSystem.from_rows(n, len(self.allowed), rows)
 
     def is_vacuous(self, n: int) -> bool:
-        # The patterns are distinct non-empty subsets of range(n) once validated.
-        return len(self.allowed) == (1 << n) - 1
+        # The patterns are distinct non-empty subsets of range(n) once validated; a list of all 2^n - 1
+        # needs n < its length's bit count, so 2^n is never built for large n.
+        return n <= len(self.allowed).bit_length() and len(self.allowed) == (1 << n) - 1
 
     def explicit_sets(self) -> tuple[frozenset[int], ...] | None:
         return self.allowed
