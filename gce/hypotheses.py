@@ -359,7 +359,9 @@ class SupportCover:
         """A cover of both supports."""
         most = None if self.most is None or other.most is None else max(self.most, other.most)
         inside = None if self.inside is None or other.inside is None else self.inside | other.inside
-        listed = None if self.listed is None or other.listed is None else tuple(dict.fromkeys(self.listed + other.listed))
+        listed = None
+        if self.listed is not None and other.listed is not None:
+            listed = tuple(dict.fromkeys(self.listed + other.listed))
         return SupportCover(most, inside, listed)
 
     def constraints(self, n: int, list_limit: int | None = None) -> tuple[Constraint, ...]:
@@ -689,7 +691,8 @@ class Explicit(Hypothesis):
             by_size.setdefault(len(members), []).append(weight)
         out = np.full(n + 1, -np.inf)
         for size, weights in by_size.items():
-            if _more_sets_than(n, size, size, len(weights)) or len(weights) != math.comb(n, size) or max(weights) > min(weights) * (1.0 + _EQUAL_WEIGHTS):
+            every_set = not _more_sets_than(n, size, size, len(weights)) and len(weights) == math.comb(n, size)
+            if not every_set or max(weights) > min(weights) * (1.0 + _EQUAL_WEIGHTS):
                 return None  # not every set of this size, or unequal weights: not exchangeable
             out[size] = math.log(math.fsum(weights))
         return _normalised(out)

@@ -1,4 +1,4 @@
-"""The general worst-case solver: a mixed-integer program (cvxpy with HiGHS), strengthened.
+"""The general worst-case solver: a mixed-integer program (HiGHS, called directly), strengthened.
 
 The problem (:mod:`gce.solvers.base`) is: maximize ``w(b0 XOR b1)`` over
 allowed pairs. Three exact formulations, picked by :func:`formulation`:

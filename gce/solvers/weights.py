@@ -9,9 +9,10 @@
   or every pair of sets, is weighed.
 * :class:`Exhaustive`: every allowed set enumerated, for small instances.
 * :class:`~gce.solvers.milp.MILP`: the general case (conflict graphs, mixed
-  constraints) as a strengthened mixed-integer program through cvxpy and HiGHS,
-  with a local-search witness and a certified upper bound (HiGHS' dual bound or
-  a clique-partition bound) when the time budget ends first.
+  constraints) as a strengthened mixed-integer program solved by HiGHS
+  (interruptible: :mod:`gce.solvers.highs`), with a local-search witness and a
+  certified upper bound (HiGHS' dual bound or a clique-partition bound) when
+  the time budget ends first.
 
 :func:`worst_pair` picks the first solver that accepts the problem and
 re-checks the witness against the constraints (STYLE: "check every optimizer
