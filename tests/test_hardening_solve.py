@@ -203,7 +203,6 @@ def pure_composition_epsilon(k: int, eps: float, delta: float) -> float:
     return brentq(excess, eps * (2 * mean - k), eps * (2 * mean - k) + 30 * eps * sd, xtol=1e-9)
 
 
-@pytest.mark.slow  # about 2 s, most of it the composition itself
 def test_a_billion_repeats_on_one_database_stay_counts():
     """repeat = 10^9 must not be expanded anywhere upstream of the composition (O(1) memory in k)."""
     k, eps = 10**9, 0.01
