@@ -417,6 +417,21 @@ def _canonical(eps: float, delta: float) -> Instance:
     return Instance(np.array([ld, la, lb, -np.inf]), np.array([-np.inf, lb, la, ld]))
 
 
+class _Laplace:
+    """Laplace noise with log tails that do not underflow (scipy's logcdf is log(cdf))."""
+
+    def __init__(self, scale: float):
+        self.scale = scale
+
+    def logcdf(self, x):
+        z = np.asarray(x, dtype=float) / self.scale
+        with np.errstate(over="ignore"):
+            return np.where(z < 0, math.log(0.5) + z, np.log1p(-0.5 * np.exp(-np.abs(z))))
+
+    def logsf(self, x):
+        return self.logcdf(-np.asarray(x, dtype=float))
+
+
 def _log_interval(dist, low: np.ndarray, high: np.ndarray) -> np.ndarray:
     """log P(low < X <= high), from the lower tail left of the median and the upper tail right of it."""
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -441,7 +456,7 @@ def instance(guarantee, bins: int = 8) -> Instance | None:
         return _canonical(guarantee.epsilon, guarantee.delta)
     if kind in ("LaplaceMechanism", "GaussianMechanism", "GaussianDP", "ZCDP"):
         if kind == "LaplaceMechanism":
-            dist, shift = stats.laplace(scale=guarantee.scale), guarantee.sensitivity
+            dist, shift = _Laplace(guarantee.scale), guarantee.sensitivity
             edges = np.linspace(0.0, shift, max(bins - 1, 2)) if shift > 0 else np.array([0.0])
         else:
             if kind == "GaussianMechanism":
