@@ -43,6 +43,8 @@ __all__ = [
     "ZCDPCurve",
     "canonical_delta",
     "gaussian_delta",
+    "at_or_above",
+    "FLOOR_RTOL",
 ]
 
 #: Epsilons beyond this are reported as infinite by the generic inversion.
@@ -53,6 +55,18 @@ BISECTION_RTOL = 1e-12
 BISECTION_MAXITER = 200
 #: Relative amount by which closed-form inversions are rounded up, against round-off.
 ROUND_UP = 1e-12
+
+
+#: Relative distance (eight double ulps) within which a target delta counts as *at* a computed floor.
+#: A floor is a sum of products of the inputs and carries that much round-off in either direction;
+#: a target that equals the floor in exact arithmetic (001's explicit priors: 0.3 + 0.3 + 0.4 of 0.1)
+#: must get the finite answer at the floor, not infinity with ``exact`` claimed.
+FLOOR_RTOL = 8 * np.finfo(float).eps
+
+
+def at_or_above(delta: ArrayLike, floor: float) -> NDArray[np.bool_]:
+    """Whether each target ``delta`` reaches ``floor``, allowing the floor's own round-off (:data:`FLOOR_RTOL`)."""
+    return np.asarray(delta, dtype=float) >= floor * (1.0 - FLOOR_RTOL)
 
 
 def _as_epsilons(epsilon: ArrayLike) -> tuple[NDArray[np.float64], bool]:
@@ -108,7 +122,7 @@ class PrivacyCurve(abc.ABC):
         """Smallest eps with delta(eps) <= target, rounded up; generic and safe."""
         if target >= 1.0 or self._delta(np.zeros(1))[0] <= target:
             return 0.0
-        if target < self.delta_floor:
+        if not at_or_above(target, self.delta_floor):
             return math.inf
         lo, hi = 0.0, 1.0
         while self._delta(np.array([hi]))[0] > target:
@@ -152,9 +166,11 @@ def gaussian_delta(eps: NDArray[np.float64], mu: float) -> NDArray[np.float64]:
     """
     if mu == 0.0:
         return np.zeros_like(eps)
-    log_a = special.log_ndtr(-eps / mu + mu / 2.0)
-    log_b = special.log_ndtr(-eps / mu - mu / 2.0)
-    with np.errstate(divide="ignore", invalid="ignore"):
+    if math.isinf(mu):
+        return np.ones_like(eps)
+    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):  # mu near 1e308: terms of +-inf
+        log_a = special.log_ndtr(-eps / mu + mu / 2.0)
+        log_b = special.log_ndtr(-eps / mu - mu / 2.0)
         out = np.exp(log_a) * -np.expm1(eps + log_b - log_a)
     return np.where(np.isfinite(out), np.maximum(out, 0.0), 0.0)
 
@@ -191,7 +207,12 @@ class DiscreteLossCurve(PrivacyCurve):
         log_p = np.asarray(log_p, dtype=float).ravel()
         if loss.shape != log_p.shape:
             raise InvalidParameterError("log_p", f"needs one entry per loss value, got {log_p.size} for {loss.size}")
-        keep = loss > 0.0  # outcomes with L <= 0 never contribute for eps >= 0
+        if np.any(np.isnan(loss)) or np.any(np.isnan(log_p)) or np.any(log_p == np.inf):
+            raise InvalidParameterError("loss", "loss values and log-masses must not be NaN (or log-masses +inf)")
+        overflowed = loss == np.inf  # a loss beyond the double range: counted as infinite (pessimistic)
+        if np.any(overflowed):
+            infinite_mass = infinite_mass + float(np.exp(special.logsumexp(log_p[overflowed])))
+        keep = (loss > 0.0) & ~overflowed & (log_p > -np.inf)  # L <= 0 never contributes for eps >= 0
         order = np.argsort(-loss[keep], kind="stable")
         self._loss = loss[keep][order]
         log_p = log_p[keep][order]
@@ -218,8 +239,9 @@ class DiscreteLossCurve(PrivacyCurve):
 
     def _epsilon(self, d: NDArray[np.float64]) -> NDArray[np.float64]:
         out = np.zeros_like(d)
-        target = d - self.delta_floor
-        out[target < 0] = math.inf
+        at_floor = at_or_above(d, self.delta_floor)
+        target = np.where(at_floor, np.maximum(d - self.delta_floor, 0.0), -1.0)
+        out[~at_floor] = math.inf
         todo = (target >= 0) & (d < self._delta(np.zeros(1))[0])
         if not np.any(todo) or not self._loss.size:
             return out
@@ -283,11 +305,15 @@ class GaussianCurve(PrivacyCurve):
     sensitivity / sigma = mu). Dong, Roth and Su (2022), Cor. 2.13; 000 Sec. VI."""
 
     def __init__(self, mu: float):
-        if not (mu >= 0 and math.isfinite(mu)):
-            raise InvalidParameterError("mu", f"must be finite and >= 0, got {mu!r}")
+        if not mu >= 0:
+            raise InvalidParameterError("mu", f"must be >= 0, got {mu!r}")
         self.mu = float(mu)
+        # mu = inf (sigma of 1e-308, or a sum of squares that overflows): the output reveals the input.
+        self.delta_floor = 1.0 if math.isinf(self.mu) else 0.0
 
     def _delta(self, eps: NDArray[np.float64]) -> NDArray[np.float64]:
+        if math.isinf(self.mu):
+            return np.ones_like(eps)
         return gaussian_delta(eps, self.mu)
 
     def _epsilon(self, d: NDArray[np.float64]) -> NDArray[np.float64]:
@@ -296,7 +322,7 @@ class GaussianCurve(PrivacyCurve):
     def _invert(self, target: float) -> float:
         if target >= self._delta(np.zeros(1))[0]:
             return 0.0
-        if target <= 0.0:
+        if target <= 0.0 or not at_or_above(target, self.delta_floor):
             return math.inf
         mu = self.mu
         # log delta is concave-ish and decreasing; solve log delta(eps) = log target.
@@ -371,9 +397,12 @@ class ZCDPCurve(PrivacyCurve):
     """
 
     def __init__(self, rho: float):
-        if not (rho >= 0 and math.isfinite(rho)):
-            raise InvalidParameterError("rho", f"must be finite and >= 0, got {rho!r}")
+        if not rho >= 0:
+            raise InvalidParameterError("rho", f"must be >= 0, got {rho!r}")
         self.rho = float(rho)
+        # rho = inf (a sum that overflows): no bound at all; huge finite rho: the minimisation below
+        # overflows to +inf terms, which only loosen it.
+        self.delta_floor = 1.0 if math.isinf(self.rho) else 0.0
 
     def _log_delta(self, alpha: NDArray[np.float64], eps: NDArray[np.float64]) -> NDArray[np.float64]:
         am1 = alpha - 1.0
@@ -385,6 +414,11 @@ class ZCDPCurve(PrivacyCurve):
     @staticmethod
     def _minimize(f: Callable[[NDArray[np.float64]], NDArray[np.float64]], n: int) -> NDArray[np.float64]:
         """min over alpha of f(alpha) (shape (k, n)) per column: grid, then golden refinement in log(alpha - 1)."""
+        with np.errstate(over="ignore", invalid="ignore"):  # huge rho: terms of +inf only loosen the min
+            return ZCDPCurve._golden(f, n)
+
+    @staticmethod
+    def _golden(f: Callable[[NDArray[np.float64]], NDArray[np.float64]], n: int) -> NDArray[np.float64]:
         t = np.log(_ALPHA_GRID - 1.0)
         values = f(_ALPHA_GRID[:, None] * np.ones((1, n)))
         best = np.nanargmin(values, axis=0)
@@ -406,12 +440,16 @@ class ZCDPCurve(PrivacyCurve):
     def _delta(self, eps: NDArray[np.float64]) -> NDArray[np.float64]:
         if self.rho == 0.0:
             return np.zeros_like(eps)
+        if math.isinf(self.rho):
+            return np.ones_like(eps)
         log_delta = self._minimize(lambda a: self._log_delta(a, eps[None, :]), eps.size)
-        return np.minimum(np.exp(log_delta), 1.0)
+        return np.exp(np.minimum(log_delta, 0.0))
 
     def _epsilon(self, d: NDArray[np.float64]) -> NDArray[np.float64]:
         if self.rho == 0.0:
             return np.zeros_like(d)
+        if math.isinf(self.rho):
+            return np.where(d >= 1.0, 0.0, math.inf)
         out = np.full_like(d, math.inf)
         positive = d > 0
         log_d = np.log(d[positive])

@@ -24,6 +24,8 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+
+import numpy as np
 from typing import Union
 
 from .errors import InvalidParameterError
@@ -171,13 +173,22 @@ _GUARANTEE_TYPES = (
 )
 
 
+#: Below this epsilon, e^epsilon - 1 is a finite double (it overflows just above 709.78).
+_EXPM1_SAFE = 700.0
+
+
 def amplified(epsilon: float, delta: float, rate: float) -> tuple[float, float]:
     """Amplification by Poisson subsampling of an (epsilon, delta)-DP mechanism.
 
     Returns (ln(1 + q(e^epsilon - 1)), q delta) (Balle, Barthe and Gaboardi 2018,
     Thm. 8; 001 Sec. V-B cites it as [29, Thm. 8]).
     """
-    return math.log1p(rate * math.expm1(epsilon)), rate * delta
+    if rate == 1.0:
+        return epsilon, delta
+    if epsilon < _EXPM1_SAFE:
+        return math.log1p(rate * math.expm1(epsilon)), rate * delta
+    # log(q e^eps + 1 - q) without forming e^eps, which overflows beyond eps ~ 709.
+    return float(np.logaddexp(math.log(rate) + epsilon, math.log1p(-rate))), rate * delta
 
 
 def epsilon_delta(guarantee: Guarantee) -> tuple[float, float] | None:

@@ -14,14 +14,17 @@ need it.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
 from numpy.typing import NDArray
+from scipy import special
 
-from .curves import DiscreteLossCurve, PrivacyCurve
+from .curves import DiscreteLossCurve, PrivacyCurve, at_or_above
+from .errors import NumericalLimitError
 from .guarantees import (
     ApproxDP,
     GaussianDP,
@@ -38,12 +41,109 @@ from .guarantees import (
 if TYPE_CHECKING:  # pragma: no cover
     from dp_accounting.pld.privacy_loss_distribution import PrivacyLossDistribution
 
-__all__ = ["supports", "guarantee_pld", "compose_pld", "infinite_mass", "one_directional", "PLDCurve", "DISCRETIZATION"]
+__all__ = ["supports", "within_grid", "GRID_LIMIT", "guarantee_pld", "compose_pld", "infinite_mass", "one_directional", "PLDCurve", "DISCRETIZATION"]
 
 #: Grid width of the privacy-loss discretisation (dp-accounting's default).
 DISCRETIZATION = 1e-4
 #: Mass dropped from each composition's tails; dp-accounting moves it to +inf (pessimistic).
 TAIL_MASS_TRUNCATION = 1e-15
+
+
+#: Largest number of grid points (loss range / DISCRETIZATION) a composition may need: about 130 MB
+#: per dense array. Beyond it the PLD route declines and closed forms answer (valid, looser).
+GRID_LIMIT = 2**24
+def _half_width(guarantee: Guarantee) -> float:
+    """A bound on the largest |privacy loss| one guarantee's PLD holds before truncation.
+
+    (epsilon, delta) pairs and Laplace noise have losses in [-eps, eps];
+    mu-Gaussian losses are N(mu^2 / 2, mu^2), which dp-accounting truncates a
+    few standard deviations out. Subsampling only shrinks the loss, so the
+    inner mechanism's width bounds it.
+    """
+    inner = guarantee.mechanism if isinstance(guarantee, Subsampled) else guarantee
+    mu = inner.mu if isinstance(inner, GaussianDP) else (
+        inner.sensitivity / inner.sigma if isinstance(inner, GaussianMechanism) else None)
+    if mu is not None:
+        return mu * mu / 2.0 + 10.0 * mu
+    return epsilon_delta(inner)[0]
+
+
+#: The Chernoff orders of dp-accounting's truncation, in units of 1 / len (``common.py``).
+_CHERNOFF_ORDERS = np.concatenate((np.arange(-20, 0), np.arange(1, 21))).astype(float)
+
+
+def _self_convolve_width(index: NDArray[np.float64], probs: NDArray[np.float64], length: int, count: int) -> float:
+    """Width of the range dp-accounting keeps when it self-composes a pmf ``count`` times.
+
+    The same Chernoff bound as ``common.compute_self_convolve_bounds`` (orders
+    j / len, j = +-1..20, tail mass ``TAIL_MASS_TRUNCATION``), evaluated on the
+    pmf's non-zero entries only (two atoms for a canonical pair). The orders
+    are fixed, so for large counts the width grows linearly in the count.
+    """
+    orders = _CHERNOFF_ORDERS / length
+    log_mgf = special.logsumexp(orders[:, None] * index[None, :], b=probs[None, :], axis=1)
+    with np.errstate(over="ignore", invalid="ignore"):
+        bounds = (count * log_mgf + math.log(2.0 / TAIL_MASS_TRUNCATION)) / orders
+    upper = min([(length - 1) * count] + [math.ceil(x) for x in bounds[orders > 0] if math.isfinite(x)])
+    lower = max([0] + [math.floor(x) for x in bounds[orders < 0] if math.isfinite(x)])
+    return float(upper - lower + 1)
+
+
+@functools.lru_cache(maxsize=256)
+def _composed_points(guarantee: Guarantee, count: int, interval: float) -> float:
+    """Grid points of the PLD of ``count`` copies of ``guarantee``, as dp-accounting will size it.
+
+    A canonical (epsilon, delta) pair has two atoms, at the ends of its range,
+    so the bound is computed from them directly; concrete mechanisms from their
+    (cached) dense pmfs, per direction.
+    """
+    width = 2.0 * _half_width(guarantee) / interval + 1.0
+    if width > GRID_LIMIT:
+        return math.inf
+    if count == 1:
+        return width
+    if not _has_own_pld(guarantee):
+        point = epsilon_delta(guarantee)
+        if point is None:  # mu = 0 or sensitivity 0: the identity PLD, one point
+            return 1.0
+        eps, delta = point
+        length = 2 * math.ceil(eps / interval) + 1
+        p_low = (1.0 - delta) / (1.0 + math.exp(eps))
+        atoms = (np.array([0.0, length - 1.0]), np.array([p_low, 1.0 - delta - p_low]))
+        return _self_convolve_width(*atoms, length, count)
+    try:
+        pmfs = _dense_pmfs(guarantee_pld(guarantee, interval))
+    except AttributeError:  # another layout: the untruncated range, linear in the count
+        return count * width
+    points = 0.0
+    for dense in pmfs:
+        probs = np.asarray(dense._probs, dtype=float)
+        nonzero = np.flatnonzero(probs > 0.0)
+        points = max(points, _self_convolve_width(nonzero.astype(float), probs[nonzero], probs.size, count))
+    return points
+
+
+def _has_own_pld(guarantee: Guarantee) -> bool:
+    """Whether dp-accounting builds this guarantee's PLD from the mechanism (else: its canonical pair)."""
+    inner = guarantee.mechanism if isinstance(guarantee, Subsampled) else guarantee
+    return isinstance(inner, (GaussianDP, GaussianMechanism, LaplaceMechanism)) and (
+        not isinstance(inner, (GaussianMechanism, LaplaceMechanism)) or inner.sensitivity > 0) and (
+        not isinstance(inner, GaussianDP) or inner.mu > 0)
+
+
+def within_grid(items: Sequence[tuple[Guarantee, int]], interval: float = DISCRETIZATION) -> bool:
+    """Whether every guarantee has a PLD here and the composition fits in :data:`GRID_LIMIT` points.
+
+    Composition by dp-accounting convolves the parts, so their grid sizes add.
+    """
+    if not all(supports(g) for g, _ in items):
+        return False
+    total = 0.0
+    for guarantee, count in items:
+        total += _composed_points(guarantee, int(count), interval)
+        if total > GRID_LIMIT:
+            return False
+    return True
 
 
 def supports(guarantee: Guarantee) -> bool:
@@ -55,6 +155,7 @@ def supports(guarantee: Guarantee) -> bool:
     )
 
 
+@functools.lru_cache(maxsize=64)
 def guarantee_pld(guarantee: Guarantee, interval: float = DISCRETIZATION) -> "PrivacyLossDistribution":
     """A pessimistic PLD dominating every mechanism with ``guarantee``.
 
@@ -94,8 +195,20 @@ def guarantee_pld(guarantee: Guarantee, interval: float = DISCRETIZATION) -> "Pr
 
 
 def compose_pld(items: Sequence[tuple[Guarantee, int]], interval: float = DISCRETIZATION) -> "PrivacyLossDistribution":
-    """The pessimistic PLD of the composition of ``count`` copies of each guarantee."""
+    """The pessimistic PLD of the composition of ``count`` copies of each guarantee.
+
+    Raises
+    ------
+    NumericalLimitError
+        The composition spans more than :data:`GRID_LIMIT` grid points (an epsilon of
+        thousands, a sigma near 0, or billions of invocations): no dense PLD is built.
+    """
     from dp_accounting.pld import privacy_loss_distribution as pld
+
+    if not within_grid(items, interval):
+        raise NumericalLimitError(
+            f"a privacy-loss distribution of this composition would span more than {GRID_LIMIT} grid points "
+            "(an epsilon of thousands, a sigma near 0, or billions of invocations); use a closed-form theorem")
 
     total = None
     for guarantee, count in items:
@@ -154,7 +267,7 @@ class PLDCurve(PrivacyCurve):
         for i, t in enumerate(d):
             if t >= 1.0:
                 out[i] = 0.0
-            elif t < self.delta_floor:
+            elif not at_or_above(t, self.delta_floor):
                 out[i] = math.inf
             else:
                 raw_target = (t - self.ABSOLUTE_ROUND_OFF) / (1.0 + self.ROUND_OFF)
@@ -172,20 +285,28 @@ def _loss_curves(distribution: "PrivacyLossDistribution") -> list[DiscreteLossCu
     dp-accounting's own evaluation, when a version lays them out differently.
     """
     curves = []
-    for name in ("_pmf_remove", "_pmf_add"):
-        pmf = getattr(distribution, name, None)
-        if pmf is None:
-            continue
-        try:
-            dense = pmf.to_dense_pmf()
+    try:
+        for dense in _dense_pmfs(distribution):
             probs = np.asarray(dense._probs, dtype=float)
             loss = (np.arange(probs.size) + dense._lower_loss) * dense._discretization
             infinity = float(dense._infinity_mass)
-        except AttributeError:
-            return None
-        positive = probs > 0.0
-        curves.append(DiscreteLossCurve(loss[positive], np.log(probs[positive]), infinity))
+            positive = probs > 0.0
+            curves.append(DiscreteLossCurve(loss[positive], np.log(probs[positive]), infinity))
+    except AttributeError:
+        return None
     return curves or None
+
+
+def _dense_pmfs(distribution: "PrivacyLossDistribution") -> list:
+    """The dense pmf of each direction of a dp-accounting PLD ("remove", then "add" when it differs).
+
+    Reads private attributes (``_pmf_remove``, ``_pmf_add``); AttributeError when a
+    version lays them out differently.
+    """
+    pmfs = [getattr(distribution, name, None) for name in ("_pmf_remove", "_pmf_add")]
+    if pmfs[0] is None:
+        raise AttributeError("dp-accounting PLD without _pmf_remove")
+    return [pmf.to_dense_pmf() for pmf in pmfs if pmf is not None]
 
 
 def one_directional(guarantee: Guarantee) -> bool:

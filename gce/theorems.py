@@ -37,6 +37,7 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy import special
 
+from . import binomial
 from . import pld as _pld
 from .curves import (
     CanonicalCurve,
@@ -70,6 +71,7 @@ __all__ = [
     "compose",
     "canonical_composition",
     "ENUMERATION_LIMIT",
+    "EXACT_COUNT_LIMIT",
 ]
 
 Multiset = tuple[tuple[Guarantee, int], ...]
@@ -123,6 +125,22 @@ def _log_survival(points: list[tuple[float, float, int]]) -> float:
 # Exact composition of canonical pairs
 
 
+def _group(epsilon: float, count: int) -> tuple[NDArray[np.float64], NDArray[np.float64], float]:
+    """Loss values, log-masses under P0 and log of the mass left out, for ``count`` canonical pairs.
+
+    Conditioned on no delta-event, the number ``l`` of "-eps" outcomes is
+    Binomial(count, 1/(1+e^eps)) under P0 and the privacy loss is (count - 2l) eps
+    (002 Thm. III.3). Only the counts of :func:`gce.binomial.window` are kept;
+    the bound on the rest is returned for the caller to send to infinite loss.
+    """
+    log_p, log_q = binomial.log_softplus_pair(epsilon)
+    win = binomial.window(count, log_p, log_q)
+    l = win.counts()
+    with np.errstate(over="ignore"):  # (count - 2l) eps beyond 1.8e308: +-inf, handled by the caller
+        loss = (float(count) - 2.0 * l) * epsilon
+    return loss, binomial.log_pmf(l, count, log_p, log_q), win.log_outside
+
+
 def canonical_composition(points: list[tuple[float, float, int]]) -> DiscreteLossCurve:
     """Exact privacy curve of the product of canonical pairs (002 eqs. 9-10).
 
@@ -132,22 +150,30 @@ def canonical_composition(points: list[tuple[float, float, int]]) -> DiscreteLos
     delta(eps') = 1 - (1-delta)^n + (1-delta)^n sum_l C(n,l) (e^{(n-l)eps} -
     e^{eps'} e^{l eps})_+ / (1+e^eps)^n. Distinct guarantees multiply: the loss
     distribution is the convolution over groups (MV16: the optimal heterogeneous
-    composition is that of the canonical pairs). All probabilities are kept in
-    log space (log-gamma binomials), so n = 10^6 neither overflows nor underflows.
+    composition is that of the canonical pairs).
+
+    Numerics: probabilities are kept in log space with Loader's binomial
+    (:mod:`gce.binomial`), accurate for any n; counts whose mass is below the
+    smallest double are left out and their certified total goes to infinite
+    loss, so n = 10^9 costs O(sqrt(n)) memory. A loss beyond the double range
+    (per-invocation epsilons near 1e308) is +inf, which only raises the curve:
+    the answer is then infinite, never 0 or NaN.
     """
     loss = np.zeros(1)
     log_p = np.zeros(1)
+    log_outside = -math.inf
     for eps, delta, n in points:
         if eps == 0.0:
             continue  # loss identically 0 on the no-delta-event part
-        l = np.arange(n + 1, dtype=float)
-        log_binom = special.gammaln(n + 1.0) - special.gammaln(l + 1.0) - special.gammaln(n - l + 1.0)
-        group_log_p = log_binom + (n - l) * eps - n * np.logaddexp(0.0, eps)
-        group_loss = (n - 2.0 * l) * eps
-        loss = (loss[:, None] + group_loss[None, :]).ravel()
+        group_loss, group_log_p, group_outside = _group(eps, n)
+        log_outside = float(np.logaddexp(log_outside, group_outside))
+        with np.errstate(invalid="ignore"):  # inf + (-inf): an overflowed outcome, sent to +inf below
+            loss = (loss[:, None] + group_loss[None, :]).ravel()
         log_p = (log_p[:, None] + group_log_p[None, :]).ravel()
+    loss[np.isnan(loss)] = math.inf
     log_survival = _log_survival(points)
-    return DiscreteLossCurve(loss, log_p + log_survival, infinite_mass=-math.expm1(log_survival))
+    infinite = -math.expm1(log_survival) + math.exp(log_survival + log_outside)
+    return DiscreteLossCurve(loss, log_p + log_survival, infinite_mass=infinite)
 
 
 def _enumeration_size(points: list[tuple[float, float, int]]) -> int:
@@ -216,7 +242,7 @@ class AdvancedComposition(Theorem):
 
     def curve(self, ms: Multiset) -> PrivacyCurve:
         pts = _points(ms)
-        s1 = sum(n * e * math.expm1(e) for e, _, n in pts)
+        s1 = sum(n * e * _expm1(e) for e, _, n in pts)
         s2 = sum(n * e * e for e, _, n in pts)
         base = min(sum(n * d for _, d, n in pts), 1.0)
 
@@ -227,6 +253,11 @@ class AdvancedComposition(Theorem):
             return np.where(eps > s1, base + slack, 1.0)
 
         return EnvelopeCurve([FunctionCurve(delta_fn, delta_floor=base), SimpleComposition().curve(ms)])
+
+
+def _expm1(x: float) -> float:
+    """e^x - 1, infinite where it overflows (an infinite statistic makes a closed form vacuous, never wrong)."""
+    return math.expm1(x) if x < 709.0 else math.inf
 
 
 def _kairouz_slack(eps: NDArray[np.float64], s1: float, s2: float) -> NDArray[np.float64]:
@@ -271,15 +302,32 @@ class KairouzClosedForm(Theorem):
         return EnvelopeCurve([FunctionCurve(delta_fn, delta_floor=1.0 - survival), first])
 
 
+#: Largest count the exact identical-guarantee route takes: beyond it the double rounding of
+#: p = 1 / (1 + e^eps) alone moves log-masses by more than 1e-11 (gce.binomial), and closed forms answer.
+EXACT_COUNT_LIMIT = 10**9
+#: Largest binomial window (counts kept) of the exact route: about 100 MB of working arrays.
+EXACT_WINDOW_LIMIT = 2**21
+
+
+def _exact_window_fits(epsilon: float, count: int) -> bool:
+    """Whether Thm. III.3 for ``count`` copies of epsilon stays within the limits above."""
+    if count <= binomial.FULL_RANGE or epsilon == 0.0:
+        return True
+    return count <= EXACT_COUNT_LIMIT and \
+        binomial.window(count, *binomial.log_softplus_pair(epsilon)).size <= EXACT_WINDOW_LIMIT
+
+
 class KairouzExact(Theorem):
-    """Exact optimal composition of identical (eps, delta) guarantees, 002 Thm. III.3."""
+    """Exact optimal composition of identical (eps, delta) guarantees, 002 Thm. III.3,
+    for counts up to :data:`EXACT_COUNT_LIMIT` (windowed: O(sqrt(count)) memory)."""
 
     name = "kairouz-III.3"
     source = "002 Thm. III.3"
 
     def accepts(self, ms: Multiset) -> bool:
         pts = _points(ms)
-        return pts is not None and len({(e, d) for e, d, _ in pts}) <= 1
+        return pts is not None and len({(e, d) for e, d, _ in pts}) <= 1 and (
+            not pts or _exact_window_fits(pts[0][0], sum(n for *_, n in pts)))
 
     def curve(self, ms: Multiset) -> PrivacyCurve:
         pts = _points(ms)
@@ -335,7 +383,7 @@ class GaussianDPComposition(Theorem):
         return all(_gdp_mu(g) is not None for g, _ in ms)
 
     def curve(self, ms: Multiset) -> PrivacyCurve:
-        return GaussianCurve(math.sqrt(sum(n * _gdp_mu(g) ** 2 for g, n in ms)))
+        return GaussianCurve(math.sqrt(sum(n * _gdp_mu(g) * _gdp_mu(g) for g, n in ms)))  # inf if it overflows
 
     def is_exact(self, ms: Multiset) -> bool:
         return True
@@ -377,7 +425,7 @@ class PLDComposition(Theorem):
     source = "dp-accounting privacy-loss distributions (pessimistic)"
 
     def accepts(self, ms: Multiset) -> bool:
-        return all(_pld.supports(g) for g, _ in ms)
+        return _pld.within_grid(ms)
 
     def curve(self, ms: Multiset) -> PrivacyCurve:
         return _pld.PLDCurve(_pld.compose_pld(ms), infinite_mass=_pld.infinite_mass(ms))
@@ -437,9 +485,24 @@ class Composition:
         return d, name
 
 
-def _split(ms: Multiset) -> tuple[Multiset, Multiset]:
-    """Entries dp-accounting can take, and the rest (zCDP)."""
-    return tuple((g, n) for g, n in ms if _pld.supports(g)), tuple((g, n) for g, n in ms if not _pld.supports(g))
+def _split(ms: Multiset) -> tuple[Multiset, Multiset] | None:
+    """Two non-empty groups that theorems may take apart, or None.
+
+    First the entries dp-accounting can take and the rest (zCDP); when that
+    does not split the list (a composition too large for a PLD grid), the
+    entries with an (epsilon, delta) point and the rest.
+    """
+    for belongs in (_pld.supports, lambda g: epsilon_delta(g) is not None):
+        left = tuple((g, n) for g, n in ms if belongs(g))
+        right = tuple((g, n) for g, n in ms if not belongs(g))
+        if left and right:
+            return left, right
+    return None
+
+
+def _vacuous() -> PrivacyCurve:
+    """delta = 1 at every epsilon: always valid, the answer when no theorem bounds a list."""
+    return FunctionCurve(lambda eps: np.ones_like(eps), delta_floor=1.0)
 
 
 #: Points of the split between two groups' epsilons in the mixed fallback.
@@ -486,15 +549,17 @@ def compose(guarantees: Iterable[Guarantee] | Mapping[Guarantee, int]) -> Compos
     ms = as_multiset(guarantees)
     if not ms:
         return Composition(ms, (("none", DiscreteLossCurve([], [], 0.0)),), exact=True)
-    accepted = [t for t in THEOREMS if t.accepts(ms)]
-    for theorem in accepted:
-        if theorem.is_exact(ms):
-            return Composition(ms, ((theorem.name, theorem.curve(ms)),), exact=True)
+    accepted = []
+    for theorem in THEOREMS:  # an exact theorem ends the search before costlier ones are asked
+        if theorem.accepts(ms):
+            if theorem.is_exact(ms):
+                return Composition(ms, ((theorem.name, theorem.curve(ms)),), exact=True)
+            accepted.append(theorem)
     if accepted:
         return Composition(ms, tuple((t.name, t.curve(ms)) for t in accepted), exact=False)
-    left, right = _split(ms)
-    if not left or not right:  # pragma: no cover - every single kind has a theorem
-        raise UnsupportedCombinationError(f"no composition theorem accepts {ms!r}")
-    a, b = compose(dict(left)), compose(dict(right))
+    groups = _split(ms)
+    if groups is None:  # e.g. subsampled Gaussians with sigma near 0 beside Gaussians: nothing bounds them
+        return Composition(ms, (("vacuous (no theorem applies)", _vacuous()),), exact=False)
+    a, b = compose(dict(groups[0])), compose(dict(groups[1]))
     return Composition(ms, (("split: " + "+".join(n for n, _ in a.candidates[:1] + b.candidates[:1]),
                              _sum_of_curves(a.curve, b.curve)),), exact=False)
