@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import functools
 import math
+import warnings
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -98,9 +99,13 @@ def _composed_points(guarantee: Guarantee, count: int, interval: float) -> float
     (cached) dense pmfs, per direction.
     """
     width = 2.0 * _half_width(guarantee) / interval + 1.0
-    if width > GRID_LIMIT:
+    if width > (MECHANISM_GRID_LIMIT if _has_own_pld(guarantee) else GRID_LIMIT):
         return math.inf
     if count == 1:
+        try:
+            guarantee_pld(guarantee, interval)  # cached for the composition that follows
+        except NumericalLimitError:
+            return math.inf
         return width
     if not _has_own_pld(guarantee):
         point = epsilon_delta(guarantee)
@@ -113,6 +118,8 @@ def _composed_points(guarantee: Guarantee, count: int, interval: float) -> float
         return _self_convolve_width(*atoms, length, count)
     try:
         pmfs = _dense_pmfs(guarantee_pld(guarantee, interval))
+    except NumericalLimitError:  # dp-accounting cannot build it: the route declines
+        return math.inf
     except AttributeError:  # another layout: the untruncated range, linear in the count
         return count * width
     points = 0.0
@@ -126,8 +133,10 @@ def _composed_points(guarantee: Guarantee, count: int, interval: float) -> float
 def _has_own_pld(guarantee: Guarantee) -> bool:
     """Whether dp-accounting builds this guarantee's PLD from the mechanism (else: its canonical pair)."""
     inner = guarantee.mechanism if isinstance(guarantee, Subsampled) else guarantee
-    return isinstance(inner, (GaussianDP, GaussianMechanism, LaplaceMechanism)) and (
-        not isinstance(inner, (GaussianMechanism, LaplaceMechanism)) or inner.sensitivity > 0) and (
+    if isinstance(inner, LaplaceMechanism):
+        return inner.sensitivity / inner.scale >= _TINY_LAPLACE
+    return isinstance(inner, (GaussianDP, GaussianMechanism)) and (
+        not isinstance(inner, GaussianMechanism) or inner.sensitivity > 0) and (
         not isinstance(inner, GaussianDP) or inner.mu > 0)
 
 
@@ -155,8 +164,43 @@ def supports(guarantee: Guarantee) -> bool:
     )
 
 
+#: Largest grid (points) of one concrete mechanism's PLD: dp-accounting builds Laplace and
+#: Gaussian PLDs point by point, about a minute for 10^7 points.
+MECHANISM_GRID_LIMIT = 2**21
+#: A Laplace mechanism with a smaller epsilon is bounded by its canonical (epsilon, 0) pair
+#: (valid: it is epsilon-DP, 002 Thm. II.5); dp-accounting's own construction stalls there.
+_TINY_LAPLACE = 1e-6
+#: What dp-accounting raises or warns when its parameters leave its numerical range.
+_DP_ACCOUNTING_FAILURES = (ArithmeticError, ValueError, IndexError, RuntimeWarning)
+
+
+def _guarded(build):
+    """Run a dp-accounting computation; its numerical failures and warnings become NumericalLimitError."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        try:
+            with np.errstate(over="raise", invalid="raise", divide="raise"):
+                return build()
+        except _DP_ACCOUNTING_FAILURES as error:
+            raise NumericalLimitError(
+                f"dp-accounting cannot build this privacy-loss distribution ({type(error).__name__}: {error})"
+            ) from None
+
+
 @functools.lru_cache(maxsize=64)
 def guarantee_pld(guarantee: Guarantee, interval: float = DISCRETIZATION) -> "PrivacyLossDistribution":
+    """A pessimistic PLD dominating every mechanism with ``guarantee`` (see :func:`_guarantee_pld`).
+
+    Raises
+    ------
+    NumericalLimitError
+        dp-accounting fails or warns for these parameters (a sigma near 1e308, a
+        delta within 1e-12 of 1, ...).
+    """
+    return _guarded(lambda: _guarantee_pld(guarantee, interval))
+
+
+def _guarantee_pld(guarantee: Guarantee, interval: float) -> "PrivacyLossDistribution":
     """A pessimistic PLD dominating every mechanism with ``guarantee``.
 
     (epsilon, delta) guarantees use the canonical pair (002 eqs. 9-10, which is
@@ -178,7 +222,7 @@ def guarantee_pld(guarantee: Guarantee, interval: float = DISCRETIZATION) -> "Pr
             inner.sigma, sensitivity=inner.sensitivity, pessimistic_estimate=True,
             value_discretization_interval=interval, sampling_prob=rate,
         )
-    if isinstance(inner, LaplaceMechanism) and inner.sensitivity > 0:
+    if isinstance(inner, LaplaceMechanism) and inner.sensitivity / inner.scale >= _TINY_LAPLACE:
         return pld.from_laplace_mechanism(
             inner.scale, sensitivity=inner.sensitivity, pessimistic_estimate=True,
             value_discretization_interval=interval, sampling_prob=rate,
@@ -214,9 +258,13 @@ def compose_pld(items: Sequence[tuple[Guarantee, int]], interval: float = DISCRE
     for guarantee, count in items:
         if count == 0:
             continue
+        if epsilon_delta(guarantee) == (0.0, 0.0):
+            continue  # the identity: composing it changes nothing
         one = guarantee_pld(guarantee, interval)
-        part = one.self_compose(count, tail_mass_truncation=TAIL_MASS_TRUNCATION) if count > 1 else one
-        total = part if total is None else total.compose(part, tail_mass_truncation=TAIL_MASS_TRUNCATION)
+        part = _guarded(lambda: one.self_compose(count, tail_mass_truncation=TAIL_MASS_TRUNCATION)) \
+            if count > 1 else one
+        total = part if total is None else _guarded(
+            lambda: total.compose(part, tail_mass_truncation=TAIL_MASS_TRUNCATION))
     return total if total is not None else pld.identity(value_discretization_interval=interval)
 
 
@@ -263,6 +311,8 @@ class PLDCurve(PrivacyCurve):
         return self._safe(out)
 
     def _epsilon(self, d: NDArray[np.float64]) -> NDArray[np.float64]:
+        """Inverts :meth:`_delta` itself (the same evaluator), and checks the answer against it:
+        a candidate whose delta exceeds the target is replaced by the generic safe bisection."""
         out = np.empty_like(d)
         for i, t in enumerate(d):
             if t >= 1.0:
@@ -270,8 +320,14 @@ class PLDCurve(PrivacyCurve):
             elif not at_or_above(t, self.delta_floor):
                 out[i] = math.inf
             else:
-                raw_target = (t - self.ABSOLUTE_ROUND_OFF) / (1.0 + self.ROUND_OFF)
-                out[i] = max(float(self.distribution.get_epsilon_for_delta(raw_target)), 0.0)
+                raw_target = max((t - self.ABSOLUTE_ROUND_OFF) / (1.0 + self.ROUND_OFF), 0.0)
+                if self._directions is not None:
+                    eps = max(float(c.epsilon(raw_target)) for c in self._directions)
+                else:
+                    eps = max(float(self.distribution.get_epsilon_for_delta(raw_target)), 0.0)
+                if not (math.isfinite(eps) and self._delta(np.array([eps]))[0] <= t):
+                    eps = self._bisect(float(t))
+                out[i] = eps
         return out
 
 

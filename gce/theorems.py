@@ -48,7 +48,7 @@ from .curves import (
     PrivacyCurve,
     ZCDPCurve,
 )
-from .errors import InvalidParameterError, UnsupportedCombinationError
+from .errors import InvalidParameterError, NumericalLimitError
 from .guarantees import (
     ZCDP,
     ApproxDP,
@@ -515,10 +515,12 @@ def _sum_of_curves(a: PrivacyCurve, b: PrivacyCurve) -> PrivacyCurve:
 
     def delta_fn(eps: NDArray[np.float64]) -> NDArray[np.float64]:
         share = np.linspace(0.0, 1.0, _SPLIT_POINTS)
-        s = eps[:, None] * share[None, :]
+        finite = np.where(np.isfinite(eps), eps, 0.0)  # eps = inf: both groups at their floors
+        s = finite[:, None] * share[None, :]
         da = a.delta(s.ravel()).reshape(s.shape)
-        db = b.delta((eps[:, None] - s).ravel().clip(min=0.0)).reshape(s.shape)
-        return np.minimum((da + db).min(axis=1), 1.0)
+        db = b.delta((finite[:, None] - s).ravel().clip(min=0.0)).reshape(s.shape)
+        out = np.minimum((da + db).min(axis=1), 1.0)
+        return np.where(np.isfinite(eps), out, min(a.delta_floor + b.delta_floor, 1.0))
 
     return FunctionCurve(delta_fn, delta_floor=min(a.delta_floor + b.delta_floor, 1.0))
 
@@ -555,8 +557,14 @@ def compose(guarantees: Iterable[Guarantee] | Mapping[Guarantee, int]) -> Compos
             if theorem.is_exact(ms):
                 return Composition(ms, ((theorem.name, theorem.curve(ms)),), exact=True)
             accepted.append(theorem)
-    if accepted:
-        return Composition(ms, tuple((t.name, t.curve(ms)) for t in accepted), exact=False)
+    candidates = []
+    for theorem in accepted:
+        try:
+            candidates.append((theorem.name, theorem.curve(ms)))
+        except NumericalLimitError:  # dp-accounting out of its range: the other theorems still bound it
+            continue
+    if candidates:
+        return Composition(ms, tuple(candidates), exact=False)
     groups = _split(ms)
     if groups is None:  # e.g. subsampled Gaussians with sigma near 0 beside Gaussians: nothing bounds them
         return Composition(ms, (("vacuous (no theorem applies)", _vacuous()),), exact=False)

@@ -239,3 +239,39 @@ def test_huge_heterogeneous_counts_do_not_allocate():
     # The composed loss concentrates at its mean, 10^9 (0.01 tanh(0.005) + 0.02 tanh(0.01)) = 2.5e5,
     # with standard deviation ~700: no valid epsilon at 1e-6 lies below ~2.4e5.
     assert eps >= 2.4e5
+
+
+# --- found by the fuzz suite ---------------------------------------------------------------
+
+
+def test_split_curve_at_infinite_epsilon_is_its_floor():
+    c = compose({ZCDP(0.01): 1, ApproxDP(0.0, 1e-6): 1})
+    assert c.curve.delta(math.inf) == pytest.approx(1e-6)  # the zCDP group has no floor, the approx one 1e-6
+
+
+@pytest.mark.parametrize("mix,expected", [
+    ({Subsampled(1.0, LaplaceMechanism(0.001)): 2}, 2000.0),            # rate 1: the Laplace point, 1000 each
+    ({GaussianMechanism(0.5, 0.5): 5, ApproxDP(0.5, 0.999999999999): 5}, math.inf),  # floor ~1
+    ({ApproxDP(0.5, 1e-3): 365, GaussianDP(1e-308): 365}, math.inf),    # floor 1 - 0.999^365 = 0.31
+    ({Subsampled(1.0, PureDP(0.0)): 2**63}, 0.0),                       # the identity, 2^63 times
+    ({LaplaceMechanism(1e308, 2.0): 10**9}, 0.0),                        # eps 2e-308 each
+])
+def test_degenerate_mechanisms_answer_at_once(mix, expected):
+    eps, _ = compose(mix).epsilon(1e-6)
+    assert eps == pytest.approx(expected, rel=1e-6) if math.isfinite(expected) else eps == expected
+
+
+def test_dp_accounting_out_of_range_is_declined_not_raised():
+    # sigma of 1e308 (GDP mu = 1e-308) and a sensitivity of 5e-324: dp-accounting overflows or warns;
+    # the PLD route declines and another theorem answers.
+    c = compose({GaussianMechanism(5e-324, 5e-324): 2, RandomizedResponse(0.1): 2})
+    eps, theorem = c.epsilon(1e-6)
+    assert math.isfinite(eps) and theorem != "pld"
+    # mu = 1 twice and eps 0.1 twice: at least the two Gaussians' exact value (GDP, sqrt(2)).
+    assert eps >= compose({GaussianDP(1.0): 2}).epsilon(1e-6)[0]
+
+
+def test_pld_epsilon_is_certified_by_its_own_delta():
+    c = compose({LaplaceMechanism(0.5, 1e-3): 1000, LaplaceMechanism(0.1): 1})
+    eps, _ = c.epsilon(1e-6)
+    assert c.delta(eps)[0] <= 1e-6
