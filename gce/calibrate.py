@@ -51,7 +51,7 @@ from .errors import InvalidParameterError, NumericalLimitError, UnsupportedCombi
 from .guarantees import ApproxDP, GaussianMechanism, Guarantee, PureDP
 from .model import Invocation, Scenario, invocation_multiset
 from .progress import ProgressCallback
-from .report import Report, json_number
+from .report import Report, json_number, terminal_text
 from .solve import check_scenario, solve
 from .solvers import DEFAULT_TIME_LIMIT
 from .solvers.base import check_time_limit
@@ -194,7 +194,7 @@ class Calibration:
             else:
                 lines.append(f"classic composition needs {self.ratio:.4g}x the noise")
         lines += [f"note: {n}" for n in self.report.notes]
-        return "\n".join(lines)
+        return "\n".join(terminal_text(line) for line in lines)  # titles and notes come from files
 
 
 # ---------------------------------------------------------------------------

@@ -43,7 +43,7 @@ from scipy import special
 from .constraints import AtMost, Constraint, ConstraintSet, Exclusive, Patterns
 from .constraints.base import format_indices
 from .errors import InfeasibleConstraintsError, InvalidParameterError, InvalidScenarioError, NumericalLimitError
-from .tables import TableKind, read_integer, read_kind_table, read_number
+from .tables import TableKind, read_integer, read_kind_table, read_number, toml_value
 
 __all__ = [
     "Distribution",
@@ -815,11 +815,11 @@ def _scenario_integer(value: object, path: str, n: int) -> int:
 
 def _scenario_indices(value: object, path: str, n: int) -> list[int]:
     if not isinstance(value, list):
-        raise InvalidScenarioError(path, f"must be a list of database indices, got {value!r}")
+        raise InvalidScenarioError(path, f"must be a list of database indices, got {toml_value(value)}")
     out = []
     for i, item in enumerate(value):
         if isinstance(item, bool) or not isinstance(item, int):
-            raise InvalidScenarioError(f"{path}[{i}]", f"must be a database index, got {item!r}")
+            raise InvalidScenarioError(f"{path}[{i}]", f"must be a database index, got {toml_value(item)}")
         if not 0 <= item < n:
             raise InvalidScenarioError(f"{path}[{i}]", f"database {item} is out of range [0, {n})")
         out.append(item)
@@ -828,13 +828,13 @@ def _scenario_indices(value: object, path: str, n: int) -> list[int]:
 
 def _scenario_sets(value: object, path: str, n: int) -> list[list[int]]:
     if not isinstance(value, list):
-        raise InvalidScenarioError(path, f"must be a list of lists of database indices, got {value!r}")
+        raise InvalidScenarioError(path, f"must be a list of lists of database indices, got {toml_value(value)}")
     return [_scenario_indices(item, f"{path}[{i}]", n) for i, item in enumerate(value)]
 
 
 def _scenario_numbers(value: object, path: str, n: int) -> list[float]:
     if not isinstance(value, list):
-        raise InvalidScenarioError(path, f"must be a list of numbers, got {value!r}")
+        raise InvalidScenarioError(path, f"must be a list of numbers, got {toml_value(value)}")
     return [read_number(item, f"{path}[{i}]") for i, item in enumerate(value)]
 
 

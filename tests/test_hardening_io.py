@@ -646,3 +646,20 @@ def test_plot_problems_found_late_or_early_name_the_flag(capsys, tmp_path, monke
                         find_spec(name, *a))
     message = one_error_line(capsys, "curve", HOSPITALS, "--plot", str(tmp_path / "c.png"))
     assert message == "--plot: install the plot extra: pip install 'gce[plot]'"
+
+
+def test_prior_fields_show_toml_values(tmp_path):
+    import gce
+    path = tmp_path / "prior.toml"
+    path.write_text('databases = 3\ndelta = 1e-6\n[[invocations]]\ndatabases = "all"\n'
+                    'mechanism = { kind = "pure", epsilon = 0.1 }\n[hypotheses]\n'
+                    'h0 = { kind = "point", members = [true] }\nh1 = { kind = "point", members = [1] }\n')
+    with pytest.raises(gce.errors.InvalidScenarioError, match=r"hypotheses\.h0\.members\[0\]: .*got true$"):
+        gce.load_scenario(path)
+
+
+def test_calibration_text_escapes_control_characters():
+    import gce
+    s = gce.Scenario(databases=2, invocations=[gce.Invocation(0, gce.PureDP(0.1))], title="x\x1b[31mred", delta=1e-6)
+    text = str(gce.calibrate(s, target_epsilon=1.0, target_delta=1e-6))
+    assert "\x1b" not in text and text.splitlines()[0] == "x\\x1b[31mred"
