@@ -464,13 +464,14 @@ def _header(table: Mapping[str, object]) -> tuple[str, str]:
     return title, neighborhood
 
 
-def _folder(folder: object) -> pathlib.Path:
-    if not isinstance(folder, (str, os.PathLike)):
-        raise InvalidParameterError("folder", f"must be a str or os.PathLike, got {folder!r}")
+def _path_argument(value: object, name: str) -> pathlib.Path:
+    """A path given to a public function (``path``, ``folder``), or an error naming the argument."""
+    if not isinstance(value, (str, os.PathLike)):
+        raise InvalidParameterError(name, f"must be a str or os.PathLike, got {value!r}")
     try:
-        return pathlib.Path(folder)
+        return pathlib.Path(value)
     except TypeError:  # a PathLike of bytes
-        raise InvalidParameterError("folder", f"must be a str or os.PathLike of str, got {folder!r}") from None
+        raise InvalidParameterError(name, f"must be a str or os.PathLike of str, got {value!r}") from None
 
 
 def scenario_from_dict(table: Mapping[str, object], folder: str | os.PathLike[str] = ".", *,
@@ -514,7 +515,7 @@ def scenario_from_dict(table: Mapping[str, object], folder: str | os.PathLike[st
     """
     if not isinstance(table, Mapping):
         raise InvalidScenarioError("scenario", f"must be a table, got {toml_value(table)}")
-    folder = _folder(folder)
+    folder = _path_argument(folder, "folder")
     if not isinstance(allow_outside_files, bool):
         raise InvalidParameterError("allow_outside_files", f"must be True or False, got {allow_outside_files!r}")
     _check_tree(table)
@@ -537,15 +538,6 @@ def scenario_from_dict(table: Mapping[str, object], folder: str | os.PathLike[st
 
 # ---------------------------------------------------------------------------
 # Reading the file
-
-
-def _scenario_path(path: object) -> pathlib.Path:
-    if not isinstance(path, (str, os.PathLike)):
-        raise InvalidParameterError("path", f"must be a str or os.PathLike, got {path!r}")
-    try:
-        return pathlib.Path(path)
-    except TypeError:  # a PathLike of bytes
-        raise InvalidParameterError("path", f"must be a str or os.PathLike of str, got {path!r}") from None
 
 
 def _read_bytes(path: pathlib.Path) -> bytes:
@@ -628,6 +620,6 @@ def load_scenario(path: str | os.PathLike[str], *, allow_outside_files: bool = F
     ...
     gce.errors.InvalidParameterError: path: must be a str or os.PathLike, got 123
     """
-    path = _scenario_path(path)
+    path = _path_argument(path, "path")
     table = _toml(_text(_read_bytes(path), path), path)
     return scenario_from_dict(table, path.parent, allow_outside_files=allow_outside_files)
