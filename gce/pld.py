@@ -53,6 +53,22 @@ TAIL_MASS_TRUNCATION = 1e-15
 #: Largest number of grid points (loss range / DISCRETIZATION) a composition may need: about 130 MB
 #: per dense array. Beyond it the PLD route declines and closed forms answer (valid, looser).
 GRID_LIMIT = 2**24
+def _noise(guarantee: Guarantee) -> tuple[str, float, float, float] | None:
+    """(kind, noise, sensitivity, rate) when dp-accounting builds the PLD from the mechanism itself
+    (``"gaussian"``: sigma; ``"laplace"``: scale), None when from the canonical pair of its point.
+
+    The one decision :func:`_guarantee_pld` acts on and the grid estimate relies on.
+    """
+    rate, inner = (guarantee.rate, guarantee.mechanism) if isinstance(guarantee, Subsampled) else (1.0, guarantee)
+    if isinstance(inner, GaussianDP) and inner.mu > 0:
+        return "gaussian", 1.0 / inner.mu, 1.0, rate
+    if isinstance(inner, GaussianMechanism) and inner.sensitivity > 0:
+        return "gaussian", inner.sigma, inner.sensitivity, rate
+    if isinstance(inner, LaplaceMechanism) and inner.sensitivity / inner.scale >= _TINY_LAPLACE:
+        return "laplace", inner.scale, inner.sensitivity, rate
+    return None
+
+
 def _half_width(guarantee: Guarantee) -> float:
     """A bound on the largest |privacy loss| one guarantee's PLD holds before truncation.
 
@@ -61,12 +77,14 @@ def _half_width(guarantee: Guarantee) -> float:
     few standard deviations out. Subsampling only shrinks the loss, so the
     inner mechanism's width bounds it.
     """
+    noise = _noise(guarantee)
+    if noise is not None:
+        kind, scale, sensitivity, _ = noise
+        mu = sensitivity / scale
+        return mu * mu / 2.0 + 10.0 * mu if kind == "gaussian" else mu
     inner = guarantee.mechanism if isinstance(guarantee, Subsampled) else guarantee
-    mu = inner.mu if isinstance(inner, GaussianDP) else (
-        inner.sensitivity / inner.sigma if isinstance(inner, GaussianMechanism) else None)
-    if mu is not None:
-        return mu * mu / 2.0 + 10.0 * mu
-    return epsilon_delta(inner)[0]
+    point = epsilon_delta(inner)
+    return 0.0 if point is None else point[0]  # None: mu or sensitivity 0, the identity
 
 
 #: The Chernoff orders of dp-accounting's truncation, in units of 1 / len (``common.py``).
@@ -99,7 +117,7 @@ def _composed_points(guarantee: Guarantee, count: int, interval: float) -> float
     (cached) dense pmfs, per direction.
     """
     width = 2.0 * _half_width(guarantee) / interval + 1.0
-    if width > (MECHANISM_GRID_LIMIT if _has_own_pld(guarantee) else GRID_LIMIT):
+    if width > (MECHANISM_GRID_LIMIT if _noise(guarantee) is not None else GRID_LIMIT):
         return math.inf
     if count == 1:
         try:
@@ -107,7 +125,7 @@ def _composed_points(guarantee: Guarantee, count: int, interval: float) -> float
         except NumericalLimitError:
             return math.inf
         return width
-    if not _has_own_pld(guarantee):
+    if _noise(guarantee) is None:
         point = epsilon_delta(guarantee)
         if point is None:  # mu = 0 or sensitivity 0: the identity PLD, one point
             return 1.0
@@ -128,16 +146,6 @@ def _composed_points(guarantee: Guarantee, count: int, interval: float) -> float
         nonzero = np.flatnonzero(probs > 0.0)
         points = max(points, _self_convolve_width(nonzero.astype(float), probs[nonzero], probs.size, count))
     return points
-
-
-def _has_own_pld(guarantee: Guarantee) -> bool:
-    """Whether dp-accounting builds this guarantee's PLD from the mechanism (else: its canonical pair)."""
-    inner = guarantee.mechanism if isinstance(guarantee, Subsampled) else guarantee
-    if isinstance(inner, LaplaceMechanism):
-        return inner.sensitivity / inner.scale >= _TINY_LAPLACE
-    return isinstance(inner, (GaussianDP, GaussianMechanism)) and (
-        not isinstance(inner, GaussianMechanism) or inner.sensitivity > 0) and (
-        not isinstance(inner, GaussianDP) or inner.mu > 0)
 
 
 def within_grid(items: Sequence[tuple[Guarantee, int]], interval: float = DISCRETIZATION) -> bool:
@@ -211,23 +219,14 @@ def _guarantee_pld(guarantee: Guarantee, interval: float) -> "PrivacyLossDistrib
     """
     from dp_accounting.pld import common, privacy_loss_distribution as pld
 
-    rate = 1.0
-    inner = guarantee
-    if isinstance(guarantee, Subsampled):
-        rate, inner = guarantee.rate, guarantee.mechanism
-    if isinstance(inner, GaussianDP):
-        inner = GaussianMechanism(sigma=1.0 / inner.mu) if inner.mu > 0 else PureDP(0.0)
-    if isinstance(inner, GaussianMechanism) and inner.sensitivity > 0:
-        return pld.from_gaussian_mechanism(
-            inner.sigma, sensitivity=inner.sensitivity, pessimistic_estimate=True,
-            value_discretization_interval=interval, sampling_prob=rate,
-        )
-    if isinstance(inner, LaplaceMechanism) and inner.sensitivity / inner.scale >= _TINY_LAPLACE:
-        return pld.from_laplace_mechanism(
-            inner.scale, sensitivity=inner.sensitivity, pessimistic_estimate=True,
-            value_discretization_interval=interval, sampling_prob=rate,
-        )
-    point = epsilon_delta(inner) if not isinstance(inner, GaussianMechanism) else (0.0, 0.0)
+    noise = _noise(guarantee)
+    if noise is not None:
+        kind, scale, sensitivity, rate = noise
+        build = pld.from_gaussian_mechanism if kind == "gaussian" else pld.from_laplace_mechanism
+        return build(scale, sensitivity=sensitivity, pessimistic_estimate=True,
+                     value_discretization_interval=interval, sampling_prob=rate)
+    rate, inner = (guarantee.rate, guarantee.mechanism) if isinstance(guarantee, Subsampled) else (1.0, guarantee)
+    point = epsilon_delta(inner) if not isinstance(inner, (GaussianMechanism, GaussianDP)) else (0.0, 0.0)
     if point is None:
         raise TypeError(f"no privacy-loss distribution for {guarantee!r}")
     eps, delta = amplified(*point, rate) if rate < 1.0 else point
