@@ -410,7 +410,11 @@ class _Transport:
         if self.trivial:
             pi = np.outer(self.w0, self.w1)  # the only coupling when one side is a point mass
         else:
-            result = linprog(cost.ravel(), A_eq=self.a_eq, b_eq=self.b_eq, bounds=(0, None), method="highs")
+            # HiGHS's optimality tolerances are absolute (1e-7): costs of 1e-12 would all look alike and
+            # any coupling pass as optimal, so the LP sees them scaled to a maximum of 1.
+            scale = float(cost.max())
+            scaled = cost / scale if scale > 0.0 else cost
+            result = linprog(scaled.ravel(), A_eq=self.a_eq, b_eq=self.b_eq, bounds=(0, None), method="highs")
             if result.status == 0 and result.x is not None:
                 pi = _repair(result.x.reshape(cost.shape), self.w0, self.w1)
             else:  # still a coupling, so still a valid (if looser) bound

@@ -256,6 +256,17 @@ def test_identical_guarantees_depend_only_on_the_difference_size():
         assert float(curve.delta(eps)) >= brute(h0, h1, invocations, eps) - TOL
 
 
+def test_identical_hypotheses_are_zero_even_where_pair_deltas_are_tiny():
+    """Regression (fuzz): with identical hypotheses the identity coupling costs 0, but the off-diagonal
+    pairs cost about 1e-12 at eps = 10 (the Gaussian's tail), below HiGHS's absolute tolerance; the LP
+    then returned another coupling and the curve rose from 0 to 1e-12 (not monotone)."""
+    invocations = [Invocation(d, g) for g in (GaussianDP(0.5), ApproxDP(0.1, 0.0)) for d in range(3)]
+    h = Distribution.of([(set(), 0.5), ({1}, 0.5)])
+    curve = CouplingCurve(h, h, invocations)
+    assert 0.0 < curve.worst_pair_delta(10.0) < 1e-9
+    assert [float(curve.delta(e)) for e in (0.0, 2.0, 10.0, 50.0, 1e308)] == [0.0] * 5
+
+
 def test_epsilon_search_is_certified_and_near_the_lp_crossing():
     invocations = [Invocation(d, ApproxDP(0.4, 1e-3)) for d in range(5)]
     rng = np.random.default_rng(7)
