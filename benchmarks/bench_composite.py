@@ -4,7 +4,7 @@ Each of k databases runs one ApproxDP(EPS, DELTA) mechanism; the adversary tests
 h0 = "in none of them" against h1 = uniform over the non-empty sets (001 Sec.
 III-A, Example 1). We print, measured in this run:
 
-* our exact count-based curve (gce.composite.exact_curve): time and epsilon at
+* our exact count-based curve (gce.priors.exact.exact_curve): time and epsilon at
   TARGET, plus the generic recursion (the same prior with sizes capped at k - 1,
   which has no closed form) to show what a non-geometric prior costs;
 * 001 Cor. 7's (epsilon, delta) (simple composition of rate-1/2 subsampled
@@ -28,10 +28,10 @@ from __future__ import annotations
 import math
 import sys
 
-from gce.composite import exact_curve
+from gce.priors.exact import exact_curve
 from gce.constraints import ConstraintSet
-from gce.guarantees import ApproxDP
-from gce.hypotheses import Point, Rates, Uniform
+from gce.accounting.guarantees import ApproxDP
+from gce.priors.hypotheses import Point, Rates, Uniform
 from gce.model import Invocation
 
 from timing import best_of

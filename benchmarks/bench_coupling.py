@@ -1,4 +1,4 @@
-"""Benchmark: composite hypotheses by the coupling LP and by the subsampling route (gce.coupling).
+"""Benchmark: composite hypotheses by the coupling LP and by the subsampling route (gce.priors.coupling).
 
 Coupling: h0 and h1 each a distribution over 200 random membership sets of 30
 databases (identical guarantees, mixed (eps, delta) guarantees, and mixed
@@ -26,12 +26,12 @@ import warnings
 
 import numpy as np
 
-from gce.coupling import CouplingCurve, SubsamplingCurve
-from gce.guarantees import ZCDP, ApproxDP, GaussianMechanism, PureDP
-from gce.hypotheses import Distribution
+from gce.priors.coupling import CouplingCurve, SubsamplingCurve
+from gce.accounting.guarantees import ZCDP, ApproxDP, GaussianMechanism, PureDP
+from gce.priors.hypotheses import Distribution
 from gce.model import Invocation, invocation_multiset
-from gce.reproductions import corollary7
-from gce.theorems import compose
+from gce.priors.reproductions import corollary7
+from gce.accounting.theorems import compose
 
 from timing import best_of
 

@@ -8,7 +8,7 @@ Run: python examples/composition_basics.py
 """
 
 from gce import ApproxDP, compose
-from gce.theorems import THEOREMS, as_multiset
+from gce.accounting.theorems import THEOREMS, as_multiset
 
 QUERIES = {ApproxDP(epsilon=0.05, delta=1e-10): 365}
 TARGET_DELTA = 1e-6

@@ -10,7 +10,7 @@ import math
 from pathlib import Path
 
 from gce import load_scenario, solve
-from gce.curves import GaussianCurve
+from gce.accounting.curves import GaussianCurve
 
 report = solve(load_scenario(Path(__file__).with_name("gaussian_parts.toml")))
 print(report)

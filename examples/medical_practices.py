@@ -2,7 +2,7 @@
 
 The hypotheses U({b : |b| < 3}) and U({b : |b| >= 3}) over 8 practices are
 exchangeable, so the exact curve is a count-based sum over canonical pairs
-(gce.composite). The point-mass worst case (a pair of sets differing in all 8
+(gce.priors.exact). The point-mass worst case (a pair of sets differing in all 8
 practices) is what an adversary who could name the sets would get.
 
 Run: python examples/medical_practices.py

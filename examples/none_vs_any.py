@@ -19,9 +19,9 @@ Run: python examples/none_vs_any.py
 """
 
 from gce import ApproxDP, ConstraintSet, Invocation, Point, Uniform, compose
-from gce.composite import exact_curve
-from gce.coupling import CouplingCurve, SubsamplingCurve
-from gce.reproductions import corollary7
+from gce.priors.exact import exact_curve
+from gce.priors.coupling import CouplingCurve, SubsamplingCurve
+from gce.priors.reproductions import corollary7
 
 EPSILON, DELTA = 0.5, 1e-8
 TARGET = 1e-6

@@ -26,7 +26,7 @@ A scenario built in Python, no file needed:
 (4.62, True, 365)
 """
 
-from .curves import PrivacyCurve
+from .accounting.curves import PrivacyCurve
 from .errors import (
     GCEError,
     InfeasibleConstraintsError,
@@ -35,7 +35,7 @@ from .errors import (
     NumericalLimitError,
     UnsupportedCombinationError,
 )
-from .guarantees import (
+from .accounting.guarantees import (
     ZCDP,
     ApproxDP,
     GaussianDP,
@@ -46,7 +46,7 @@ from .guarantees import (
     RandomizedResponse,
     Subsampled,
 )
-from .theorems import THEOREMS, Composition, compose
+from .accounting.theorems import THEOREMS, Composition, compose
 from .constraints import (
     AtMost,
     Conflicts,
@@ -57,12 +57,12 @@ from .constraints import (
     Together,
     estimate_membership,
 )
-from .hypotheses import Explicit, Point, Rates, Uniform
+from .priors.hypotheses import Explicit, Point, Rates, Uniform
 from .model import Databases, Invocation, Scenario
 from .report import Report
-from .scenario import load_scenario
-from .solve import solve  # the function; ``from gce.solve import solve`` still finds the module
-from .calibrate import Calibration, calibrate
+from .files.scenario import load_scenario
+from .solving import solve
+from .calibration import Calibration, calibrate
 
 __version__ = "0.1.0"
 

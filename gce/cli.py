@@ -5,7 +5,7 @@
                   [--allow-outside-files]
     gce curve FILE.toml [--deltas D ...] [--plot out.png] [--json] [--time-limit S] [--allow-outside-files]
 
-prints the report of :func:`gce.solve.solve`; with ``--json`` one JSON object
+prints the report of :func:`gce.solving.solve`; with ``--json`` one JSON object
 (:meth:`gce.report.Report.to_dict`). Bad input, in the file or on the command
 line, gives exit status 2 and one line on stderr that names the field or the
 flag; nothing is written to stdout.
@@ -145,7 +145,7 @@ def _time_limit(args: argparse.Namespace) -> float:
 
 
 def _load(args: argparse.Namespace):
-    from .scenario import load_scenario
+    from .files.scenario import load_scenario
 
     return load_scenario(args.file, allow_outside_files=args.allow_outside_files)
 
@@ -155,7 +155,7 @@ def _load(args: argparse.Namespace):
 
 
 def _solve(args: argparse.Namespace) -> str:
-    from .solve import solve
+    from .solving import solve
 
     _probability(args.delta, "--delta")
     _epsilon(args.epsilon, "--epsilon")
@@ -175,7 +175,7 @@ def _solve(args: argparse.Namespace) -> str:
 
 
 def _calibrate(args: argparse.Namespace) -> str:
-    from .calibrate import calibrate
+    from .calibration import calibrate
     from .progress import Progress
 
     _epsilon(args.target_epsilon, "--target-epsilon", positive=True)
@@ -221,7 +221,7 @@ def _draw(report, plot, classic) -> None:
 def _curve(args: argparse.Namespace) -> str:
     from .plot import classic_curve, curve_table
     from .report import json_number
-    from .solve import solve
+    from .solving import solve
 
     for i, d in enumerate(args.deltas):
         _probability(d, f"--deltas[{i}]")

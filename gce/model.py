@@ -25,12 +25,12 @@ import numpy as np
 
 from .constraints.base import MAX_DATABASES
 from .errors import InvalidParameterError, UnsupportedCombinationError
-from .guarantees import _GUARANTEE_TYPES, Guarantee
-from .theorems import Multiset
+from .accounting.guarantees import _GUARANTEE_TYPES, Guarantee
+from .accounting.theorems import Multiset
 
 if TYPE_CHECKING:  # pragma: no cover
     from .constraints import ConstraintSet
-    from .hypotheses import Hypothesis
+    from .priors.hypotheses import Hypothesis
 
 __all__ = ["Databases", "Invocation", "InvocationTable", "Scenario", "check_support", "check_target",
            "invocation_multiset", "per_database_multisets", "MAX_DATABASES", "MAX_INVOCATIONS"]
@@ -301,7 +301,7 @@ def _checked_hypotheses(hypotheses, constraints: "ConstraintSet") -> "tuple[Hypo
     Priors whose support is generated (uniform, rates) are checked when solved
     (:func:`check_support`): enumerating them here could be as costly as the solve itself.
     """
-    from .hypotheses import Explicit, Hypothesis, Point
+    from .priors.hypotheses import Explicit, Hypothesis, Point
 
     pair = tuple(hypotheses) if isinstance(hypotheses, (tuple, list)) else ()
     if len(pair) != 2 or not all(isinstance(h, Hypothesis) for h in pair):

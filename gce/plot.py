@@ -28,11 +28,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .curves import PrivacyCurve
+from .accounting.curves import PrivacyCurve
 from .errors import GCEError, InvalidParameterError
 from .model import Scenario, invocation_multiset
 from .report import Report
-from .theorems import compose
+from .accounting.theorems import compose
 
 if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.axes import Axes
@@ -161,7 +161,7 @@ def curve_table(
 
     Examples
     --------
-    >>> from gce.guarantees import PureDP
+    >>> from gce.accounting.guarantees import PureDP
     >>> rows = curve_table(compose({PureDP(0.5): 2}).curve, compose({PureDP(0.5): 4}).curve, [0.0, 1e-6])
     >>> [(d, round(e, 4), round(c, 4)) for d, e, c in rows]
     [(0.0, 1.0, 2.0), (1e-06, 1.0, 2.0)]

@@ -4,7 +4,7 @@ The reporter rewrites a single line on a terminal (carriage return, then the
 line, then "erase to end of line") and says nothing at all when its stream is
 not a terminal or when it is quiet: piped output, logs and ``--json`` stay
 clean. It is a callable, so any loop that accepts a ``progress`` callback
-(e.g. :func:`gce.calibrate.calibrate`) can take one, and a context manager that
+(e.g. :func:`gce.calibration.calibrate`) can take one, and a context manager that
 ends its line on exit.
 
 What must never change: a reporter never writes to a stream whose

@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from .curves import PrivacyCurve
+from .accounting.curves import PrivacyCurve
 from .errors import InvalidParameterError
 
 __all__ = ["Baseline", "Report", "json_number", "terminal_text"]

@@ -16,14 +16,14 @@ import math
 
 import pytest
 
-from gce.calibrate import PARAMETER_RTOL, Calibration, calibrate
+from gce.calibration import PARAMETER_RTOL, Calibration, calibrate
 from gce.constraints import AtMost, ConstraintSet, Exclusive
 from gce.errors import GCEError, InvalidParameterError, UnsupportedCombinationError
-from gce.guarantees import ZCDP, ApproxDP, GaussianMechanism, LaplaceMechanism, PureDP
+from gce.accounting.guarantees import ZCDP, ApproxDP, GaussianMechanism, LaplaceMechanism, PureDP
 from gce.model import Invocation, Scenario
 from gce.progress import Progress
-from gce.solve import solve
-from gce.theorems import compose
+from gce.solving import solve
+from gce.accounting.theorems import compose
 from reference import exact_delta
 
 TARGET = (1.0, 1e-6)
@@ -196,7 +196,7 @@ def test_gaussian_sigma_meets_the_target_and_is_tight():
     assert hdp_epsilon(with_sigma(scenario, sigma), TARGET[1]) <= TARGET[0]
     assert hdp_epsilon(with_sigma(scenario, 0.99 * sigma), TARGET[1]) > TARGET[0]
     # 365 differing Gaussians compose to mu = sqrt(365) / sigma (Dong, Roth and Su 2022, Cor. 3.3).
-    from gce.curves import GaussianCurve
+    from gce.accounting.curves import GaussianCurve
     assert GaussianCurve(math.sqrt(365) / sigma).epsilon(TARGET[1]) <= TARGET[0]
     assert c.classic > sigma and c.ratio == pytest.approx(c.classic / sigma)
     # classic composition of 1000 needs sqrt(1000 / 365) times the noise, exactly for GDP
@@ -210,7 +210,7 @@ def test_gaussian_keeps_each_sensitivity():
                             Invocation(2, GaussianMechanism(1.0))), ConstraintSet(3, (AtMost(2),)))
     c = calibrate(scenario, target_epsilon=1.0, target_delta=1e-5)
     # Worst pair: databases 0 and one other, mu^2 = (2^2 + 1) / sigma^2.
-    from gce.curves import GaussianCurve
+    from gce.accounting.curves import GaussianCurve
     assert GaussianCurve(math.sqrt(5.0) / c.sigma).epsilon(1e-5) <= 1.0
     assert GaussianCurve(math.sqrt(5.0) / (0.99 * c.sigma)).epsilon(1e-5) > 1.0
 
@@ -323,7 +323,7 @@ def test_inexact_infeasibility_says_it_is_the_bound():
 
 def test_a_failed_recheck_falls_back_to_solve(monkeypatch):
     # Sabotage the fast route (it under-reports epsilon): the final solve() catches it.
-    module = importlib.import_module("gce.calibrate")
+    module = importlib.import_module("gce.calibration")
 
     real = module._composed_epsilon
     monkeypatch.setattr(module, "_composed_epsilon", lambda inv, d: (lambda p, f=real(inv, d): 0.5 * f(p)))

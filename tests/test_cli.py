@@ -113,7 +113,7 @@ def test_calibrate_json_meets_the_target_and_beats_classic(capsys):
     # Re-check through the engine: eps meets the target, 1% more does not.
     from dataclasses import replace
 
-    from gce.guarantees import ApproxDP
+    from gce.accounting.guarantees import ApproxDP
     scenario = load_scenario(HOSPITALS)
     at = lambda e: replace(scenario, invocations=tuple(replace(i, guarantee=ApproxDP(e, 1e-10))
                                                        for i in scenario.invocations))

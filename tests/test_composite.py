@@ -1,6 +1,6 @@
 """Exact curves between composite hypotheses, checked against brute force and hand-derived formulas.
 
-References used here share nothing with ``gce.composite``: ``tests/reference.py``
+References used here share nothing with ``gce.priors.exact``: ``tests/reference.py``
 enumerates every output tuple of the canonical pairs (002 eqs. 9-10) and mixes
 the product distributions; Cor. 7 of 001 and DESIGN.md's counterexamples are
 written out by hand; the product-prior reference below is a separate trinomial
@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from scipy import special
 
-from gce.composite import (
+from gce.priors.exact import (
     CompositeCurve,
     _geometric_law,
     _geometric_tables,
@@ -27,8 +27,8 @@ from gce.composite import (
 )
 from gce.constraints import AtMost, ConstraintSet, Exclusive
 from gce.errors import NumericalLimitError, UnsupportedCombinationError
-from gce.guarantees import ZCDP, ApproxDP, LaplaceMechanism, PureDP, RandomizedResponse
-from gce.hypotheses import Distribution, Explicit, Point, Rates, Uniform
+from gce.accounting.guarantees import ZCDP, ApproxDP, LaplaceMechanism, PureDP, RandomizedResponse
+from gce.priors.hypotheses import Distribution, Explicit, Point, Rates, Uniform
 from gce.model import Invocation
 from reference import canonical_pair, mixture_delta
 

@@ -1,4 +1,4 @@
-"""Sound bounds for composite hypotheses (gce.coupling) against brute force over canonical pairs.
+"""Sound bounds for composite hypotheses (gce.priors.coupling) against brute force over canonical pairs.
 
 The reference (tests/reference.py) enumerates every output of the canonical
 mechanisms and takes the hockey-stick divergence between the two mixtures:
@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import reference
-from gce.coupling import (
+from gce.priors.coupling import (
     CouplingCurve,
     SubsamplingCurve,
     coupling_delta,
@@ -27,7 +27,7 @@ from gce.coupling import (
     subsampling_delta,
 )
 from gce.errors import InvalidParameterError, UnsupportedCombinationError
-from gce.guarantees import (
+from gce.accounting.guarantees import (
     ZCDP,
     ApproxDP,
     GaussianDP,
@@ -37,10 +37,10 @@ from gce.guarantees import (
     RandomizedResponse,
     Subsampled,
 )
-from gce.hypotheses import Distribution
+from gce.priors.hypotheses import Distribution
 from gce.model import Invocation, invocation_multiset
-from gce.reproductions import refine_tuples
-from gce.theorems import compose
+from gce.priors.reproductions import refine_tuples
+from gce.accounting.theorems import compose
 
 TOL = 1e-12
 AVERAGED_EPS = math.log((1.0 + math.exp(5.0)) / 2.0)  # ln(0.5 e^0 + 0.5 e^5) = 4.3136 (DESIGN.md)

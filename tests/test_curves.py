@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from gce.curves import CanonicalCurve, DiscreteLossCurve, EnvelopeCurve, FunctionCurve, GaussianCurve, ZCDPCurve
+from gce.accounting.curves import CanonicalCurve, DiscreteLossCurve, EnvelopeCurve, FunctionCurve, GaussianCurve, ZCDPCurve
 
 
 def test_discrete_loss_curve_by_hand():

@@ -17,9 +17,9 @@ import mpmath
 import numpy as np
 import pytest
 
-from gce import binomial
-from gce.curves import DiscreteLossCurve, GaussianCurve, ZCDPCurve
-from gce.guarantees import (
+from gce.accounting import binomial
+from gce.accounting.curves import DiscreteLossCurve, GaussianCurve, ZCDPCurve
+from gce.accounting.guarantees import (
     ZCDP,
     ApproxDP,
     GaussianDP,
@@ -30,7 +30,7 @@ from gce.guarantees import (
     Subsampled,
     amplified,
 )
-from gce.theorems import EXACT_COUNT_LIMIT, canonical_composition, compose
+from gce.accounting.theorems import EXACT_COUNT_LIMIT, canonical_composition, compose
 
 from reference import exact_delta, kairouz_iii3_by_formula
 

@@ -19,19 +19,19 @@ import pytest
 from scipy import special
 from scipy.optimize import brentq
 
-import gce.composite
+import gce.priors.exact
 from gce import calibrate
-from gce.composite import exact_count_curve
+from gce.priors.exact import exact_count_curve
 from gce.constraints import AtMost, Conflicts, ConstraintSet
 from gce.errors import GCEError, InvalidParameterError, NumericalLimitError
-from gce.guarantees import ZCDP, ApproxDP, GaussianMechanism, LaplaceMechanism, PureDP
-from gce.hypotheses import Distribution, Explicit, Point, Rates, Uniform
+from gce.accounting.guarantees import ZCDP, ApproxDP, GaussianMechanism, LaplaceMechanism, PureDP
+from gce.priors.hypotheses import Distribution, Explicit, Point, Rates, Uniform
 from gce.model import Databases, Invocation, Scenario
-from gce.solve import solve
+from gce.solving import solve
 from gce.solvers import WeightProblem, worst_pair
-from gce.theorems import compose
+from gce.accounting.theorems import compose
 
-gce_solve = sys.modules["gce.solve"]  # the module (gce.solve is the function)
+import gce.solving as gce_solve
 
 # ---------------------------------------------------------------------------
 # Item 2: generated priors on thousands of databases
@@ -103,8 +103,8 @@ def test_count_truncation_is_an_upper_bound_within_its_tail(monkeypatch):
     invocations = [Invocation(i, ApproxDP(0.3, 0.05)) for i in range(n)]
     args = (Point(()), Uniform(min_members=1), invocations, ConstraintSet(n))
     full = exact_count_curve(*args)
-    monkeypatch.setattr(gce.composite, "COUNT_TAIL", 1e-6)
-    cutoff, tail = gce.composite._a_only_cutoff(n, math.log(0.05))
+    monkeypatch.setattr(gce.priors.exact, "COUNT_TAIL", 1e-6)
+    cutoff, tail = gce.priors.exact._a_only_cutoff(n, math.log(0.05))
     assert cutoff < n and 0 < tail <= 1e-6
     cut = exact_count_curve(*args)
     assert cut.outcomes < full.outcomes
@@ -375,7 +375,7 @@ def test_huge_guarantees_under_a_conflict_graph_give_valid_answers(guarantees):
 
 def test_cor7_reproduction_of_a_huge_epsilon_has_no_overflow():
     """001 Cor. 7: ln(((e^eps + 1)^k - 1) / (2^k - 1)) = k eps - ln(2^k - 1) + o(1) for eps = 1e300."""
-    from gce.reproductions import corollary7
+    from gce.priors.reproductions import corollary7
 
     assert corollary7(3, 1e300, 0.0).epsilon == pytest.approx(3e300)
     scenario = Scenario(3, tuple(Invocation(i, LaplaceMechanism(1e-300)) for i in range(3)),

@@ -10,7 +10,7 @@ import pytest
 
 from gce.constraints import AtMost, Conflicts, ConstraintSet, Exclusive, Patterns, Together
 from gce.errors import InfeasibleConstraintsError, InvalidParameterError, InvalidScenarioError, NumericalLimitError
-from gce.hypotheses import (
+from gce.priors.hypotheses import (
     Distribution,
     Explicit,
     Point,

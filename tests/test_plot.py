@@ -9,7 +9,7 @@ import pytest
 
 from gce.constraints import AtMost, ConstraintSet
 from gce.errors import GCEError
-from gce.guarantees import ApproxDP
+from gce.accounting.guarantees import ApproxDP
 from gce.model import Invocation, Scenario
 from gce.plot import (
     CLASSIC_LABEL,
@@ -19,8 +19,8 @@ from gce.plot import (
     curve_table,
     plot_curves,
 )
-from gce.solve import solve
-from gce.theorems import compose
+from gce.solving import solve
+from gce.accounting.theorems import compose
 
 DELTAS = [1e-12, 1e-9, 1e-6, 1e-3, 1e-1]
 

@@ -1,4 +1,4 @@
-"""001's closed forms as printed (gce.reproductions): values by hand, and brute force showing which
+"""001's closed forms as printed (gce.priors.reproductions): values by hand, and brute force showing which
 are unsound (DESIGN.md, "Soundness first")."""
 
 from __future__ import annotations
@@ -15,10 +15,10 @@ from hypothesis import strategies as st
 
 import reference
 from gce.errors import InvalidParameterError, UnsupportedCombinationError
-from gce.guarantees import ApproxDP, GaussianMechanism, PureDP
-from gce.hypotheses import Distribution
+from gce.accounting.guarantees import ApproxDP, GaussianMechanism, PureDP
+from gce.priors.hypotheses import Distribution
 from gce.model import Invocation
-from gce.reproductions import (
+from gce.priors.reproductions import (
     averaging_formula,
     averaging_formula_for,
     corollary6_as_printed,

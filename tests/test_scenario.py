@@ -9,8 +9,8 @@ import pytest
 from gce import load_scenario, solve
 from gce.constraints import AtMost, Exclusive
 from gce.errors import InvalidScenarioError
-from gce.guarantees import ApproxDP, LaplaceMechanism, PureDP, Subsampled
-from gce.scenario import MECHANISM_KINDS, mechanism_from_dict, scenario_from_dict
+from gce.accounting.guarantees import ApproxDP, LaplaceMechanism, PureDP, Subsampled
+from gce.files.scenario import MECHANISM_KINDS, mechanism_from_dict, scenario_from_dict
 
 BASE = {
     "title": "t",

@@ -17,10 +17,10 @@ import pytest
 import reference
 from gce.constraints import AtMost, Conflicts, ConstraintSet, Exclusive, Patterns, Together
 from gce.errors import InvalidParameterError
-from gce.guarantees import ApproxDP, PureDP
+from gce.accounting.guarantees import ApproxDP, PureDP
 from gce.model import Invocation, Scenario
-from gce.solve import solve
-from gce.theorems import canonical_composition
+from gce.solving import solve
+from gce.accounting.theorems import canonical_composition
 
 POOL = [(0.1, 0.0), (0.5, 0.0), (1.0, 0.0), (0.3, 1e-4), (0.8, 1e-3)]
 
@@ -144,8 +144,8 @@ def test_unknown_database_names_the_invocation():
 
 
 def test_dominance_chain_orders_by_implication():
-    from gce.guarantees import LaplaceMechanism, Subsampled
-    from gce.solve import _dominance_chain
+    from gce.accounting.guarantees import LaplaceMechanism, Subsampled
+    from gce.solving import _dominance_chain
 
     sub = Subsampled(0.5, LaplaceMechanism(2.0))  # (ln(1 + (e^0.5 - 1)/2), 0) = (0.2812, 0)
     # sub implies pure 0.5, so it goes first; pure 0.2 does not imply sub's curve, and sub does not imply it.
@@ -157,7 +157,7 @@ def test_dominance_chain_orders_by_implication():
 
 
 def test_concrete_and_point_guarantees_meet_in_the_chain_bound():
-    from gce.guarantees import LaplaceMechanism, Subsampled
+    from gce.accounting.guarantees import LaplaceMechanism, Subsampled
 
     sub = Subsampled(0.5, LaplaceMechanism(2.0))
     invocations = (Invocation(0, sub), Invocation(1, PureDP(0.5), repeat=2), Invocation(2, sub))
@@ -171,7 +171,7 @@ def test_concrete_and_point_guarantees_meet_in_the_chain_bound():
 
 def test_bounded_pairs_with_subsampled_noise_use_symmetric_points():
     from gce.errors import UnsupportedCombinationError
-    from gce.guarantees import GaussianMechanism, LaplaceMechanism, Subsampled
+    from gce.accounting.guarantees import GaussianMechanism, LaplaceMechanism, Subsampled
 
     sub = Subsampled(0.5, LaplaceMechanism(2.0))  # pure ln(1 + (e^0.5 - 1)/2) = 0.28093 in both directions
     inv = (Invocation(0, sub), Invocation(1, sub), Invocation(2, PureDP(0.3)))

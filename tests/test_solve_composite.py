@@ -13,14 +13,14 @@ import random
 
 import pytest
 
-import gce.composite
+import gce.priors.exact
 import reference
 from gce.constraints import AtMost, ConstraintSet, Exclusive
 from gce.errors import InvalidParameterError, InvalidScenarioError, NumericalLimitError
-from gce.guarantees import ApproxDP, PureDP
-from gce.hypotheses import Explicit, Point, Uniform
+from gce.accounting.guarantees import ApproxDP, PureDP
+from gce.priors.hypotheses import Explicit, Point, Uniform
 from gce.model import Invocation, Scenario
-from gce.solve import solve
+from gce.solving import solve
 
 POOL = [(0.2, 0.0), (0.7, 0.0), (1.5, 0.0), (0.4, 1e-3), (1.0, 0.02)]
 
@@ -78,7 +78,7 @@ def test_without_the_exact_route_the_answer_is_still_sound(seed, monkeypatch):
     def unavailable(*args, **kwargs):
         raise NumericalLimitError("disabled for this test")
 
-    monkeypatch.setattr(gce.composite, "exact_curve", unavailable)
+    monkeypatch.setattr(gce.priors.exact, "exact_curve", unavailable)
     rng = random.Random(5000 + seed)
     scenario, flat = random_instance(rng)
     report = solve(scenario, epsilon=0.5)
@@ -133,7 +133,7 @@ def test_none_vs_any_bound_routes_are_sound_and_beat_the_worst_pair(seed, monkey
     def unavailable(*args, **kwargs):
         raise NumericalLimitError("disabled for this test")
 
-    monkeypatch.setattr(gce.composite, "exact_curve", unavailable)
+    monkeypatch.setattr(gce.priors.exact, "exact_curve", unavailable)
     rng = random.Random(9000 + seed)
     k = rng.randint(2, 5)
     points = [rng.choice(POOL) for _ in range(k)]

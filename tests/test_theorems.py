@@ -11,9 +11,9 @@ from hypothesis import strategies as st
 from scipy import integrate, stats
 
 import reference
-from gce.curves import GaussianCurve, ZCDPCurve
+from gce.accounting.curves import GaussianCurve, ZCDPCurve
 from gce.errors import InvalidParameterError
-from gce.guarantees import (
+from gce.accounting.guarantees import (
     ZCDP,
     ApproxDP,
     GaussianDP,
@@ -23,7 +23,7 @@ from gce.guarantees import (
     RandomizedResponse,
     Subsampled,
 )
-from gce.theorems import (
+from gce.accounting.theorems import (
     THEOREMS,
     AdvancedComposition,
     KairouzClosedForm,
@@ -376,7 +376,7 @@ def test_no_nan_or_inf_leaks(guarantees):
 def test_pld_curves_accept_unsorted_epsilons():
     import numpy as np
 
-    from gce.guarantees import LaplaceMechanism, Subsampled, ZCDP
+    from gce.accounting.guarantees import LaplaceMechanism, Subsampled, ZCDP
 
     curve = compose({ZCDP(0.1): 1, Subsampled(0.2, LaplaceMechanism(0.5)): 1}).curve
     forward = curve.delta(np.array([0.5, 1.0]))
@@ -387,8 +387,8 @@ def test_pld_curves_accept_unsorted_epsilons():
 def test_pld_curve_by_cumulative_sums_matches_dp_accounting():
     import numpy as np
 
-    from gce import pld
-    from gce.guarantees import GaussianMechanism, LaplaceMechanism, Subsampled
+    from gce.accounting import pld
+    from gce.accounting.guarantees import GaussianMechanism, LaplaceMechanism, Subsampled
 
     items = [(Subsampled(0.1, GaussianMechanism(2.0)), 20), (LaplaceMechanism(1.0), 3)]
     curve = pld.PLDCurve(pld.compose_pld(items), pld.infinite_mass(items))

@@ -8,7 +8,7 @@ constraints intersect. Each kind is a small frozen record
 inequalities over binary variables (:mod:`gce.constraints.linear`), which is
 what the solvers consume. :class:`ConstraintSet`
 (:mod:`gce.constraints.constraint_set`) validates a whole set against ``n``
-and gives its structure; :mod:`gce.constraints.parse` reads and writes the
+and gives its structure; :mod:`gce.files.constraints` reads and writes the
 scenario-file form; :mod:`gce.constraints.data` estimates membership limits
 from a membership table (001, Sec. V-A: the store chain).
 
@@ -25,7 +25,6 @@ from .constraint_set import MAX_ENUMERATED_COMPONENTS, ConstraintSet
 from .data import MembershipEstimate, estimate_membership
 from .kinds import AtMost, Conflicts, Exclusive, Patterns, Together
 from .linear import LinearSystem
-from .parse import CONSTRAINT_KINDS, constraint_from_dict, constraint_set_from_dicts, constraint_to_dict
 
 __all__ = [
     "Constraint",
@@ -40,8 +39,4 @@ __all__ = [
     "LinearSystem",
     "AtMostBound",
     "MAX_ENUMERATED_COMPONENTS",
-    "CONSTRAINT_KINDS",
-    "constraint_from_dict",
-    "constraint_to_dict",
-    "constraint_set_from_dicts",
 ]

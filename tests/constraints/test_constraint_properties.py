@@ -20,9 +20,8 @@ from gce.constraints import (
     Exclusive,
     Patterns,
     Together,
-    constraint_from_dict,
-    constraint_to_dict,
 )
+from gce.files.constraints import constraint_from_dict, constraint_to_dict
 
 MAX_N = 8
 PROPERTY_SETTINGS = settings(

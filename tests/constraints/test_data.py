@@ -205,9 +205,9 @@ def test_the_record_is_validated():
 
 def test_estimated_constraints_feed_a_scenario():
     # The store chain end to end: the estimate bounds how many branch queries one customer can affect.
-    from gce.guarantees import PureDP
+    from gce.accounting.guarantees import PureDP
     from gce.model import Invocation, Scenario
-    from gce.solve import solve
+    from gce.solving import solve
 
     rows, _ = store_chain()
     est = estimate_membership(rows, N_BRANCHES)

@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .errors import InvalidParameterError, InvalidScenarioError
+from ..errors import InvalidParameterError, InvalidScenarioError
 
 __all__ = ["TableKind", "in_file", "key_path", "read_integer", "read_kind_table", "read_number", "toml_value"]
 
@@ -194,7 +194,7 @@ def read_kind_table(table: object, path: str, kinds: Mapping[str, TableKind]) ->
 
     Examples
     --------
-    >>> from gce.guarantees import PureDP
+    >>> from gce.accounting.guarantees import PureDP
     >>> kinds = {"pure": TableKind(PureDP, {"epsilon": ("epsilon", lambda v, p: v, True)})}
     >>> read_kind_table({"kind": "pure", "epsilon": 1.0}, "mechanism", kinds)
     PureDP(epsilon=1.0)

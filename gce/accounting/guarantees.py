@@ -1,7 +1,7 @@
 """Per-invocation privacy guarantees: small frozen records, validated at construction.
 
 Each record *describes* what is known about one mechanism invocation; it has no
-behaviour beyond validation. Composition theorems (:mod:`gce.theorems`) interpret
+behaviour beyond validation. Composition theorems (:mod:`gce.accounting.theorems`) interpret
 them. All guarantees are stated for add/remove-one neighbours, the relation the
 generalized composition experiment uses per database (001, Sec. III, Alg. 2):
 the target's record is in a database or it is not.
@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 from typing import Union
 
-from .errors import InvalidParameterError
+from ..errors import InvalidParameterError
 
 __all__ = [
     "PureDP",

@@ -5,7 +5,7 @@ composite hypotheses h0 and h1 into matched tuples (Alg. 3, App. A) -- a
 *coupling* pi of h0 and h1 -- and then averages per-pair guarantees as
 eps = ln sum_i w_i e^{eps_i}, delta = sum_i w_i delta_i. That average is
 unsound (DESIGN.md, "Soundness first"; it is reproduced, labelled, in
-:mod:`gce.reproductions`). What holds is the joint convexity of the
+:mod:`gce.priors.reproductions`). What holds is the joint convexity of the
 hockey-stick divergence H_{e^eps}(P || Q) = sup_S P(S) - e^eps Q(S):
 
     H(sum pi(b0, b1) P_b0 || sum pi(b0, b1) P_b1) <= sum pi(b0, b1) H(P_b0 || P_b1),
@@ -15,7 +15,7 @@ the experiment when the target's record is in the databases of b; the
 invocations on databases where b0 and b1 agree do not help the adversary (001
 Sec. V-B), so H(P_b0 || P_b1) <= delta_{b0,b1}(eps), the profile of the
 composition of the invocations on the databases in b0 XOR b1
-(:func:`gce.theorems.compose`). Hence, for every coupling pi of h0 and h1,
+(:func:`gce.accounting.theorems.compose`). Hence, for every coupling pi of h0 and h1,
 
     delta(eps) <= sum_{(b0, b1)} pi(b0, b1) delta_{b0,b1}(eps),
 
@@ -34,7 +34,7 @@ subsampled at rate 1/2 (:func:`subsampling_delta`, :class:`SubsamplingCurve`)
 -- never 001's ln of an average of e^{eps_i}.
 
 Both routes return upper bounds, never exact values (except a coupling of two
-point masses, which is :func:`gce.theorems.compose` itself).
+point masses, which is :func:`gce.accounting.theorems.compose` itself).
 
 References
 ----------
@@ -58,9 +58,9 @@ import scipy.sparse as sp
 from numpy.typing import NDArray
 from scipy.optimize import linprog
 
-from .curves import FunctionCurve, PrivacyCurve
-from .errors import InvalidParameterError, UnsupportedCombinationError
-from .guarantees import (
+from ..accounting.curves import FunctionCurve, PrivacyCurve
+from ..errors import InvalidParameterError, UnsupportedCombinationError
+from ..accounting.guarantees import (
     ZCDP,
     ApproxDP,
     GaussianDP,
@@ -72,9 +72,9 @@ from .guarantees import (
     epsilon_delta,
 )
 from .hypotheses import Distribution
-from .model import Invocation, per_database_multisets
-from .pld import one_directional
-from .theorems import Multiset, compose
+from ..model import Invocation, per_database_multisets
+from ..accounting.pld import one_directional
+from ..accounting.theorems import Multiset, compose
 
 __all__ = [
     "CoupledPair",
@@ -212,7 +212,7 @@ def _sorted_call(curve: PrivacyCurve, eps: NDArray[np.float64]) -> NDArray[np.fl
     """curve.delta(eps) evaluated on ascending eps (dp-accounting refuses other orders).
 
     A curve that still passes an unordered array to dp-accounting internally
-    (gce.theorems' split of zCDP and PLD groups does, for several eps at once)
+    (gce.accounting.theorems' split of zCDP and PLD groups does, for several eps at once)
     raises ValueError; it is then evaluated one eps at a time.
     """
     order = np.argsort(eps, kind="stable")
@@ -478,7 +478,7 @@ class CouplingCurve(PrivacyCurve):
 
     delta(eps) = min over couplings pi of sum pi(b0, b1) delta_{b0,b1}(eps): a
     transport LP at each eps (001 Sec. V-B's refinement, made sound; DESIGN.md,
-    "Soundness first"). Valid for every guarantee kind :func:`gce.theorems.compose`
+    "Soundness first"). Valid for every guarantee kind :func:`gce.accounting.theorems.compose`
     accepts, both directions, adaptive mechanisms included.
 
     Parameters
@@ -513,7 +513,7 @@ class CouplingCurve(PrivacyCurve):
 
     Examples
     --------
-    >>> from gce.guarantees import PureDP
+    >>> from gce.accounting.guarantees import PureDP
     >>> from gce.model import Invocation
     >>> curve = CouplingCurve([({0}, 0.5), ({1}, 0.5)], [(set(), 0.5), ({0, 1}, 0.5)],
     ...                       [Invocation(0, PureDP(1.0)), Invocation(1, PureDP(1.0))])
@@ -699,7 +699,7 @@ def coupling_delta(
 
     Examples
     --------
-    >>> from gce.guarantees import PureDP
+    >>> from gce.accounting.guarantees import PureDP
     >>> from gce.model import Invocation
     >>> r = coupling_delta([({0}, 0.5), ({1, 2}, 0.5)], [(set(), 0.5), ({1, 2}, 0.5)],
     ...                    [Invocation(d, PureDP(5.0)) for d in range(3)], 4.313568)
@@ -913,7 +913,7 @@ class SubsamplingCurve(PrivacyCurve):
 
     Examples
     --------
-    >>> from gce.guarantees import ApproxDP, PureDP
+    >>> from gce.accounting.guarantees import ApproxDP, PureDP
     >>> from gce.model import Invocation
     >>> curve = SubsamplingCurve([Invocation(0, PureDP(6.0)), Invocation(1, ApproxDP(0.0, 0.4))])
     >>> round(float(curve.delta(5.5958)), 4)   # 001 Cor. 6 claims 0.2667; the exact value is 0.3102
@@ -1049,7 +1049,7 @@ def subsampling_delta(
 
     Examples
     --------
-    >>> from gce.guarantees import PureDP
+    >>> from gce.accounting.guarantees import PureDP
     >>> from gce.model import Invocation
     >>> r = subsampling_delta([Invocation(d, PureDP(1.0)) for d in range(3)], 1.0)
     >>> round(r.delta, 4), r.order, [round(t.weight, 4) for t in r.terms]

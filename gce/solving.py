@@ -3,7 +3,7 @@
 1. The worst case over allowed pairs of point-mass hypotheses (001 Thm. 1)
    is searched as a weight problem (:mod:`gce.solvers`).
 2. The invocations on the databases where the pair differs are composed with
-   the tightest compatible theorem (:func:`gce.theorems.compose`).
+   the tightest compatible theorem (:func:`gce.accounting.theorems.compose`).
 
 Identical guarantees: the composed curve depends only on the number of
 differing invocations, so the maximum weight gives the exact worst case, and a
@@ -25,14 +25,14 @@ from collections import Counter
 
 import numpy as np
 
-from .curves import PrivacyCurve
+from .accounting.curves import PrivacyCurve
 from .errors import InfeasibleConstraintsError, InvalidParameterError, NumericalLimitError, UnsupportedCombinationError
-from .guarantees import Guarantee, epsilon_delta
+from .accounting.guarantees import Guarantee, epsilon_delta
 from .model import Scenario, check_support, check_target
 from .report import Baseline, Report
 from .solvers import DEFAULT_TIME_LIMIT, WeightProblem, worst_pair
 from .solvers.base import check_time_limit
-from .theorems import Composition, compose
+from .accounting.theorems import Composition, compose
 
 __all__ = ["solve"]
 
@@ -72,8 +72,8 @@ def _symmetric_for_bounded(scenario: Scenario) -> tuple[Scenario, list[str]]:
     """
     from dataclasses import replace
 
-    from .guarantees import ApproxDP, PureDP
-    from .pld import one_directional
+    from .accounting.guarantees import ApproxDP, PureDP
+    from .accounting.pld import one_directional
 
     if scenario.neighborhood != "bounded" or not any(one_directional(g) for g in scenario.table.kinds):
         return scenario, []
@@ -271,7 +271,7 @@ def _family(guarantee: Guarantee) -> tuple[str, tuple[float, ...]] | None:
     subsampled) imply every ``point`` guarantee above their point, but nothing
     implies them: family ``concrete``.
     """
-    from .guarantees import ZCDP, ApproxDP, GaussianDP, GaussianMechanism, PureDP, RandomizedResponse
+    from .accounting.guarantees import ZCDP, ApproxDP, GaussianDP, GaussianMechanism, PureDP, RandomizedResponse
 
     if isinstance(guarantee, (PureDP, ApproxDP, RandomizedResponse)):
         return "point", epsilon_delta(guarantee)
@@ -379,7 +379,7 @@ def _largest_difference(scenario: Scenario, budget: _Budget, solved: list) -> fl
 def _solve_composite(scenario: Scenario, delta: float | None, epsilon: float | None, budget: _Budget) -> Report:
     """The HDP guarantee for composite hypotheses: the tightest of the valid routes.
 
-    1. exact (:func:`gce.composite.exact_curve`): the two-sided hockey-stick
+    1. exact (:func:`gce.priors.exact.exact_curve`): the two-sided hockey-stick
        divergence of the two mixtures of canonical products (001 Def. 3; 002
        eqs. 9-10), for (eps, delta) guarantees; used alone when it applies.
     2. the worst pair of point masses over the supports (001 Thm. 1 and
@@ -394,8 +394,8 @@ def _solve_composite(scenario: Scenario, delta: float | None, epsilon: float | N
     """
     from dataclasses import replace
 
-    from .composite import exact_curve
-    from .hypotheses import Explicit, Point
+    from .priors.exact import exact_curve
+    from .priors.hypotheses import Explicit, Point
 
     h0, h1 = scenario.hypotheses
     for name, h in zip(("h0", "h1"), (h0, h1)):
@@ -447,7 +447,7 @@ def _support_pairs(scenario: Scenario) -> tuple[Scenario, str, str | None]:
 
     Unbounded pairs (empty, b1) when one hypothesis is the point mass at the
     empty set, b1 in a cover of the other's support; else bounded pairs of
-    sets in a cover of both supports (:class:`~gce.hypotheses.SupportCover`):
+    sets in a cover of both supports (:class:`~gce.priors.hypotheses.SupportCover`):
     the scenario's constraints intersected with size bounds (uniform
     ``max_members``), zero rates, and the listed sets (point, explicit). A
     cover that restricts nothing, or nothing non-empty, leaves the scenario's
@@ -457,7 +457,7 @@ def _support_pairs(scenario: Scenario) -> tuple[Scenario, str, str | None]:
     from dataclasses import replace
 
     from .constraints import ConstraintSet
-    from .hypotheses import Point
+    from .priors.hypotheses import Point
     from .solvers.weights import PATTERN_PAIRS_MAX
 
     h0, h1 = scenario.hypotheses
@@ -493,7 +493,7 @@ COUPLING_PAIR_LIMIT = 250_000
 
 def _none_vs_any(scenario: Scenario) -> bool:
     """h0 = in no database, h1 = uniform over the non-empty sets, no constraints, every database queried."""
-    from .hypotheses import Point, Uniform
+    from .priors.hypotheses import Point, Uniform
 
     h0, h1 = scenario.hypotheses
     queried = set(scenario.table.database.tolist())
@@ -504,13 +504,13 @@ def _none_vs_any(scenario: Scenario) -> bool:
 def _bound_routes(scenario: Scenario, notes: list[str]) -> list[tuple[str, PrivacyCurve, bool]]:
     """The valid, not exact, routes for composite hypotheses.
 
-    * coupling (:class:`gce.coupling.CouplingCurve`): the best coupling of h0
+    * coupling (:class:`gce.priors.coupling.CouplingCurve`): the best coupling of h0
       and h1, every pair's composed curve at the same eps (joint convexity;
       DESIGN.md's sound replacement of 001's averaging formula);
-    * subsampling (:class:`gce.coupling.SubsamplingCurve`; 001 Thm. 3 in the
+    * subsampling (:class:`gce.priors.coupling.SubsamplingCurve`; 001 Thm. 3 in the
       convexity form): h0 = no database vs h1 = uniform over the non-empty sets.
     """
-    from .coupling import CouplingCurve, SubsamplingCurve
+    from .priors.coupling import CouplingCurve, SubsamplingCurve
 
     routes: list[tuple[str, PrivacyCurve, bool]] = []
     try:
@@ -536,7 +536,7 @@ def _bound_routes(scenario: Scenario, notes: list[str]) -> list[tuple[str, Priva
 def _corollary7(scenario: Scenario):
     """001 Cor. 7 as printed, for comparison, where it applies: none vs at least one, one identical
     (eps', delta') invocation per database. A labelled reproduction, never the returned guarantee."""
-    from .reproductions import corollary7
+    from .priors.reproductions import corollary7
 
     table = scenario.table
     if not _none_vs_any(scenario) or len(table.kinds) != 1 or len(table.database) != scenario.n:

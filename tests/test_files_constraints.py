@@ -6,14 +6,9 @@ import tomllib
 
 import pytest
 
-from gce.constraints import (
+from gce.constraints import AtMost, Conflicts, ConstraintSet, Exclusive, Patterns, Together
+from gce.files.constraints import (
     CONSTRAINT_KINDS,
-    AtMost,
-    Conflicts,
-    ConstraintSet,
-    Exclusive,
-    Patterns,
-    Together,
     constraint_from_dict,
     constraint_set_from_dicts,
     constraint_to_dict,

@@ -48,7 +48,7 @@ from .curves import (
     PrivacyCurve,
     ZCDPCurve,
 )
-from .errors import InvalidParameterError, NumericalLimitError
+from ..errors import InvalidParameterError, NumericalLimitError
 from .guarantees import (
     ZCDP,
     ApproxDP,
@@ -130,7 +130,7 @@ def _group(epsilon: float, count: int) -> tuple[NDArray[np.float64], NDArray[np.
 
     Conditioned on no delta-event, the number ``l`` of "-eps" outcomes is
     Binomial(count, 1/(1+e^eps)) under P0 and the privacy loss is (count - 2l) eps
-    (002 Thm. III.3). Only the counts of :func:`gce.binomial.window` are kept;
+    (002 Thm. III.3). Only the counts of :func:`gce.accounting.binomial.window` are kept;
     the bound on the rest is returned for the caller to send to infinite loss.
     """
     log_p, log_q = binomial.log_softplus_pair(epsilon)
@@ -153,7 +153,7 @@ def canonical_composition(points: list[tuple[float, float, int]]) -> DiscreteLos
     composition is that of the canonical pairs).
 
     Numerics: probabilities are kept in log space with Loader's binomial
-    (:mod:`gce.binomial`), accurate for any n; counts whose mass is below the
+    (:mod:`gce.accounting.binomial`), accurate for any n; counts whose mass is below the
     smallest double are left out and their certified total goes to infinite
     loss, so n = 10^9 costs O(sqrt(n)) memory. A loss beyond the double range
     (per-invocation epsilons near 1e308) is +inf, which only raises the curve:
@@ -303,7 +303,7 @@ class KairouzClosedForm(Theorem):
 
 
 #: Largest count the exact identical-guarantee route takes: beyond it the double rounding of
-#: p = 1 / (1 + e^eps) alone moves log-masses by more than 1e-11 (gce.binomial), and closed forms answer.
+#: p = 1 / (1 + e^eps) alone moves log-masses by more than 1e-11 (gce.accounting.binomial), and closed forms answer.
 EXACT_COUNT_LIMIT = 10**9
 #: Largest binomial window (counts kept) of the exact route: about 100 MB of working arrays.
 EXACT_WINDOW_LIMIT = 2**21
@@ -542,7 +542,7 @@ def compose(guarantees: Iterable[Guarantee] | Mapping[Guarantee, int]) -> Compos
 
     Examples
     --------
-    >>> from gce.guarantees import ApproxDP
+    >>> from gce.accounting.guarantees import ApproxDP
     >>> c = compose({ApproxDP(0.1, 1e-6): 30})
     >>> eps, theorem = c.epsilon(1e-4)
     >>> theorem, c.exact, round(eps, 3)

@@ -2,11 +2,11 @@
 
 Two questions, chosen by the scenario's invocations:
 
-* every invocation is :class:`~gce.guarantees.PureDP` or
-  :class:`~gce.guarantees.ApproxDP`: the **largest common per-invocation
+* every invocation is :class:`~gce.accounting.guarantees.PureDP` or
+  :class:`~gce.accounting.guarantees.ApproxDP`: the **largest common per-invocation
   epsilon** (each invocation keeps its own delta) such that the scenario's HDP
   guarantee (001, Def. 3) at ``target_delta`` has epsilon <= ``target_epsilon``;
-* every invocation is a :class:`~gce.guarantees.GaussianMechanism`: the
+* every invocation is a :class:`~gce.accounting.guarantees.GaussianMechanism`: the
   **smallest common sigma** (each keeps its own sensitivity) that does the same.
 
 The HDP epsilon is non-decreasing in the per-invocation epsilon and
@@ -48,14 +48,14 @@ from typing import Any
 import numpy as np
 
 from .errors import InvalidParameterError, NumericalLimitError, UnsupportedCombinationError
-from .guarantees import ApproxDP, GaussianMechanism, Guarantee, PureDP
+from .accounting.guarantees import ApproxDP, GaussianMechanism, Guarantee, PureDP
 from .model import Invocation, Scenario, invocation_multiset
 from .progress import ProgressCallback
 from .report import Report, json_number, terminal_text
-from .solve import check_scenario, solve
+from .solving import check_scenario, solve
 from .solvers import DEFAULT_TIME_LIMIT
 from .solvers.base import check_time_limit
-from .theorems import compose
+from .accounting.theorems import compose
 
 __all__ = ["Calibration", "calibrate", "PARAMETER_RTOL", "EPSILON_RANGE", "SIGMA_RANGE"]
 
@@ -387,10 +387,10 @@ def calibrate(
     Parameters
     ----------
     scenario : Scenario
-        Its invocations are all :class:`~gce.guarantees.PureDP` /
-        :class:`~gce.guarantees.ApproxDP` (their epsilons are replaced by the
+        Its invocations are all :class:`~gce.accounting.guarantees.PureDP` /
+        :class:`~gce.accounting.guarantees.ApproxDP` (their epsilons are replaced by the
         calibrated one, their deltas kept) or all
-        :class:`~gce.guarantees.GaussianMechanism` (their sigmas replaced,
+        :class:`~gce.accounting.guarantees.GaussianMechanism` (their sigmas replaced,
         sensitivities kept). Its own target (delta / epsilon) is ignored.
     target_epsilon : float
         The HDP epsilon to meet, finite and > 0.
@@ -428,7 +428,7 @@ def calibrate(
     Examples
     --------
     >>> from gce.constraints import AtMost, ConstraintSet
-    >>> from gce.guarantees import ApproxDP
+    >>> from gce.accounting.guarantees import ApproxDP
     >>> from gce.model import Invocation, Scenario
     >>> hospitals = Scenario(1000, tuple(Invocation(i, ApproxDP(0.1, 1e-10)) for i in range(1000)),
     ...                      ConstraintSet(1000, (AtMost(365),)))

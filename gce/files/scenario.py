@@ -4,7 +4,7 @@ A scenario file is a contract other tools read, so this module is strict: every
 key is known, every value is checked, and every error is an
 :class:`~gce.errors.InvalidScenarioError` whose field is the path in the file,
 e.g. ``invocations[0].mechanism.epsilon`` or ``constraints[2].m``, with the
-value as written in TOML (:func:`gce.tables.toml_value`)::
+value as written in TOML (:func:`gce.files.tables.toml_value`)::
 
     title = "Hospitals"
     databases = 1000                 # n, or a list of distinct names
@@ -54,9 +54,10 @@ import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from .constraints import ConstraintSet, constraint_from_dict, estimate_membership
-from .errors import InfeasibleConstraintsError, InvalidParameterError, InvalidScenarioError
-from .guarantees import (
+from ..constraints import ConstraintSet, estimate_membership
+from .constraints import constraint_from_dict
+from ..errors import InfeasibleConstraintsError, InvalidParameterError, InvalidScenarioError
+from ..accounting.guarantees import (
     ZCDP,
     ApproxDP,
     GaussianDP,
@@ -67,8 +68,8 @@ from .guarantees import (
     RandomizedResponse,
     Subsampled,
 )
-from .hypotheses import Hypothesis, hypothesis_from_dict
-from .model import Databases, Invocation, Scenario, check_target
+from ..priors.hypotheses import Hypothesis, hypothesis_from_dict
+from ..model import Databases, Invocation, Scenario, check_target
 from .tables import TableKind, key_path, read_kind_table, read_number, toml_value
 
 __all__ = [

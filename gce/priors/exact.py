@@ -24,7 +24,7 @@ of canonical products, which this module computes in two ways:
   varies are enumerated and each support set's likelihood added up. Cost: joint
   levels x support size.
 * **counting** (:func:`exact_count_curve`): for exchangeable priors (weight
-  depends only on |b|; :meth:`~gce.hypotheses.Hypothesis.log_size_weights`)
+  depends only on |b|; :meth:`~gce.priors.hypotheses.Hypothesis.log_size_weights`)
   and every database running the same invocations, the likelihood of an output
   depends only on how many databases show each level. The symbols 0 and 3 of
   the canonical pair (the delta mass) reveal membership outright and are kept
@@ -54,12 +54,12 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy import special
 
-from .constraints import ConstraintSet
-from .curves import DiscreteLossCurve, PrivacyCurve
-from .errors import InvalidParameterError, NumericalLimitError, UnsupportedCombinationError
-from .guarantees import ApproxDP, PureDP, RandomizedResponse, epsilon_delta
+from ..constraints import ConstraintSet
+from ..accounting.curves import DiscreteLossCurve, PrivacyCurve
+from ..errors import InvalidParameterError, NumericalLimitError, UnsupportedCombinationError
+from ..accounting.guarantees import ApproxDP, PureDP, RandomizedResponse, epsilon_delta
 from .hypotheses import SUPPORT_LIMIT, Distribution, Explicit, Hypothesis
-from .model import Invocation
+from ..model import Invocation
 
 __all__ = [
     "CompositeCurve",
@@ -108,7 +108,7 @@ class CompositeCurve(PrivacyCurve):
     delta(eps) = max(forward, backward), where ``forward`` is 001 Def. 3
     eq. (1), sup_S E_{h0} Pr(V in S) - e^eps E_{h1} Pr(V in S), and
     ``backward`` is eq. (2). Each direction is the privacy-loss distribution
-    of a pair of discrete distributions (:class:`~gce.curves.DiscreteLossCurve`),
+    of a pair of discrete distributions (:class:`~gce.accounting.curves.DiscreteLossCurve`),
     so delta(eps) and its inverse are exact (the inverse rounded up by 1e-12).
 
     Attributes
@@ -402,7 +402,7 @@ def exact_enumeration_curve(
     ----------
     h0, h1 : Hypothesis or Distribution
     invocations : sequence of Invocation
-        Each with an (eps, delta) point guarantee (:func:`~gce.guarantees.epsilon_delta`).
+        Each with an (eps, delta) point guarantee (:func:`~gce.accounting.guarantees.epsilon_delta`).
     constraints : ConstraintSet
         The allowed sets (and ``n``).
     limit : int
@@ -432,8 +432,8 @@ def exact_enumeration_curve(
     DESIGN.md's first counterexample to 001's averaging formula: the formula
     claims (4.3136, 0.05), the exact delta there is 0.0743.
 
-    >>> from gce.hypotheses import Point
-    >>> from gce.guarantees import ApproxDP, PureDP
+    >>> from gce.priors.hypotheses import Point
+    >>> from gce.accounting.guarantees import ApproxDP, PureDP
     >>> invocations = [Invocation(0, ApproxDP(0.0, 0.1)), Invocation(1, PureDP(5.0))]
     >>> h1 = Distribution.of([({0}, 0.5), ({1}, 0.5)])
     >>> curve = exact_enumeration_curve(Point(()), h1, invocations, ConstraintSet(2))
@@ -636,7 +636,7 @@ def exact_count_curve(
 ) -> CompositeCurve:
     """Exact curve for exchangeable priors when every database runs the same invocations.
 
-    With size laws w0, w1 (:meth:`~gce.hypotheses.Hypothesis.log_size_weights`)
+    With size laws w0, w1 (:meth:`~gce.priors.hypotheses.Hypothesis.log_size_weights`)
     and one :class:`DatabasePair` shared by all n databases, an outcome is
     summarised by its count vector: m_a databases at the a-only level (surely
     absent), m_j at each finite level j, m_b at the b-only level (surely
@@ -695,8 +695,8 @@ def exact_count_curve(
     "None" against "at least one" of 1,000 databases, each running one
     (0.1, 1e-10)-DP mechanism (001 Cor. 7 gives eps = 51.25 at delta = 5e-8):
 
-    >>> from gce.hypotheses import Point, Uniform
-    >>> from gce.guarantees import ApproxDP
+    >>> from gce.priors.hypotheses import Point, Uniform
+    >>> from gce.accounting.guarantees import ApproxDP
     >>> invocations = [Invocation(i, ApproxDP(0.1, 1e-10)) for i in range(1000)]
     >>> curve = exact_count_curve(Point(()), Uniform(min_members=1), invocations, ConstraintSet(1000))
     >>> curve.method, round(curve.epsilon(1e-6), 4), round(curve.epsilon(5e-8), 2)
@@ -918,7 +918,7 @@ def exact_curve(
     DESIGN.md's second counterexample: 001's averaging formula claims pure DP
     at eps = ln((e^5 + 1) / 2) = 4.3136; the exact delta there is 0.243.
 
-    >>> from gce.guarantees import RandomizedResponse
+    >>> from gce.accounting.guarantees import RandomizedResponse
     >>> h0 = Distribution.of([({0}, 0.5), ({1, 2}, 0.5)])
     >>> h1 = Distribution.of([(set(), 0.5), ({1, 2}, 0.5)])
     >>> invocations = [Invocation(i, RandomizedResponse(5.0)) for i in range(3)]

@@ -31,7 +31,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy import optimize, special
 
-from .errors import InvalidParameterError
+from ..errors import InvalidParameterError
 
 __all__ = [
     "PrivacyCurve",

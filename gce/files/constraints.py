@@ -18,10 +18,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from ..errors import InvalidParameterError, InvalidScenarioError
-from ..tables import TableKind, in_file, read_integer, read_kind_table, toml_value
-from .base import Constraint, check_n
-from .constraint_set import ConstraintSet
-from .kinds import AtMost, Conflicts, Exclusive, Patterns, Together
+from .tables import TableKind, in_file, read_integer, read_kind_table, toml_value
+from ..constraints.base import Constraint, check_n
+from ..constraints.constraint_set import ConstraintSet
+from ..constraints.kinds import AtMost, Conflicts, Exclusive, Patterns, Together
 
 __all__ = ["constraint_from_dict", "constraint_to_dict", "constraint_set_from_dicts", "CONSTRAINT_KINDS"]
 

@@ -25,7 +25,7 @@ from numpy.typing import NDArray
 from scipy import special
 
 from .curves import DiscreteLossCurve, PrivacyCurve, at_or_above
-from .errors import NumericalLimitError
+from ..errors import NumericalLimitError
 from .guarantees import (
     ApproxDP,
     GaussianDP,
@@ -331,7 +331,7 @@ class PLDCurve(PrivacyCurve):
 
 
 def _loss_curves(distribution: "PrivacyLossDistribution") -> list[DiscreteLossCurve] | None:
-    """Each direction of a dp-accounting PLD as a :class:`~gce.curves.DiscreteLossCurve`.
+    """Each direction of a dp-accounting PLD as a :class:`~gce.accounting.curves.DiscreteLossCurve`.
 
     dp-accounting evaluates delta(eps) = P(inf) + sum_{L > eps} P(L)(1 - e^{eps - L})
     with a Python loop over its (tens of thousands of) loss values; the same

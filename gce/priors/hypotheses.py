@@ -16,7 +16,7 @@ Two layers live here:
   a prior. :meth:`Hypothesis.distribution` turns one into a
   :class:`Distribution` over the sets a :class:`~gce.constraints.ConstraintSet`
   allows, and :meth:`Hypothesis.size_weights` gives its law of ``|b|`` when the
-  prior is exchangeable (the count-based exact method of :mod:`gce.composite`
+  prior is exchangeable (the count-based exact method of :mod:`gce.priors.exact`
   needs only that). :func:`hypothesis_from_dict` reads the scenario file's
   ``[hypotheses]`` entries.
 
@@ -40,10 +40,10 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy import special
 
-from .constraints import AtMost, Constraint, ConstraintSet, Exclusive, Patterns
-from .constraints.base import format_indices
-from .errors import InfeasibleConstraintsError, InvalidParameterError, InvalidScenarioError, NumericalLimitError
-from .tables import TableKind, read_integer, read_kind_table, read_number, toml_value
+from ..constraints import AtMost, Constraint, ConstraintSet, Exclusive, Patterns
+from ..constraints.base import format_indices
+from ..errors import InfeasibleConstraintsError, InvalidParameterError, InvalidScenarioError, NumericalLimitError
+from ..files.tables import TableKind, read_integer, read_kind_table, read_number, toml_value
 
 __all__ = [
     "Distribution",
