@@ -23,7 +23,7 @@ EPS, DELTA, TARGET = 0.05, 1e-10, 1e-6
 
 
 def ours(k: int, eps: float = EPS, delta: float = DELTA, target: float = TARGET) -> float:
-    return compose({ApproxDP(eps, delta): k}).epsilon(target)[0]
+    return compose({ApproxDP(eps, delta): k}).epsilon(target)
 
 
 def theirs(k: int, target: float = TARGET) -> float:

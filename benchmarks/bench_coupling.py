@@ -102,7 +102,7 @@ def route_rows() -> bool:
         invocations = [make(d) for d in range(k)]
         t_build, curve = best_of(lambda: SubsamplingCurve(invocations), repeat=1)
         t_eps, e = best_of(lambda: float(curve.epsilon(DELTA)), repeat=1)
-        e_peer = compose(invocation_multiset(invocations)).epsilon(DELTA)[0]
+        e_peer = compose(invocation_multiset(invocations)).epsilon(DELTA)
         c7 = ""
         if name.endswith("each"):
             r = corollary7(k, 0.5, 1e-7)

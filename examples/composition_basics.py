@@ -23,7 +23,7 @@ def main() -> None:
             eps = theorem.curve(multiset).epsilon(TARGET_DELTA)
             print(f"{theorem.name:<22}{eps:>10.4f}   {theorem.source}")
     best = compose(QUERIES)
-    eps, name = best.epsilon(TARGET_DELTA)
+    eps, _, name = best.at_delta(TARGET_DELTA)
     print(f"\ntightest: {name}, epsilon = {eps:.4f} (exact: {best.exact})")
 
 

@@ -17,7 +17,7 @@ from gce import ApproxDP, Subsampled, compose, load_scenario, solve
 scenario = load_scenario(Path(__file__).with_name("rates_prior.toml"))
 report = solve(scenario)
 amplified = compose({Subsampled(0.1, ApproxDP(1.0, 1e-8)): 8})
-delta_subsampled, theorem = amplified.delta(scenario.epsilon)
+_, delta_subsampled, theorem = amplified.at_epsilon(scenario.epsilon)
 print(report)
 print(f"Poisson subsampling at 0.1, amplified guarantees composed ({theorem}): delta {delta_subsampled:.4g} "
       f"at epsilon {scenario.epsilon:g}")

@@ -10,8 +10,8 @@ Examples
 --------
 >>> import gce
 >>> c = gce.compose({gce.ApproxDP(0.05, 1e-10): 365})
->>> eps, theorem = c.epsilon(1e-6)
->>> round(eps, 3), theorem, c.exact
+>>> best = c.at_delta(1e-6)
+>>> round(best.epsilon, 3), best.theorem, c.exact
 (4.62, 'kairouz-III.3', True)
 
 A scenario built in Python, no file needed:

@@ -232,7 +232,7 @@ def _scenario_at(scenario: Scenario, p: float) -> Scenario:
 
 def _composed_epsilon(invocations: tuple[Invocation, ...], target_delta: float) -> Callable[[float], float]:
     """p -> epsilon at ``target_delta`` of composing ``invocations`` at parameter p."""
-    return lambda p: compose(invocation_multiset(_invocations_at(invocations, p))).epsilon(target_delta)[0]
+    return lambda p: compose(invocation_multiset(_invocations_at(invocations, p))).epsilon(target_delta)
 
 
 # ---------------------------------------------------------------------------
@@ -494,7 +494,7 @@ def calibrate(
     if at_private <= target_epsilon:  # finite and met: classic composition has an answer
         classic = _boundary(_Search(classic_of, target_epsilon, None, parameter), family, value)
         composition = compose(invocation_multiset(_invocations_at(scenario.invocations, classic)))
-        classic_eps, classic_theorem = composition.epsilon(target_delta)
+        classic_eps, _, classic_theorem = composition.at_delta(target_delta)
     if classic is None:
         ratio = math.inf
     else:

@@ -43,9 +43,9 @@ _SCORE_DELTA = 1e-6
 def _at(composition: Composition, delta: float | None, epsilon: float | None) -> tuple[float, float, str]:
     """(epsilon, delta, theorem) of a composition at the scenario's target."""
     if epsilon is not None:
-        d, name = composition.delta(epsilon)
+        _, d, name = composition.at_epsilon(epsilon)
         return epsilon, d, name
-    eps, name = composition.epsilon(delta)
+    eps, _, name = composition.at_delta(delta)
     return eps, delta, name
 
 
@@ -132,7 +132,7 @@ _SCORE_CAP = 1e6
 
 def _score(guarantee: Guarantee) -> float:
     """A scalar per invocation for ranking witnesses: epsilon^2 at a small delta, at most :data:`_SCORE_CAP`."""
-    eps = compose([guarantee]).epsilon(_SCORE_DELTA)[0]
+    eps = compose([guarantee]).epsilon(_SCORE_DELTA)
     return min(eps * eps, _SCORE_CAP) if math.isfinite(eps) else _SCORE_CAP
 
 

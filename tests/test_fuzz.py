@@ -466,16 +466,16 @@ def _constructors(first, second, k, j):
         if composed is None:
             return
         for d in DELTAS:
-            eps = query(lambda: composed.epsilon(d), f"epsilon({d!r})")
-            if eps is None:
+            best = query(lambda: composed.at_delta(d), f"at_delta({d!r})")
+            if best is None:
                 continue
-            assert isinstance(eps, tuple) and len(eps) == 2
-            eps = eps[0]
+            eps = query(lambda: composed.epsilon(d), f"epsilon({d!r})")
+            assert best.delta == d and best.theorem and eps == best.epsilon, f"at_delta({d!r}) = {best!r}, {eps!r}"
             assert is_number(eps) and eps >= 0.0, f"epsilon({d!r}) = {eps!r}"
             one = None if single is None else query(lambda: single.epsilon(d), f"single epsilon({d!r})")
-            if one is not None and math.isfinite(one[0]) and math.isfinite(eps) and len(counts) == 1 and k >= 1:
-                assert eps >= one[0] * (1 - 1e-9) - 1e-12, (
-                    f"{k} copies give epsilon {eps!r} < one copy's {one[0]!r} at delta {d!r}")
+            if one is not None and math.isfinite(one) and math.isfinite(eps) and len(counts) == 1 and k >= 1:
+                assert eps >= one * (1 - 1e-9) - 1e-12, (
+                    f"{k} copies give epsilon {eps!r} < one copy's {one!r} at delta {d!r}")
             if math.isfinite(eps):
                 truth = fz.composition_lower_bound([(x, min(c, 6)) for x, c in counts.items()], eps) \
                     if all(isinstance(c, int) and c >= 1 for c in counts.values()) else None
@@ -484,17 +484,16 @@ def _constructors(first, second, k, j):
                     assert truth <= d * (1 + TOLERANCE[0]) + TOLERANCE[1], (
                         f"unsound: concrete mechanisms reach delta {truth!r} at epsilon {eps!r} > {d!r}")
                 if back is not None:
-                    assert back[0] <= d * (1 + 1e-6) + 1e-12, f"delta(epsilon({d!r}) = {eps!r}) = {back[0]!r}"
+                    assert back <= d * (1 + 1e-6) + 1e-12, f"delta(epsilon({d!r}) = {eps!r}) = {back!r}"
         for e in EPSILONS:
-            got = query(lambda: composed.delta(e), f"delta({e!r})")
-            if got is None:
+            delta = query(lambda: composed.delta(e), f"delta({e!r})")
+            if delta is None:
                 continue
-            delta = got[0]
             assert is_number(delta) and 0.0 <= delta <= 1.0, f"delta({e!r}) = {delta!r}"
             one = None if single is None else query(lambda: single.delta(e), f"single delta({e!r})")
             if one is not None and len(counts) == 1 and k >= 1:
-                assert delta >= one[0] * (1 - 1e-9) - 1e-12, (
-                    f"{k} copies give delta {delta!r} < one copy's {one[0]!r} at epsilon {e!r}")
+                assert delta >= one * (1 - 1e-9) - 1e-12, (
+                    f"{k} copies give delta {delta!r} < one copy's {one!r} at epsilon {e!r}")
             if all(isinstance(c, int) and c >= 1 for c in counts.values()):
                 truth = fz.composition_lower_bound([(x, min(c, 6)) for x, c in counts.items()], e)
                 if truth is not None:

@@ -52,20 +52,20 @@ def test_epsilon_1e308_is_infinite_not_zero(guarantee):
     # epsilon is valid at 1e-6; delta at eps = 10 is 1 - (1 - d)^2 (delta events, infinite loss)
     # + (1 - d)^2 (1 - e^{10 - 2e308}) / (1 + e^{-1e308})^2 = 1 in doubles.
     c = compose({guarantee: 2})
-    eps, theorem = c.epsilon(1e-6)
+    eps, _, theorem = c.at_delta(1e-6)
     assert eps == math.inf and theorem == "kairouz-III.3"
-    d, _ = c.delta(10.0)
+    d = c.delta(10.0)
     assert d == 1.0
 
 
 def test_epsilon_1e303_repeated_a_million_times_is_infinite():
-    eps, _ = compose({PureDP(1e303): 1_000_000}).epsilon(1e-6)
+    eps = compose({PureDP(1e303): 1_000_000}).epsilon(1e-6)
     assert eps == math.inf
 
 
 def test_classic_sum_that_overflows_is_infinite():
     # 5e307 on four invocations: 2e308 in total, beyond the double range.
-    assert compose({PureDP(5e307): 4}).epsilon(1e-6)[0] == math.inf
+    assert compose({PureDP(5e307): 4}).epsilon(1e-6) == math.inf
 
 
 @pytest.mark.parametrize("eps", [300.0, 700.0])
@@ -74,7 +74,7 @@ def test_extreme_but_valid_epsilon_is_exact(eps):
     # delta(t) = m (1 - e^{t - 2 eps}) <= 1e-6  <=>  t = 2 eps + log(1 - 1e-6 / m).
     m = (1.0 / (1.0 + math.exp(-eps))) ** 2
     expected = 2 * eps + math.log1p(-1e-6 / m)
-    got, theorem = compose({PureDP(eps): 2}).epsilon(1e-6)
+    got, _, theorem = compose({PureDP(eps): 2}).at_delta(1e-6)
     assert theorem == "kairouz-III.3"
     assert got == pytest.approx(expected, rel=2e-12) and got >= expected  # ROUND_UP: 1e-12, upward
     assert kairouz_iii3_by_formula(2, eps, 0.0, got) <= 1e-6 * (1 + 1e-12)
@@ -82,7 +82,7 @@ def test_extreme_but_valid_epsilon_is_exact(eps):
 
 def test_delta_down_to_1e_300_against_decimal_formula():
     c = compose({PureDP(1.0): 10})
-    eps, _ = c.epsilon(1e-300)
+    eps = c.epsilon(1e-300)
     # The largest loss is 10; delta(t) = P(L = 10)(1 - e^{t - 10}) reaches 1e-300 within an ulp of 10,
     # and the answer is rounded up by ROUND_UP (1e-12 relative).
     assert 9.0 < eps <= 10.0 * (1 + 2e-12)
@@ -93,7 +93,7 @@ def test_delta_down_to_1e_300_against_decimal_formula():
 def test_extreme_heterogeneous_against_brute_force():
     points = [(700.0, 0.0), (0.5, 1e-3), (3.0, 0.0)]
     c = compose(dict((ApproxDP(e, d), 1) for e, d in points))
-    eps, theorem = c.epsilon(1e-2)
+    eps, _, theorem = c.at_delta(1e-2)
     assert theorem == "optimal-enumeration" and c.exact
     assert exact_delta(points, eps) <= 1e-2 * (1 + 1e-9)
     assert exact_delta(points, eps * (1 - 1e-6)) > 1e-2
@@ -108,15 +108,15 @@ def test_extreme_heterogeneous_against_brute_force():
 ])
 def test_overflowing_mechanisms_answer_infinity(guarantee):
     c = compose({guarantee: 2})
-    eps, _ = c.epsilon(1e-6)
+    eps = c.epsilon(1e-6)
     assert eps == math.inf or eps >= 1e307
-    assert c.delta(10.0)[0] == pytest.approx(1.0)
+    assert c.delta(10.0) == pytest.approx(1.0)
 
 
 def test_mixed_with_overflowing_guarantee_is_valid():
     for mix in ({LaplaceMechanism(1e-308): 1, PureDP(1.0): 1}, {GaussianMechanism(1e-308): 1, PureDP(1.0): 1},
                 {ZCDP(1e308): 1, PureDP(1.0): 1}, {ZCDP(0.5): 1, ApproxDP(1e308, 0.1): 1}):
-        eps, _ = compose(mix).epsilon(1e-6)
+        eps = compose(mix).epsilon(1e-6)
         assert eps >= 1e307  # the huge guarantee alone needs that much
 
 
@@ -206,7 +206,7 @@ def test_windowed_composition_equals_the_full_sum(monkeypatch):
 def test_a_billion_invocations_exact_in_bounded_memory():
     tracemalloc.start()
     c = compose({PureDP(0.01): 10**9})
-    eps, theorem = c.epsilon(1e-6)
+    eps, _, theorem = c.at_delta(1e-6)
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
     assert theorem == "kairouz-III.3" and c.exact
@@ -220,7 +220,7 @@ def test_a_billion_invocations_exact_in_bounded_memory():
 def test_beyond_the_exact_limit_a_closed_form_answers():
     k = EXACT_COUNT_LIMIT * 100
     c = compose({ApproxDP(1e-5, 1e-20): k})
-    eps, theorem = c.epsilon(1e-6)
+    eps, _, theorem = c.at_delta(1e-6)
     assert not c.exact and theorem in {"kairouz-III.4", "advanced", "simple", "zcdp"}
     # 002 Thm. III.4 by hand: k eps tanh(eps/2) + sqrt(2 k eps^2 log(e + sqrt(k eps^2) / d~)),
     # d~ = 1 - (1 - 1e-6) / (1 - 1e-20)^k.
@@ -234,7 +234,7 @@ def test_huge_heterogeneous_counts_do_not_allocate():
     # 2 x 10^9 invocations of two kinds: no exact enumeration, no PLD grid (it would need ~10^10
     # points); a closed form answers at once, and it is at least the first group's exact value.
     c = compose({PureDP(0.01): 10**9, ApproxDP(0.02, 1e-19): 10**9})
-    eps, theorem = c.epsilon(1e-6)
+    eps, _, theorem = c.at_delta(1e-6)
     assert not c.exact and math.isfinite(eps)
     # The composed loss concentrates at its mean, 10^9 (0.01 tanh(0.005) + 0.02 tanh(0.01)) = 2.5e5,
     # with standard deviation ~700: no valid epsilon at 1e-6 lies below ~2.4e5.
@@ -257,7 +257,7 @@ def test_split_curve_at_infinite_epsilon_is_its_floor():
     ({LaplaceMechanism(1e308, 2.0): 10**9}, 0.0),                        # eps 2e-308 each
 ])
 def test_degenerate_mechanisms_answer_at_once(mix, expected):
-    eps, _ = compose(mix).epsilon(1e-6)
+    eps = compose(mix).epsilon(1e-6)
     assert eps == pytest.approx(expected, rel=1e-6) if math.isfinite(expected) else eps == expected
 
 
@@ -265,13 +265,13 @@ def test_dp_accounting_out_of_range_is_declined_not_raised():
     # sigma of 1e308 (GDP mu = 1e-308) and a sensitivity of 5e-324: dp-accounting overflows or warns;
     # the PLD route declines and another theorem answers.
     c = compose({GaussianMechanism(5e-324, 5e-324): 2, RandomizedResponse(0.1): 2})
-    eps, theorem = c.epsilon(1e-6)
+    eps, _, theorem = c.at_delta(1e-6)
     assert math.isfinite(eps) and theorem != "pld"
     # mu = 1 twice and eps 0.1 twice: at least the two Gaussians' exact value (GDP, sqrt(2)).
-    assert eps >= compose({GaussianDP(1.0): 2}).epsilon(1e-6)[0]
+    assert eps >= compose({GaussianDP(1.0): 2}).epsilon(1e-6)
 
 
 def test_pld_epsilon_is_certified_by_its_own_delta():
     c = compose({LaplaceMechanism(0.5, 1e-3): 1000, LaplaceMechanism(0.1): 1})
-    eps, _ = c.epsilon(1e-6)
-    assert c.delta(eps)[0] <= 1e-6
+    eps = c.epsilon(1e-6)
+    assert c.delta(eps) <= 1e-6

@@ -46,8 +46,8 @@ def test_curve_table_values_are_the_curves(hospitals):
     assert classic.epsilon(1e-6) == report.baselines["classic"].epsilon
     assert dict((d, e) for d, e, _ in rows)[1e-6] == report.epsilon
     # 20 differing invocations (002 Thm. III.3), 100 classically.
-    assert rows[2][1] == compose({ApproxDP(0.05, 1e-10): 20}).epsilon(1e-6)[0]
-    assert rows[2][2] == compose({ApproxDP(0.05, 1e-10): 100}).epsilon(1e-6)[0]
+    assert rows[2][1] == compose({ApproxDP(0.05, 1e-10): 20}).epsilon(1e-6)
+    assert rows[2][2] == compose({ApproxDP(0.05, 1e-10): 100}).epsilon(1e-6)
 
 
 def test_curve_table_without_classic_and_below_the_floor():

@@ -85,11 +85,11 @@ def test_kairouz_iii3_hand_values():
 
 def test_kairouz_iii3_large_k_log_space():
     c = compose({ApproxDP(0.01, 1e-10): 10**6})
-    eps, name = c.epsilon(1e-3)
+    eps, _, name = c.at_delta(1e-3)
     assert name == "kairouz-III.3" and c.exact
     # Floor 1 - (1 - 1e-10)^1e6 ~ 1e-4; the CLT gives eps ~ k eps^2/2 + eps sqrt(k) z ~ 50 + 10*3.3.
     assert 60 < eps < 100
-    assert math.isinf(c.epsilon(9e-5)[0])  # below the floor: no finite epsilon
+    assert math.isinf(c.epsilon(9e-5))  # below the floor: no finite epsilon
     assert c.curve.delta(eps) <= 1e-3
 
 
@@ -248,7 +248,7 @@ def test_laplace_is_sound_and_tighter_than_pure():
         assert c.curve.delta(eps) >= laplace_delta(0.5, eps) - 1e-12
         assert c.curve.delta(eps) <= reference.exact_delta([(0.5, 0.0)], eps) + 1e-12
     many = compose({LaplaceMechanism(scale=10.0): 50})
-    assert many.epsilon(1e-6)[0] < compose({PureDP(0.1): 50}).epsilon(1e-6)[0]
+    assert many.epsilon(1e-6) < compose({PureDP(0.1): 50}).epsilon(1e-6)
 
 
 def subsampled_exact_delta(points, rate, eps):
@@ -269,7 +269,7 @@ def test_subsampling_amplification_sound(rate):
         assert c.curve.delta(eps) >= subsampled_exact_delta(points, rate, eps) - 1e-12
     # Amplification (Balle et al. 2018 Thm. 8) by hand for one invocation.
     single = compose([Subsampled(0.1, PureDP(1.0))])
-    assert single.epsilon(0.0)[0] == pytest.approx(math.log1p(0.1 * math.expm1(1.0)), rel=1e-9)
+    assert single.epsilon(0.0) == pytest.approx(math.log1p(0.1 * math.expm1(1.0)), rel=1e-9)
 
 
 def test_randomized_response_is_the_canonical_pure_pair():
@@ -287,7 +287,7 @@ def test_selector_names_and_exactness():
     assert compose([PureDP(0.1), PureDP(0.2)]).candidates[0][0] == "optimal-enumeration"
     big = compose({PureDP(0.01 * i): 40 for i in range(1, 6)})  # 41^5 outcomes: no enumeration
     assert not big.exact and "pld" in dict(big.candidates)
-    eps, name = big.epsilon(1e-6)
+    eps, _, name = big.at_delta(1e-6)
     assert name == "pld" and eps < big.curve.epsilon(1e-6) + 1e-12
     assert compose([]).curve.delta(0.0) == 0.0
 
@@ -306,8 +306,8 @@ def test_mixed_kinds_fall_back_to_a_valid_curve():
             t = (mu * mu / 2 - math.log(math.exp(eps) * b / a)) / mu
             member += a * stats.norm.cdf(t) - math.exp(eps) * b * stats.norm.cdf(t - mu)
         assert mixed.curve.delta(eps) >= member - 1e-12
-    assert math.isinf(mixed.epsilon(1e-5)[0])  # below the floor delta = 1e-4
-    assert math.isfinite(mixed.epsilon(1e-3)[0])
+    assert math.isinf(mixed.epsilon(1e-5))  # below the floor delta = 1e-4
+    assert math.isfinite(mixed.epsilon(1e-3))
 
 
 def test_gdp_and_gaussian_mechanism_agree():

@@ -32,6 +32,7 @@ import math
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 from numpy.typing import NDArray
@@ -67,6 +68,7 @@ __all__ = [
     "as_multiset",
     "Theorem",
     "THEOREMS",
+    "Bound",
     "Composition",
     "compose",
     "canonical_composition",
@@ -449,6 +451,14 @@ THEOREMS: tuple[Theorem, ...] = (
 # The selector
 
 
+class Bound(NamedTuple):
+    """One point of a composition's curve, (epsilon, delta), and the theorem that gives it."""
+
+    epsilon: float
+    delta: float
+    theorem: str
+
+
 @dataclass(frozen=True)
 class Composition:
     """The composition of a multiset of guarantees under every compatible theorem.
@@ -472,17 +482,23 @@ class Composition:
         curves = [c for _, c in self.candidates]
         object.__setattr__(self, "curve", curves[0] if len(curves) == 1 else EnvelopeCurve(curves))
 
-    def epsilon(self, delta: float) -> tuple[float, str]:
-        """The tightest epsilon at ``delta`` and the theorem that gives it."""
-        values = [(float(c.epsilon(delta)), name) for name, c in self.candidates]
-        eps, name = min(values, key=lambda v: v[0])
-        return eps, name
+    def epsilon(self, delta: float) -> float:
+        """The tightest epsilon at ``delta`` (as :meth:`PrivacyCurve.epsilon`); :meth:`at_delta` names the theorem."""
+        return self.at_delta(delta).epsilon
 
-    def delta(self, epsilon: float) -> tuple[float, str]:
+    def delta(self, epsilon: float) -> float:
+        """The tightest delta at ``epsilon`` (as :meth:`PrivacyCurve.delta`); :meth:`at_epsilon` names the theorem."""
+        return self.at_epsilon(epsilon).delta
+
+    def at_delta(self, delta: float) -> Bound:
+        """The tightest epsilon at ``delta`` and the theorem that gives it."""
+        eps, name = min(((float(c.epsilon(delta)), name) for name, c in self.candidates), key=lambda v: v[0])
+        return Bound(eps, float(delta), name)
+
+    def at_epsilon(self, epsilon: float) -> Bound:
         """The tightest delta at ``epsilon`` and the theorem that gives it."""
-        values = [(float(c.delta(epsilon)), name) for name, c in self.candidates]
-        d, name = min(values, key=lambda v: v[0])
-        return d, name
+        d, name = min(((float(c.delta(epsilon)), name) for name, c in self.candidates), key=lambda v: v[0])
+        return Bound(float(epsilon), d, name)
 
 
 def _split(ms: Multiset) -> tuple[Multiset, Multiset] | None:
@@ -537,15 +553,16 @@ def compose(guarantees: Iterable[Guarantee] | Mapping[Guarantee, int]) -> Compos
     -------
     Composition
         Its ``curve`` is the pointwise minimum over compatible theorems;
-        ``epsilon(delta)`` / ``delta(epsilon)`` also name the winner. When an
-        exact theorem applies, it is the only candidate.
+        ``epsilon(delta)`` / ``delta(epsilon)`` are its values and
+        ``at_delta`` / ``at_epsilon`` also name the winner. When an exact
+        theorem applies, it is the only candidate.
 
     Examples
     --------
     >>> from gce.accounting.guarantees import ApproxDP
     >>> c = compose({ApproxDP(0.1, 1e-6): 30})
-    >>> eps, theorem = c.epsilon(1e-4)
-    >>> theorem, c.exact, round(eps, 3)
+    >>> best = c.at_delta(1e-4)
+    >>> best.theorem, c.exact, round(best.epsilon, 3)
     ('kairouz-III.3', True, 1.867)
     """
     ms = as_multiset(guarantees)
