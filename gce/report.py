@@ -22,6 +22,7 @@ from typing import Any, TypeVar
 
 from .accounting.curves import PrivacyCurve
 from .errors import InvalidParameterError
+from .validation import is_integer, is_number
 
 __all__ = ["Baseline", "Report", "json_number", "terminal_text"]
 
@@ -233,7 +234,7 @@ class _Fields:
 def _epsilon(value: object, name: str) -> float:
     """An epsilon: a number >= 0, or "inf" (:func:`json_number`)."""
     number = math.inf if value == "inf" else value
-    if isinstance(number, bool) or not isinstance(number, (int, float)) or not number >= 0:
+    if not is_number(number) or not number >= 0:
         raise InvalidParameterError(name, f'must be a number >= 0 or "inf", got {_shown(value)}')
     return float(number)
 
@@ -243,7 +244,7 @@ def _optional_epsilon(value: object, name: str) -> float | None:
 
 
 def _delta(value: object, name: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
+    if not is_number(value) or not 0 <= value <= 1:
         raise InvalidParameterError(name, f"must be a number in [0, 1], got {_shown(value)}")
     return float(value)
 
@@ -267,7 +268,7 @@ def _flag(value: object, name: str) -> bool:
 
 
 def _count_of(value: object, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+    if not is_integer(value) or value < 0:
         raise InvalidParameterError(name, f"must be an integer >= 0, got {_shown(value)}")
     return value
 

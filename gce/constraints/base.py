@@ -29,9 +29,9 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator
 from typing import ClassVar, NamedTuple
 
-import numpy as np
 
 from ..errors import InvalidParameterError
+from ..validation import is_integer
 from .linear import LinearSystem
 
 __all__ = ["Constraint", "AtMostBound", "check_n", "MAX_DATABASES"]
@@ -60,7 +60,7 @@ def check_n(n: object, field: str = "n") -> int:
     InvalidParameterError
         Naming ``field`` and the value.
     """
-    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
+    if not is_integer(n) or n < 1:
         raise InvalidParameterError(field, f"must be an integer >= 1, got {n!r}")
     if n > MAX_DATABASES:
         raise InvalidParameterError(field, f"{int(n):,} databases exceed the limit of {MAX_DATABASES:,} "
@@ -70,7 +70,7 @@ def check_n(n: object, field: str = "n") -> int:
 
 def as_index(value: object, field: str) -> int:
     """A database index: an integer >= 0 (``bool`` and floats are rejected)."""
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+    if not is_integer(value):
         raise InvalidParameterError(field, f"must be an integer database index, got {value!r}")
     if value < 0:
         raise InvalidParameterError(field, f"must be a database index >= 0, got {value!r}")

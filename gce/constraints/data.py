@@ -43,6 +43,7 @@ from dataclasses import dataclass
 from typing import Any, BinaryIO, Protocol, Union
 
 from ..errors import InvalidParameterError
+from ..validation import is_integer
 from .base import Constraint, check_n
 from .constraint_set import ConstraintSet
 from .kinds import AtMost, Patterns
@@ -170,7 +171,7 @@ class _Resolver:
                 self.by_id[name] = i
         elif isinstance(databases, Mapping):
             for key, index in databases.items():
-                if isinstance(index, bool) or not isinstance(index, int) or index < 0:
+                if not is_integer(index) or index < 0:
                     raise InvalidParameterError(f"databases[{key!r}]", f"must be an index >= 0, got {index!r}")
                 self.by_id[str(key) if text else key] = index
             if not self.by_id:

@@ -31,9 +31,9 @@ from dataclasses import dataclass
 from functools import cached_property
 
 import networkx as nx
-import numpy as np
 
 from ..errors import InvalidParameterError
+from ..validation import is_integer
 from .base import (
     AtMostBound,
     Constraint,
@@ -91,7 +91,7 @@ class AtMost(Constraint):
     among: tuple[int, ...] | None = None
 
     def __post_init__(self) -> None:
-        if isinstance(self.m, bool) or not isinstance(self.m, (int, np.integer)) or self.m < 0:
+        if not is_integer(self.m) or self.m < 0:
             raise InvalidParameterError("m", f"must be an integer >= 0, got {self.m!r}")
         object.__setattr__(self, "m", int(self.m))
         if self.among is not None:

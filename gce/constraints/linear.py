@@ -23,6 +23,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..errors import InvalidParameterError
+from ..validation import is_integer
 
 __all__ = ["LinearSystem", "FEASIBILITY_TOLERANCE"]
 
@@ -68,7 +69,7 @@ class LinearSystem:
     def __post_init__(self) -> None:
         for name in ("n", "aux"):
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
+            if not is_integer(value) or value < 0:
                 raise InvalidParameterError(name, f"must be an integer >= 0, got {value!r}")
             object.__setattr__(self, name, int(value))
         A = sp.csr_array(self.A, dtype=np.float64)

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import InvalidParameterError, InvalidScenarioError
+from ..validation import is_integer, is_number
 
 __all__ = ["TableKind", "in_file", "key_path", "read_integer", "read_kind_table", "read_number", "toml_value"]
 
@@ -154,14 +155,14 @@ def key_path(path: str, key: object) -> str:
 
 def read_integer(value: object, path: str) -> int:
     """A file value that must be an integer (TOML booleans are not)."""
-    if isinstance(value, bool) or not isinstance(value, int):
+    if not is_integer(value):
         raise InvalidScenarioError(path, f"must be an integer, got {toml_value(value)}")
     return value
 
 
 def read_number(value: object, path: str) -> float:
     """A file value that must be a number (integer or float; booleans are not)."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
+    if not is_number(value):
         raise InvalidScenarioError(path, f"must be a number, got {toml_value(value)}")
     return float(value)
 
