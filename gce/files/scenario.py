@@ -68,7 +68,8 @@ from ..accounting.guarantees import (
     RandomizedResponse,
     Subsampled,
 )
-from ..priors.hypotheses import Hypothesis, hypothesis_from_dict
+from ..priors.hypotheses import Hypothesis
+from .hypotheses import hypothesis_from_dict
 from ..model import Databases, Invocation, Scenario, check_target
 from .tables import TableKind, key_path, read_kind_table, read_number, toml_value
 

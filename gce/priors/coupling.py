@@ -71,7 +71,7 @@ from ..accounting.guarantees import (
     Subsampled,
     epsilon_delta,
 )
-from .hypotheses import Distribution
+from .distributions import Distribution
 from ..model import Invocation, per_database_multisets
 from ..accounting.pld import one_directional
 from ..accounting.theorems import Multiset, compose

@@ -58,7 +58,8 @@ from ..constraints import ConstraintSet
 from ..accounting.curves import DiscreteLossCurve, PrivacyCurve
 from ..errors import InvalidParameterError, NumericalLimitError, UnsupportedCombinationError
 from ..accounting.guarantees import ApproxDP, PureDP, RandomizedResponse, epsilon_delta
-from .hypotheses import SUPPORT_LIMIT, Distribution, Explicit, Hypothesis
+from .distributions import Distribution
+from .hypotheses import SUPPORT_LIMIT, Explicit, Hypothesis
 from ..model import Invocation
 
 __all__ = [

@@ -42,7 +42,7 @@ from fractions import Fraction
 
 from ..errors import InvalidParameterError, UnsupportedCombinationError
 from ..accounting.guarantees import amplified, epsilon_delta
-from .hypotheses import Distribution
+from .distributions import Distribution
 from ..model import Invocation, invocation_multiset
 
 __all__ = [
