@@ -507,10 +507,11 @@ def _bound_routes(scenario: Scenario, notes: list[str]) -> list[tuple[str, Priva
     * coupling (:class:`gce.priors.coupling.CouplingCurve`): the best coupling of h0
       and h1, every pair's composed curve at the same eps (joint convexity;
       DESIGN.md's sound replacement of 001's averaging formula);
-    * subsampling (:class:`gce.priors.coupling.SubsamplingCurve`; 001 Thm. 3 in the
+    * subsampling (:class:`gce.priors.subsampling.SubsamplingCurve`; 001 Thm. 3 in the
       convexity form): h0 = no database vs h1 = uniform over the non-empty sets.
     """
-    from .priors.coupling import CouplingCurve, SubsamplingCurve
+    from .priors.coupling import CouplingCurve
+    from .priors.subsampling import SubsamplingCurve
 
     routes: list[tuple[str, PrivacyCurve, bool]] = []
     try:

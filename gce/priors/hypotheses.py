@@ -65,21 +65,6 @@ _NODES_PER_SET = 64
 # Shared helpers
 
 
-def _indices(values: object, field: str) -> tuple[int, ...]:
-    """A sorted, duplicate-free tuple of database indices; empty is allowed (the empty set)."""
-    if isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
-        raise InvalidParameterError(field, f"must be a collection of database indices, got {values!r}")
-    out: list[int] = []
-    for value in values:
-        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
-            raise InvalidParameterError(field, f"must hold database indices >= 0, got {value!r}")
-        out.append(int(value))
-    if len(set(out)) != len(out):
-        repeated = next(i for i in out if out.count(i) > 1)
-        raise InvalidParameterError(field, f"lists database {repeated} more than once")
-    return tuple(sorted(out))
-
-
 def _check_allowed(members: frozenset[int], constraints: ConstraintSet, field: str) -> None:
     """Raise unless ``members`` is an allowed membership set of ``constraints``, naming ``field``."""
     for index in members:

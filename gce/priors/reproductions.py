@@ -4,7 +4,7 @@ NOTHING IN THIS MODULE IS A GUARANTEE. The functions below reproduce formulas
 of 001 (Sec. V-B, Thm. 3, Cor. 6, Cor. 7, Eq. 3-4, Alg. 3) exactly as printed,
 so that reports and tests can show them next to sound bounds. ``gce`` never
 returns one of these values as a guarantee; the sound replacements are in
-:mod:`gce.priors.coupling`.
+:mod:`gce.priors.coupling` and :mod:`gce.priors.subsampling`.
 
 Two of them are unsound (DESIGN.md, "Soundness first"; exact values by brute
 force over canonical pairs):
@@ -251,7 +251,7 @@ def theorem3_as_printed(points: Sequence[tuple[float, float]]) -> Reproduction:
 
     eps = ln[sum_i 2^{k-i} e^{eps^_i} / (2^k - 1)], delta = sum_i 2^{k-i} delta^_i / (2^k - 1),
     with (eps^_i, delta^_i) = CompGuarantee(M_i, S_1/2(M_{i+1}), ..., S_1/2(M_k)) given in
-    ``points`` (i = 1..k). The sound form is :class:`gce.priors.coupling.SubsamplingCurve`.
+    ``points`` (i = 1..k). The sound form is :class:`gce.priors.subsampling.SubsamplingCurve`.
     """
     points = [(float(e), float(d)) for e, d in points]
     k = _check_k(len(points))
