@@ -47,7 +47,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -69,13 +69,16 @@ __all__ = [
     "exact_curve",
     "exact_count_curve",
     "exact_enumeration_curve",
-    "ENUMERATION_LIMIT",
+    "EXACT_METHODS",
+    "ExactMethod",
+    "ENUMERATION_CELL_LIMIT",
     "COUNT_LIMIT",
     "RECURSION_LIMIT",
 ]
 
-#: Largest (joint output levels) x (support sets of both hypotheses) enumerated.
-ENUMERATION_LIMIT = 2**24
+#: Largest number of cells enumerated: (joint output levels) x (support sets of both hypotheses).
+#: (Not :data:`gce.accounting.theorems.ENUMERATION_LIMIT`, which counts the joint outcomes of one composition.)
+ENUMERATION_CELL_LIMIT = 2**24
 #: Largest number of output classes (count vectors) the count-based method keeps.
 COUNT_LIMIT = 2**23
 #: Largest number of cells the count-based recursion fills (about 3e8 cells take 4 s).
@@ -388,7 +391,7 @@ def exact_enumeration_curve(
     invocations: Sequence[Invocation],
     constraints: ConstraintSet,
     *,
-    limit: int = ENUMERATION_LIMIT,
+    limit: int = ENUMERATION_CELL_LIMIT,
     support_limit: int = SUPPORT_LIMIT,
 ) -> CompositeCurve:
     """Exact curve by enumerating the joint privacy-loss levels of the databases that matter.
@@ -769,6 +772,28 @@ def _evaluate_batch(n: int, pair: DatabasePair, batch: list[tuple[list[NDArray],
 
 
 def _count_curve(problem: _CountProblem, *, exact: bool, limit: int, recursion_limit: int) -> CompositeCurve:
+    """The two-sided curve of a normalised count problem, by summing over outcome classes (count vectors).
+
+    The likelihood of a class under each hypothesis is its multinomial weight
+    times the elementary-symmetric sum E of :func:`exact_count_curve`; E comes
+    from the closed form when h0 is the empty point and h1's size law is
+    geometric (:func:`_geometric_tables`), else from the recursion
+    (:func:`_symmetric_sums`). With h0 the empty point, classes where more
+    databases show the a-only symbol than a Chernoff cutoff allows
+    (:func:`_a_only_cutoff`) are left out and their mass, at most
+    :data:`COUNT_TAIL`, is charged at infinite loss in both directions; classes
+    with a b-only symbol are impossible under h0 and only their total mass
+    under h1 is kept.
+
+    Raises
+    ------
+    NumericalLimitError
+        If the classes exceed ``limit`` or the recursion ``recursion_limit`` cells.
+
+    References
+    ----------
+    001, Def. 3 and Sec. V-B; 002, eqs. 9-10 (the canonical pair whose symbols are counted).
+    """
     n, pair = problem.n, problem.pair
     log_rho = pair.log_b - pair.log_a
     levels = log_rho.size
@@ -885,7 +910,8 @@ def exact_curve(
     Chooses the count-based method (:func:`exact_count_curve`) when both priors
     are exchangeable and every database runs the same invocations, and
     enumeration (:func:`exact_enumeration_curve`) otherwise or when counting is
-    over its limits. The method used is the curve's ``method``.
+    over its limits: the first method of :data:`EXACT_METHODS` that does not
+    decline. The method used is the curve's ``method``.
 
     Parameters
     ----------
@@ -929,11 +955,39 @@ def exact_curve(
     """
     _invocation_points(invocations, constraints.n)  # unsupported guarantees fail here, for both methods
     reasons = []
-    try:
-        return exact_count_curve(h0, h1, invocations, constraints)
-    except (UnsupportedCombinationError, NumericalLimitError) as error:
-        reasons.append(f"count-based: {error}")
-    try:
-        return exact_enumeration_curve(h0, h1, invocations, constraints)
-    except NumericalLimitError as error:
-        raise NumericalLimitError("; ".join(reasons + [f"enumeration: {error}"])) from None
+    for method in EXACT_METHODS:
+        try:
+            return method.curve(h0, h1, invocations, constraints)
+        except method.declines as error:
+            reasons.append(f"{method.label}: {error}")
+    raise NumericalLimitError("; ".join(reasons))
+
+
+@dataclass(frozen=True)
+class ExactMethod:
+    """One way to compute the exact curve, tried in the order of :data:`EXACT_METHODS`.
+
+    Attributes
+    ----------
+    name : str
+        The curve's ``method`` (the name a report shows).
+    label : str
+        How the method is named when it declines (the reasons :func:`exact_curve` joins).
+    curve : callable
+        ``curve(h0, h1, invocations, constraints) -> CompositeCurve``.
+    declines : tuple of exception types
+        The errors by which it says it does not apply (the next method is then tried);
+        other errors propagate.
+    """
+
+    name: str
+    label: str
+    curve: Callable[..., CompositeCurve]
+    declines: tuple[type[Exception], ...]
+
+
+#: The exact methods, cheapest first: counting for exchangeable priors, enumeration of small supports.
+EXACT_METHODS: tuple[ExactMethod, ...] = (
+    ExactMethod("exact-count", "count-based", exact_count_curve, (UnsupportedCombinationError, NumericalLimitError)),
+    ExactMethod("exact-enumeration", "enumeration", exact_enumeration_curve, (NumericalLimitError,)),
+)
