@@ -55,6 +55,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from ..constraints import ConstraintSet, estimate_membership
+from ..constraints.neighborhood import NEIGHBORHOODS
 from .constraints import constraint_from_dict
 from ..errors import InfeasibleConstraintsError, InvalidParameterError, InvalidScenarioError
 from ..accounting.guarantees import (
@@ -461,7 +462,7 @@ def _header(table: Mapping[str, object]) -> tuple[str, str]:
     if not isinstance(title, str):
         raise InvalidScenarioError("title", f"must be a string, got {toml_value(title)}")
     neighborhood = table.get("neighborhood", "unbounded")
-    if neighborhood not in ("unbounded", "bounded"):
+    if neighborhood not in NEIGHBORHOODS:
         raise InvalidScenarioError("neighborhood", f'must be "unbounded" or "bounded", got {toml_value(neighborhood)}')
     return title, neighborhood
 
