@@ -70,6 +70,7 @@ __all__ = [
     "exact_count_curve",
     "exact_enumeration_curve",
     "EXACT_METHODS",
+    "check_points",
     "ExactMethod",
     "ENUMERATION_CELL_LIMIT",
     "COUNT_LIMIT",
@@ -338,7 +339,15 @@ def _invocation_points(invocations: Sequence[Invocation], n: int) -> tuple[dict[
     return per_database, exact
 
 
+def check_points(invocations: Sequence[Invocation], n: int) -> bool:
+    """Whether the curve of :func:`exact_curve` would be exact (every guarantee canonical: pure, approx,
+    randomized response); raise UnsupportedCombinationError, naming the invocation, when one has no
+    (eps, delta) point, so that no exact method applies (002 Thm. II.5: the canonical pair is the worst case)."""
+    return _invocation_points(invocations, n)[1]
+
+
 def _pair_of(counter: Counter[_EpsDelta]) -> DatabasePair:
+    """The merged canonical levels of one database's (eps, delta) points (:func:`database_pair`)."""
     return database_pair(sorted((eps, delta, count) for (eps, delta), count in counter.items()))
 
 

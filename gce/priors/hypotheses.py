@@ -41,7 +41,7 @@ from scipy import special
 
 from ..constraints import AtMost, Constraint, ConstraintSet, Exclusive, Patterns
 from ..constraints.base import format_indices
-from ..errors import InfeasibleConstraintsError, InvalidParameterError, NumericalLimitError
+from ..errors import GCEError, InfeasibleConstraintsError, InvalidParameterError, InvalidScenarioError, NumericalLimitError
 from .distributions import Distribution, _indices
 
 __all__ = [
@@ -53,6 +53,8 @@ __all__ = [
     "Rates",
     "SupportCover",
     "SUPPORT_LIMIT",
+    "check_distribution",
+    "check_listed",
 ]
 
 #: Default largest support :meth:`Hypothesis.distribution` enumerates.
@@ -299,6 +301,9 @@ class Hypothesis(abc.ABC):
     """
 
     kind: ClassVar[str]
+    #: Whether the record lists its support (point, explicit): checking it against the constraints
+    #: costs no enumeration, so a :class:`~gce.model.Scenario` checks it when built (:func:`check_listed`).
+    listed: ClassVar[bool] = False
 
     @abc.abstractmethod
     def describe(self) -> str:
@@ -389,6 +394,7 @@ class Point(Hypothesis):
     """
 
     kind = "point"
+    listed = True
 
     members: tuple[int, ...] = ()
 
@@ -532,6 +538,7 @@ class Explicit(Hypothesis):
     """
 
     kind = "explicit"
+    listed = True
 
     support: tuple[frozenset[int], ...]
     weights: tuple[float, ...]
@@ -701,3 +708,35 @@ class Rates(Hypothesis):
         if not np.isfinite(log_weights).any():
             raise self._empty(constraints)
         return _normalised(log_weights)
+
+
+# ---------------------------------------------------------------------------
+# Checks against a scenario's constraints
+
+
+def check_distribution(name: str, hypothesis: Hypothesis, constraints: ConstraintSet) -> None:
+    """Raise, naming ``hypotheses.<name>``, when a prior's support is not allowed or empty.
+
+    A support too large to list (NumericalLimitError) passes: the count-based
+    and preset routes do not need it.
+    """
+    try:
+        hypothesis.distribution(constraints)
+    except NumericalLimitError:
+        pass
+    except InvalidParameterError as error:
+        raise type(error)(f"hypotheses.{name}.{error.field}", error.detail) from None
+    except GCEError as error:
+        raise InvalidScenarioError(f"hypotheses.{name}", str(error)) from None
+
+
+def check_listed(name: str, hypothesis: Hypothesis, constraints: ConstraintSet) -> None:
+    """:func:`check_distribution` for a prior that lists its support (:attr:`Hypothesis.listed`), else nothing.
+
+    Listed sets are checked one by one, without enumerating anything; priors
+    whose support is generated (uniform, rates) are checked when solved
+    (:func:`gce.solving.check_support`): enumerating them could cost as much
+    as the solve itself.
+    """
+    if hypothesis.listed:
+        check_distribution(name, hypothesis, constraints)
