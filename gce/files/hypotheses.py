@@ -18,10 +18,12 @@ __all__ = ["HYPOTHESIS_KINDS", "hypothesis_from_dict", "hypothesis_to_dict"]
 
 
 def _scenario_integer(value: object, path: str, n: int) -> int:
+    """An integer key (``min_members``, ``max_members``)."""
     return read_integer(value, path)
 
 
 def _scenario_indices(value: object, path: str, n: int) -> list[int]:
+    """A list of database indices in [0, n), each named by its path on error."""
     if not isinstance(value, list):
         raise InvalidScenarioError(path, f"must be a list of database indices, got {toml_value(value)}")
     out = []
@@ -35,18 +37,21 @@ def _scenario_indices(value: object, path: str, n: int) -> list[int]:
 
 
 def _scenario_sets(value: object, path: str, n: int) -> list[list[int]]:
+    """A list of membership sets (lists of database indices)."""
     if not isinstance(value, list):
         raise InvalidScenarioError(path, f"must be a list of lists of database indices, got {toml_value(value)}")
     return [_scenario_indices(item, f"{path}[{i}]", n) for i, item in enumerate(value)]
 
 
 def _scenario_numbers(value: object, path: str, n: int) -> list[float]:
+    """A list of numbers (``weights``)."""
     if not isinstance(value, list):
         raise InvalidScenarioError(path, f"must be a list of numbers, got {toml_value(value)}")
     return [read_number(item, f"{path}[{i}]") for i, item in enumerate(value)]
 
 
 def _scenario_rates(value: object, path: str, n: int) -> list[float]:
+    """One rate per database."""
     rates = _scenario_numbers(value, path, n)
     if len(rates) != n:
         raise InvalidScenarioError(path, f"needs one rate per database ({n}), got {len(rates)}")
@@ -120,6 +125,7 @@ def hypothesis_from_dict(d: Mapping[str, object], path: str, n: int) -> Hypothes
 
 
 def _with_n(reader: Callable[[object, str, int], object], n: int) -> Callable[[object, str], object]:
+    """A reader with ``n`` bound, in the (value, path) form of :func:`~gce.files.tables.read_kind_table`."""
     return lambda value, path: reader(value, path, n)
 
 

@@ -82,6 +82,7 @@ _LADDERS = (1.1, 1.25, 1.5, 2.0, 3.0, 4.0, 8.0, 16.0)
 
 
 def _as_distribution(h: Distribution | Iterable[tuple[Iterable[int], float]], name: str) -> Distribution:
+    """A hypothesis given as a Distribution or as (members, weight) pairs, as a Distribution; errors name ``name``."""
     if isinstance(h, Distribution):
         return h
     try:
@@ -186,12 +187,14 @@ class _PairProfiles:
 
     @staticmethod
     def _membership(h: Distribution, column: dict[int, int]) -> NDArray[np.float64]:
+        """0/1 matrix: row i marks which of the columns' databases the i-th support set holds."""
         out = np.zeros((len(h), len(column)))
         for i, members in enumerate(h.sets):
             out[i, [column[d] for d in members if d in column]] = 1.0
         return out
 
     def _multiset(self, counts: NDArray[np.int64]) -> dict[Guarantee, int]:
+        """The guarantees of ``counts[s]`` databases of each signature s, as one multiset."""
         total: Counter[Guarantee] = Counter()
         for sig, c in zip(self.signatures, counts):
             for g, n in sig:
@@ -199,6 +202,11 @@ class _PairProfiles:
         return dict(+total)
 
     def _profile(self, out0: NDArray[np.int64], out1: NDArray[np.int64]) -> tuple[PrivacyCurve, bool, str]:
+        """Curve, exactness and theorem name for a pair whose b0 \\ b1 and b1 \\ b0 have these signature counts.
+
+        When both sides hold direction-dependent guarantees the two blocks are
+        composed apart and joined by basic composition (:func:`~gce.priors.grid._split_curve`,
+        002 Thm. III.1); otherwise the differing invocations are composed together."""
         if (out0 * self.asymmetric).any() and (out1 * self.asymmetric).any():
             a, b = compose(self._multiset(out0)), compose(self._multiset(out1))
             return _split_curve(a.curve, b.curve), False, "split: " + a.candidates[0][0] + "+" + b.candidates[0][0]
@@ -508,9 +516,11 @@ class CouplingCurve(PrivacyCurve):
         return eps, _chord(x_lo, lo[1], x_hi, hi[1], eps), (x_lo, lo[1]), (x_hi, hi[1], hi[2], local_table[:, hi[0]])
 
     def _epsilon(self, d: NDArray[np.float64]) -> NDArray[np.float64]:
+        """Certified epsilon at each delta (:meth:`_certify`)."""
         return np.array([self._certify(float(t))[0] for t in d])
 
     def _result(self, eps: float, pi: NDArray[np.float64], cost: NDArray[np.float64], bound: float) -> CouplingResult:
+        """The :class:`CouplingResult` of coupling ``pi`` with per-pair costs ``cost`` and certified ``bound``."""
         p = self._profiles
         rows, cols = np.nonzero(pi > 0)
         pairs = tuple(
@@ -525,6 +535,7 @@ class CouplingCurve(PrivacyCurve):
         )
 
     def _costs(self, eps: float) -> NDArray[np.float64]:
+        """delta_{b0,b1}(eps) for every pair of the supports, shape (|supp h0|, |supp h1|)."""
         return self._profiles.values(np.array([eps]))[:, 0][self._profiles.index]
 
     def at_epsilon(self, epsilon: float) -> CouplingResult:

@@ -309,6 +309,7 @@ def _merge_levels(
 
 
 def _as_hypothesis(value: object, field: str) -> Hypothesis:
+    """A Hypothesis, or a Distribution as an explicit one; else InvalidParameterError naming ``field``."""
     if isinstance(value, Hypothesis):
         return value
     if isinstance(value, Distribution):
@@ -482,6 +483,7 @@ def exact_enumeration_curve(
 
 
 def _log_comb(n: int, s: NDArray[np.float64]) -> NDArray[np.float64]:
+    """log C(n, s), elementwise, by log-gamma (as 002 Thm. III.3 is evaluated in log space)."""
     return special.gammaln(n + 1.0) - special.gammaln(s + 1.0) - special.gammaln(n - s + 1.0)
 
 
@@ -522,6 +524,7 @@ def _symmetric_sums(
     levels = log_rho.size
 
     def walk(base: NDArray[np.float64], level: int, prefix: tuple[int, ...]):
+        """Fill the recursion level by level; ``prefix`` holds the counts of the levels already fixed."""
         size = base.shape[-1]
         if level == levels - 1:
             yield prefix, _triangle(base, float(log_rho[level]))
@@ -576,6 +579,7 @@ def _a_only_cutoff(n: int, log_p: float, tail: float | None = None) -> tuple[int
     log_tail = math.log(COUNT_TAIL if tail is None else tail)
 
     def log_bound(k: int) -> float:  # log of the bound on P(X >= k + 1)
+        """Chernoff: log of the bound on P(Bin(n, p) >= k + 1)."""
         a = (k + 1) / n
         if a <= p:
             return 0.0
@@ -607,6 +611,7 @@ class _CountProblem:
 
     @property
     def h0_is_empty_point(self) -> bool:
+        """Whether h0 is the point mass at the empty set (001 Sec. V-B: "none")."""
         return _is_point(self.log_w0, 0)
 
     def log_v(self, log_w: NDArray[np.float64]) -> NDArray[np.float64]:
@@ -627,6 +632,7 @@ def _normalised_problem(n: int, pair: DatabasePair, log_w0: NDArray, log_w1: NDA
     database's pair (:meth:`DatabasePair.swapped`) and reverses the size laws.
     """
     def point_at(log_w: NDArray, s: int) -> bool:
+        """Whether the size law ``log_w`` is the point mass at size ``s``."""
         return _is_point(log_w, s)
 
     for first, second in ((log_w0, log_w1), (log_w1, log_w0)):
@@ -890,6 +896,7 @@ def _geometric_tables(
     log_factor = np.logaddexp(0.0, log_q + log_rho)  # log(1 + q rho_j)
 
     def walk(level: int, prefix: tuple[int, ...], log_s: float, rest: int):
+        """Yield the tables of every count vector extending ``prefix`` with ``rest`` databases left."""
         if level == log_rho.size - 1:
             first = max(rest - cutoff, 0)
             total = log_s + np.arange(first, rest + 1) * log_factor[level]

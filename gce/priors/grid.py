@@ -38,6 +38,7 @@ SPLIT_POINTS = 257
 
 
 def _check_epsilon(epsilon: float) -> float:
+    """``epsilon`` as a float if it is a finite number >= 0, else InvalidParameterError."""
     if isinstance(epsilon, bool) or not isinstance(epsilon, (int, float, np.floating, np.integer)):
         raise InvalidParameterError("epsilon", f"must be a number, got {epsilon!r}")
     epsilon = float(epsilon)
@@ -47,6 +48,7 @@ def _check_epsilon(epsilon: float) -> float:
 
 
 def _check_invocations(invocations: Iterable[Invocation]) -> tuple[Invocation, ...]:
+    """The invocations as a tuple, each an Invocation, else InvalidParameterError naming ``invocations[i]``."""
     invocations = tuple(invocations)
     for i, inv in enumerate(invocations):
         if not isinstance(inv, Invocation):
@@ -62,6 +64,7 @@ def _split_curve(a: PrivacyCurve, b: PrivacyCurve) -> PrivacyCurve:
     share = np.linspace(0.0, 1.0, SPLIT_POINTS)
 
     def delta_fn(eps: NDArray[np.float64]) -> NDArray[np.float64]:
+        """min over the split s = share * eps of delta_a(s) + delta_b(eps - s), capped at 1."""
         s = eps[:, None] * share[None, :]
         da = _sorted_call(a, s.ravel()).reshape(s.shape)
         db = _sorted_call(b, (eps[:, None] - s).ravel().clip(min=0.0)).reshape(s.shape)

@@ -108,6 +108,7 @@ def _log_comb(n: int, s: NDArray[np.float64]) -> NDArray[np.float64]:
 
 
 def _normalised(log_weights: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Log weights shifted to sum to 1 (log-sum-exp)."""
     return log_weights - special.logsumexp(log_weights)
 
 
@@ -181,6 +182,7 @@ def _allowed_sets(
     within = frozenset(range(n)) if within is None else within
 
     def too_many() -> NumericalLimitError:
+        """The error for a support over ``limit`` sets, naming ``field``."""
         return NumericalLimitError(
             f"{field}: the hypothesis' support has more than {limit} membership sets on n = {n} "
             "databases; raise the limit or use an exchangeable prior (count-based method)"
@@ -480,9 +482,11 @@ class Uniform(Hypothesis):
         return SupportCover(most=self.max_members)
 
     def _high(self, n: int) -> int:
+        """The largest size in the support on ``n`` databases."""
         return n if self.max_members is None else min(self.max_members, n)
 
     def _empty(self, constraints: ConstraintSet) -> InfeasibleConstraintsError:
+        """The error for a prior that puts no weight on an allowed set, naming its field."""
         return InfeasibleConstraintsError(
             f"min_members: no allowed membership set has between {self.min_members} and "
             f"{self._high(constraints.n)} members on n = {constraints.n} databases ({self.describe()})"
@@ -660,6 +664,7 @@ class Rates(Hypothesis):
         return SupportCover(inside=frozenset(i for i, q in enumerate(self.rates) if q > 0.0) if zero else None)
 
     def _check_n(self, constraints: ConstraintSet) -> np.ndarray:
+        """The rates as an array; InvalidParameterError unless there is one per database."""
         if len(self.rates) != constraints.n:
             raise InvalidParameterError(
                 "rates", f"needs one rate per database (n = {constraints.n}), got {len(self.rates)}"
@@ -667,6 +672,7 @@ class Rates(Hypothesis):
         return np.array(self.rates)
 
     def _empty(self, constraints: ConstraintSet) -> InfeasibleConstraintsError:
+        """The error for a prior that puts no weight on an allowed set, naming its field."""
         return InfeasibleConstraintsError(
             f"rates: no allowed membership set has positive probability under {self.describe()} "
             f"(databases with rate 1 must all hold the record, those with rate 0 none)"

@@ -94,10 +94,12 @@ class RefinedTuples:
 
     @property
     def u0(self) -> tuple[tuple[frozenset[int], float], ...]:
+        """The refined h0: (b0, weight) per matched tuple."""
         return tuple((b0, w) for b0, _, w in self.pairs)
 
     @property
     def u1(self) -> tuple[tuple[frozenset[int], float], ...]:
+        """The refined h1: (b1, weight) per matched tuple."""
         return tuple((b1, w) for _, b1, w in self.pairs)
 
 
@@ -224,6 +226,7 @@ def _log1p_exp(x: float) -> float:
 
 
 def _check_k(k: int) -> int:
+    """``k`` if it is an integer >= 1, else InvalidParameterError naming ``k``."""
     if isinstance(k, bool) or not isinstance(k, int) or k < 1:
         raise InvalidParameterError("k", f"must be an integer >= 1, got {k!r}")
     return k

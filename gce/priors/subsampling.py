@@ -123,6 +123,7 @@ def subsampled_group(invocations: Multiset, rate: float = 0.5, database: int | N
 
 
 def _mu(g: Guarantee) -> float | None:
+    """mu of a Gaussian guarantee (GDP, or the Gaussian mechanism: sensitivity / sigma), else None."""
     if isinstance(g, GaussianDP):
         return g.mu
     if isinstance(g, GaussianMechanism):
@@ -139,6 +140,7 @@ def _as_point(g: Guarantee) -> Guarantee:
 
 
 def _subsample_one(g: Guarantee, rate: float, where: str) -> Guarantee:
+    """One invocation run with probability ``rate`` (Poisson subsampling; BBG18 Thm. 8); zCDP is refused."""
     if isinstance(g, Subsampled):
         return Subsampled(g.rate * rate, g.mechanism)
     if isinstance(g, GaussianDP):
@@ -196,8 +198,8 @@ class SubsamplingResult:
     theorem: str = "subsampling route (001 Thm. 3, convexity form)"
 
 
-class _Route:
-    """The route for one order of the databases: weights and term curves."""
+class _OrderTerms:
+    """The subsampling bound for one order of the databases: weights and term curves."""
 
     def __init__(self, order: tuple[int, ...], groups: dict[int, Multiset],
                  subsampled: Callable[[int], Multiset]):
@@ -227,6 +229,7 @@ class _Route:
         return np.clip(np.nan_to_num(out, nan=1.0), 0.0, 1.0)
 
     def delta(self, eps: NDArray[np.float64]) -> NDArray[np.float64]:
+        """sum_i w_i delta_i(eps) + tail (the convexity form of 001 Thm. 3), capped at 1."""
         return np.minimum(np.asarray(self.weights) @ self.values(eps) + self.tail, 1.0)
 
 
@@ -291,6 +294,7 @@ class SubsamplingCurve(PrivacyCurve):
         cache: dict[int, Multiset] = {}
 
         def subsampled(d: int) -> Multiset:
+            """Database d's invocations subsampled at rate 1/2 as one group (cached)."""
             if d not in cache:
                 cache[d] = subsampled_group(groups[d], 0.5, d)
             return cache[d]
@@ -306,7 +310,7 @@ class SubsamplingCurve(PrivacyCurve):
                 orders.append(ranked)
             if order in ("weakest-first", "best"):
                 orders.append(ranked[::-1])
-        self._routes: list[_Route] = []
+        self._routes: list[_OrderTerms] = []
         failure: UnsupportedCombinationError | None = None
         seen: set[tuple[frozenset, ...]] = set()
         for o in orders:  # an order fails when a database that must be subsampled cannot be
@@ -315,7 +319,7 @@ class SubsamplingCurve(PrivacyCurve):
                 continue
             seen.add(key)
             try:
-                self._routes.append(_Route(o, groups, subsampled))
+                self._routes.append(_OrderTerms(o, groups, subsampled))
             except UnsupportedCombinationError as err:
                 failure = failure or err
         if not self._routes:
