@@ -1,4 +1,4 @@
-"""Benchmark: composite hypotheses by the coupling LP and by the subsampling route (gce.priors.coupling).
+"""Benchmark: composite hypotheses by the coupling LP and by the subsampling route (gce.priors.coupling, gce.priors.subsampling).
 
 Coupling: h0 and h1 each a distribution over 200 random membership sets of 30
 databases (identical guarantees, mixed (eps, delta) guarantees, and mixed
@@ -26,7 +26,8 @@ import warnings
 
 import numpy as np
 
-from gce.priors.coupling import CouplingCurve, SubsamplingCurve
+from gce.priors.coupling import CouplingCurve
+from gce.priors.subsampling import SubsamplingCurve
 from gce.accounting.guarantees import ZCDP, ApproxDP, GaussianMechanism, PureDP
 from gce.priors.hypotheses import Distribution
 from gce.model import Invocation, invocation_multiset

@@ -20,7 +20,8 @@ Run: python examples/none_vs_any.py
 
 from gce import ApproxDP, ConstraintSet, Invocation, Point, Uniform, compose
 from gce.priors.exact import exact_curve
-from gce.priors.coupling import CouplingCurve, SubsamplingCurve
+from gce.priors.coupling import CouplingCurve
+from gce.priors.subsampling import SubsamplingCurve
 from gce.priors.reproductions import corollary7
 
 EPSILON, DELTA = 0.5, 1e-8

@@ -19,20 +19,18 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .constraints.base import MAX_DATABASES
-from .errors import InvalidParameterError, UnsupportedCombinationError
 from .accounting.guarantees import _GUARANTEE_TYPES, Guarantee
 from .accounting.theorems import Multiset
+from .constraints import ConstraintSet
+from .constraints.base import MAX_DATABASES
+from .constraints.neighborhood import check_neighborhood
+from .errors import InvalidParameterError, UnsupportedCombinationError
+from .priors.hypotheses import Hypothesis, check_listed
 
-if TYPE_CHECKING:  # pragma: no cover
-    from .constraints import ConstraintSet
-    from .priors.hypotheses import Hypothesis
-
-__all__ = ["Databases", "Invocation", "InvocationTable", "Scenario", "check_support", "check_target",
+__all__ = ["Databases", "Invocation", "InvocationTable", "Scenario", "check_target",
            "invocation_multiset", "per_database_multisets", "MAX_DATABASES", "MAX_INVOCATIONS"]
 
 #: Most invocations a scenario may count, repeats included (one invocation's ``repeat`` and the total).
@@ -237,9 +235,6 @@ class Scenario:
     notes: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
-        from .constraints import ConstraintSet
-        from .solvers import NEIGHBORHOODS
-
         if _is_integer(self.databases):
             object.__setattr__(self, "databases", Databases(self.databases))
         if not isinstance(self.databases, Databases):
@@ -271,8 +266,7 @@ class Scenario:
             constraints.require_nonempty()
         except UnsupportedCombinationError:  # too many blocks to check here; the solver still answers soundly
             pass
-        if not isinstance(self.neighborhood, str) or self.neighborhood not in NEIGHBORHOODS:
-            raise InvalidParameterError("neighborhood", f"must be one of {NEIGHBORHOODS}, got {self.neighborhood!r}")
+        check_neighborhood(self.neighborhood)
         check_target(self.delta, self.epsilon)
         if not isinstance(self.title, str):
             raise InvalidParameterError("title", f"must be a string, got {self.title!r}")
@@ -295,36 +289,15 @@ class Scenario:
         return InvocationTable.of(self.invocations)
 
 
-def _checked_hypotheses(hypotheses, constraints: "ConstraintSet") -> "tuple[Hypothesis, Hypothesis]":
+def _checked_hypotheses(hypotheses, constraints: ConstraintSet) -> tuple[Hypothesis, Hypothesis]:
     """Two hypotheses whose listed supports (point, explicit) are allowed; errors name ``hypotheses.h0|h1``.
 
     Priors whose support is generated (uniform, rates) are checked when solved
-    (:func:`check_support`): enumerating them here could be as costly as the solve itself.
+    (:func:`gce.solving.check_support`): enumerating them here could be as costly as the solve itself.
     """
-    from .priors.hypotheses import Explicit, Hypothesis, Point
-
     pair = tuple(hypotheses) if isinstance(hypotheses, (tuple, list)) else ()
     if len(pair) != 2 or not all(isinstance(h, Hypothesis) for h in pair):
         raise InvalidParameterError("hypotheses", f"must be two hypotheses (h0, h1), got {hypotheses!r}")
     for name, h in zip(("h0", "h1"), pair):
-        if isinstance(h, (Point, Explicit)):
-            check_support(name, h, constraints)
+        check_listed(name, h, constraints)
     return pair  # type: ignore[return-value]
-
-
-def check_support(name: str, hypothesis: "Hypothesis", constraints: "ConstraintSet") -> None:
-    """Raise, naming ``hypotheses.<name>``, when a prior's support is not allowed or empty.
-
-    A support too large to list (NumericalLimitError) passes: the count-based
-    and preset routes do not need it.
-    """
-    from .errors import GCEError, InvalidScenarioError, NumericalLimitError
-
-    try:
-        hypothesis.distribution(constraints)
-    except NumericalLimitError:
-        pass
-    except InvalidParameterError as error:
-        raise type(error)(f"hypotheses.{name}.{error.field}", error.detail) from None
-    except GCEError as error:
-        raise InvalidScenarioError(f"hypotheses.{name}", str(error)) from None

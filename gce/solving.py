@@ -26,9 +26,9 @@ from collections import Counter
 import numpy as np
 
 from .accounting.curves import PrivacyCurve
-from .errors import InfeasibleConstraintsError, InvalidParameterError, NumericalLimitError, UnsupportedCombinationError
+from .errors import InfeasibleConstraintsError, InvalidParameterError, UnsupportedCombinationError
 from .accounting.guarantees import Guarantee, epsilon_delta
-from .model import Scenario, check_support, check_target
+from .model import Scenario, check_target
 from .report import Baseline, Report
 from .solvers import DEFAULT_TIME_LIMIT, WeightProblem, worst_pair
 from .solvers.base import check_time_limit
@@ -376,70 +376,74 @@ def _largest_difference(scenario: Scenario, budget: _Budget, solved: list) -> fl
     return worst_pair(problem, budget(AUXILIARY_WEIGHT)).upper_bound
 
 
-def _solve_composite(scenario: Scenario, delta: float | None, epsilon: float | None, budget: _Budget) -> Report:
-    """The HDP guarantee for composite hypotheses: the tightest of the valid routes.
+def check_support(name: str, hypothesis, constraints) -> None:
+    """Raise, naming ``hypotheses.<name>``, when a prior whose support is generated (uniform, rates) has no
+    allowed set or a forbidden one (:func:`~gce.priors.hypotheses.check_distribution`). Listed supports
+    (point, explicit) were checked when the scenario was built; a support too large to list passes."""
+    from .priors.hypotheses import check_distribution
 
-    1. exact (:func:`gce.priors.exact.exact_curve`): the two-sided hockey-stick
-       divergence of the two mixtures of canonical products (001 Def. 3; 002
-       eqs. 9-10), for (eps, delta) guarantees; used alone when it applies.
-    2. the worst pair of point masses over the supports (001 Thm. 1 and
-       joint convexity: every coupling of h0 and h1 puts its mass on pairs
-       (b0, b1) with b0 in supp h0 and b1 in supp h1, so the mixture's curve
-       is at most the worst such pair's): always valid. When one hypothesis
-       is the point mass at the empty set the unbounded pairs (empty, b1)
-       suffice, else the bounded ones; the supports enter as constraints
-       (:func:`_support_pairs`).
+    if not hypothesis.listed:
+        check_distribution(name, hypothesis, constraints)
+
+
+def _solve_composite(scenario: Scenario, delta: float | None, epsilon: float | None, budget: _Budget) -> Report:
+    """The HDP guarantee for composite hypotheses: the tightest answer of the routes (:data:`gce.priors.routes.ROUTES`).
+
+    Each route answers or declines (the report's notes say why); once one
+    answers exactly, the routes that are not exact are skipped and the exact
+    answers alone compete. The worst pair of point masses over the supports
+    (001 Thm. 1 and joint convexity) is always searched: it is a route and
+    the report's ``worst pair`` baseline.
 
     The paper's averaging formula (001 Sec. V-B) is never used (DESIGN.md).
     """
-    from dataclasses import replace
-
-    from .priors.exact import exact_curve
-    from .priors.hypotheses import Explicit, Point
+    from .priors.routes import ROUTES, Decline, RouteContext, WorstPair, attempt
 
     h0, h1 = scenario.hypotheses
     for name, h in zip(("h0", "h1"), (h0, h1)):
-        if not isinstance(h, (Point, Explicit)):  # listed supports were checked when the scenario was built
-            check_support(name, h, scenario.constraints)
+        check_support(name, h, scenario.constraints)
     notes = [*scenario.notes, f"hypotheses: h0 = {h0.describe()}; h1 = {h1.describe()}"]
-    routes: list[tuple[str, PrivacyCurve, bool]] = []
-    try:
-        curve = exact_curve(h0, h1, scenario.invocations, scenario.constraints)
-        routes.append((curve.method, curve, curve.exact))
-    except (UnsupportedCombinationError, NumericalLimitError) as error:
-        notes.append(f"no exact computation: {error}")
-    if not any(exact for _, _, exact in routes):
-        routes += _bound_routes(scenario, notes)
 
-    restricted, preset, cover = _support_pairs(scenario)
-    pairs = _solve_pairs(restricted, delta, epsilon, budget)
-    over = "" if cover is None else " over the supports"
-    routes.append((f"worst pair{over} ({preset}, {pairs.theorem})", pairs.curve, False))
+    def worst_pair() -> WorstPair:
+        restricted, preset, cover = _support_pairs(scenario)
+        return WorstPair(_solve_pairs(restricted, delta, epsilon, budget), preset, cover)
 
-    exact_routes = [r for r in routes if r[2]]
-    candidates = exact_routes or routes
+    context = RouteContext(scenario, worst_pair)
+    answers = []
+    for route in ROUTES:
+        if not route.exact and any(answer.exact for answer in answers):
+            continue  # an exact answer is the tightest
+        outcome = attempt(route, context)
+        if isinstance(outcome, Decline):
+            notes.append(f"{route.declined}: {outcome.reason}")
+        else:
+            answers.append(outcome)
+
+    candidates = [a for a in answers if a.exact] or answers
     index = 0 if epsilon is None else 1
-    values = [_curve_at(curve, delta, epsilon) for _, curve, _ in candidates]
+    values = [_curve_at(a.curve, delta, epsilon) for a in candidates]
     best = min(range(len(candidates)), key=lambda i: values[i][index])
-    name, curve, exact = candidates[best]
+    winner = candidates[best]
     eps, d = values[best]
-    for (other, _, _), value in zip(candidates, values):
-        if other != name:
-            notes.append(f"{other}: epsilon {value[0]:.6g} at delta {value[1]:.3g}")
+    for other, value in zip(candidates, values):
+        if other.name != winner.name:
+            notes.append(f"{other.name}: epsilon {value[0]:.6g} at delta {value[1]:.3g}")
     if math.isinf(eps):
         notes.append(f"no finite epsilon at delta {delta:g}: the per-invocation deltas alone give delta >= "
-                     f"{curve.delta_floor:.4g}")
+                     f"{winner.curve.delta_floor:.4g}")
+    pairs = context.worst_pair()
     if _parallel_applies(scenario):
         budget.plan(AUXILIARY_WEIGHT)
     baselines = _baselines(scenario, delta, epsilon, budget)
-    where = "" if cover is None else f" in the supports ({cover})"
-    baselines["worst pair"] = Baseline("worst pair", pairs.epsilon, pairs.delta,
-                                       f"point masses{where}, {preset} ({pairs.theorem})")
+    where = "" if pairs.cover is None else f" in the supports ({pairs.cover})"
+    baselines["worst pair"] = Baseline("worst pair", pairs.report.epsilon, pairs.report.delta,
+                                       f"point masses{where}, {pairs.preset} ({pairs.report.theorem})")
     cor7 = _corollary7(scenario)
     if cor7 is not None:
         baselines["001 Cor. 7"] = Baseline("001 Cor. 7", cor7.epsilon, cor7.delta, cor7.label)
-    return Report(epsilon=eps, delta=d, theorem=name, exact=exact, witness=None, differing=(), curve=curve,
-                  baselines=baselines, solver="composite", notes=tuple(notes), title=scenario.title)
+    return Report(epsilon=eps, delta=d, theorem=winner.name, exact=winner.exact, witness=None, differing=(),
+                  curve=winner.curve, baselines=baselines, solver="composite", notes=tuple(notes),
+                  title=scenario.title)
 
 
 def _support_pairs(scenario: Scenario) -> tuple[Scenario, str, str | None]:
@@ -483,63 +487,14 @@ def _curve_at(curve: PrivacyCurve, delta: float | None, epsilon: float | None) -
     return float(curve.epsilon(delta)), delta
 
 
-#: Most databases for the subsampling route when some guarantee has only a curve (zCDP, GDP, Gaussian):
-#: each of its terms composes privacy-loss distributions (about half a second per database).
-SUBSAMPLING_CURVE_LIMIT = 32
-
-#: Largest |supp h0| x |supp h1| for which the coupling LP is set up.
-COUPLING_PAIR_LIMIT = 250_000
-
-
-def _none_vs_any(scenario: Scenario) -> bool:
-    """h0 = in no database, h1 = uniform over the non-empty sets, no constraints, every database queried."""
-    from .priors.hypotheses import Point, Uniform
-
-    h0, h1 = scenario.hypotheses
-    queried = set(scenario.table.database.tolist())
-    return (h0 == Point(()) and h1 == Uniform(1, None) and scenario.constraints.is_unconstrained
-            and len(queried) == scenario.n)
-
-
-def _bound_routes(scenario: Scenario, notes: list[str]) -> list[tuple[str, PrivacyCurve, bool]]:
-    """The valid, not exact, routes for composite hypotheses.
-
-    * coupling (:class:`gce.priors.coupling.CouplingCurve`): the best coupling of h0
-      and h1, every pair's composed curve at the same eps (joint convexity;
-      DESIGN.md's sound replacement of 001's averaging formula);
-    * subsampling (:class:`gce.priors.coupling.SubsamplingCurve`; 001 Thm. 3 in the
-      convexity form): h0 = no database vs h1 = uniform over the non-empty sets.
-    """
-    from .priors.coupling import CouplingCurve, SubsamplingCurve
-
-    routes: list[tuple[str, PrivacyCurve, bool]] = []
-    try:
-        d0, d1 = (h.distribution(scenario.constraints) for h in scenario.hypotheses)
-        if len(d0) * len(d1) > COUPLING_PAIR_LIMIT:
-            raise NumericalLimitError(f"{len(d0)} x {len(d1)} pairs exceed {COUPLING_PAIR_LIMIT:,}")
-        routes.append(("coupling (joint convexity)", CouplingCurve(d0, d1, scenario.invocations), False))
-    except (NumericalLimitError, UnsupportedCombinationError) as error:
-        notes.append(f"no coupling bound: {error}")
-    curve_only = any(epsilon_delta(g) is None for g in scenario.table.kinds)
-    if _none_vs_any(scenario) and curve_only and scenario.n > SUBSAMPLING_CURVE_LIMIT:
-        notes.append(f"no subsampling bound: with mechanisms known only by their curves it composes one "
-                     f"privacy-loss distribution per database, limited to {SUBSAMPLING_CURVE_LIMIT} databases")
-    elif _none_vs_any(scenario):
-        try:
-            routes.append(("subsampling (001 Thm. 3, convexity form)",
-                           SubsamplingCurve(scenario.invocations, tuple(range(scenario.n))), False))
-        except UnsupportedCombinationError as error:
-            notes.append(f"no subsampling bound: {error}")
-    return routes
-
-
 def _corollary7(scenario: Scenario):
     """001 Cor. 7 as printed, for comparison, where it applies: none vs at least one, one identical
     (eps', delta') invocation per database. A labelled reproduction, never the returned guarantee."""
     from .priors.reproductions import corollary7
+    from .priors.routes import none_vs_any
 
     table = scenario.table
-    if not _none_vs_any(scenario) or len(table.kinds) != 1 or len(table.database) != scenario.n:
+    if not none_vs_any(scenario) or len(table.kinds) != 1 or len(table.database) != scenario.n:
         return None
     if not (table.repeat == 1).all():
         return None

@@ -19,13 +19,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import reference
-from gce.priors.coupling import (
-    CouplingCurve,
-    SubsamplingCurve,
-    coupling_delta,
-    subsampled_group,
-    subsampling_delta,
-)
+from gce.priors.coupling import CouplingCurve, coupling_delta
+from gce.priors.subsampling import SubsamplingCurve, subsampled_group, subsampling_delta
 from gce.errors import InvalidParameterError, UnsupportedCombinationError
 from gce.accounting.guarantees import (
     ZCDP,
@@ -37,7 +32,7 @@ from gce.accounting.guarantees import (
     RandomizedResponse,
     Subsampled,
 )
-from gce.priors.hypotheses import Distribution
+from gce.priors.distributions import Distribution
 from gce.model import Invocation, invocation_multiset
 from gce.priors.reproductions import refine_tuples
 from gce.accounting.theorems import compose

@@ -130,7 +130,8 @@ def test_store_chain_limit_is_the_largest_observed_membership():
 def test_none_vs_any_routes_against_cor7_by_hand():
     from gce import ApproxDP, ConstraintSet, Invocation, Point, Uniform
     from gce.priors.exact import exact_curve
-    from gce.priors.coupling import CouplingCurve, SubsamplingCurve
+    from gce.priors.coupling import CouplingCurve
+    from gce.priors.subsampling import SubsamplingCurve
 
     for k in (3, 8):
         # 001 Cor. 7 by hand: eps = ln(((e^0.5 + 1)^k - 1) / (2^k - 1)), delta = 2^(k-1) k 1e-8 / (2^k - 1).

@@ -10,15 +10,9 @@ import pytest
 
 from gce.constraints import AtMost, Conflicts, ConstraintSet, Exclusive, Patterns, Together
 from gce.errors import InfeasibleConstraintsError, InvalidParameterError, InvalidScenarioError, NumericalLimitError
-from gce.priors.hypotheses import (
-    Distribution,
-    Explicit,
-    Point,
-    Rates,
-    Uniform,
-    hypothesis_from_dict,
-    hypothesis_to_dict,
-)
+from gce.files.hypotheses import hypothesis_from_dict, hypothesis_to_dict
+from gce.priors.distributions import Distribution
+from gce.priors.hypotheses import Explicit, Point, Rates, Uniform
 
 
 def brute_allowed(cs: ConstraintSet) -> list[frozenset[int]]:

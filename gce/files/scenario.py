@@ -55,6 +55,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from ..constraints import ConstraintSet, estimate_membership
+from ..constraints.neighborhood import NEIGHBORHOODS
 from .constraints import constraint_from_dict
 from ..errors import InfeasibleConstraintsError, InvalidParameterError, InvalidScenarioError
 from ..accounting.guarantees import (
@@ -68,7 +69,8 @@ from ..accounting.guarantees import (
     RandomizedResponse,
     Subsampled,
 )
-from ..priors.hypotheses import Hypothesis, hypothesis_from_dict
+from ..priors.hypotheses import Hypothesis
+from .hypotheses import hypothesis_from_dict
 from ..model import Databases, Invocation, Scenario, check_target
 from .tables import TableKind, key_path, read_kind_table, read_number, toml_value
 
@@ -460,7 +462,7 @@ def _header(table: Mapping[str, object]) -> tuple[str, str]:
     if not isinstance(title, str):
         raise InvalidScenarioError("title", f"must be a string, got {toml_value(title)}")
     neighborhood = table.get("neighborhood", "unbounded")
-    if neighborhood not in ("unbounded", "bounded"):
+    if neighborhood not in NEIGHBORHOODS:
         raise InvalidScenarioError("neighborhood", f'must be "unbounded" or "bounded", got {toml_value(neighborhood)}')
     return title, neighborhood
 

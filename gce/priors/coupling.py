@@ -1,4 +1,4 @@
-"""Composite hypotheses through joint convexity: couplings and the subsampling route (001, Sec. V-B).
+"""Composite hypotheses through joint convexity: the coupling LP (001, Sec. V-B).
 
 001 Sec. V-B ("Computing an HDP guarantee") refines the supports of two
 composite hypotheses h0 and h1 into matched tuples (Alg. 3, App. A) -- a
@@ -22,19 +22,11 @@ composition of the invocations on the databases in b0 XOR b1
 in both directions, and the best coupling is a transport linear program
 (:func:`coupling_delta`, :class:`CouplingCurve`).
 
-The subsampling route (001 Sec. V-B, Thm. 3, proof in App. C) is the same
-inequality for one particular decomposition: h0 = the empty set, h1 = uniform
-over the non-empty subsets of k databases. Conditioned on the first database
-i of b (weight 2^{k-i} / (2^k - 1)), the databases before i are out, i is in,
-and each later one is in with probability 1/2 independently: a Poisson
-subsample at rate 1/2 of the target's record. So
-delta(eps) <= sum_i w_i delta_i(eps), with delta_i the profile of the
-composition of database i's invocations and the later databases' invocations
-subsampled at rate 1/2 (:func:`subsampling_delta`, :class:`SubsamplingCurve`)
--- never 001's ln of an average of e^{eps_i}.
-
-Both routes return upper bounds, never exact values (except a coupling of two
-point masses, which is :func:`gce.accounting.theorems.compose` itself).
+The same inequality for one particular decomposition is the subsampling route
+(:mod:`gce.priors.subsampling`); the grid and chord utilities both share are in
+:mod:`gce.priors.grid`. The coupling returns upper bounds, never exact values
+(except a coupling of two point masses, which is :func:`gce.accounting.theorems.compose`
+itself).
 
 References
 ----------
@@ -50,7 +42,7 @@ import dataclasses
 import math
 import warnings
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
@@ -58,55 +50,31 @@ import scipy.sparse as sp
 from numpy.typing import NDArray
 from scipy.optimize import linprog
 
-from ..accounting.curves import FunctionCurve, PrivacyCurve
-from ..errors import InvalidParameterError, UnsupportedCombinationError
-from ..accounting.guarantees import (
-    ZCDP,
-    ApproxDP,
-    GaussianDP,
-    GaussianMechanism,
-    Guarantee,
-    PureDP,
-    RandomizedResponse,
-    Subsampled,
-    epsilon_delta,
-)
-from .hypotheses import Distribution
-from ..model import Invocation, per_database_multisets
+from ..accounting.curves import PrivacyCurve
+from ..accounting.guarantees import Guarantee
 from ..accounting.pld import one_directional
-from ..accounting.theorems import Multiset, compose
+from ..accounting.theorems import compose
+from ..errors import InvalidParameterError
+from ..model import Invocation, per_database_multisets
+from .distributions import Distribution
+from .grid import (
+    LOCAL_POINTS,
+    TABLE_GRID,
+    _check_epsilon,
+    _check_invocations,
+    _chord,
+    _crossing,
+    _first_below,
+    _sorted_call,
+    _split_curve,
+)
 
-__all__ = [
-    "CoupledPair",
-    "CouplingResult",
-    "CouplingCurve",
-    "coupling_delta",
-    "SubsamplingTerm",
-    "SubsamplingResult",
-    "SubsamplingCurve",
-    "subsampling_delta",
-    "subsampled_group",
-    "SUBSAMPLING_ORDERS",
-]
+__all__ = ["CoupledPair", "CouplingResult", "CouplingCurve", "coupling_delta"]
 
-#: Grid on which every profile is tabulated once (0, then 4 points per octave from 2^-16 to 2^12).
-TABLE_GRID = np.concatenate([[0.0], 2.0 ** np.arange(-16.0, 12.0 + 1e-9, 0.25)])
-#: Points of the local table between the two points of TABLE_GRID that bracket the answer.
-LOCAL_POINTS = 129
-#: Relative amount by which an epsilon from interpolation is rounded up, against round-off.
-ROUND_UP = 1e-12
 #: Default cap on distinct compositions: beyond it, counts are rounded up (sound, by monotonicity).
 MAX_COMPOSITIONS = 512
 #: Ratios of the ladders counts are rounded up to when the cap is exceeded, finest first.
 _LADDERS = (1.1, 1.25, 1.5, 2.0, 3.0, 4.0, 8.0, 16.0)
-#: Points of the split between two blocks in the mixed-orientation bound.
-SPLIT_POINTS = 257
-#: Weight of the subsampling route's terms beyond which the remaining terms are charged delta = 1.
-TAIL_WEIGHT = 2.0**-60
-#: Orders of the databases the subsampling route tries (any order gives a valid bound).
-SUBSAMPLING_ORDERS = ("given", "strongest-first", "weakest-first", "best")
-#: Epsilon grid on which database groups are ranked by strength (the area under their curve).
-_STRENGTH_GRID = np.geomspace(1e-3, 32.0, 48)
 
 
 # ---------------------------------------------------------------------------
@@ -114,6 +82,7 @@ _STRENGTH_GRID = np.geomspace(1e-3, 32.0, 48)
 
 
 def _as_distribution(h: Distribution | Iterable[tuple[Iterable[int], float]], name: str) -> Distribution:
+    """A hypothesis given as a Distribution or as (members, weight) pairs, as a Distribution; errors name ``name``."""
     if isinstance(h, Distribution):
         return h
     try:
@@ -128,72 +97,6 @@ def _normalised(h: Distribution) -> NDArray[np.float64]:
     return w / math.fsum(w)
 
 
-def _check_epsilon(epsilon: float) -> float:
-    if isinstance(epsilon, bool) or not isinstance(epsilon, (int, float, np.floating, np.integer)):
-        raise InvalidParameterError("epsilon", f"must be a number, got {epsilon!r}")
-    epsilon = float(epsilon)
-    if not (epsilon >= 0.0 and math.isfinite(epsilon)):
-        raise InvalidParameterError("epsilon", f"must be finite and >= 0, got {epsilon!r}")
-    return epsilon
-
-
-def _check_invocations(invocations: Iterable[Invocation]) -> tuple[Invocation, ...]:
-    invocations = tuple(invocations)
-    for i, inv in enumerate(invocations):
-        if not isinstance(inv, Invocation):
-            raise InvalidParameterError(f"invocations[{i}]", f"must be an Invocation, got {inv!r}")
-    return invocations
-
-
-def _split_curve(a: PrivacyCurve, b: PrivacyCurve) -> PrivacyCurve:
-    """delta(eps) <= min_s delta_a(s) + delta_b(eps - s): basic composition of two blocks
-    (002 Thm. III.1), valid whatever direction each block's pair is in. The blocks'
-    invocations may interleave: concurrent composition of interactive mechanisms obeys
-    the same (epsilon, delta) composition theorems (Lyu 2022; Vadhan and Zhang 2023)."""
-    share = np.linspace(0.0, 1.0, SPLIT_POINTS)
-
-    def delta_fn(eps: NDArray[np.float64]) -> NDArray[np.float64]:
-        s = eps[:, None] * share[None, :]
-        da = _sorted_call(a, s.ravel()).reshape(s.shape)
-        db = _sorted_call(b, (eps[:, None] - s).ravel().clip(min=0.0)).reshape(s.shape)
-        return np.minimum((da + db).min(axis=1), 1.0)
-
-    return FunctionCurve(delta_fn, delta_floor=min(a.delta_floor + b.delta_floor, 1.0))
-
-
-
-def _chord(x_lo: float, v_lo: float, x_hi: float, v_hi: float, eps: float) -> float:
-    """The chord in e^eps through (x_lo, v_lo) and (x_hi, v_hi), at eps in [x_lo, x_hi].
-
-    Every hockey-stick divergence H_{e^eps}(P || Q) = sup_S P(S) - e^eps Q(S) is a
-    supremum of functions affine in e^eps, hence convex in e^eps: where valid bounds
-    v_lo, v_hi hold at x_lo and x_hi, the chord between them is a valid bound in between.
-    """
-    if eps <= x_lo:
-        return v_lo
-    if eps >= x_hi:
-        return v_hi
-    return v_lo + (v_hi - v_lo) * (math.expm1(eps - x_lo) / math.expm1(x_hi - x_lo))
-
-
-def _crossing(x_lo: float, v_lo: float, x_hi: float, v_hi: float, target: float) -> float:
-    """Smallest eps in [x_lo, x_hi] where the chord in e^eps meets the target (needs v_hi <= target).
-
-    Rounded up and checked, so the chord's value there is at most the target.
-    """
-    if v_lo <= target:
-        return x_lo
-    frac = (v_lo - target) / (v_lo - v_hi)
-    eps = min(x_hi, (x_lo + math.log1p(frac * math.expm1(x_hi - x_lo))) * (1.0 + ROUND_UP))
-    return eps if _chord(x_lo, v_lo, x_hi, v_hi, eps) <= target else x_hi
-
-
-def _first_below(grid: NDArray[np.float64], values: NDArray[np.float64], target: float) -> int | None:
-    """Index of the first grid point whose value is <= target, or None."""
-    ok = values <= target
-    return int(np.argmax(ok)) if ok.any() else None
-
-
 def _round_up(counts: NDArray[np.int64], ratio: float) -> NDArray[np.int64]:
     """Each count rounded up to the ladder 0, 1, ceil(ratio^j), capped at its column's maximum.
 
@@ -206,22 +109,6 @@ def _round_up(counts: NDArray[np.int64], ratio: float) -> NDArray[np.int64]:
         ladder.append(max(ladder[-1] + 1, math.ceil(ladder[-1] * ratio)))
     ladder = np.asarray(ladder, dtype=np.int64)
     return np.minimum(ladder[np.searchsorted(ladder, counts, side="left")], counts.max(axis=0, initial=0))
-
-
-def _sorted_call(curve: PrivacyCurve, eps: NDArray[np.float64]) -> NDArray[np.float64]:
-    """curve.delta(eps) evaluated on ascending eps (dp-accounting refuses other orders).
-
-    A curve that still passes an unordered array to dp-accounting internally
-    (gce.accounting.theorems' split of zCDP and PLD groups does, for several eps at once)
-    raises ValueError; it is then evaluated one eps at a time.
-    """
-    order = np.argsort(eps, kind="stable")
-    out = np.empty(eps.size)
-    try:
-        out[order] = np.asarray(curve.delta(eps[order]), dtype=float).reshape(eps.size)
-    except ValueError:
-        out[order] = [float(curve.delta(float(e))) for e in eps[order]]
-    return out
 
 
 # ---------------------------------------------------------------------------
@@ -300,12 +187,14 @@ class _PairProfiles:
 
     @staticmethod
     def _membership(h: Distribution, column: dict[int, int]) -> NDArray[np.float64]:
+        """0/1 matrix: row i marks which of the columns' databases the i-th support set holds."""
         out = np.zeros((len(h), len(column)))
         for i, members in enumerate(h.sets):
             out[i, [column[d] for d in members if d in column]] = 1.0
         return out
 
     def _multiset(self, counts: NDArray[np.int64]) -> dict[Guarantee, int]:
+        """The guarantees of ``counts[s]`` databases of each signature s, as one multiset."""
         total: Counter[Guarantee] = Counter()
         for sig, c in zip(self.signatures, counts):
             for g, n in sig:
@@ -313,6 +202,11 @@ class _PairProfiles:
         return dict(+total)
 
     def _profile(self, out0: NDArray[np.int64], out1: NDArray[np.int64]) -> tuple[PrivacyCurve, bool, str]:
+        """Curve, exactness and theorem name for a pair whose b0 \\ b1 and b1 \\ b0 have these signature counts.
+
+        When both sides hold direction-dependent guarantees the two blocks are
+        composed apart and joined by basic composition (:func:`~gce.priors.grid._split_curve`,
+        002 Thm. III.1); otherwise the differing invocations are composed together."""
         if (out0 * self.asymmetric).any() and (out1 * self.asymmetric).any():
             a, b = compose(self._multiset(out0)), compose(self._multiset(out1))
             return _split_curve(a.curve, b.curve), False, "split: " + a.candidates[0][0] + "+" + b.candidates[0][0]
@@ -622,9 +516,11 @@ class CouplingCurve(PrivacyCurve):
         return eps, _chord(x_lo, lo[1], x_hi, hi[1], eps), (x_lo, lo[1]), (x_hi, hi[1], hi[2], local_table[:, hi[0]])
 
     def _epsilon(self, d: NDArray[np.float64]) -> NDArray[np.float64]:
+        """Certified epsilon at each delta (:meth:`_certify`)."""
         return np.array([self._certify(float(t))[0] for t in d])
 
     def _result(self, eps: float, pi: NDArray[np.float64], cost: NDArray[np.float64], bound: float) -> CouplingResult:
+        """The :class:`CouplingResult` of coupling ``pi`` with per-pair costs ``cost`` and certified ``bound``."""
         p = self._profiles
         rows, cols = np.nonzero(pi > 0)
         pairs = tuple(
@@ -639,6 +535,7 @@ class CouplingCurve(PrivacyCurve):
         )
 
     def _costs(self, eps: float) -> NDArray[np.float64]:
+        """delta_{b0,b1}(eps) for every pair of the supports, shape (|supp h0|, |supp h1|)."""
         return self._profiles.values(np.array([eps]))[:, 0][self._profiles.index]
 
     def at_epsilon(self, epsilon: float) -> CouplingResult:
@@ -709,350 +606,3 @@ def coupling_delta(
     [([0], [], 0.5), ([1, 2], [1, 2], 0.5)]
     """
     return CouplingCurve(h0, h1, invocations).at_epsilon(epsilon)
-
-
-# ---------------------------------------------------------------------------
-# The subsampling route (001 Sec. V-B, Thm. 3, App. C), in the convexity form
-
-
-def subsampled_group(invocations: Multiset, rate: float = 0.5, database: int | None = None) -> Multiset:
-    """The invocations of one database, run only when a coin of probability ``rate`` says the record is in.
-
-    All invocations on a database share the database's membership coin, so the
-    group is subsampled *as a whole*: the pair is ((1 - q) M(D) + q M(D + x),
-    M(D)) for the composition M of the group. Subsampling each invocation on
-    its own (independent coins) would understate the loss (a test shows it).
-    The group may interleave with other databases' invocations: it is then one
-    interactive mechanism in a concurrent composition, which obeys the same
-    (epsilon, delta) composition theorems (Lyu 2022; Vadhan and Zhang 2023).
-
-    Supported groups, each as one subsampled guarantee:
-
-    * a single invocation: ``Subsampled(rate, g)`` (a subsampled g at rate r
-      becomes rate r * rate; mu-GDP becomes the Gaussian mechanism with
-      sigma = 1/mu, whose pair dominates every mu-GDP pair);
-    * only Gaussian (GDP) invocations: one Gaussian mechanism with
-      mu = sqrt(sum mu_i^2) (exact composition, Dong, Roth, Su 2022 Cor. 3.3);
-    * only invocations with an (epsilon, delta) point: the point
-      (sum eps_i, 1 - prod (1 - delta_i)) of their composition (002 Thm. III.3
-      at eps' = sum eps_i), subsampled.
-
-    A subsampled pure, approximate or randomized-response guarantee is
-    returned as its amplified point (ln(1 + q(e^eps - 1)), q delta) (BBG18
-    Thm. 8), the only thing any composition theorem here uses of it; as a
-    canonical (epsilon, delta) guarantee it composes exactly and fast.
-
-    Raises
-    ------
-    UnsupportedCombinationError
-        zCDP invocations, repeated subsampled Gaussian or Laplace invocations,
-        or Gaussian mixed with (epsilon, delta) invocations on one database.
-    """
-    entries = [(g, n) for g, n in invocations if n > 0]
-    where = "" if database is None else f"database {database}: "
-    if not entries:
-        return ()
-    if len(entries) == 1 and entries[0][1] == 1:
-        return ((_as_point(_subsample_one(entries[0][0], rate, where)), 1),)
-    mus = [_mu(g) for g, _ in entries]
-    if all(mu is not None for mu in mus):
-        mu = math.sqrt(sum(n * mu * mu for (_, n), mu in zip(entries, mus)))
-        return ((Subsampled(rate, GaussianMechanism(sigma=1.0 / mu)), 1),) if mu > 0 else ()
-    points = [epsilon_delta(g) for g, _ in entries]
-    if all(p is not None for p in points):
-        eps = math.fsum(n * p[0] for (_, n), p in zip(entries, points))
-        delta = -math.expm1(math.fsum(n * math.log1p(-p[1]) for (_, n), p in zip(entries, points)))
-        if delta >= 1.0:
-            raise UnsupportedCombinationError(f"{where}the composed delta of its invocations reaches 1")
-        inner = PureDP(eps) if delta == 0.0 else ApproxDP(eps, delta)
-        return ((_as_point(Subsampled(rate, inner)), 1),)
-    raise UnsupportedCombinationError(
-        f"{where}no subsampling theorem for the group {sorted(map(repr, dict(entries)))}: "
-        "a database's invocations share one membership coin, and only a single invocation, "
-        "Gaussian-only groups or (epsilon, delta) groups can be subsampled as a whole here")
-
-
-def _mu(g: Guarantee) -> float | None:
-    if isinstance(g, GaussianDP):
-        return g.mu
-    if isinstance(g, GaussianMechanism):
-        return g.sensitivity / g.sigma
-    return None
-
-
-def _as_point(g: Guarantee) -> Guarantee:
-    """Subsampled pure / approximate / randomized-response guarantees as their amplified point."""
-    if isinstance(g, Subsampled) and isinstance(g.mechanism, (PureDP, ApproxDP, RandomizedResponse)):
-        eps, delta = epsilon_delta(g)
-        return PureDP(eps) if delta == 0.0 else ApproxDP(eps, delta)
-    return g
-
-
-def _subsample_one(g: Guarantee, rate: float, where: str) -> Guarantee:
-    if isinstance(g, Subsampled):
-        return Subsampled(g.rate * rate, g.mechanism)
-    if isinstance(g, GaussianDP):
-        return Subsampled(rate, GaussianMechanism(sigma=1.0 / g.mu) if g.mu > 0 else PureDP(0.0))
-    if isinstance(g, ZCDP):
-        raise UnsupportedCombinationError(
-            f"{where}zCDP ({g!r}) has no tight amplification by subsampling here; describe the mechanism "
-            "(gaussian, laplace, randomized_response) or its (epsilon, delta) guarantee instead")
-    return Subsampled(rate, g)
-
-
-def _order_weights(k: int) -> tuple[list[float], float]:
-    """w_i = 2^{k-i} / (2^k - 1) for i = 1..k while the remaining weight exceeds TAIL_WEIGHT,
-    and the remaining weight (charged delta = 1)."""
-    weights: list[float] = []
-    norm = -math.expm1(-k * math.log(2.0))  # 1 - 2^-k
-    for i in range(1, k + 1):
-        remaining = math.ldexp(1.0, -(i - 1)) * -math.expm1(-(k - i + 1) * math.log(2.0)) / norm
-        if remaining <= TAIL_WEIGHT:
-            return weights, remaining * (1.0 + 1e-9)
-        weights.append(math.ldexp(1.0, -i) / norm)
-    return weights, 0.0
-
-
-@dataclass(frozen=True)
-class SubsamplingTerm:
-    """Term i of the route: database ``database`` first in b, with weight 2^{k-i}/(2^k - 1)."""
-
-    database: int
-    weight: float
-    delta: float
-    theorem: str
-
-
-@dataclass(frozen=True)
-class SubsamplingResult:
-    """delta(epsilon) <= sum_i weight_i delta_i(epsilon) (+ tail), for the order that gave the least.
-
-    Attributes
-    ----------
-    epsilon, delta : float
-        The certified point (both directions).
-    order : tuple of int
-        The databases in the order used (term i: the first database of b is order[i]).
-    terms : tuple of SubsamplingTerm
-    tail : float
-        Weight of the terms left out (charged delta = 1); 0 unless k > 60.
-    """
-
-    epsilon: float
-    delta: float
-    order: tuple[int, ...]
-    terms: tuple[SubsamplingTerm, ...]
-    tail: float
-    theorem: str = "subsampling route (001 Thm. 3, convexity form)"
-
-
-class _Route:
-    """The route for one order of the databases: weights and term curves."""
-
-    def __init__(self, order: tuple[int, ...], groups: dict[int, Multiset],
-                 subsampled: Callable[[int], Multiset]):
-        self.order = order
-        self.weights, self.tail = _order_weights(len(order))
-        self.curves: list[PrivacyCurve] = []
-        self.names: list[str] = []
-        later: Counter[Guarantee] = Counter()
-        suffix: list[Counter[Guarantee]] = [Counter()] * len(order)
-        for i in range(len(order) - 1, -1, -1):  # suffix[i]: subsampled groups of the databases after i
-            suffix[i] = later.copy()
-            if i > 0:  # the first database is never subsampled
-                later.update(dict(subsampled(order[i])))
-        for i in range(len(self.weights)):
-            term = suffix[i].copy()
-            term.update(dict(groups[order[i]]))
-            c = compose(dict(+term))
-            self.curves.append(c.curve)
-            self.names.append("+".join(name for name, _ in c.candidates))
-        self.delta_floor = min(math.fsum(w * c.delta_floor for w, c in zip(self.weights, self.curves)) + self.tail,
-                               1.0)
-
-    def values(self, eps: NDArray[np.float64]) -> NDArray[np.float64]:
-        """Per-term deltas, shape (terms, len(eps)); NaN from a theorem counts as delta = 1."""
-        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-            out = np.array([_sorted_call(c, eps) for c in self.curves]).reshape(len(self.curves), eps.size)
-        return np.clip(np.nan_to_num(out, nan=1.0), 0.0, 1.0)
-
-    def delta(self, eps: NDArray[np.float64]) -> NDArray[np.float64]:
-        return np.minimum(np.asarray(self.weights) @ self.values(eps) + self.tail, 1.0)
-
-
-class SubsamplingCurve(PrivacyCurve):
-    """The subsampling route of 001 Sec. V-B for h0 = {} and h1 = uniform over the non-empty
-    subsets of ``databases``, in the sound convexity form.
-
-    delta(eps) <= sum_{i=1..k} 2^{k-i}/(2^k - 1) delta_i(eps), with delta_i the
-    profile of compose(invocations on the i-th database, the later databases'
-    invocations subsampled at rate 1/2): App. C's decomposition of h1 by the
-    first database in b, and joint convexity of the hockey-stick divergence, all
-    terms at the SAME eps. 001 Thm. 3 / Cor. 6 instead take ln of an average of
-    e^{eps_i}, which is unsound (DESIGN.md).
-
-    Parameters
-    ----------
-    invocations : iterable of Invocation
-        The mechanisms; those on databases outside ``databases`` are out under
-        both hypotheses and do not matter.
-    databases : sequence of int, optional
-        The k databases of the prior (default: those with invocations), in the
-        "given" order.
-    order : {"given", "strongest-first", "weakest-first", "best"}
-        Any order of the databases gives a valid bound. "strongest-first" sorts
-        by the area under each database's composed curve (smallest first);
-        "best" (default) takes the pointwise minimum of the three orders.
-
-    Raises
-    ------
-    UnsupportedCombinationError
-        When, in every order tried, some database after the first has a group
-        with no subsampling theorem (:func:`subsampled_group`); an order that
-        fails is skipped when another one works.
-
-    Examples
-    --------
-    >>> from gce.accounting.guarantees import ApproxDP, PureDP
-    >>> from gce.model import Invocation
-    >>> curve = SubsamplingCurve([Invocation(0, PureDP(6.0)), Invocation(1, ApproxDP(0.0, 0.4))])
-    >>> round(float(curve.delta(5.5958)), 4)   # 001 Cor. 6 claims 0.2667; the exact value is 0.3102
-    0.3772
-    """
-
-    def __init__(self, invocations: Iterable[Invocation], databases: Sequence[int] | None = None,
-                 order: str = "best"):
-        invocations = _check_invocations(invocations)
-        if databases is None:
-            databases = sorted({inv.database for inv in invocations})
-        databases = tuple(databases)
-        if not databases:
-            raise InvalidParameterError("databases", "needs at least one database")
-        for i, d in enumerate(databases):
-            if isinstance(d, bool) or not isinstance(d, (int, np.integer)) or d < 0:
-                raise InvalidParameterError(f"databases[{i}]", f"must be a database index >= 0, got {d!r}")
-        if len(set(databases)) != len(databases):
-            raise InvalidParameterError("databases", f"lists a database more than once: {list(databases)}")
-        if order not in SUBSAMPLING_ORDERS:
-            raise InvalidParameterError("order", f"must be one of {SUBSAMPLING_ORDERS}, got {order!r}")
-        self.databases = tuple(int(d) for d in databases)
-        queried = per_database_multisets(invocations)
-        groups = {d: queried.get(d, ()) for d in self.databases}
-        cache: dict[int, Multiset] = {}
-
-        def subsampled(d: int) -> Multiset:
-            if d not in cache:
-                cache[d] = subsampled_group(groups[d], 0.5, d)
-            return cache[d]
-
-        orders: list[tuple[int, ...]] = []
-        if order in ("given", "best"):
-            orders.append(self.databases)
-        if order != "given":
-            strength = {d: float(np.sum(_sorted_call(compose(dict(groups[d])).curve, _STRENGTH_GRID)))
-                        if groups[d] else 0.0 for d in self.databases}
-            ranked = tuple(sorted(self.databases, key=lambda d: strength[d]))
-            if order in ("strongest-first", "best"):
-                orders.append(ranked)
-            if order in ("weakest-first", "best"):
-                orders.append(ranked[::-1])
-        self._routes: list[_Route] = []
-        failure: UnsupportedCombinationError | None = None
-        seen: set[tuple[frozenset, ...]] = set()
-        for o in orders:  # an order fails when a database that must be subsampled cannot be
-            key = tuple(frozenset(groups[d]) for d in o)  # orders with the same groups in turn are the same
-            if key in seen:
-                continue
-            seen.add(key)
-            try:
-                self._routes.append(_Route(o, groups, subsampled))
-            except UnsupportedCombinationError as err:
-                failure = failure or err
-        if not self._routes:
-            raise failure
-        self._table: NDArray[np.float64] | None = None
-        self.delta_floor = min(r.delta_floor for r in self._routes)
-
-    @property
-    def orders(self) -> tuple[tuple[int, ...], ...]:
-        """The orders whose pointwise minimum this curve is."""
-        return tuple(r.order for r in self._routes)
-
-    def _delta(self, eps: NDArray[np.float64]) -> NDArray[np.float64]:
-        return np.min([r.delta(eps) for r in self._routes], axis=0)
-
-    def _epsilon(self, d: NDArray[np.float64]) -> NDArray[np.float64]:
-        out = np.empty_like(d)
-        for i, t in enumerate(d):
-            if t >= 1.0:
-                out[i] = 0.0
-            elif t < self.delta_floor:
-                out[i] = math.inf
-            else:
-                out[i] = self._certify(float(t))
-        return out
-
-    def _certify(self, target: float) -> float:
-        """Certified epsilon: the route tabulated on TABLE_GRID, then on a local grid between the
-        two points that bracket the target, then the chord in e^eps between the last two (the
-        composite divergence is convex in e^eps, see :func:`_chord`)."""
-        if self._table is None:
-            self._table = self._delta(TABLE_GRID)
-        j = _first_below(TABLE_GRID, self._table, target)
-        if j is None:
-            return math.inf
-        if j == 0:
-            return 0.0
-        local = np.linspace(TABLE_GRID[j - 1], TABLE_GRID[j], LOCAL_POINTS)
-        values = self._delta(local)
-        values[0], values[-1] = self._table[j - 1], self._table[j]
-        k = _first_below(local, values, target)
-        return _crossing(float(local[k - 1]), float(values[k - 1]), float(local[k]), float(values[k]), target)
-
-    def at_epsilon(self, epsilon: float) -> SubsamplingResult:
-        """The bound at ``epsilon`` with its terms, for the order that gives the least."""
-        eps = np.array([_check_epsilon(epsilon)])
-        values = [(float(r.delta(eps)[0]), n) for n, r in enumerate(self._routes)]
-        bound, n = min(values)
-        route = self._routes[n]
-        per_term = route.values(eps)[:, 0]
-        terms = tuple(SubsamplingTerm(d, w, float(v), name)
-                      for d, w, v, name in zip(route.order, route.weights, per_term, route.names))
-        return SubsamplingResult(float(eps[0]), bound, route.order, terms, route.tail)
-
-
-def subsampling_delta(
-    invocations: Iterable[Invocation],
-    epsilon: float,
-    databases: Sequence[int] | None = None,
-    order: str = "best",
-) -> SubsamplingResult:
-    """A sound delta at ``epsilon`` for "in none" against "in at least one, uniformly" (001 Sec. V-B).
-
-    Parameters
-    ----------
-    invocations : iterable of Invocation
-    epsilon : float
-    databases : sequence of int, optional
-        The k databases of the uniform prior (default: those with invocations).
-    order : {"given", "strongest-first", "weakest-first", "best"}
-        See :class:`SubsamplingCurve`.
-
-    Returns
-    -------
-    SubsamplingResult
-
-    References
-    ----------
-    001 Sec. V-B ("General derivation for the example using subsampling"),
-    Thm. 3 and App. C, made sound by joint convexity (DESIGN.md); BBG18 Thm. 8.
-
-    Examples
-    --------
-    >>> from gce.accounting.guarantees import PureDP
-    >>> from gce.model import Invocation
-    >>> r = subsampling_delta([Invocation(d, PureDP(1.0)) for d in range(3)], 1.0)
-    >>> round(r.delta, 4), r.order, [round(t.weight, 4) for t in r.terms]
-    (0.1883, (0, 1, 2), [0.5714, 0.2857, 0.1429])
-    """
-    return SubsamplingCurve(invocations, databases, order).at_epsilon(epsilon)

@@ -47,7 +47,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -58,7 +58,8 @@ from ..constraints import ConstraintSet
 from ..accounting.curves import DiscreteLossCurve, PrivacyCurve
 from ..errors import InvalidParameterError, NumericalLimitError, UnsupportedCombinationError
 from ..accounting.guarantees import ApproxDP, PureDP, RandomizedResponse, epsilon_delta
-from .hypotheses import SUPPORT_LIMIT, Distribution, Explicit, Hypothesis
+from .distributions import Distribution
+from .hypotheses import SUPPORT_LIMIT, Explicit, Hypothesis
 from ..model import Invocation
 
 __all__ = [
@@ -68,13 +69,17 @@ __all__ = [
     "exact_curve",
     "exact_count_curve",
     "exact_enumeration_curve",
-    "ENUMERATION_LIMIT",
+    "EXACT_METHODS",
+    "check_points",
+    "ExactMethod",
+    "ENUMERATION_CELL_LIMIT",
     "COUNT_LIMIT",
     "RECURSION_LIMIT",
 ]
 
-#: Largest (joint output levels) x (support sets of both hypotheses) enumerated.
-ENUMERATION_LIMIT = 2**24
+#: Largest number of cells enumerated: (joint output levels) x (support sets of both hypotheses).
+#: (Not :data:`gce.accounting.theorems.ENUMERATION_LIMIT`, which counts the joint outcomes of one composition.)
+ENUMERATION_CELL_LIMIT = 2**24
 #: Largest number of output classes (count vectors) the count-based method keeps.
 COUNT_LIMIT = 2**23
 #: Largest number of cells the count-based recursion fills (about 3e8 cells take 4 s).
@@ -304,6 +309,7 @@ def _merge_levels(
 
 
 def _as_hypothesis(value: object, field: str) -> Hypothesis:
+    """A Hypothesis, or a Distribution as an explicit one; else InvalidParameterError naming ``field``."""
     if isinstance(value, Hypothesis):
         return value
     if isinstance(value, Distribution):
@@ -334,7 +340,15 @@ def _invocation_points(invocations: Sequence[Invocation], n: int) -> tuple[dict[
     return per_database, exact
 
 
+def check_points(invocations: Sequence[Invocation], n: int) -> bool:
+    """Whether the curve of :func:`exact_curve` would be exact (every guarantee canonical: pure, approx,
+    randomized response); raise UnsupportedCombinationError, naming the invocation, when one has no
+    (eps, delta) point, so that no exact method applies (002 Thm. II.5: the canonical pair is the worst case)."""
+    return _invocation_points(invocations, n)[1]
+
+
 def _pair_of(counter: Counter[_EpsDelta]) -> DatabasePair:
+    """The merged canonical levels of one database's (eps, delta) points (:func:`database_pair`)."""
     return database_pair(sorted((eps, delta, count) for (eps, delta), count in counter.items()))
 
 
@@ -387,7 +401,7 @@ def exact_enumeration_curve(
     invocations: Sequence[Invocation],
     constraints: ConstraintSet,
     *,
-    limit: int = ENUMERATION_LIMIT,
+    limit: int = ENUMERATION_CELL_LIMIT,
     support_limit: int = SUPPORT_LIMIT,
 ) -> CompositeCurve:
     """Exact curve by enumerating the joint privacy-loss levels of the databases that matter.
@@ -469,6 +483,7 @@ def exact_enumeration_curve(
 
 
 def _log_comb(n: int, s: NDArray[np.float64]) -> NDArray[np.float64]:
+    """log C(n, s), elementwise, by log-gamma (as 002 Thm. III.3 is evaluated in log space)."""
     return special.gammaln(n + 1.0) - special.gammaln(s + 1.0) - special.gammaln(n - s + 1.0)
 
 
@@ -509,6 +524,7 @@ def _symmetric_sums(
     levels = log_rho.size
 
     def walk(base: NDArray[np.float64], level: int, prefix: tuple[int, ...]):
+        """Fill the recursion level by level; ``prefix`` holds the counts of the levels already fixed."""
         size = base.shape[-1]
         if level == levels - 1:
             yield prefix, _triangle(base, float(log_rho[level]))
@@ -563,6 +579,7 @@ def _a_only_cutoff(n: int, log_p: float, tail: float | None = None) -> tuple[int
     log_tail = math.log(COUNT_TAIL if tail is None else tail)
 
     def log_bound(k: int) -> float:  # log of the bound on P(X >= k + 1)
+        """Chernoff: log of the bound on P(Bin(n, p) >= k + 1)."""
         a = (k + 1) / n
         if a <= p:
             return 0.0
@@ -594,6 +611,7 @@ class _CountProblem:
 
     @property
     def h0_is_empty_point(self) -> bool:
+        """Whether h0 is the point mass at the empty set (001 Sec. V-B: "none")."""
         return _is_point(self.log_w0, 0)
 
     def log_v(self, log_w: NDArray[np.float64]) -> NDArray[np.float64]:
@@ -614,6 +632,7 @@ def _normalised_problem(n: int, pair: DatabasePair, log_w0: NDArray, log_w1: NDA
     database's pair (:meth:`DatabasePair.swapped`) and reverses the size laws.
     """
     def point_at(log_w: NDArray, s: int) -> bool:
+        """Whether the size law ``log_w`` is the point mass at size ``s``."""
         return _is_point(log_w, s)
 
     for first, second in ((log_w0, log_w1), (log_w1, log_w0)):
@@ -768,6 +787,28 @@ def _evaluate_batch(n: int, pair: DatabasePair, batch: list[tuple[list[NDArray],
 
 
 def _count_curve(problem: _CountProblem, *, exact: bool, limit: int, recursion_limit: int) -> CompositeCurve:
+    """The two-sided curve of a normalised count problem, by summing over outcome classes (count vectors).
+
+    The likelihood of a class under each hypothesis is its multinomial weight
+    times the elementary-symmetric sum E of :func:`exact_count_curve`; E comes
+    from the closed form when h0 is the empty point and h1's size law is
+    geometric (:func:`_geometric_tables`), else from the recursion
+    (:func:`_symmetric_sums`). With h0 the empty point, classes where more
+    databases show the a-only symbol than a Chernoff cutoff allows
+    (:func:`_a_only_cutoff`) are left out and their mass, at most
+    :data:`COUNT_TAIL`, is charged at infinite loss in both directions; classes
+    with a b-only symbol are impossible under h0 and only their total mass
+    under h1 is kept.
+
+    Raises
+    ------
+    NumericalLimitError
+        If the classes exceed ``limit`` or the recursion ``recursion_limit`` cells.
+
+    References
+    ----------
+    001, Def. 3 and Sec. V-B; 002, eqs. 9-10 (the canonical pair whose symbols are counted).
+    """
     n, pair = problem.n, problem.pair
     log_rho = pair.log_b - pair.log_a
     levels = log_rho.size
@@ -855,6 +896,7 @@ def _geometric_tables(
     log_factor = np.logaddexp(0.0, log_q + log_rho)  # log(1 + q rho_j)
 
     def walk(level: int, prefix: tuple[int, ...], log_s: float, rest: int):
+        """Yield the tables of every count vector extending ``prefix`` with ``rest`` databases left."""
         if level == log_rho.size - 1:
             first = max(rest - cutoff, 0)
             total = log_s + np.arange(first, rest + 1) * log_factor[level]
@@ -884,7 +926,8 @@ def exact_curve(
     Chooses the count-based method (:func:`exact_count_curve`) when both priors
     are exchangeable and every database runs the same invocations, and
     enumeration (:func:`exact_enumeration_curve`) otherwise or when counting is
-    over its limits. The method used is the curve's ``method``.
+    over its limits: the first method of :data:`EXACT_METHODS` that does not
+    decline. The method used is the curve's ``method``.
 
     Parameters
     ----------
@@ -928,11 +971,39 @@ def exact_curve(
     """
     _invocation_points(invocations, constraints.n)  # unsupported guarantees fail here, for both methods
     reasons = []
-    try:
-        return exact_count_curve(h0, h1, invocations, constraints)
-    except (UnsupportedCombinationError, NumericalLimitError) as error:
-        reasons.append(f"count-based: {error}")
-    try:
-        return exact_enumeration_curve(h0, h1, invocations, constraints)
-    except NumericalLimitError as error:
-        raise NumericalLimitError("; ".join(reasons + [f"enumeration: {error}"])) from None
+    for method in EXACT_METHODS:
+        try:
+            return method.curve(h0, h1, invocations, constraints)
+        except method.declines as error:
+            reasons.append(f"{method.label}: {error}")
+    raise NumericalLimitError("; ".join(reasons))
+
+
+@dataclass(frozen=True)
+class ExactMethod:
+    """One way to compute the exact curve, tried in the order of :data:`EXACT_METHODS`.
+
+    Attributes
+    ----------
+    name : str
+        The curve's ``method`` (the name a report shows).
+    label : str
+        How the method is named when it declines (the reasons :func:`exact_curve` joins).
+    curve : callable
+        ``curve(h0, h1, invocations, constraints) -> CompositeCurve``.
+    declines : tuple of exception types
+        The errors by which it says it does not apply (the next method is then tried);
+        other errors propagate.
+    """
+
+    name: str
+    label: str
+    curve: Callable[..., CompositeCurve]
+    declines: tuple[type[Exception], ...]
+
+
+#: The exact methods, cheapest first: counting for exchangeable priors, enumeration of small supports.
+EXACT_METHODS: tuple[ExactMethod, ...] = (
+    ExactMethod("exact-count", "count-based", exact_count_curve, (UnsupportedCombinationError, NumericalLimitError)),
+    ExactMethod("exact-enumeration", "enumeration", exact_enumeration_curve, (NumericalLimitError,)),
+)

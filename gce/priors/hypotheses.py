@@ -7,18 +7,16 @@ none of the databases" against "in at least one" (uniform over the non-empty
 allowed sets; 001 Sec. III-A, Example 1) or "in fewer than k' databases" against
 "in at least k'" (Example 2).
 
-Two layers live here:
-
-* :class:`Distribution`, the finite table of (set, weight) that every method
-  consumes;
-* the hypothesis kinds (:class:`Point`, :class:`Uniform`, :class:`Explicit`,
+Here live the hypothesis kinds (:class:`Point`, :class:`Uniform`, :class:`Explicit`,
   :class:`Rates`), small frozen records validated at construction that *describe*
   a prior. :meth:`Hypothesis.distribution` turns one into a
   :class:`Distribution` over the sets a :class:`~gce.constraints.ConstraintSet`
   allows, and :meth:`Hypothesis.size_weights` gives its law of ``|b|`` when the
   prior is exchangeable (the count-based exact method of :mod:`gce.priors.exact`
-  needs only that). :func:`hypothesis_from_dict` reads the scenario file's
-  ``[hypotheses]`` entries.
+  needs only that), and the enumeration of allowed sets they share. The
+  finite table (:class:`~gce.priors.distributions.Distribution`) is in
+  :mod:`gce.priors.distributions`; the file form of the kinds in
+  :mod:`gce.files.hypotheses`.
 
 What must never change: a :class:`Distribution` lists distinct membership sets
 with positive weights summing to one; every set it lists is allowed by the
@@ -28,11 +26,12 @@ the allowed sets in its size range, ``Rates`` is the product law conditioned on
 the set being allowed; neither ever puts weight on a forbidden set.
 """
 
+
 from __future__ import annotations
 
 import abc
 import math
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -42,8 +41,8 @@ from scipy import special
 
 from ..constraints import AtMost, Constraint, ConstraintSet, Exclusive, Patterns
 from ..constraints.base import format_indices
-from ..errors import InfeasibleConstraintsError, InvalidParameterError, InvalidScenarioError, NumericalLimitError
-from ..files.tables import TableKind, read_integer, read_kind_table, read_number, toml_value
+from ..errors import GCEError, InfeasibleConstraintsError, InvalidParameterError, InvalidScenarioError, NumericalLimitError
+from .distributions import Distribution, _indices
 
 __all__ = [
     "Distribution",
@@ -53,118 +52,19 @@ __all__ = [
     "Explicit",
     "Rates",
     "SupportCover",
-    "HYPOTHESIS_KINDS",
     "SUPPORT_LIMIT",
-    "hypothesis_from_dict",
-    "hypothesis_to_dict",
+    "check_distribution",
+    "check_listed",
 ]
 
-#: Tolerance on the total weight of a distribution.
-WEIGHT_TOLERANCE = 1e-9
 #: Default largest support :meth:`Hypothesis.distribution` enumerates.
 SUPPORT_LIMIT = 2**16
 #: Search nodes allowed per support set before the enumeration gives up.
 _NODES_PER_SET = 64
 
 
-@dataclass(frozen=True)
-class Distribution:
-    """A finite distribution over membership sets.
-
-    Parameters
-    ----------
-    sets : tuple of frozenset of int
-        Distinct membership sets (the databases holding the target's record).
-    weights : tuple of float
-        Their probabilities: positive, summing to 1 (within 1e-9).
-
-    Examples
-    --------
-    >>> d = Distribution.of([({0}, 0.5), ({1}, 0.5)])
-    >>> [sorted(s) for s, w in d]
-    [[0], [1]]
-    """
-
-    sets: tuple[frozenset[int], ...]
-    weights: tuple[float, ...]
-
-    def __post_init__(self) -> None:
-        for name in ("sets", "weights"):
-            value = getattr(self, name)
-            if isinstance(value, (str, bytes)) or not isinstance(value, Iterable):
-                raise InvalidParameterError("support" if name == "sets" else name,
-                                            f"must be a collection, got {value!r}")
-        sets = tuple(s if type(s) is frozenset else frozenset(_indices(s, f"support[{i}]"))
-                     for i, s in enumerate(self.sets))
-        weights = []
-        for i, w in enumerate(self.weights):
-            if isinstance(w, (bool, np.bool_)) or not isinstance(w, (int, float, np.integer, np.floating)):
-                raise InvalidParameterError(f"weights[{i}]", f"must be a number, got {w!r}")
-            weights.append(float(w))
-        weights = tuple(weights)
-        if not sets:
-            raise InvalidParameterError("support", "needs at least one membership set")
-        if len(weights) != len(sets):
-            raise InvalidParameterError("weights", f"need one weight per set ({len(sets)}), got {len(weights)}")
-        if len(set(sets)) != len(sets):
-            raise InvalidParameterError("support", "lists a membership set more than once")
-        for i, s in enumerate(sets):
-            if any(isinstance(x, bool) or not isinstance(x, (int, np.integer)) or x < 0 for x in s):
-                raise InvalidParameterError(f"support[{i}]", f"must hold database indices >= 0, got {sorted(s)!r}")
-        for i, w in enumerate(weights):
-            if not (w > 0.0 and math.isfinite(w)):
-                raise InvalidParameterError(f"weights[{i}]", f"must be positive and finite, got {w!r}")
-        total = math.fsum(weights)
-        if abs(total - 1.0) > WEIGHT_TOLERANCE:
-            raise InvalidParameterError("weights", f"must sum to 1, got {total!r}")
-        object.__setattr__(self, "sets", sets)
-        object.__setattr__(self, "weights", weights)
-
-    @classmethod
-    def of(cls, pairs: Iterable[tuple[Iterable[int], float]]) -> "Distribution":
-        """Build from (members, weight) pairs."""
-        if isinstance(pairs, (str, bytes)) or not isinstance(pairs, Iterable):
-            raise InvalidParameterError("support", f"must be (members, weight) pairs, got {pairs!r}")
-        pairs = list(pairs)
-        for i, pair in enumerate(pairs):
-            if not isinstance(pair, (tuple, list)) or len(pair) != 2:
-                raise InvalidParameterError(f"support[{i}]", f"must be a (members, weight) pair, got {pair!r}")
-        return cls(tuple(s for s, _ in pairs), tuple(w for _, w in pairs))
-
-    @classmethod
-    def point(cls, members: Iterable[int]) -> "Distribution":
-        """The point mass at one membership set."""
-        return cls((frozenset(members),), (1.0,))
-
-    def __iter__(self) -> Iterator[tuple[frozenset[int], float]]:
-        return iter(zip(self.sets, self.weights))
-
-    def __len__(self) -> int:
-        return len(self.sets)
-
-    @property
-    def support_size(self) -> int:
-        """How many membership sets carry weight."""
-        return len(self.sets)
-
-
 # ---------------------------------------------------------------------------
 # Shared helpers
-
-
-def _indices(values: object, field: str) -> tuple[int, ...]:
-    """A sorted, duplicate-free tuple of database indices; empty is allowed (the empty set)."""
-    if isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
-        raise InvalidParameterError(field, f"must be a collection of database indices, got {values!r}")
-    out: list[int] = []
-    for value in values:
-        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
-            raise InvalidParameterError(field, f"must hold database indices >= 0, got {value!r}")
-        out.append(int(value))
-    if len(set(out)) != len(out):
-        repeated = next(i for i in out if out.count(i) > 1)
-        raise InvalidParameterError(field, f"lists database {repeated} more than once")
-    return tuple(sorted(out))
 
 
 def _check_allowed(members: frozenset[int], constraints: ConstraintSet, field: str) -> None:
@@ -208,6 +108,7 @@ def _log_comb(n: int, s: NDArray[np.float64]) -> NDArray[np.float64]:
 
 
 def _normalised(log_weights: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Log weights shifted to sum to 1 (log-sum-exp)."""
     return log_weights - special.logsumexp(log_weights)
 
 
@@ -281,6 +182,7 @@ def _allowed_sets(
     within = frozenset(range(n)) if within is None else within
 
     def too_many() -> NumericalLimitError:
+        """The error for a support over ``limit`` sets, naming ``field``."""
         return NumericalLimitError(
             f"{field}: the hypothesis' support has more than {limit} membership sets on n = {n} "
             "databases; raise the limit or use an exchangeable prior (count-based method)"
@@ -401,6 +303,9 @@ class Hypothesis(abc.ABC):
     """
 
     kind: ClassVar[str]
+    #: Whether the record lists its support (point, explicit): checking it against the constraints
+    #: costs no enumeration, so a :class:`~gce.model.Scenario` checks it when built (:func:`check_listed`).
+    listed: ClassVar[bool] = False
 
     @abc.abstractmethod
     def describe(self) -> str:
@@ -491,6 +396,7 @@ class Point(Hypothesis):
     """
 
     kind = "point"
+    listed = True
 
     members: tuple[int, ...] = ()
 
@@ -576,9 +482,11 @@ class Uniform(Hypothesis):
         return SupportCover(most=self.max_members)
 
     def _high(self, n: int) -> int:
+        """The largest size in the support on ``n`` databases."""
         return n if self.max_members is None else min(self.max_members, n)
 
     def _empty(self, constraints: ConstraintSet) -> InfeasibleConstraintsError:
+        """The error for a prior that puts no weight on an allowed set, naming its field."""
         return InfeasibleConstraintsError(
             f"min_members: no allowed membership set has between {self.min_members} and "
             f"{self._high(constraints.n)} members on n = {constraints.n} databases ({self.describe()})"
@@ -634,6 +542,7 @@ class Explicit(Hypothesis):
     """
 
     kind = "explicit"
+    listed = True
 
     support: tuple[frozenset[int], ...]
     weights: tuple[float, ...]
@@ -755,6 +664,7 @@ class Rates(Hypothesis):
         return SupportCover(inside=frozenset(i for i, q in enumerate(self.rates) if q > 0.0) if zero else None)
 
     def _check_n(self, constraints: ConstraintSet) -> np.ndarray:
+        """The rates as an array; InvalidParameterError unless there is one per database."""
         if len(self.rates) != constraints.n:
             raise InvalidParameterError(
                 "rates", f"needs one rate per database (n = {constraints.n}), got {len(self.rates)}"
@@ -762,6 +672,7 @@ class Rates(Hypothesis):
         return np.array(self.rates)
 
     def _empty(self, constraints: ConstraintSet) -> InfeasibleConstraintsError:
+        """The error for a prior that puts no weight on an allowed set, naming its field."""
         return InfeasibleConstraintsError(
             f"rates: no allowed membership set has positive probability under {self.describe()} "
             f"(databases with rate 1 must all hold the record, those with rate 0 none)"
@@ -806,131 +717,32 @@ class Rates(Hypothesis):
 
 
 # ---------------------------------------------------------------------------
-# The scenario-file form
+# Checks against a scenario's constraints
 
 
-def _scenario_integer(value: object, path: str, n: int) -> int:
-    return read_integer(value, path)
+def check_distribution(name: str, hypothesis: Hypothesis, constraints: ConstraintSet) -> None:
+    """Raise, naming ``hypotheses.<name>``, when a prior's support is not allowed or empty.
 
-
-def _scenario_indices(value: object, path: str, n: int) -> list[int]:
-    if not isinstance(value, list):
-        raise InvalidScenarioError(path, f"must be a list of database indices, got {toml_value(value)}")
-    out = []
-    for i, item in enumerate(value):
-        if isinstance(item, bool) or not isinstance(item, int):
-            raise InvalidScenarioError(f"{path}[{i}]", f"must be a database index, got {toml_value(item)}")
-        if not 0 <= item < n:
-            raise InvalidScenarioError(f"{path}[{i}]", f"database {item} is out of range [0, {n})")
-        out.append(item)
-    return out
-
-
-def _scenario_sets(value: object, path: str, n: int) -> list[list[int]]:
-    if not isinstance(value, list):
-        raise InvalidScenarioError(path, f"must be a list of lists of database indices, got {toml_value(value)}")
-    return [_scenario_indices(item, f"{path}[{i}]", n) for i, item in enumerate(value)]
-
-
-def _scenario_numbers(value: object, path: str, n: int) -> list[float]:
-    if not isinstance(value, list):
-        raise InvalidScenarioError(path, f"must be a list of numbers, got {toml_value(value)}")
-    return [read_number(item, f"{path}[{i}]") for i, item in enumerate(value)]
-
-
-def _scenario_rates(value: object, path: str, n: int) -> list[float]:
-    rates = _scenario_numbers(value, path, n)
-    if len(rates) != n:
-        raise InvalidScenarioError(path, f"needs one rate per database ({n}), got {len(rates)}")
-    return rates
-
-
-@dataclass(frozen=True)
-class _Kind:
-    """How one hypothesis kind is written in a file: record, and per key (reader, required).
-
-    File keys are the record's field names; a reader checks the file's types
-    (and database indices against ``n``) and returns the value for the record.
+    A support too large to list (NumericalLimitError) passes: the count-based
+    and preset routes do not need it.
     """
-
-    record: type[Hypothesis]
-    keys: Mapping[str, tuple[Callable[[object, str, int], object], bool]]
-
-
-#: The file form of every hypothesis kind, by ``kind`` (DESIGN.md, "Scenario files").
-HYPOTHESIS_KINDS: Mapping[str, _Kind] = {
-    "point": _Kind(Point, {"members": (_scenario_indices, True)}),
-    "uniform": _Kind(Uniform, {"min_members": (_scenario_integer, False), "max_members": (_scenario_integer, False)}),
-    "explicit": _Kind(Explicit, {"support": (_scenario_sets, True), "weights": (_scenario_numbers, True)}),
-    "rates": _Kind(Rates, {"rates": (_scenario_rates, True)}),
-}
+    try:
+        hypothesis.distribution(constraints)
+    except NumericalLimitError:
+        pass
+    except InvalidParameterError as error:
+        raise type(error)(f"hypotheses.{name}.{error.field}", error.detail) from None
+    except GCEError as error:
+        raise InvalidScenarioError(f"hypotheses.{name}", str(error)) from None
 
 
-def hypothesis_from_dict(d: Mapping[str, object], path: str, n: int) -> Hypothesis:
-    """Read one entry of a scenario file's ``[hypotheses]`` table.
+def check_listed(name: str, hypothesis: Hypothesis, constraints: ConstraintSet) -> None:
+    """:func:`check_distribution` for a prior that lists its support (:attr:`Hypothesis.listed`), else nothing.
 
-    Parameters
-    ----------
-    d : mapping
-        The entry, as parsed from TOML, e.g. ``{"kind": "uniform", "min_members": 1}``.
-    path : str
-        Its path in the file, used in error fields, e.g. ``"hypotheses.h1"``.
-    n : int
-        Number of databases; indices are range-checked against it.
-
-    Returns
-    -------
-    Hypothesis
-
-    Raises
-    ------
-    InvalidScenarioError
-        On an unknown kind, a missing or unknown key, a wrong type, an
-        out-of-range database or an invalid value; the field is the full path,
-        e.g. ``hypotheses.h1.weights``.
-
-    References
-    ----------
-    001, Sec. III-A (Examples 1-2) and Sec. V-B (adversary priors).
-
-    Examples
-    --------
-    >>> hypothesis_from_dict({"kind": "uniform", "min_members": 1}, "hypotheses.h1", 3)
-    Uniform(min_members=1, max_members=None)
-    >>> hypothesis_from_dict({"kind": "explicit", "support": [[0], [1]], "weights": [0.5, 0.6]},
-    ...                      "hypotheses.h1", 3)
-    Traceback (most recent call last):
-    ...
-    gce.errors.InvalidScenarioError: hypotheses.h1.weights: must sum to 1, got 1.1
+    Listed sets are checked one by one, without enumerating anything; priors
+    whose support is generated (uniform, rates) are checked when solved
+    (:func:`gce.solving.check_support`): enumerating them could cost as much
+    as the solve itself.
     """
-    kinds = {
-        name: TableKind(spec.record, {key: (key, _with_n(reader, n), required)
-                                      for key, (reader, required) in spec.keys.items()})
-        for name, spec in HYPOTHESIS_KINDS.items()
-    }
-    return read_kind_table(d, path, kinds)
-
-
-def _with_n(reader: Callable[[object, str, int], object], n: int) -> Callable[[object, str], object]:
-    return lambda value, path: reader(value, path, n)
-
-
-def hypothesis_to_dict(hypothesis: Hypothesis) -> dict[str, object]:
-    """The scenario-file table of a hypothesis; inverse of :func:`hypothesis_from_dict`.
-
-    Examples
-    --------
-    >>> hypothesis_to_dict(Explicit(({1, 0},), (1.0,)))
-    {'kind': 'explicit', 'support': [[0, 1]], 'weights': [1.0]}
-    """
-    table: dict[str, object] = {"kind": hypothesis.kind}
-    for key in HYPOTHESIS_KINDS[hypothesis.kind].keys:
-        value = getattr(hypothesis, key)
-        if value is None:
-            continue
-        if key == "support":
-            value = [sorted(s) for s in value]
-        elif isinstance(value, tuple):
-            value = list(value)
-        table[key] = value
-    return table
+    if hypothesis.listed:
+        check_distribution(name, hypothesis, constraints)

@@ -4,7 +4,7 @@ NOTHING IN THIS MODULE IS A GUARANTEE. The functions below reproduce formulas
 of 001 (Sec. V-B, Thm. 3, Cor. 6, Cor. 7, Eq. 3-4, Alg. 3) exactly as printed,
 so that reports and tests can show them next to sound bounds. ``gce`` never
 returns one of these values as a guarantee; the sound replacements are in
-:mod:`gce.priors.coupling`.
+:mod:`gce.priors.coupling` and :mod:`gce.priors.subsampling`.
 
 Two of them are unsound (DESIGN.md, "Soundness first"; exact values by brute
 force over canonical pairs):
@@ -42,7 +42,7 @@ from fractions import Fraction
 
 from ..errors import InvalidParameterError, UnsupportedCombinationError
 from ..accounting.guarantees import amplified, epsilon_delta
-from .hypotheses import Distribution
+from .distributions import Distribution
 from ..model import Invocation, invocation_multiset
 
 __all__ = [
@@ -94,10 +94,12 @@ class RefinedTuples:
 
     @property
     def u0(self) -> tuple[tuple[frozenset[int], float], ...]:
+        """The refined h0: (b0, weight) per matched tuple."""
         return tuple((b0, w) for b0, _, w in self.pairs)
 
     @property
     def u1(self) -> tuple[tuple[frozenset[int], float], ...]:
+        """The refined h1: (b1, weight) per matched tuple."""
         return tuple((b1, w) for _, b1, w in self.pairs)
 
 
@@ -224,6 +226,7 @@ def _log1p_exp(x: float) -> float:
 
 
 def _check_k(k: int) -> int:
+    """``k`` if it is an integer >= 1, else InvalidParameterError naming ``k``."""
     if isinstance(k, bool) or not isinstance(k, int) or k < 1:
         raise InvalidParameterError("k", f"must be an integer >= 1, got {k!r}")
     return k
@@ -251,7 +254,7 @@ def theorem3_as_printed(points: Sequence[tuple[float, float]]) -> Reproduction:
 
     eps = ln[sum_i 2^{k-i} e^{eps^_i} / (2^k - 1)], delta = sum_i 2^{k-i} delta^_i / (2^k - 1),
     with (eps^_i, delta^_i) = CompGuarantee(M_i, S_1/2(M_{i+1}), ..., S_1/2(M_k)) given in
-    ``points`` (i = 1..k). The sound form is :class:`gce.priors.coupling.SubsamplingCurve`.
+    ``points`` (i = 1..k). The sound form is :class:`gce.priors.subsampling.SubsamplingCurve`.
     """
     points = [(float(e), float(d)) for e, d in points]
     k = _check_k(len(points))

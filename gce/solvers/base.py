@@ -26,11 +26,10 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..constraints import ConstraintSet
+from ..constraints.neighborhood import NEIGHBORHOODS, check_neighborhood
 from ..errors import InvalidParameterError
 
 __all__ = ["NEIGHBORHOODS", "WeightProblem", "WeightResult", "Solver", "check_time_limit", "MAX_TIME_LIMIT"]
-
-NEIGHBORHOODS = ("unbounded", "bounded")
 
 #: Largest time budget accepted, in seconds (about 11.6 days): beyond it a budget is a mistake, not a plan.
 MAX_TIME_LIMIT = 1e6
@@ -85,8 +84,7 @@ class WeightProblem:
             raise InvalidParameterError("weights", "must be finite and >= 0")
         w.setflags(write=False)
         object.__setattr__(self, "weights", w)
-        if not isinstance(self.neighborhood, str) or self.neighborhood not in NEIGHBORHOODS:
-            raise InvalidParameterError("neighborhood", f"must be one of {NEIGHBORHOODS}, got {self.neighborhood!r}")
+        check_neighborhood(self.neighborhood)
 
     @property
     def n(self) -> int:

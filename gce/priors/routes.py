@@ -1,0 +1,293 @@
+"""Routes for composite hypotheses: each way to the privacy curve of two priors is one row (001, Sec. V-B).
+
+A route is to composite hypotheses what a solver (:class:`gce.solvers.base.Solver`)
+is to the worst-pair search and a theorem (:class:`gce.accounting.theorems.Theorem`)
+to composition: it states what it takes (:meth:`Route.accepts`, with its
+limits as class attributes), whether its answer is exact, and why it declines
+(:class:`Decline`). :func:`gce.solving.solve` walks :data:`ROUTES` in order,
+keeps every answer, returns the tightest (exact answers first) and writes each
+decline into the report's notes. Adding a route is adding a row.
+
+* :class:`ExactRoute`: the two-sided hockey-stick divergence between the two
+  mixtures of canonical products (:func:`gce.priors.exact.exact_curve`: the
+  methods of :data:`gce.priors.exact.EXACT_METHODS`, counting then enumeration);
+* :class:`CouplingRoute`: the best coupling of h0 and h1, joint convexity
+  (:class:`gce.priors.coupling.CouplingCurve`; DESIGN.md's sound replacement of
+  001's averaging formula);
+* :class:`SubsamplingRoute`: "none vs at least one" as amplification by
+  subsampling (:class:`gce.priors.subsampling.SubsamplingCurve`; 001 Thm. 3 in
+  the convexity form);
+* :class:`WorstPairRoute`: the worst pair of point masses over the supports
+  (001 Thm. 1 and joint convexity), always valid; the pairs are searched by the
+  caller (the solvers sit above the priors), given through :class:`RouteContext`.
+
+Once a route has answered exactly, the routes that are not exact are not run
+(an exact answer is the tightest); the worst pair is still searched, for the
+report's baseline.
+
+What must never change: a route's answer is a valid upper bound on the curve
+of the two priors in both directions (001 Def. 3), and ``exact`` only when it
+is the curve itself.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import TYPE_CHECKING, ClassVar
+
+from ..accounting.curves import PrivacyCurve
+from ..accounting.guarantees import epsilon_delta
+from ..errors import NumericalLimitError, UnsupportedCombinationError
+from ..model import Scenario
+from . import exact as exact_module
+from .coupling import CouplingCurve
+from .distributions import Distribution
+from .hypotheses import SUPPORT_LIMIT, Point, Uniform
+from .subsampling import SubsamplingCurve
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..report import Report
+
+__all__ = ["Route", "Decline", "RouteAnswer", "RouteContext", "WorstPair", "ExactRoute", "CouplingRoute",
+           "SubsamplingRoute", "WorstPairRoute", "ROUTES", "attempt", "none_vs_any"]
+
+
+@dataclass(frozen=True)
+class Decline:
+    """Why a route gave no answer for a scenario (a limit, an unsupported guarantee, a prior it does not take).
+
+    The report's note is ``f"{route.declined}: {reason}"``.
+    """
+
+    reason: str
+
+
+@dataclass(frozen=True)
+class RouteAnswer:
+    """A route's curve for the two priors: ``name`` as the report shows it (its ``theorem``), and
+    ``exact`` when the curve is the exact one (001 Def. 3), not only an upper bound."""
+
+    name: str
+    curve: PrivacyCurve
+    exact: bool
+
+
+@dataclass(frozen=True)
+class WorstPair:
+    """The worst pair of point masses over covers of the supports (:func:`gce.solving._support_pairs`).
+
+    ``report`` is the preset solve, ``preset`` its neighbourhood and ``cover``
+    what the covers restrict (None when nothing: the scenario's own pairs).
+    """
+
+    report: "Report"
+    preset: str
+    cover: str | None
+
+
+class RouteContext:
+    """What a route sees: the scenario (with its hypotheses) and, on demand, shared work.
+
+    Parameters
+    ----------
+    scenario : Scenario
+        With ``hypotheses`` set.
+    worst_pair : callable
+        ``worst_pair() -> WorstPair``: the search of the worst pair over the
+        supports, done by the caller (:func:`gce.solving.solve`); run at most
+        once, when a route or the report first asks.
+    """
+
+    def __init__(self, scenario: Scenario, worst_pair: Callable[[], WorstPair]):
+        self.scenario = scenario
+        self._search = worst_pair
+        self._worst_pair: WorstPair | None = None
+
+    @property
+    def hypotheses(self):
+        """The pair (h0, h1)."""
+        return self.scenario.hypotheses
+
+    def worst_pair(self) -> WorstPair:
+        """The worst pair over the supports, searched on first use."""
+        if self._worst_pair is None:
+            self._worst_pair = self._search()
+        return self._worst_pair
+
+
+class Route(abc.ABC):
+    """One way to the curve of two composite hypotheses.
+
+    Class attributes
+    ----------------
+    name : str
+        The route's name (its row in :data:`ROUTES`).
+    exact : bool
+        Whether its answer can be exact; routes that cannot are skipped once
+        an exact answer is in hand.
+    limits : mapping of str to number
+        The sizes beyond which it declines (empty when it has none).
+    declined : str
+        How the report's note opens when it declines, e.g. ``"no coupling bound"``.
+    declines : tuple of exception types
+        Errors of :meth:`run` that mean "does not apply here" (a limit reached
+        while computing): :func:`attempt` turns them into a :class:`Decline`.
+        Other errors propagate.
+    """
+
+    name: ClassVar[str]
+    exact: ClassVar[bool]
+    limits: ClassVar[Mapping[str, float]]
+    declined: ClassVar[str]
+    declines: ClassVar[tuple[type[Exception], ...]] = ()
+
+    @abc.abstractmethod
+    def accepts(self, context: RouteContext) -> Decline | None:
+        """None when the route applies to the scenario, else why not."""
+
+    @abc.abstractmethod
+    def run(self, context: RouteContext) -> RouteAnswer:
+        """The route's curve (call only when :meth:`accepts` returned None)."""
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}()"
+
+
+def attempt(route: Route, context: RouteContext) -> RouteAnswer | Decline:
+    """The route's answer, or why it declined (in :meth:`Route.accepts` or through :attr:`Route.declines`)."""
+    decline = route.accepts(context)
+    if decline is not None:
+        return decline
+    try:
+        return route.run(context)
+    except route.declines as error:
+        return Decline(str(error))
+
+
+def none_vs_any(scenario: Scenario) -> bool:
+    """h0 = in no database, h1 = uniform over the non-empty sets, no constraints, every database queried.
+
+    The setting of 001 Thm. 3 and Cor. 7 (Sec. V-B), where the subsampling route applies.
+    """
+    h0, h1 = scenario.hypotheses
+    queried = set(scenario.table.database.tolist())
+    return (h0 == Point(()) and h1 == Uniform(1, None) and scenario.constraints.is_unconstrained
+            and len(queried) == scenario.n)
+
+
+class ExactRoute(Route):
+    """The exact curve (:func:`gce.priors.exact.exact_curve`): 001 Def. 3 for (eps, delta) guarantees through
+    their canonical pairs (002 eqs. 9-10, Thm. II.5). Its answer is exact when every guarantee is canonical
+    (pure, approx, randomized response), else a valid bound through the guarantees' points."""
+
+    name = "exact"
+    exact = True
+    limits = MappingProxyType({"enumeration cells": exact_module.ENUMERATION_CELL_LIMIT,
+                               "count classes": exact_module.COUNT_LIMIT,
+                               "count recursion cells": exact_module.RECURSION_LIMIT,
+                               "support sets": SUPPORT_LIMIT})
+    declined = "no exact computation"
+    declines = (UnsupportedCombinationError, NumericalLimitError)
+
+    def accepts(self, context: RouteContext) -> Decline | None:
+        """Declines when an invocation has no (eps, delta) point (zCDP, GDP, Gaussian)."""
+        try:
+            exact_module.check_points(context.scenario.invocations, context.scenario.n)
+        except UnsupportedCombinationError as error:
+            return Decline(str(error))
+        return None
+
+    def run(self, context: RouteContext) -> RouteAnswer:
+        """The first of :data:`gce.priors.exact.EXACT_METHODS` within its limits; named by its method."""
+        h0, h1 = context.hypotheses
+        curve = exact_module.exact_curve(h0, h1, context.scenario.invocations, context.scenario.constraints)
+        return RouteAnswer(curve.method, curve, curve.exact)
+
+
+class CouplingRoute(Route):
+    """The best coupling of h0 and h1, every pair's composed curve at the same eps (joint convexity;
+    :class:`gce.priors.coupling.CouplingCurve`; DESIGN.md's sound replacement of 001 Sec. V-B's average)."""
+
+    name = "coupling (joint convexity)"
+    exact = False
+    #: Largest |supp h0| x |supp h1| for which the coupling LP is set up.
+    PAIR_LIMIT = 250_000
+    limits = MappingProxyType({"pairs": PAIR_LIMIT, "support sets": SUPPORT_LIMIT})
+    declined = "no coupling bound"
+    declines = (NumericalLimitError, UnsupportedCombinationError)
+
+    def _supports(self, context: RouteContext) -> tuple[Distribution, Distribution]:
+        """Both priors as distributions over the allowed sets, refused beyond :attr:`PAIR_LIMIT` pairs."""
+        d0, d1 = (h.distribution(context.scenario.constraints) for h in context.hypotheses)
+        if len(d0) * len(d1) > self.PAIR_LIMIT:
+            raise NumericalLimitError(f"{len(d0)} x {len(d1)} pairs exceed {self.PAIR_LIMIT:,}")
+        return d0, d1
+
+    def accepts(self, context: RouteContext) -> Decline | None:
+        """Any guarantee kind and any priors; the limits are met while the supports are listed (:meth:`run`)."""
+        return None
+
+    def run(self, context: RouteContext) -> RouteAnswer:
+        """The coupling curve of the two listed supports."""
+        d0, d1 = self._supports(context)
+        return RouteAnswer(self.name, CouplingCurve(d0, d1, context.scenario.invocations), False)
+
+
+class SubsamplingRoute(Route):
+    """001 Thm. 3 in the convexity form (:class:`gce.priors.subsampling.SubsamplingCurve`): h0 = no database
+    against h1 = uniform over the non-empty sets, as amplification by subsampling at rate 1/2."""
+
+    name = "subsampling (001 Thm. 3, convexity form)"
+    exact = False
+    #: Most databases when some guarantee has only a curve (zCDP, GDP, Gaussian): each of the route's terms
+    #: composes privacy-loss distributions (about half a second per database).
+    CURVE_LIMIT = 32
+    limits = MappingProxyType({"databases with curve-only guarantees": CURVE_LIMIT})
+    declined = "no subsampling bound"
+    declines = (UnsupportedCombinationError,)
+
+    def accepts(self, context: RouteContext) -> Decline | None:
+        """Declines unless the priors are "none vs at least one" (:func:`none_vs_any`), and beyond
+        :attr:`CURVE_LIMIT` databases when a guarantee is known only by its curve."""
+        scenario = context.scenario
+        if not none_vs_any(scenario):
+            return Decline("it takes h0 = in no database against h1 = uniform over the non-empty sets "
+                           "(uniform(min_members=1)), without constraints, every database queried (001 Thm. 3)")
+        curve_only = any(epsilon_delta(g) is None for g in scenario.table.kinds)
+        if curve_only and scenario.n > self.CURVE_LIMIT:
+            return Decline(f"with mechanisms known only by their curves it composes one privacy-loss "
+                           f"distribution per database, limited to {self.CURVE_LIMIT} databases")
+        return None
+
+    def run(self, context: RouteContext) -> RouteAnswer:
+        """The subsampling curve over all databases, in the order that gives the least."""
+        scenario = context.scenario
+        return RouteAnswer(self.name, SubsamplingCurve(scenario.invocations, tuple(range(scenario.n))), False)
+
+
+class WorstPairRoute(Route):
+    """The worst pair of point masses over covers of the supports (001 Thm. 1 and joint convexity: every
+    coupling of h0 and h1 puts its mass on pairs of their supports). Always valid, never exact."""
+
+    name = "worst pair"
+    exact = False
+    limits = MappingProxyType({})
+    declined = "no worst pair"
+
+    def accepts(self, context: RouteContext) -> Decline | None:
+        """Every scenario: the preset solvers take any constraints and guarantees."""
+        return None
+
+    def run(self, context: RouteContext) -> RouteAnswer:
+        """The pair searched by the caller (:meth:`RouteContext.worst_pair`), named with its neighbourhood
+        and theorem."""
+        pair = context.worst_pair()
+        over = "" if pair.cover is None else " over the supports"
+        return RouteAnswer(f"worst pair{over} ({pair.preset}, {pair.report.theorem})", pair.report.curve, False)
+
+
+#: The routes, in the order they are tried and their declines reported.
+ROUTES: tuple[Route, ...] = (ExactRoute(), CouplingRoute(), SubsamplingRoute(), WorstPairRoute())
