@@ -11,6 +11,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from ..errors import InvalidScenarioError
+from ..validation import is_integer
 from ..priors.hypotheses import Explicit, Hypothesis, Point, Rates, Uniform
 from .tables import TableKind, read_integer, read_kind_table, read_number, toml_value
 
@@ -28,7 +29,7 @@ def _scenario_indices(value: object, path: str, n: int) -> list[int]:
         raise InvalidScenarioError(path, f"must be a list of database indices, got {toml_value(value)}")
     out = []
     for i, item in enumerate(value):
-        if isinstance(item, bool) or not isinstance(item, int):
+        if not is_integer(item):
             raise InvalidScenarioError(f"{path}[{i}]", f"must be a database index, got {toml_value(item)}")
         if not 0 <= item < n:
             raise InvalidScenarioError(f"{path}[{i}]", f"database {item} is out of range [0, {n})")

@@ -55,6 +55,7 @@ from ..accounting.guarantees import Guarantee
 from ..accounting.pld import one_directional
 from ..accounting.theorems import compose
 from ..errors import InvalidParameterError
+from ..validation import is_integer
 from ..model import Invocation, per_database_multisets
 from .distributions import Distribution
 from .grid import (
@@ -425,7 +426,7 @@ class CouplingCurve(PrivacyCurve):
         self.h0 = _as_distribution(h0, "h0")
         self.h1 = _as_distribution(h1, "h1")
         self.invocations = _check_invocations(invocations)
-        if max_compositions is not None and (isinstance(max_compositions, bool) or max_compositions < 1):
+        if max_compositions is not None and (not is_integer(max_compositions) or max_compositions < 1):
             raise InvalidParameterError("max_compositions",
                                         f"must be an integer >= 1 or None, got {max_compositions!r}")
         self._profiles = _PairProfiles(self.h0, self.h1, self.invocations, max_compositions)

@@ -15,9 +15,9 @@ import math
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
-import numpy as np
 
 from ..errors import InvalidParameterError
+from ..validation import is_integer, is_number
 
 __all__ = ["Distribution", "WEIGHT_TOLERANCE"]
 
@@ -56,7 +56,7 @@ class Distribution:
                      for i, s in enumerate(self.sets))
         weights = []
         for i, w in enumerate(self.weights):
-            if isinstance(w, (bool, np.bool_)) or not isinstance(w, (int, float, np.integer, np.floating)):
+            if not is_number(w):
                 raise InvalidParameterError(f"weights[{i}]", f"must be a number, got {w!r}")
             weights.append(float(w))
         weights = tuple(weights)
@@ -67,7 +67,7 @@ class Distribution:
         if len(set(sets)) != len(sets):
             raise InvalidParameterError("support", "lists a membership set more than once")
         for i, s in enumerate(sets):
-            if any(isinstance(x, bool) or not isinstance(x, (int, np.integer)) or x < 0 for x in s):
+            if any(not is_integer(x) or x < 0 for x in s):
                 raise InvalidParameterError(f"support[{i}]", f"must hold database indices >= 0, got {sorted(s)!r}")
         for i, w in enumerate(weights):
             if not (w > 0.0 and math.isfinite(w)):
@@ -112,7 +112,7 @@ def _indices(values: object, field: str) -> tuple[int, ...]:
         raise InvalidParameterError(field, f"must be a collection of database indices, got {values!r}")
     out: list[int] = []
     for value in values:
-        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
+        if not is_integer(value) or value < 0:
             raise InvalidParameterError(field, f"must hold database indices >= 0, got {value!r}")
         out.append(int(value))
     if len(set(out)) != len(out):

@@ -20,6 +20,7 @@ from numpy.typing import NDArray
 
 from ..accounting.curves import FunctionCurve, PrivacyCurve
 from ..errors import InvalidParameterError
+from ..validation import is_number
 from ..model import Invocation
 
 __all__ = ["TABLE_GRID", "LOCAL_POINTS", "ROUND_UP", "SPLIT_POINTS"]
@@ -39,7 +40,7 @@ SPLIT_POINTS = 257
 
 def _check_epsilon(epsilon: float) -> float:
     """``epsilon`` as a float if it is a finite number >= 0, else InvalidParameterError."""
-    if isinstance(epsilon, bool) or not isinstance(epsilon, (int, float, np.floating, np.integer)):
+    if not is_number(epsilon):
         raise InvalidParameterError("epsilon", f"must be a number, got {epsilon!r}")
     epsilon = float(epsilon)
     if not (epsilon >= 0.0 and math.isfinite(epsilon)):

@@ -42,6 +42,7 @@ from scipy import special
 from ..constraints import AtMost, Constraint, ConstraintSet, Exclusive, Patterns
 from ..constraints.base import format_indices
 from ..errors import GCEError, InfeasibleConstraintsError, InvalidParameterError, InvalidScenarioError, NumericalLimitError
+from ..validation import is_integer, is_number
 from .distributions import Distribution, _indices
 
 __all__ = [
@@ -464,7 +465,7 @@ class Uniform(Hypothesis):
             value = getattr(self, name)
             if value is None and name == "max_members":
                 continue
-            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
+            if not is_integer(value) or value < 0:
                 raise InvalidParameterError(name, f"must be an integer >= 0, got {value!r}")
             object.__setattr__(self, name, int(value))
         if self.max_members is not None and self.min_members > self.max_members:
@@ -555,7 +556,7 @@ class Explicit(Hypothesis):
         support = tuple(frozenset(_indices(s, f"support[{i}]")) for i, s in enumerate(self.support))
         weights = []
         for i, w in enumerate(self.weights):
-            if isinstance(w, bool) or not isinstance(w, (int, float, np.integer, np.floating)):
+            if not is_number(w):
                 raise InvalidParameterError(f"weights[{i}]", f"must be a number, got {w!r}")
             weights.append(float(w))
         first_seen: dict[frozenset[int], int] = {}
@@ -646,7 +647,7 @@ class Rates(Hypothesis):
             raise InvalidParameterError("rates", f"must be a collection of probabilities, got {self.rates!r}")
         rates = []
         for i, q in enumerate(self.rates):
-            if isinstance(q, bool) or not isinstance(q, (int, float, np.integer, np.floating)) or not 0.0 <= q <= 1.0:
+            if not is_number(q) or not 0.0 <= q <= 1.0:
                 raise InvalidParameterError(f"rates[{i}]", f"must be a probability in [0, 1], got {q!r}")
             rates.append(float(q))
         if not rates:

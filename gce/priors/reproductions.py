@@ -41,6 +41,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from ..errors import InvalidParameterError, UnsupportedCombinationError
+from ..validation import is_integer
 from ..accounting.guarantees import amplified, epsilon_delta
 from .distributions import Distribution
 from ..model import Invocation, invocation_multiset
@@ -227,7 +228,7 @@ def _log1p_exp(x: float) -> float:
 
 def _check_k(k: int) -> int:
     """``k`` if it is an integer >= 1, else InvalidParameterError naming ``k``."""
-    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+    if not is_integer(k) or k < 1:
         raise InvalidParameterError("k", f"must be an integer >= 1, got {k!r}")
     return k
 

@@ -45,6 +45,7 @@ from ..accounting.guarantees import (
 )
 from ..accounting.theorems import Multiset, compose
 from ..errors import InvalidParameterError, UnsupportedCombinationError
+from ..validation import is_integer
 from ..model import Invocation, per_database_multisets
 from .grid import LOCAL_POINTS, TABLE_GRID, _check_epsilon, _check_invocations, _crossing, _first_below, _sorted_call
 
@@ -282,7 +283,7 @@ class SubsamplingCurve(PrivacyCurve):
         if not databases:
             raise InvalidParameterError("databases", "needs at least one database")
         for i, d in enumerate(databases):
-            if isinstance(d, bool) or not isinstance(d, (int, np.integer)) or d < 0:
+            if not is_integer(d) or d < 0:
                 raise InvalidParameterError(f"databases[{i}]", f"must be a database index >= 0, got {d!r}")
         if len(set(databases)) != len(databases):
             raise InvalidParameterError("databases", f"lists a database more than once: {list(databases)}")
