@@ -15,7 +15,6 @@ import math
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
-
 from ..errors import InvalidParameterError
 from ..validation import is_integer, is_number
 
