@@ -34,13 +34,12 @@ from typing import NoReturn
 from . import __version__
 from .errors import GCEError, InvalidParameterError
 from .report import terminal_text
+from .solvers.base import MAX_TIME_LIMIT
 
 __all__ = ["MAX_TIME_LIMIT", "main", "main_exit"]
 
 #: Exit status for bad input (the convention of argparse and most Unix tools).
 EXIT_USAGE = 2
-#: The longest --time-limit accepted, in seconds (about 11.6 days).
-MAX_TIME_LIMIT = 1e6
 _OUTSIDE_HELP = "let from_data constraints read files outside the scenario file's folder"
 #: What argparse takes for a negative number rather than an option (no gce option looks like one).
 _NEGATIVE_NUMBER = re.compile(r"^-(\d+\.?\d*|\.\d+)(e[+-]?\d+)?$|^-(inf|infinity|nan)$", re.IGNORECASE)
@@ -68,49 +67,51 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"gce {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser, metavar="COMMAND")
 
-    solve = commands.add_parser("solve", help="the HDP guarantee of a scenario file",
+    solve = _scenario_command(commands, "solve", help="the HDP guarantee of a scenario file",
                                 description="Find the worst-case pair of hypotheses and print the HDP "
                                             "guarantee, with the classic answer beside it.")
-    solve.add_argument("file", metavar="FILE", help="scenario file (TOML)")
     target = solve.add_mutually_exclusive_group()
     target.add_argument("--delta", type=float, help="report epsilon at this total delta (overrides the file)")
     target.add_argument("--epsilon", type=float, help="report delta at this epsilon (overrides the file)")
-    solve.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
-    solve.add_argument("--time-limit", type=float, default=None, metavar="S",
-                       help="seconds a MILP may search before answering with its certified bound")
-    solve.add_argument("--allow-outside-files", action="store_true", help=_OUTSIDE_HELP)
-    solve.set_defaults(run=_solve)
+    _scenario_options(solve, _solve, "the table", "seconds a MILP may search before answering with its "
+                                                  "certified bound")
 
-    calibrate = commands.add_parser(
-        "calibrate", help="the largest per-invocation epsilon (or smallest sigma) meeting a target",
+    calibrate = _scenario_command(
+        commands, "calibrate", help="the largest per-invocation epsilon (or smallest sigma) meeting a target",
         description="Calibrate the common per-invocation epsilon (pure or approximate guarantees, their deltas "
                     "held) or the common Gaussian sigma so that the scenario's HDP guarantee meets the target; "
                     "the classic-composition calibration is shown beside it.")
-    calibrate.add_argument("file", metavar="FILE", help="scenario file (TOML)")
     calibrate.add_argument("--target-epsilon", type=float, required=True, metavar="E")
     calibrate.add_argument("--target-delta", type=float, required=True, metavar="D")
-    calibrate.add_argument("--json", action="store_true", help="print one JSON object instead of text")
     calibrate.add_argument("--quiet", action="store_true", help="no progress line on the terminal")
-    calibrate.add_argument("--time-limit", type=float, default=None, metavar="S",
-                           help="seconds a MILP may search per solve")
-    calibrate.add_argument("--allow-outside-files", action="store_true", help=_OUTSIDE_HELP)
-    calibrate.set_defaults(run=_calibrate)
+    _scenario_options(calibrate, _calibrate, "text", "seconds a MILP may search per solve")
 
-    curve = commands.add_parser(
-        "curve", help="epsilon against delta for the GCE answer and the classic one",
+    curve = _scenario_command(
+        commands, "curve", help="epsilon against delta for the GCE answer and the classic one",
         description="Print epsilon against delta for the scenario's HDP guarantee and for classic composition; "
                     "with --plot, draw both (needs the plot extra: pip install 'gce[plot]').")
-    curve.add_argument("file", metavar="FILE", help="scenario file (TOML)")
     curve.add_argument("--deltas", type=float, nargs="+", metavar="D",
                        default=[1e-10, 1e-8, 1e-6, 1e-5, 1e-4, 1e-3, 1e-2],
                        help="the deltas to tabulate (default 1e-10 ... 1e-2)")
     curve.add_argument("--plot", metavar="PNG", help="also draw the two curves into this image file (.png, .pdf, "
                                                       ".svg, ...; without a suffix, .png is added)")
-    curve.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
-    curve.add_argument("--time-limit", type=float, default=None, metavar="S")
-    curve.add_argument("--allow-outside-files", action="store_true", help=_OUTSIDE_HELP)
-    curve.set_defaults(run=_curve)
+    _scenario_options(curve, _curve, "the table", "seconds a MILP may search per solve")
     return parser
+
+
+def _scenario_command(commands, name: str, **kwargs) -> argparse.ArgumentParser:
+    """A subcommand that reads one scenario file (its first argument)."""
+    command = commands.add_parser(name, **kwargs)
+    command.add_argument("file", metavar="FILE", help="scenario file (TOML)")
+    return command
+
+
+def _scenario_options(command: argparse.ArgumentParser, run, json_instead_of: str, time_help: str) -> None:
+    """The options every scenario command shares (--json, --time-limit, --allow-outside-files) and its action."""
+    command.add_argument("--json", action="store_true", help=f"print one JSON object instead of {json_instead_of}")
+    command.add_argument("--time-limit", type=float, default=None, metavar="S", help=time_help)
+    command.add_argument("--allow-outside-files", action="store_true", help=_OUTSIDE_HELP)
+    command.set_defaults(run=run)
 
 
 # ---------------------------------------------------------------------------
