@@ -358,7 +358,7 @@ def one_directional(guarantee: Guarantee) -> bool:
     others (a bounded pair). Every other kind is bounded by a symmetric pair
     (canonical, Gaussian) or a symmetric divergence bound (zCDP).
     """
-    return isinstance(guarantee, Subsampled) and kind_of(guarantee.mechanism).noise
+    return kind_of(guarantee).record is Subsampled and kind_of(guarantee.mechanism).noise
 
 
 # ---------------------------------------------------------------------------
