@@ -85,9 +85,9 @@ DISTRIBUTIONS = [
     [(PureDP(1.0), 1)],
     [(ApproxDP(0.3, 1e-6), 20)],
     [(GaussianMechanism(2.0), 1)],
-    [(GaussianMechanism(1.0), 5), (PureDP(0.2), 3)],
+    [(GaussianMechanism(1.0), 2), (PureDP(0.2), 3)],
     [(LaplaceMechanism(1.5), 4)],
-    [(Subsampled(0.1, GaussianMechanism(1.0)), 10)],
+    [(Subsampled(0.1, GaussianMechanism(1.0)), 3)],
     [(Subsampled(0.2, LaplaceMechanism(1.0)), 3)],
 ]
 
