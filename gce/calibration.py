@@ -48,7 +48,8 @@ from typing import Any
 import numpy as np
 
 from .errors import InvalidParameterError, NumericalLimitError, UnsupportedCombinationError
-from .accounting.guarantees import ApproxDP, GaussianMechanism, Guarantee, PureDP
+from .accounting import kinds
+from .accounting.guarantees import Guarantee
 from .model import Invocation, Scenario, invocation_multiset
 from .progress import ProgressCallback
 from .report import Report, json_number, terminal_text
@@ -69,13 +70,6 @@ SIGMA_RANGE = (1e9, 1e-9)
 #: Cap on bisection steps (the widest bracket, 18 decades, needs about 36).
 SEARCH_MAXITER = 200
 
-#: The calibrated parameter of each supported guarantee kind, and how to substitute it
-#: (one entry per kind instead of an isinstance chain).
-_SUBSTITUTE: dict[type, tuple[str, Callable[[Any, float], Guarantee]]] = {
-    PureDP: ("epsilon", lambda g, p: PureDP(p)),
-    ApproxDP: ("epsilon", lambda g, p: ApproxDP(p, g.delta)),
-    GaussianMechanism: ("sigma", lambda g, p: GaussianMechanism(p, g.sensitivity)),
-}
 _LABEL = {"epsilon": "per_invocation_epsilon", "sigma": "sigma"}
 
 
@@ -203,11 +197,10 @@ class Calibration:
 
 def _parameter(scenario: Scenario) -> str:
     """'epsilon' or 'sigma', from the scenario's guarantee kinds."""
-    kinds = {type(inv.guarantee) for inv in scenario.invocations}
-    parameters = {_SUBSTITUTE[k][0] for k in kinds if k in _SUBSTITUTE}
-    if len(parameters) == 1 and kinds <= _SUBSTITUTE.keys():
+    parameters = {kinds.calibrated_parameter(inv.guarantee) for inv in scenario.invocations}
+    if len(parameters) == 1 and None not in parameters:
         return parameters.pop()
-    names = ", ".join(sorted(k.__name__ for k in kinds))
+    names = ", ".join(sorted({type(inv.guarantee).__name__ for inv in scenario.invocations}))
     raise UnsupportedCombinationError(
         f"invocations: calibration needs every invocation to be PureDP/ApproxDP (calibrates epsilon) or every "
         f"one a GaussianMechanism (calibrates sigma); got {names}")
@@ -220,7 +213,7 @@ def _invocations_at(invocations: tuple[Invocation, ...], p: float) -> tuple[Invo
     for inv in invocations:
         g = inv.guarantee
         if g not in cache:
-            cache[g] = _SUBSTITUTE[type(g)][1](g, p)
+            cache[g] = kinds.with_parameter(g, p)
         out.append(dataclasses.replace(inv, guarantee=cache[g]))
     return tuple(out)
 

@@ -22,7 +22,8 @@ from functools import cached_property
 
 import numpy as np
 
-from .accounting.guarantees import _GUARANTEE_TYPES, Guarantee
+from .accounting.guarantees import Guarantee
+from .accounting.kinds import is_guarantee
 from .accounting.theorems import Multiset
 from .constraints import ConstraintSet
 from .constraints.base import MAX_DATABASES
@@ -100,7 +101,7 @@ class Invocation:
         if not _is_integer(self.database) or self.database < 0:
             raise InvalidParameterError("database", f"must be a database index >= 0, got {self.database!r}")
         object.__setattr__(self, "database", int(self.database))
-        if not isinstance(self.guarantee, _GUARANTEE_TYPES):
+        if not is_guarantee(self.guarantee):
             raise InvalidParameterError("mechanism", f"must be a guarantee, got {self.guarantee!r}")
         if not _is_integer(self.repeat) or self.repeat < 1:
             raise InvalidParameterError("repeat", f"must be an integer >= 1, got {self.repeat!r}")

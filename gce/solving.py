@@ -27,6 +27,7 @@ import numpy as np
 
 from .accounting.curves import PrivacyCurve
 from .errors import InfeasibleConstraintsError, InvalidParameterError, UnsupportedCombinationError
+from .accounting import kinds
 from .accounting.guarantees import Guarantee, epsilon_delta
 from .model import Scenario, check_target
 from .report import Baseline, Report
@@ -260,54 +261,8 @@ def _solve_pairs(scenario: Scenario, delta: float | None, epsilon: float | None,
     )
 
 
-def _family(guarantee: Guarantee) -> tuple[str, tuple[float, ...]] | None:
-    """Family and parameters under which guarantees are ordered by implication.
-
-    ``point``: pure, approximate and randomized-response guarantees, for which
-    the canonical pair of their (eps, delta) is the worst case (002 Thm. II.5),
-    so (e1, d1) implies (e2, d2) when e1 <= e2 and d1 <= d2. ``gaussian`` (by mu:
-    N(0,1) vs N(mu,1) is a post-processing of N(0,1) vs N(mu',1) for mu <= mu')
-    and ``zcdp`` (by rho). Other guarantees with an (eps, delta) point (Laplace,
-    subsampled) imply every ``point`` guarantee above their point, but nothing
-    implies them: family ``concrete``.
-    """
-    from .accounting.guarantees import ZCDP, ApproxDP, GaussianDP, GaussianMechanism, PureDP, RandomizedResponse
-
-    if isinstance(guarantee, (PureDP, ApproxDP, RandomizedResponse)):
-        return "point", epsilon_delta(guarantee)
-    if isinstance(guarantee, GaussianDP):
-        return "gaussian", (guarantee.mu,)
-    if isinstance(guarantee, GaussianMechanism):
-        return "gaussian", (guarantee.sensitivity / guarantee.sigma,)
-    if isinstance(guarantee, ZCDP):
-        return "zcdp", (guarantee.rho,)
-    point = epsilon_delta(guarantee)
-    return None if point is None else ("concrete", point)
-
-
-def _implies(a: Guarantee, b: Guarantee) -> bool:
-    """Whether every mechanism satisfying ``a`` satisfies ``b`` (by the rules of :func:`_family`)."""
-    if a == b:
-        return True
-    fa, fb = _family(a), _family(b)
-    if fa is None or fb is None:
-        return False
-    same = fa[0] == fb[0] and fa[0] != "concrete"
-    if same or (fa[0] == "concrete" and fb[0] == "point"):
-        return all(x <= y for x, y in zip(fa[1], fb[1]))
-    return False
-
-
-def _dominance_chain(kinds: list[Guarantee]) -> list[Guarantee] | None:
-    """The guarantees sorted from strongest to weakest, if each implies the next
-    (every mechanism satisfying one satisfies all later ones); else None."""
-    families = [_family(g) for g in kinds]
-    if any(f is None for f in families):
-        return None
-    # Within equal parameters a concrete guarantee implies the point one, not the reverse: concrete first.
-    order = sorted(range(len(kinds)), key=lambda i: (families[i][1], families[i][0] != "concrete"))
-    chain = [kinds[i] for i in order]
-    return chain if all(_implies(a, b) for a, b in zip(chain, chain[1:])) else None
+#: Guarantees sorted strongest to weakest if each implies the next, else None (the order is the kinds table's).
+_dominance_chain = kinds.dominance_chain
 
 
 def _chain_bound(chain, problem, budget, weakest) -> Counter:

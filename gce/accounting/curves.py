@@ -300,16 +300,22 @@ class CanonicalCurve(PrivacyCurve):
         return np.where(d >= 1.0, 0.0, out)
 
 
+def _curve_parameter(name: str, value: float) -> tuple[float, float]:
+    """A closed-form curve's parameter (mu, rho), checked >= 0, and the delta floor it implies:
+    1 when it is infinite (no bound at all), else 0."""
+    if not value >= 0:
+        raise InvalidParameterError(name, f"must be >= 0, got {value!r}")
+    value = float(value)
+    return value, 1.0 if math.isinf(value) else 0.0
+
+
 class GaussianCurve(PrivacyCurve):
     """Exact profile of mu-Gaussian differential privacy (a Gaussian mechanism with
     sensitivity / sigma = mu). Dong, Roth and Su (2022), Cor. 2.13; 000 Sec. VI."""
 
     def __init__(self, mu: float):
-        if not mu >= 0:
-            raise InvalidParameterError("mu", f"must be >= 0, got {mu!r}")
-        self.mu = float(mu)
         # mu = inf (sigma of 1e-308, or a sum of squares that overflows): the output reveals the input.
-        self.delta_floor = 1.0 if math.isinf(self.mu) else 0.0
+        self.mu, self.delta_floor = _curve_parameter("mu", mu)
 
     def _delta(self, eps: NDArray[np.float64]) -> NDArray[np.float64]:
         if math.isinf(self.mu):
@@ -397,12 +403,9 @@ class ZCDPCurve(PrivacyCurve):
     """
 
     def __init__(self, rho: float):
-        if not rho >= 0:
-            raise InvalidParameterError("rho", f"must be >= 0, got {rho!r}")
-        self.rho = float(rho)
         # rho = inf (a sum that overflows): no bound at all; huge finite rho: the minimisation below
         # overflows to +inf terms, which only loosen it.
-        self.delta_floor = 1.0 if math.isinf(self.rho) else 0.0
+        self.rho, self.delta_floor = _curve_parameter("rho", rho)
 
     def _log_delta(self, alpha: NDArray[np.float64], eps: NDArray[np.float64]) -> NDArray[np.float64]:
         am1 = alpha - 1.0

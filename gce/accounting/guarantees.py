@@ -197,14 +197,8 @@ def epsilon_delta(guarantee: Guarantee) -> tuple[float, float] | None:
     Pure, approximate, randomized-response and Laplace guarantees have one;
     subsampled ones inherit it through :func:`amplified`. zCDP, GDP and Gaussian
     mechanisms have only a curve (their epsilon depends on delta): ``None``.
+    The same as :func:`gce.accounting.kinds.point`, where each kind's rule lives.
     """
-    if isinstance(guarantee, (PureDP, RandomizedResponse)):
-        return guarantee.epsilon, 0.0
-    if isinstance(guarantee, ApproxDP):
-        return guarantee.epsilon, guarantee.delta
-    if isinstance(guarantee, LaplaceMechanism):
-        return guarantee.sensitivity / guarantee.scale, 0.0
-    if isinstance(guarantee, Subsampled):
-        inner = epsilon_delta(guarantee.mechanism)
-        return None if inner is None else amplified(*inner, guarantee.rate)
-    return None
+    from .kinds import point  # kinds reads these records: imported on first use
+
+    return point(guarantee)

@@ -8,8 +8,10 @@ et al. 2022, "Connect the dots"). It is the route for concrete mechanisms
 (Gaussian, Laplace, subsampled) and for heterogeneous lists too large to
 enumerate exactly.
 
-dp-accounting is imported lazily: it is slow to import and most answers never
-need it.
+dp-accounting is reached through :mod:`gce.accounting.dp_accounting` only (imported
+lazily: it is slow to import and most answers never need it); what each
+guarantee kind's distribution is built from is its row in
+:mod:`gce.accounting.kinds` (:func:`~gce.accounting.kinds.pld_source`).
 """
 
 from __future__ import annotations
@@ -24,23 +26,14 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy import special
 
+from . import dp_accounting as _dpa
+from . import kinds
 from .curves import DiscreteLossCurve, PrivacyCurve, at_or_above
-from ..errors import NumericalLimitError
-from .guarantees import (
-    ApproxDP,
-    GaussianDP,
-    GaussianMechanism,
-    Guarantee,
-    LaplaceMechanism,
-    PureDP,
-    RandomizedResponse,
-    Subsampled,
-    amplified,
-    epsilon_delta,
-)
+from ..errors import NumericalLimitError, UnsupportedCombinationError
+from .guarantees import Guarantee, epsilon_delta
 
 if TYPE_CHECKING:  # pragma: no cover
-    from dp_accounting.pld.privacy_loss_distribution import PrivacyLossDistribution
+    from .dp_accounting import PrivacyLossDistribution
 
 __all__ = ["supports", "within_grid", "GRID_LIMIT", "guarantee_pld", "compose_pld", "infinite_mass", "one_directional", "PLDCurve", "DISCRETIZATION"]
 
@@ -53,20 +46,9 @@ TAIL_MASS_TRUNCATION = 1e-15
 #: Largest number of grid points (loss range / DISCRETIZATION) a composition may need: about 130 MB
 #: per dense array. Beyond it the PLD route declines and closed forms answer (valid, looser).
 GRID_LIMIT = 2**24
-def _noise(guarantee: Guarantee) -> tuple[str, float, float, float] | None:
-    """(kind, noise, sensitivity, rate) when dp-accounting builds the PLD from the mechanism itself
-    (``"gaussian"``: sigma; ``"laplace"``: scale), None when from the canonical pair of its point.
-
-    The one decision :func:`_guarantee_pld` acts on and the grid estimate relies on.
-    """
-    rate, inner = (guarantee.rate, guarantee.mechanism) if isinstance(guarantee, Subsampled) else (1.0, guarantee)
-    if isinstance(inner, GaussianDP) and inner.mu > 0:
-        return "gaussian", 1.0 / inner.mu, 1.0, rate
-    if isinstance(inner, GaussianMechanism) and inner.sensitivity > 0:
-        return "gaussian", inner.sigma, inner.sensitivity, rate
-    if isinstance(inner, LaplaceMechanism) and inner.sensitivity / inner.scale >= _TINY_LAPLACE:
-        return "laplace", inner.scale, inner.sensitivity, rate
-    return None
+#: (kind, noise, sensitivity, rate) when dp-accounting builds the PLD from the mechanism itself, None when
+#: from a canonical pair: the one decision :func:`_guarantee_pld` acts on and the grid estimate relies on.
+_noise = kinds.pld_noise
 
 
 def _half_width(guarantee: Guarantee) -> float:
@@ -82,8 +64,7 @@ def _half_width(guarantee: Guarantee) -> float:
         kind, scale, sensitivity, _ = noise
         mu = sensitivity / scale
         return mu * mu / 2.0 + 10.0 * mu if kind == "gaussian" else mu
-    inner = guarantee.mechanism if isinstance(guarantee, Subsampled) else guarantee
-    point = epsilon_delta(inner)
+    point = epsilon_delta(kinds.sampling(guarantee)[1])
     return 0.0 if point is None else point[0]  # None: mu or sensitivity 0, the identity
 
 
@@ -135,14 +116,14 @@ def _composed_points(guarantee: Guarantee, count: int, interval: float) -> float
         atoms = (np.array([0.0, length - 1.0]), np.array([p_low, 1.0 - delta - p_low]))
         return _self_convolve_width(*atoms, length, count)
     try:
-        pmfs = _dense_pmfs(guarantee_pld(guarantee, interval))
+        pmfs = _dpa.dense_pmfs(guarantee_pld(guarantee, interval))
     except NumericalLimitError:  # dp-accounting cannot build it: the route declines
         return math.inf
-    except AttributeError:  # another layout: the untruncated range, linear in the count
+    if pmfs is None:  # another layout: the untruncated range, linear in the count
         return count * width
     points = 0.0
     for dense in pmfs:
-        probs = np.asarray(dense._probs, dtype=float)
+        probs = dense.probs
         nonzero = np.flatnonzero(probs > 0.0)
         points = max(points, _self_convolve_width(nonzero.astype(float), probs[nonzero], probs.size, count))
     return points
@@ -164,20 +145,14 @@ def within_grid(items: Sequence[tuple[Guarantee, int]], interval: float = DISCRE
 
 
 def supports(guarantee: Guarantee) -> bool:
-    """Whether a guarantee has a privacy-loss distribution here (every kind but zCDP)."""
-    if isinstance(guarantee, Subsampled):
-        return supports(guarantee.mechanism)
-    return isinstance(
-        guarantee, (PureDP, ApproxDP, RandomizedResponse, GaussianDP, GaussianMechanism, LaplaceMechanism)
-    )
+    """Whether a guarantee has a privacy-loss distribution here (every kind but zCDP, and but a
+    subsampled noise mechanism subsampled again): the same decision :func:`_guarantee_pld` builds from."""
+    return kinds.pld_source(guarantee) is not None
 
 
 #: Largest grid (points) of one concrete mechanism's PLD: dp-accounting builds Laplace and
 #: Gaussian PLDs point by point, about a minute for 10^7 points.
 MECHANISM_GRID_LIMIT = 2**21
-#: A Laplace mechanism with a smaller epsilon is bounded by its canonical (epsilon, 0) pair
-#: (valid: it is epsilon-DP, 002 Thm. II.5); dp-accounting's own construction stalls there.
-_TINY_LAPLACE = 1e-6
 #: What dp-accounting raises or warns when its parameters leave its numerical range.
 _DP_ACCOUNTING_FAILURES = (ArithmeticError, ValueError, IndexError, RuntimeWarning)
 
@@ -217,23 +192,20 @@ def _guarantee_pld(guarantee: Guarantee, interval: float) -> "PrivacyLossDistrib
     Gaussian and Laplace noise, and amplification (Balle et al. 2018, Thm. 8)
     for (epsilon, delta) guarantees.
     """
-    from dp_accounting.pld import common, privacy_loss_distribution as pld
-
-    noise = _noise(guarantee)
-    if noise is not None:
-        kind, scale, sensitivity, rate = noise
-        build = pld.from_gaussian_mechanism if kind == "gaussian" else pld.from_laplace_mechanism
+    pld = _dpa.privacy_loss_distribution()
+    source = kinds.pld_source(guarantee)
+    if source is None:
+        raise UnsupportedCombinationError(f"no privacy-loss distribution for {guarantee!r}")
+    if source.kind != "point":
+        scale, sensitivity, rate = source.parameters
+        build = pld.from_gaussian_mechanism if source.kind == "gaussian" else pld.from_laplace_mechanism
         return build(scale, sensitivity=sensitivity, pessimistic_estimate=True,
                      value_discretization_interval=interval, sampling_prob=rate)
-    rate, inner = (guarantee.rate, guarantee.mechanism) if isinstance(guarantee, Subsampled) else (1.0, guarantee)
-    point = epsilon_delta(inner) if not isinstance(inner, (GaussianMechanism, GaussianDP)) else (0.0, 0.0)
-    if point is None:
-        raise TypeError(f"no privacy-loss distribution for {guarantee!r}")
-    eps, delta = amplified(*point, rate) if rate < 1.0 else point
+    eps, delta = source.parameters
     if eps == 0.0 and delta == 0.0:
         return pld.identity(value_discretization_interval=interval)
     return pld.from_privacy_parameters(
-        common.DifferentialPrivacyParameters(eps, delta), value_discretization_interval=interval
+        _dpa.common().DifferentialPrivacyParameters(eps, delta), value_discretization_interval=interval
     )
 
 
@@ -246,7 +218,7 @@ def compose_pld(items: Sequence[tuple[Guarantee, int]], interval: float = DISCRE
         The composition spans more than :data:`GRID_LIMIT` grid points (an epsilon of
         thousands, a sigma near 0, or billions of invocations): no dense PLD is built.
     """
-    from dp_accounting.pld import privacy_loss_distribution as pld
+    pld = _dpa.privacy_loss_distribution()
 
     if not within_grid(items, interval):
         raise NumericalLimitError(
@@ -336,46 +308,23 @@ def _loss_curves(distribution: "PrivacyLossDistribution") -> list[DiscreteLossCu
     dp-accounting evaluates delta(eps) = P(inf) + sum_{L > eps} P(L)(1 - e^{eps - L})
     with a Python loop over its (tens of thousands of) loss values; the same
     discrete distribution as a DiscreteLossCurve is evaluated by cumulative
-    sums. Reads the PLD's dense pmfs (``_pmf_remove``, ``_pmf_add``); None, and
-    dp-accounting's own evaluation, when a version lays them out differently.
+    sums. Reads the PLD's dense pmfs through the adapter
+    (:func:`gce.accounting.dp_accounting.dense_pmfs`); None, and dp-accounting's
+    own evaluation, when the adapter cannot.
     """
-    curves = []
-    try:
-        for dense in _dense_pmfs(distribution):
-            probs = np.asarray(dense._probs, dtype=float)
-            loss = (np.arange(probs.size) + dense._lower_loss) * dense._discretization
-            infinity = float(dense._infinity_mass)
-            positive = probs > 0.0
-            curves.append(DiscreteLossCurve(loss[positive], np.log(probs[positive]), infinity))
-    except AttributeError:
+    pmfs = _dpa.dense_pmfs(distribution)
+    if pmfs is None:
         return None
+    curves = []
+    for dense in pmfs:
+        positive = dense.probs > 0.0
+        curves.append(DiscreteLossCurve(dense.losses()[positive], np.log(dense.probs[positive]), dense.infinity_mass))
     return curves or None
 
 
-def _dense_pmfs(distribution: "PrivacyLossDistribution") -> list:
-    """The dense pmf of each direction of a dp-accounting PLD ("remove", then "add" when it differs).
-
-    Reads private attributes (``_pmf_remove``, ``_pmf_add``); AttributeError when a
-    version lays them out differently.
-    """
-    pmfs = [getattr(distribution, name, None) for name in ("_pmf_remove", "_pmf_add")]
-    if pmfs[0] is None:
-        raise AttributeError("dp-accounting PLD without _pmf_remove")
-    return [pmf.to_dense_pmf() for pmf in pmfs if pmf is not None]
-
-
-def one_directional(guarantee: Guarantee) -> bool:
-    """Whether compose() may bound this guarantee with a curve that differs between directions.
-
-    Poisson-subsampled Gaussian and Laplace noise go through dp-accounting's
-    privacy-loss distributions with separate "remove" and "add" directions,
-    and a composition of them covers all-remove or all-add runs, not a run that
-    adds the record to some databases and removes it from others (a bounded
-    pair). Every other kind is bounded by a symmetric pair (canonical,
-    Gaussian) or a symmetric divergence bound (zCDP).
-    """
-    return isinstance(guarantee, Subsampled) and isinstance(
-        guarantee.mechanism, (GaussianMechanism, LaplaceMechanism, GaussianDP))
+#: Whether compose() may bound a guarantee with a curve that differs between directions
+#: (Poisson-subsampled noise mechanisms; :func:`gce.accounting.kinds.one_directional`).
+one_directional = kinds.one_directional
 
 
 def infinite_mass(items: Sequence[tuple[Guarantee, int]]) -> float:

@@ -36,9 +36,8 @@ from typing import NamedTuple
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy import special
 
-from . import binomial
+from . import binomial, kinds
 from . import pld as _pld
 from .curves import (
     CanonicalCurve,
@@ -49,19 +48,8 @@ from .curves import (
     PrivacyCurve,
     ZCDPCurve,
 )
-from ..errors import InvalidParameterError, NumericalLimitError
-from .guarantees import (
-    ZCDP,
-    ApproxDP,
-    GaussianDP,
-    GaussianMechanism,
-    Guarantee,
-    LaplaceMechanism,
-    PureDP,
-    RandomizedResponse,
-    _GUARANTEE_TYPES,
-    epsilon_delta,
-)
+from ..errors import InvalidParameterError, NumericalLimitError, UnsupportedCombinationError
+from .guarantees import Guarantee, epsilon_delta
 
 __all__ = [
     "Multiset",
@@ -82,9 +70,6 @@ Multiset = tuple[tuple[Guarantee, int], ...]
 #: that exact enumeration of canonical pairs handles before dp-accounting takes over.
 ENUMERATION_LIMIT = 2_000_000
 
-#: Guarantee kinds whose class is exactly described by their canonical pair (002 Thm. II.5).
-_CANONICAL_KINDS = (PureDP, ApproxDP, RandomizedResponse)
-
 
 def as_multiset(guarantees: Iterable[Guarantee] | Mapping[Guarantee, int] | Multiset) -> Multiset:
     """Normalise guarantees to a multiset ``((guarantee, count), ...)``.
@@ -99,7 +84,7 @@ def as_multiset(guarantees: Iterable[Guarantee] | Mapping[Guarantee, int] | Mult
     else:
         pairs = (item if isinstance(item, tuple) and len(item) == 2 else (item, 1) for item in guarantees)
     for i, (guarantee, count) in enumerate(pairs):
-        if not isinstance(guarantee, _GUARANTEE_TYPES):
+        if not kinds.is_guarantee(guarantee):
             raise InvalidParameterError(f"guarantees[{i}]", f"is not a guarantee: {guarantee!r}")
         if isinstance(count, bool) or not isinstance(count, (int, np.integer)) or count < 0:
             raise InvalidParameterError(f"guarantees[{i}].count", f"must be an integer >= 0, got {count!r}")
@@ -109,12 +94,17 @@ def as_multiset(guarantees: Iterable[Guarantee] | Mapping[Guarantee, int] | Mult
 
 def _points(ms: Multiset) -> list[tuple[float, float, int]] | None:
     """(epsilon, delta, count) per entry, or None if some entry has no single point."""
+    return _per_entry(ms, epsilon_delta)
+
+
+def _per_entry(ms: Multiset, value) -> list | None:
+    """(*value(g), count) per entry (value(g) a tuple or a number), or None if some entry has none."""
     out = []
     for g, n in ms:
-        point = epsilon_delta(g)
-        if point is None:
+        v = value(g)
+        if v is None:
             return None
-        out.append((point[0], point[1], n))
+        out.append((*v, n) if isinstance(v, tuple) else (v, n))
     return out
 
 
@@ -193,7 +183,11 @@ def _enumeration_size(points: list[tuple[float, float, int]]) -> int:
 
 
 class Theorem(abc.ABC):
-    """A composition theorem: which lists it accepts, and the curve it gives them."""
+    """A composition theorem: which lists it accepts, and the curve it gives them.
+
+    The theorems here derive both from one traversal of the list
+    (:class:`_OneTraversal`), so that what is accepted is what is computed.
+    """
 
     #: Short identifier used in reports and JSON.
     name: str = ""
@@ -216,22 +210,57 @@ class Theorem(abc.ABC):
         return f"<theorem {self.name}>"
 
 
-class SimpleComposition(Theorem):
+class _OneTraversal(Theorem):
+    """A theorem whose :meth:`accepts` and :meth:`curve` read the same :meth:`_inputs`
+    (dp-accounting's ``_maybe_compose(event, do_compose)``): a list is accepted exactly
+    when its inputs exist, and :meth:`curve` declines any other with
+    UnsupportedCombinationError instead of computing from a partial traversal."""
+
+    @abc.abstractmethod
+    def _inputs(self, ms: Multiset):
+        """What :meth:`_curve` needs of ``ms``, or None when the theorem does not apply."""
+
+    @abc.abstractmethod
+    def _curve(self, inputs) -> PrivacyCurve:
+        """The curve of accepted inputs."""
+
+    def accepts(self, ms: Multiset) -> bool:
+        return self._inputs(ms) is not None
+
+    def curve(self, ms: Multiset) -> PrivacyCurve:
+        """A valid upper bound on the composition's privacy curve.
+
+        Raises
+        ------
+        UnsupportedCombinationError
+            The theorem does not accept ``ms``.
+        """
+        inputs = self._inputs(ms)
+        if inputs is None:
+            raise UnsupportedCombinationError(f"theorem {self.name} does not apply to {_describe(ms)}")
+        return self._curve(inputs)
+
+
+def _describe(ms: Multiset) -> str:
+    shown = ", ".join(f"{n} x {g!r}" for g, n in ms[:3])
+    return f"[{shown}{', ...' if len(ms) > 3 else ''}]"
+
+
+class SimpleComposition(_OneTraversal):
     """(sum eps_i, sum delta_i) (002 Thm. III.1; Dwork et al. 2006), read as the
     canonical curve of that single point (002 Thm. II.5)."""
 
     name = "simple"
     source = "002 Thm. III.1"
 
-    def accepts(self, ms: Multiset) -> bool:
-        return _points(ms) is not None
+    def _inputs(self, ms: Multiset):
+        return _points(ms)
 
-    def curve(self, ms: Multiset) -> PrivacyCurve:
-        pts = _points(ms)
+    def _curve(self, pts) -> PrivacyCurve:
         return CanonicalCurve([(sum(e * n for e, _, n in pts), min(sum(d * n for _, d, n in pts), 1.0))])
 
 
-class AdvancedComposition(Theorem):
+class AdvancedComposition(_OneTraversal):
     """Advanced composition (DRV10 Thm. III.3, 002 eq. 4), heterogeneous form:
     (sum eps_i (e^eps_i - 1) + sqrt(2 log(1/d~) sum eps_i^2), sum delta_i + d~)
     for every d~ in (0, 1]; never worse than simple composition."""
@@ -239,11 +268,10 @@ class AdvancedComposition(Theorem):
     name = "advanced"
     source = "002 Thm. III.2 (Dwork, Rothblum, Vadhan 2010)"
 
-    def accepts(self, ms: Multiset) -> bool:
-        return _points(ms) is not None
+    def _inputs(self, ms: Multiset):
+        return _points(ms)
 
-    def curve(self, ms: Multiset) -> PrivacyCurve:
-        pts = _points(ms)
+    def _curve(self, pts) -> PrivacyCurve:
         s1 = sum(n * e * _expm1(e) for e, _, n in pts)
         s2 = sum(n * e * e for e, _, n in pts)
         base = min(sum(n * d for _, d, n in pts), 1.0)
@@ -254,7 +282,7 @@ class AdvancedComposition(Theorem):
                 slack = np.exp(-x * x / (2.0 * s2)) if s2 > 0 else np.zeros_like(eps)
             return np.where(eps > s1, base + slack, 1.0)
 
-        return EnvelopeCurve([FunctionCurve(delta_fn, delta_floor=base), SimpleComposition().curve(ms)])
+        return EnvelopeCurve([FunctionCurve(delta_fn, delta_floor=base), SimpleComposition()._curve(pts)])
 
 
 def _expm1(x: float) -> float:
@@ -275,7 +303,7 @@ def _kairouz_slack(eps: NDArray[np.float64], s1: float, s2: float) -> NDArray[np
     return np.where(eps > s1, slack, 1.0)
 
 
-class KairouzClosedForm(Theorem):
+class KairouzClosedForm(_OneTraversal):
     """002 Thm. III.4 (identical guarantees) and Thm. III.5 (heterogeneous), eq. (7)/(8):
     (eps~, 1 - (1 - d~) prod (1 - delta_l)) with eps~ the minimum of sum eps_l,
     sum eps_l tanh(eps_l / 2) + sqrt(2 sum eps_l^2 log(e + sqrt(sum eps_l^2) / d~)), and
@@ -287,12 +315,11 @@ class KairouzClosedForm(Theorem):
         self.name = "kairouz-III.4" if homogeneous else "kairouz-III.5"
         self.source = "002 Thm. III.4, eq. (7)" if homogeneous else "002 Thm. III.5, eq. (8)"
 
-    def accepts(self, ms: Multiset) -> bool:
+    def _inputs(self, ms: Multiset):
         pts = _points(ms)
-        return pts is not None and (len({(e, d) for e, d, _ in pts}) <= 1) == self.homogeneous
+        return pts if pts is not None and (len({(e, d) for e, d, _ in pts}) <= 1) == self.homogeneous else None
 
-    def curve(self, ms: Multiset) -> PrivacyCurve:
-        pts = _points(ms)
+    def _curve(self, pts) -> PrivacyCurve:
         s1 = sum(n * e * math.tanh(e / 2.0) for e, _, n in pts)  # (e^x - 1) x / (e^x + 1) = x tanh(x/2)
         s2 = sum(n * e * e for e, _, n in pts)
         survival = math.exp(_log_survival(pts))
@@ -319,27 +346,27 @@ def _exact_window_fits(epsilon: float, count: int) -> bool:
         binomial.window(count, *binomial.log_softplus_pair(epsilon)).size <= EXACT_WINDOW_LIMIT
 
 
-class KairouzExact(Theorem):
+class KairouzExact(_OneTraversal):
     """Exact optimal composition of identical (eps, delta) guarantees, 002 Thm. III.3,
     for counts up to :data:`EXACT_COUNT_LIMIT` (windowed: O(sqrt(count)) memory)."""
 
     name = "kairouz-III.3"
     source = "002 Thm. III.3"
 
-    def accepts(self, ms: Multiset) -> bool:
+    def _inputs(self, ms: Multiset):
         pts = _points(ms)
-        return pts is not None and len({(e, d) for e, d, _ in pts}) <= 1 and (
+        fits = pts is not None and len({(e, d) for e, d, _ in pts}) <= 1 and (
             not pts or _exact_window_fits(pts[0][0], sum(n for *_, n in pts)))
+        return pts if fits else None
 
-    def curve(self, ms: Multiset) -> PrivacyCurve:
-        pts = _points(ms)
+    def _curve(self, pts) -> PrivacyCurve:
         return canonical_composition([(pts[0][0], pts[0][1], sum(n for *_, n in pts))] if pts else [])
 
     def is_exact(self, ms: Multiset) -> bool:
-        return all(isinstance(g, _CANONICAL_KINDS) for g, _ in ms)
+        return all(kinds.is_canonical(g) for g, _ in ms)
 
 
-class OptimalHeterogeneous(Theorem):
+class OptimalHeterogeneous(_OneTraversal):
     """Optimal composition of heterogeneous (eps_i, delta_i) guarantees by exact
     enumeration of the product of canonical pairs (MV16; 002 Sec. IV's argument),
     feasible while the joint outcome count stays under ``ENUMERATION_LIMIT``."""
@@ -347,78 +374,57 @@ class OptimalHeterogeneous(Theorem):
     name = "optimal-enumeration"
     source = "002 Sec. IV; Murtagh and Vadhan 2016"
 
-    def accepts(self, ms: Multiset) -> bool:
+    def _inputs(self, ms: Multiset):
         pts = _points(ms)
-        return (
+        fits = (
             pts is not None
             and len({(e, d) for e, d, _ in pts}) > 1
             and _enumeration_size(pts) <= ENUMERATION_LIMIT
         )
+        return pts if fits else None
 
-    def curve(self, ms: Multiset) -> PrivacyCurve:
-        pts = _points(ms)
+    def _curve(self, pts) -> PrivacyCurve:
         merged: Counter[tuple[float, float]] = Counter()
         for e, d, n in pts:
             merged[(e, d)] += n
         return canonical_composition([(e, d, n) for (e, d), n in merged.items()])
 
     def is_exact(self, ms: Multiset) -> bool:
-        return all(isinstance(g, _CANONICAL_KINDS) for g, _ in ms)
+        return all(kinds.is_canonical(g) for g, _ in ms)
 
 
-def _gdp_mu(guarantee: Guarantee) -> float | None:
-    if isinstance(guarantee, GaussianDP):
-        return guarantee.mu
-    if isinstance(guarantee, GaussianMechanism):
-        return guarantee.sensitivity / guarantee.sigma
-    return None
-
-
-class GaussianDPComposition(Theorem):
+class GaussianDPComposition(_OneTraversal):
     """mu = sqrt(sum mu_i^2) with the exact GDP curve (DRS22 Cor. 3.3 and 2.13;
     000 Sec. VI): exact for Gaussian mechanisms."""
 
     name = "gaussian-dp"
     source = "Dong, Roth, Su 2022, Cor. 3.3; 000 Sec. VI"
 
-    def accepts(self, ms: Multiset) -> bool:
-        return all(_gdp_mu(g) is not None for g, _ in ms)
+    def _inputs(self, ms: Multiset):
+        return _per_entry(ms, kinds.gdp_mu)
 
-    def curve(self, ms: Multiset) -> PrivacyCurve:
-        return GaussianCurve(math.sqrt(sum(n * _gdp_mu(g) * _gdp_mu(g) for g, n in ms)))  # inf if it overflows
+    def _curve(self, mus) -> PrivacyCurve:
+        return GaussianCurve(math.sqrt(sum(n * mu * mu for mu, n in mus)))  # inf if it overflows
 
     def is_exact(self, ms: Multiset) -> bool:
         return True
 
 
-def _zcdp_rho(guarantee: Guarantee) -> float | None:
-    """rho with which a guarantee satisfies zCDP, if it does without a delta."""
-    if isinstance(guarantee, ZCDP):
-        return guarantee.rho
-    mu = _gdp_mu(guarantee)
-    if mu is not None:
-        return mu * mu / 2.0  # Gaussian mechanism: Delta^2 / (2 sigma^2) (BS16 Prop. 1.6)
-    if isinstance(guarantee, (PureDP, RandomizedResponse, LaplaceMechanism)):
-        eps = epsilon_delta(guarantee)[0]
-        return eps * eps / 2.0  # pure eps-DP implies eps^2/2-zCDP (BS16 Prop. 1.4)
-    return None
-
-
-class ZCDPComposition(Theorem):
+class ZCDPComposition(_OneTraversal):
     """rho = sum rho_i (BS16 Lemma 2.3), converted with the conversion of
     Canonne, Kamath and Steinke 2020 (Prop. 12). Pure eps-DP enters as eps^2/2."""
 
     name = "zcdp"
     source = "Bun and Steinke 2016, Lemma 2.3; Canonne, Kamath, Steinke 2020, Prop. 12"
 
-    def accepts(self, ms: Multiset) -> bool:
-        return all(_zcdp_rho(g) is not None for g, _ in ms)
+    def _inputs(self, ms: Multiset):
+        return _per_entry(ms, kinds.zcdp_rho)
 
-    def curve(self, ms: Multiset) -> PrivacyCurve:
-        return ZCDPCurve(sum(n * _zcdp_rho(g) for g, n in ms))
+    def _curve(self, rhos) -> PrivacyCurve:
+        return ZCDPCurve(sum(n * rho for rho, n in rhos))
 
 
-class PLDComposition(Theorem):
+class PLDComposition(_OneTraversal):
     """Numerical composition of privacy-loss distributions (dp-accounting), with
     pessimistic rounding: a certified upper bound, within discretisation error of
     the optimum (Koskela et al. 2020; Doroshenko et al. 2022)."""
@@ -426,10 +432,10 @@ class PLDComposition(Theorem):
     name = "pld"
     source = "dp-accounting privacy-loss distributions (pessimistic)"
 
-    def accepts(self, ms: Multiset) -> bool:
-        return _pld.within_grid(ms)
+    def _inputs(self, ms: Multiset):
+        return ms if _pld.within_grid(ms) else None
 
-    def curve(self, ms: Multiset) -> PrivacyCurve:
+    def _curve(self, ms) -> PrivacyCurve:
         return _pld.PLDCurve(_pld.compose_pld(ms), infinite_mass=_pld.infinite_mass(ms))
 
 

@@ -58,17 +58,8 @@ from ..constraints import ConstraintSet, estimate_membership
 from ..constraints.neighborhood import NEIGHBORHOODS
 from .constraints import constraint_from_dict
 from ..errors import InfeasibleConstraintsError, InvalidParameterError, InvalidScenarioError
-from ..accounting.guarantees import (
-    ZCDP,
-    ApproxDP,
-    GaussianDP,
-    GaussianMechanism,
-    Guarantee,
-    LaplaceMechanism,
-    PureDP,
-    RandomizedResponse,
-    Subsampled,
-)
+from ..accounting.guarantees import Guarantee
+from ..accounting.kinds import KINDS
 from ..priors.hypotheses import Hypothesis
 from .hypotheses import hypothesis_from_dict
 from ..model import Databases, Invocation, Scenario, check_target
@@ -107,18 +98,12 @@ def _mechanism_table(value: object, path: str) -> Guarantee:
 
 
 #: The file form of every mechanism kind, by ``kind``: file key -> (record field, reader, required).
+#: Names and keys are each kind's row in :data:`gce.accounting.kinds.KINDS`; a field ``mechanism``
+#: holds a nested mechanism table, every other one a number.
 MECHANISM_KINDS: Mapping[str, TableKind] = {
-    "pure": TableKind(PureDP, {"epsilon": ("epsilon", read_number, True)}),
-    "approx": TableKind(ApproxDP, {"epsilon": ("epsilon", read_number, True), "delta": ("delta", read_number, True)}),
-    "zcdp": TableKind(ZCDP, {"rho": ("rho", read_number, True)}),
-    "gdp": TableKind(GaussianDP, {"mu": ("mu", read_number, True)}),
-    "gaussian": TableKind(GaussianMechanism, {"sigma": ("sigma", read_number, True),
-                                              "sensitivity": ("sensitivity", read_number, False)}),
-    "laplace": TableKind(LaplaceMechanism, {"scale": ("scale", read_number, True),
-                                            "sensitivity": ("sensitivity", read_number, False)}),
-    "randomized_response": TableKind(RandomizedResponse, {"epsilon": ("epsilon", read_number, True)}),
-    "subsampled": TableKind(Subsampled, {"rate": ("rate", read_number, True),
-                                         "mechanism": ("mechanism", _mechanism_table, True)}),
+    row.name: TableKind(row.record, {key: (field, _mechanism_table if field == "mechanism" else read_number, required)
+                                     for key, field, required in row.keys})
+    for row in KINDS.values()
 }
 
 

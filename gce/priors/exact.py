@@ -55,9 +55,9 @@ from numpy.typing import NDArray
 from scipy import special
 
 from ..constraints import ConstraintSet
+from ..accounting import kinds
 from ..accounting.curves import DiscreteLossCurve, PrivacyCurve
 from ..errors import InvalidParameterError, NumericalLimitError, UnsupportedCombinationError
-from ..accounting.guarantees import ApproxDP, PureDP, RandomizedResponse, epsilon_delta
 from .distributions import Distribution
 from .hypotheses import SUPPORT_LIMIT, Explicit, Hypothesis
 from ..model import Invocation
@@ -86,8 +86,6 @@ COUNT_LIMIT = 2**23
 RECURSION_LIMIT = 2**29
 #: Entries per block when support sets are summed up in enumeration (memory bound).
 _BLOCK = 2**20
-#: Guarantee kinds whose class is exactly that of their canonical pair (002 Thm. II.5).
-_CANONICAL_KINDS = (PureDP, ApproxDP, RandomizedResponse)
 #: Deviation of log v(s) from a line, relative to max |log v|, under which a size law counts as
 #: geometric for the closed form. Uniform and equal-rate laws deviate by round-off only (< 3e-16).
 _GEOMETRIC_TOLERANCE = 1e-14
@@ -328,14 +326,14 @@ def _invocation_points(invocations: Sequence[Invocation], n: int) -> tuple[dict[
             raise InvalidParameterError(
                 f"invocations[{i}].database", f"database {invocation.database} is out of range [0, {n})"
             )
-        point = epsilon_delta(invocation.guarantee)
+        point = kinds.point(invocation.guarantee)
         if point is None:
             raise UnsupportedCombinationError(
                 f"invocations[{i}].mechanism: the exact composite-hypothesis curve needs an (epsilon, delta) "
                 f"point guarantee (pure, approx, randomized_response, laplace, subsampled); "
                 f"{type(invocation.guarantee).__name__} has only a curve"
             )
-        exact = exact and isinstance(invocation.guarantee, _CANONICAL_KINDS)
+        exact = exact and kinds.is_canonical(invocation.guarantee)  # 002 Thm. II.5
         per_database.setdefault(invocation.database, Counter())[point] += invocation.repeat
     return per_database, exact
 

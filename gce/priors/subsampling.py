@@ -31,18 +31,9 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
+from ..accounting import kinds
 from ..accounting.curves import PrivacyCurve
-from ..accounting.guarantees import (
-    ZCDP,
-    ApproxDP,
-    GaussianDP,
-    GaussianMechanism,
-    Guarantee,
-    PureDP,
-    RandomizedResponse,
-    Subsampled,
-    epsilon_delta,
-)
+from ..accounting.guarantees import ApproxDP, GaussianMechanism, Guarantee, PureDP, Subsampled
 from ..accounting.theorems import Multiset, compose
 from ..errors import InvalidParameterError, UnsupportedCombinationError
 from ..validation import is_integer
@@ -104,53 +95,23 @@ def subsampled_group(invocations: Multiset, rate: float = 0.5, database: int | N
     if not entries:
         return ()
     if len(entries) == 1 and entries[0][1] == 1:
-        return ((_as_point(_subsample_one(entries[0][0], rate, where)), 1),)
-    mus = [_mu(g) for g, _ in entries]
+        return ((kinds.as_point(kinds.subsample(entries[0][0], rate, where)), 1),)
+    mus = [kinds.gdp_mu(g) for g, _ in entries]
     if all(mu is not None for mu in mus):
         mu = math.sqrt(sum(n * mu * mu for (_, n), mu in zip(entries, mus)))
         return ((Subsampled(rate, GaussianMechanism(sigma=1.0 / mu)), 1),) if mu > 0 else ()
-    points = [epsilon_delta(g) for g, _ in entries]
+    points = [kinds.point(g) for g, _ in entries]
     if all(p is not None for p in points):
         eps = math.fsum(n * p[0] for (_, n), p in zip(entries, points))
         delta = -math.expm1(math.fsum(n * math.log1p(-p[1]) for (_, n), p in zip(entries, points)))
         if delta >= 1.0:
             raise UnsupportedCombinationError(f"{where}the composed delta of its invocations reaches 1")
         inner = PureDP(eps) if delta == 0.0 else ApproxDP(eps, delta)
-        return ((_as_point(Subsampled(rate, inner)), 1),)
+        return ((kinds.as_point(Subsampled(rate, inner)), 1),)
     raise UnsupportedCombinationError(
         f"{where}no subsampling theorem for the group {sorted(map(repr, dict(entries)))}: "
         "a database's invocations share one membership coin, and only a single invocation, "
         "Gaussian-only groups or (epsilon, delta) groups can be subsampled as a whole here")
-
-
-def _mu(g: Guarantee) -> float | None:
-    """mu of a Gaussian guarantee (GDP, or the Gaussian mechanism: sensitivity / sigma), else None."""
-    if isinstance(g, GaussianDP):
-        return g.mu
-    if isinstance(g, GaussianMechanism):
-        return g.sensitivity / g.sigma
-    return None
-
-
-def _as_point(g: Guarantee) -> Guarantee:
-    """Subsampled pure / approximate / randomized-response guarantees as their amplified point."""
-    if isinstance(g, Subsampled) and isinstance(g.mechanism, (PureDP, ApproxDP, RandomizedResponse)):
-        eps, delta = epsilon_delta(g)
-        return PureDP(eps) if delta == 0.0 else ApproxDP(eps, delta)
-    return g
-
-
-def _subsample_one(g: Guarantee, rate: float, where: str) -> Guarantee:
-    """One invocation run with probability ``rate`` (Poisson subsampling; BBG18 Thm. 8); zCDP is refused."""
-    if isinstance(g, Subsampled):
-        return Subsampled(g.rate * rate, g.mechanism)
-    if isinstance(g, GaussianDP):
-        return Subsampled(rate, GaussianMechanism(sigma=1.0 / g.mu) if g.mu > 0 else PureDP(0.0))
-    if isinstance(g, ZCDP):
-        raise UnsupportedCombinationError(
-            f"{where}zCDP ({g!r}) has no tight amplification by subsampling here; describe the mechanism "
-            "(gaussian, laplace, randomized_response) or its (epsilon, delta) guarantee instead")
-    return Subsampled(rate, g)
 
 
 def _order_weights(k: int) -> tuple[list[float], float]:
