@@ -48,6 +48,7 @@ from typing import Any
 import numpy as np
 
 from .errors import InvalidParameterError, NumericalLimitError, UnsupportedCombinationError
+from .validation import is_number
 from .accounting import kinds
 from .accounting.guarantees import Guarantee
 from .model import Invocation, Scenario, invocation_multiset
@@ -431,10 +432,10 @@ def calibrate(
     """
     check_scenario(scenario)
     time_limit = check_time_limit(time_limit)
-    if isinstance(target_epsilon, bool) or not isinstance(target_epsilon, (int, float)) \
+    if not is_number(target_epsilon) \
             or not (0.0 < target_epsilon < math.inf):
         raise InvalidParameterError("target_epsilon", f"must be finite and > 0, got {target_epsilon!r}")
-    if isinstance(target_delta, bool) or not isinstance(target_delta, (int, float)) \
+    if not is_number(target_delta) \
             or not (0.0 <= target_delta < 1.0):
         raise InvalidParameterError("target_delta", f"must lie in [0, 1), got {target_delta!r}")
     target_epsilon, target_delta = float(target_epsilon), float(target_delta)

@@ -29,6 +29,7 @@ from .constraints import ConstraintSet
 from .constraints.base import MAX_DATABASES
 from .constraints.neighborhood import check_neighborhood
 from .errors import InvalidParameterError, UnsupportedCombinationError
+from .validation import is_integer, is_number
 from .priors.hypotheses import Hypothesis, check_listed
 
 __all__ = ["Databases", "Invocation", "InvocationTable", "Scenario", "check_target",
@@ -38,10 +39,6 @@ __all__ = ["Databases", "Invocation", "InvocationTable", "Scenario", "check_targ
 #: Counts are kept as integers and as float64 weights (exact up to 2^53); the composition theorems
 #: work in log space, O(1) memory in a repeat count.
 MAX_INVOCATIONS = 2**53
-
-
-def _is_integer(value: object) -> bool:
-    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
 
 
 @dataclass(frozen=True)
@@ -60,7 +57,7 @@ class Databases:
     names: tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
-        if not _is_integer(self.n) or self.n < 1:
+        if not is_integer(self.n) or self.n < 1:
             raise InvalidParameterError("databases", f"must be an integer >= 1, got {self.n!r}")
         if self.n > MAX_DATABASES:
             raise InvalidParameterError("databases", f"{int(self.n):,} databases exceed the limit of "
@@ -84,7 +81,7 @@ class Databases:
         """Resolve a database reference (index or name); ``field`` names it in errors."""
         if isinstance(ref, str) and self.names and ref in self.names:
             return self.names.index(ref)
-        if isinstance(ref, bool) or not isinstance(ref, int) or not 0 <= ref < self.n:
+        if not is_integer(ref) or not 0 <= ref < self.n:
             raise InvalidParameterError(field, f"unknown database {ref!r} (databases are 0..{self.n - 1})")
         return ref
 
@@ -98,12 +95,12 @@ class Invocation:
     repeat: int = 1
 
     def __post_init__(self) -> None:
-        if not _is_integer(self.database) or self.database < 0:
+        if not is_integer(self.database) or self.database < 0:
             raise InvalidParameterError("database", f"must be a database index >= 0, got {self.database!r}")
         object.__setattr__(self, "database", int(self.database))
         if not is_guarantee(self.guarantee):
             raise InvalidParameterError("mechanism", f"must be a guarantee, got {self.guarantee!r}")
-        if not _is_integer(self.repeat) or self.repeat < 1:
+        if not is_integer(self.repeat) or self.repeat < 1:
             raise InvalidParameterError("repeat", f"must be an integer >= 1, got {self.repeat!r}")
         if self.repeat > MAX_INVOCATIONS:
             raise InvalidParameterError("repeat", f"{int(self.repeat):,} exceeds the limit of 2^53 = "
@@ -166,7 +163,7 @@ def invocation_multiset(invocations: Iterable[Invocation], members: Iterable[int
 
 
 def _check_number(value: object, field: str) -> None:
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
+    if not is_number(value):
         raise InvalidParameterError(field, f"must be a number, got {value!r}")
 
 
@@ -236,7 +233,7 @@ class Scenario:
     notes: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
-        if _is_integer(self.databases):
+        if is_integer(self.databases):
             object.__setattr__(self, "databases", Databases(self.databases))
         if not isinstance(self.databases, Databases):
             raise InvalidParameterError("databases", f"must be a count or Databases, got {self.databases!r}")

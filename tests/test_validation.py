@@ -31,10 +31,6 @@ def test_not_numbers(value):
     assert not is_number(value)
 
 
-#: Modules not yet switched to the shared predicates (each still spells out the bool exclusion).
-_NOT_YET = {
-    "model.py", "calibration.py", "files/scenario.py", "accounting/guarantees.py", "accounting/theorems.py",
-}
 
 
 def test_bool_exclusion_is_spelled_once():
@@ -42,7 +38,7 @@ def test_bool_exclusion_is_spelled_once():
     offenders = []
     for path in sorted(GCE.rglob("*.py")):
         rel = path.relative_to(GCE).as_posix()
-        if rel == "validation.py" or rel in _NOT_YET:
+        if rel == "validation.py":
             continue
         for node in ast.walk(ast.parse(path.read_text())):
             if (isinstance(node, ast.BoolOp) and isinstance(node.op, ast.Or) and len(node.values) >= 2

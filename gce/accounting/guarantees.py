@@ -29,6 +29,7 @@ import numpy as np
 from typing import Union
 
 from ..errors import InvalidParameterError
+from ..validation import is_number
 
 __all__ = [
     "PureDP",
@@ -45,7 +46,7 @@ __all__ = [
 
 
 def _finite_at_least(name: str, value: float, low: float, *, strict: bool = False) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
+    if not is_number(value):
         raise InvalidParameterError(name, f"must be a number, got {value!r}")
     value = float(value)
     if math.isnan(value) or math.isinf(value):

@@ -49,6 +49,7 @@ from .curves import (
     ZCDPCurve,
 )
 from ..errors import InvalidParameterError, NumericalLimitError, UnsupportedCombinationError
+from ..validation import is_integer
 from .guarantees import Guarantee, epsilon_delta
 
 __all__ = [
@@ -86,7 +87,7 @@ def as_multiset(guarantees: Iterable[Guarantee] | Mapping[Guarantee, int] | Mult
     for i, (guarantee, count) in enumerate(pairs):
         if not kinds.is_guarantee(guarantee):
             raise InvalidParameterError(f"guarantees[{i}]", f"is not a guarantee: {guarantee!r}")
-        if isinstance(count, bool) or not isinstance(count, (int, np.integer)) or count < 0:
+        if not is_integer(count) or count < 0:
             raise InvalidParameterError(f"guarantees[{i}].count", f"must be an integer >= 0, got {count!r}")
         counts[guarantee] += int(count)
     return tuple((g, n) for g, n in counts.items() if n > 0)

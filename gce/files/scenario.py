@@ -58,6 +58,7 @@ from ..constraints import ConstraintSet, estimate_membership
 from ..constraints.neighborhood import NEIGHBORHOODS
 from .constraints import constraint_from_dict
 from ..errors import InfeasibleConstraintsError, InvalidParameterError, InvalidScenarioError
+from ..validation import is_integer
 from ..accounting.guarantees import Guarantee
 from ..accounting.kinds import KINDS
 from ..priors.hypotheses import Hypothesis
@@ -167,7 +168,7 @@ def _walk(value: object, depth: int) -> None:
         items, mapping = value.items(), True
     elif isinstance(value, _Unrepresentable):
         raise _Found(value.problem())
-    elif isinstance(value, int) and not isinstance(value, bool) and not _INT64[0] <= value <= _INT64[1]:
+    elif is_integer(value) and not _INT64[0] <= value <= _INT64[1]:
         raise _Found(f"must fit in a 64-bit integer (TOML integers are 64-bit), got {toml_value(value)}")
     else:
         return
@@ -221,7 +222,7 @@ class _Refs:
         """The index of a reference, or an error naming ``path`` and the value as written."""
         if isinstance(value, str) and value in self.by_name:
             return self.by_name[value]
-        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < self.n:
+        if not is_integer(value) or not 0 <= value < self.n:
             names = " or their names" if self.by_name else ""
             raise InvalidScenarioError(path, f"unknown database {toml_value(value)} "
                                              f"(databases are 0..{self.n - 1}{names})")
@@ -245,7 +246,7 @@ def _databases(value: object) -> _Refs:
                                                               f"(databases[{by_name[name]}])")
             by_name[name] = i
         return _Refs(Databases(len(value), tuple(value)), by_name)
-    if isinstance(value, bool) or not isinstance(value, int):
+    if not is_integer(value):
         raise InvalidScenarioError("databases", f"must be a count or a list of names, got {toml_value(value)}")
     if not 1 <= value <= MAX_DATABASES:
         raise InvalidScenarioError("databases", f"must be a count in 1..{MAX_DATABASES:,}, got {toml_value(value)}")
@@ -289,7 +290,7 @@ def _members(refs: _Refs, value: object, path: str) -> list[int]:
 
 def _repeat(value: object, path: str) -> int:
     """``repeat``: a count 1..MAX_REPEAT, kept as one number (never expanded into invocations)."""
-    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_REPEAT:
+    if not is_integer(value) or not 1 <= value <= MAX_REPEAT:
         raise InvalidScenarioError(path, f"must be an integer in 1..2**53 ({MAX_REPEAT:,}), got {toml_value(value)}")
     return value
 
