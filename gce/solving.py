@@ -28,7 +28,7 @@ import numpy as np
 from .accounting.curves import PrivacyCurve
 from .errors import InfeasibleConstraintsError, InvalidParameterError, UnsupportedCombinationError
 from .accounting import kinds
-from .accounting.guarantees import Guarantee, epsilon_delta
+from .accounting.guarantees import Guarantee
 from .model import Scenario, check_target
 from .report import Baseline, Report
 from .solvers import DEFAULT_TIME_LIMIT, WeightProblem, worst_pair
@@ -81,7 +81,7 @@ def _symmetric_for_bounded(scenario: Scenario) -> tuple[Scenario, list[str]]:
     swap: dict[Guarantee, Guarantee] = {}
     for g in scenario.table.kinds:
         if one_directional(g):
-            point = epsilon_delta(g)
+            point = kinds.point(g)
             if point is None:
                 raise UnsupportedCombinationError(
                     f"neighborhood: bounded pairs with {g!r} need a curve that covers adding and removing "
@@ -290,7 +290,7 @@ def _chain_bound(chain, problem, budget, weakest) -> Counter:
 
 def _parallel_applies(scenario: Scenario) -> bool:
     """Whether the ``parallel`` baseline applies: pure guarantees only."""
-    points = [epsilon_delta(g) for g in scenario.table.kinds]
+    points = [kinds.point(g) for g in scenario.table.kinds]
     return all(p is not None and p[1] == 0.0 for p in points)
 
 
@@ -307,7 +307,7 @@ def _baselines(scenario: Scenario, delta: float | None, epsilon: float | None,
     eps, d, name = _at(classic, delta, epsilon)
     out["classic"] = Baseline("classic", eps, d, name)
     if _parallel_applies(scenario):
-        points = [epsilon_delta(g) for g in scenario.table.kinds]
+        points = [kinds.point(g) for g in scenario.table.kinds]
         per_db = scenario.table.weights(scenario.n, np.array([p[0] for p in points]))
         size = _largest_difference(scenario, budget, solved)
         eps_par = size * float(per_db.max())
@@ -453,5 +453,5 @@ def _corollary7(scenario: Scenario):
         return None
     if not (table.repeat == 1).all():
         return None
-    point = epsilon_delta(table.kinds[0])
+    point = kinds.point(table.kinds[0])
     return None if point is None else corollary7(scenario.n, *point)

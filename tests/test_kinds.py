@@ -30,7 +30,6 @@ from gce.accounting.guarantees import (
     PureDP,
     RandomizedResponse,
     Subsampled,
-    epsilon_delta,
 )
 from gce.accounting.theorems import THEOREMS, as_multiset, compose
 from gce.errors import NumericalLimitError, UnsupportedCombinationError
@@ -106,7 +105,7 @@ def test_names_are_unique_and_are_the_file_kinds():
 
 @pytest.mark.parametrize("function", [kinds.kind_of, kinds.point, kinds.gdp_mu, kinds.zcdp_rho, kinds.is_canonical,
                                       kinds.pld_source, kinds.pld_noise, kinds.one_directional, kinds.sampling,
-                                      kinds.family, kinds.as_point, kinds.calibrated_parameter, epsilon_delta],
+                                      kinds.family, kinds.as_point, kinds.calibrated_parameter],
                          ids=lambda f: f.__name__)
 def test_an_unknown_kind_raises(function):
     with pytest.raises(UnsupportedCombinationError, match="not a guarantee kind"):
@@ -213,7 +212,6 @@ def test_points():
     assert kinds.point(GaussianMechanism(1.0)) is None
     assert kinds.point(GaussianDP(1.0)) is None and kinds.point(ZCDP(0.1)) is None
     assert kinds.point(Subsampled(0.1, GaussianMechanism(1.0))) is None
-    assert epsilon_delta(LaplaceMechanism(2.0)) == (0.5, 0.0)  # the public alias
 
 
 def test_subsampled_point_is_the_amplification_formula():

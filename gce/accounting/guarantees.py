@@ -41,7 +41,6 @@ __all__ = [
     "RandomizedResponse",
     "Subsampled",
     "Guarantee",
-    "epsilon_delta",
 ]
 
 
@@ -191,15 +190,3 @@ def amplified(epsilon: float, delta: float, rate: float) -> tuple[float, float]:
     # log(q e^eps + 1 - q) without forming e^eps, which overflows beyond eps ~ 709.
     return float(np.logaddexp(math.log(rate) + epsilon, math.log1p(-rate))), rate * delta
 
-
-def epsilon_delta(guarantee: Guarantee) -> tuple[float, float] | None:
-    """The single (epsilon, delta) point a guarantee implies without choosing a delta.
-
-    Pure, approximate, randomized-response and Laplace guarantees have one;
-    subsampled ones inherit it through :func:`amplified`. zCDP, GDP and Gaussian
-    mechanisms have only a curve (their epsilon depends on delta): ``None``.
-    The same as :func:`gce.accounting.kinds.point`, where each kind's rule lives.
-    """
-    from .kinds import point  # kinds reads these records: imported on first use
-
-    return point(guarantee)

@@ -30,7 +30,7 @@ from . import dp_accounting as _dpa
 from . import kinds
 from .curves import DiscreteLossCurve, PrivacyCurve, at_or_above
 from ..errors import NumericalLimitError, UnsupportedCombinationError
-from .guarantees import Guarantee, epsilon_delta
+from .guarantees import Guarantee
 
 if TYPE_CHECKING:  # pragma: no cover
     from .dp_accounting import PrivacyLossDistribution
@@ -64,7 +64,7 @@ def _half_width(guarantee: Guarantee) -> float:
         kind, scale, sensitivity, _ = noise
         mu = sensitivity / scale
         return mu * mu / 2.0 + 10.0 * mu if kind == "gaussian" else mu
-    point = epsilon_delta(kinds.sampling(guarantee)[1])
+    point = kinds.point(kinds.sampling(guarantee)[1])
     return 0.0 if point is None else point[0]  # None: mu or sensitivity 0, the identity
 
 
@@ -107,7 +107,7 @@ def _composed_points(guarantee: Guarantee, count: int, interval: float) -> float
             return math.inf
         return width
     if _noise(guarantee) is None:
-        point = epsilon_delta(guarantee)
+        point = kinds.point(guarantee)
         if point is None:  # mu = 0 or sensitivity 0: the identity PLD, one point
             return 1.0
         eps, delta = point
@@ -229,7 +229,7 @@ def compose_pld(items: Sequence[tuple[Guarantee, int]], interval: float = DISCRE
     for guarantee, count in items:
         if count == 0:
             continue
-        if epsilon_delta(guarantee) == (0.0, 0.0):
+        if kinds.point(guarantee) == (0.0, 0.0):
             continue  # the identity: composing it changes nothing
         one = guarantee_pld(guarantee, interval)
         part = _guarded(lambda: one.self_compose(count, tail_mass_truncation=TAIL_MASS_TRUNCATION)) \
@@ -331,7 +331,7 @@ def infinite_mass(items: Sequence[tuple[Guarantee, int]]) -> float:
     """1 - prod (1 - delta_i)^n_i over the guarantees' (epsilon, delta) points, computed exactly."""
     log_survival = 0.0
     for guarantee, count in items:
-        point = epsilon_delta(guarantee)
+        point = kinds.point(guarantee)
         if point is not None and point[1] > 0:
             log_survival += count * math.log1p(-point[1])
     return -math.expm1(log_survival)

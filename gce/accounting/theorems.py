@@ -50,7 +50,7 @@ from .curves import (
 )
 from ..errors import InvalidParameterError, NumericalLimitError, UnsupportedCombinationError
 from ..validation import is_integer
-from .guarantees import Guarantee, epsilon_delta
+from .guarantees import Guarantee
 
 __all__ = [
     "Multiset",
@@ -95,7 +95,7 @@ def as_multiset(guarantees: Iterable[Guarantee] | Mapping[Guarantee, int] | Mult
 
 def _points(ms: Multiset) -> list[tuple[float, float, int]] | None:
     """(epsilon, delta, count) per entry, or None if some entry has no single point."""
-    return _per_entry(ms, epsilon_delta)
+    return _per_entry(ms, kinds.point)
 
 
 def _per_entry(ms: Multiset, value) -> list | None:
@@ -515,7 +515,7 @@ def _split(ms: Multiset) -> tuple[Multiset, Multiset] | None:
     does not split the list (a composition too large for a PLD grid), the
     entries with an (epsilon, delta) point and the rest.
     """
-    for belongs in (_pld.supports, lambda g: epsilon_delta(g) is not None):
+    for belongs in (_pld.supports, lambda g: kinds.point(g) is not None):
         left = tuple((g, n) for g, n in ms if belongs(g))
         right = tuple((g, n) for g, n in ms if not belongs(g))
         if left and right:

@@ -414,7 +414,7 @@ def exact_enumeration_curve(
     ----------
     h0, h1 : Hypothesis or Distribution
     invocations : sequence of Invocation
-        Each with an (eps, delta) point guarantee (:func:`~gce.accounting.guarantees.epsilon_delta`).
+        Each with an (eps, delta) point guarantee (:func:`~gce.accounting.kinds.point`).
     constraints : ConstraintSet
         The allowed sets (and ``n``).
     limit : int

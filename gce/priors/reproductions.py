@@ -42,7 +42,8 @@ from fractions import Fraction
 
 from ..errors import InvalidParameterError, UnsupportedCombinationError
 from ..validation import is_integer
-from ..accounting.guarantees import amplified, epsilon_delta
+from ..accounting import kinds
+from ..accounting.guarantees import amplified
 from .distributions import Distribution
 from ..model import Invocation, invocation_multiset
 
@@ -206,7 +207,7 @@ def averaging_formula_for(
     for b0, b1, w in refine_tuples(h0, h1).pairs:
         eps = delta = 0.0
         for g, n in invocation_multiset(invocations, b0 ^ b1):
-            point = epsilon_delta(g)
+            point = kinds.point(g)
             if point is None:
                 raise UnsupportedCombinationError(
                     f"the averaging formula needs (epsilon, delta) points; {g!r} has none")

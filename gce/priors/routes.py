@@ -39,7 +39,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, ClassVar
 
 from ..accounting.curves import PrivacyCurve
-from ..accounting.guarantees import epsilon_delta
+from ..accounting import kinds
 from ..errors import NumericalLimitError, UnsupportedCombinationError
 from ..model import Scenario
 from . import exact as exact_module
@@ -256,7 +256,7 @@ class SubsamplingRoute(Route):
         if not none_vs_any(scenario):
             return Decline("it takes h0 = in no database against h1 = uniform over the non-empty sets "
                            "(uniform(min_members=1)), without constraints, every database queried (001 Thm. 3)")
-        curve_only = any(epsilon_delta(g) is None for g in scenario.table.kinds)
+        curve_only = any(kinds.point(g) is None for g in scenario.table.kinds)
         if curve_only and scenario.n > self.CURVE_LIMIT:
             return Decline(f"with mechanisms known only by their curves it composes one privacy-loss "
                            f"distribution per database, limited to {self.CURVE_LIMIT} databases")

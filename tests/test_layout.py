@@ -1,0 +1,71 @@
+"""The import direction the README's Layout section states: a module imports only from its own
+layer or the layers below it (imports inside functions included), so ``model`` imports nothing
+above it and the pipeline reads top to bottom."""
+
+import ast
+import pathlib
+
+GCE = pathlib.Path(__file__).resolve().parent.parent / "gce"
+
+#: Layers, lowest first; a module is matched by the longest prefix listed.
+LAYERS = (
+    ("errors", "validation"),
+    ("accounting",),
+    ("constraints",),
+    ("priors.distributions", "priors.hypotheses"),
+    ("model", "report"),
+    ("solvers",),
+    ("priors",),
+    ("files",),
+    ("solving",),
+    ("calibration", "plot", "progress"),
+    ("cli", "__main__", ""),
+)
+
+
+def _layer(module: str) -> int:
+    best, layer = -1, None
+    for number, prefixes in enumerate(LAYERS):
+        for prefix in prefixes:
+            if (module == prefix or module.startswith(prefix + ".") or prefix == "") and len(prefix) > best:
+                best, layer = len(prefix), number
+    return layer
+
+
+def _imports(path: pathlib.Path) -> tuple[str, set[str]]:
+    parts = path.relative_to(GCE).with_suffix("").parts
+    package = parts[:-1]
+    module = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.level:
+            base = list(package)[: len(package) - (node.level - 1)]
+            if node.module:
+                found.add(".".join(base + [node.module]))
+            else:
+                found.update(".".join(base + [alias.name]) for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("gce."):
+            found.add(node.module[len("gce."):])
+    return module, {name for name in found if name and name != module and name != "__version__"}
+
+
+def test_every_module_has_a_layer():
+    for path in GCE.rglob("*.py"):
+        module, _ = _imports(path)
+        assert _layer(module) is not None, module
+
+
+def test_imports_point_down():
+    upward = []
+    for path in sorted(GCE.rglob("*.py")):
+        module, imported = _imports(path)
+        for target in imported:
+            if _layer(target) > _layer(module):
+                upward.append(f"{module} imports {target}")
+    assert upward == []
+
+
+def test_the_check_can_fail():
+    """model importing the solvers would be reported (layer 4 importing layer 5)."""
+    assert _layer("solvers.milp") > _layer("model") > _layer("accounting.kinds")
+    assert _layer("priors.routes") > _layer("solvers") > _layer("priors.hypotheses")
