@@ -22,18 +22,25 @@ import math
 import reprlib
 import time
 from collections import Counter
+from dataclasses import replace
 
 import numpy as np
 
-from .accounting.curves import PrivacyCurve
-from .errors import InfeasibleConstraintsError, InvalidParameterError, UnsupportedCombinationError
 from .accounting import kinds
-from .accounting.guarantees import Guarantee
+from .accounting.curves import PrivacyCurve
+from .accounting.guarantees import ApproxDP, Guarantee, PureDP
+from .accounting.theorems import Composition, compose
+from .constraints import ConstraintSet
+from .errors import InfeasibleConstraintsError, InvalidParameterError, UnsupportedCombinationError
 from .model import Scenario, check_target
+from .priors.hypotheses import Point, check_distribution
+from .priors.reproductions import corollary7
+from .priors import routes
+from .priors.routes import Decline, RouteContext, WorstPair, attempt, none_vs_any
 from .report import Baseline, Report
 from .solvers import DEFAULT_TIME_LIMIT, WeightProblem, worst_pair
 from .solvers.base import check_time_limit
-from .accounting.theorems import Composition, compose
+from .solvers.weights import PATTERN_PAIRS_MAX
 
 __all__ = ["solve"]
 
@@ -71,16 +78,11 @@ def _symmetric_for_bounded(scenario: Scenario) -> tuple[Scenario, list[str]]:
     (epsilon, delta) point (amplification by subsampling, Balle et al. 2018
     Thm. 8; symmetric), and a subsampled Gaussian, which has none, is refused.
     """
-    from dataclasses import replace
-
-    from .accounting.guarantees import ApproxDP, PureDP
-    from .accounting.pld import one_directional
-
-    if scenario.neighborhood != "bounded" or not any(one_directional(g) for g in scenario.table.kinds):
+    if scenario.neighborhood != "bounded" or not any(kinds.one_directional(g) for g in scenario.table.kinds):
         return scenario, []
     swap: dict[Guarantee, Guarantee] = {}
     for g in scenario.table.kinds:
-        if one_directional(g):
+        if kinds.one_directional(g):
             point = kinds.point(g)
             if point is None:
                 raise UnsupportedCombinationError(
@@ -335,7 +337,6 @@ def check_support(name: str, hypothesis, constraints) -> None:
     """Raise, naming ``hypotheses.<name>``, when a prior whose support is generated (uniform, rates) has no
     allowed set or a forbidden one (:func:`~gce.priors.hypotheses.check_distribution`). Listed supports
     (point, explicit) were checked when the scenario was built; a support too large to list passes."""
-    from .priors.hypotheses import check_distribution
 
     if not hypothesis.listed:
         check_distribution(name, hypothesis, constraints)
@@ -352,7 +353,6 @@ def _solve_composite(scenario: Scenario, delta: float | None, epsilon: float | N
 
     The paper's averaging formula (001 Sec. V-B) is never used (DESIGN.md).
     """
-    from .priors.routes import ROUTES, Decline, RouteContext, WorstPair, attempt
 
     h0, h1 = scenario.hypotheses
     for name, h in zip(("h0", "h1"), (h0, h1)):
@@ -365,7 +365,7 @@ def _solve_composite(scenario: Scenario, delta: float | None, epsilon: float | N
 
     context = RouteContext(scenario, worst_pair)
     answers = []
-    for route in ROUTES:
+    for route in routes.ROUTES:  # read at call time: a row added to the table is tried
         if not route.exact and any(answer.exact for answer in answers):
             continue  # an exact answer is the tightest
         outcome = attempt(route, context)
@@ -413,12 +413,6 @@ def _support_pairs(scenario: Scenario) -> tuple[Scenario, str, str | None]:
     own constraints (valid, looser). Returns the scenario, the neighbourhood
     and what the cover restricts (None when nothing).
     """
-    from dataclasses import replace
-
-    from .constraints import ConstraintSet
-    from .priors.hypotheses import Point
-    from .solvers.weights import PATTERN_PAIRS_MAX
-
     h0, h1 = scenario.hypotheses
     n = scenario.n
     empty = Point(())
@@ -445,9 +439,6 @@ def _curve_at(curve: PrivacyCurve, delta: float | None, epsilon: float | None) -
 def _corollary7(scenario: Scenario):
     """001 Cor. 7 as printed, for comparison, where it applies: none vs at least one, one identical
     (eps', delta') invocation per database. A labelled reproduction, never the returned guarantee."""
-    from .priors.reproductions import corollary7
-    from .priors.routes import none_vs_any
-
     table = scenario.table
     if not none_vs_any(scenario) or len(table.kinds) != 1 or len(table.database) != scenario.n:
         return None
