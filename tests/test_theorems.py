@@ -122,6 +122,8 @@ def _pld_route_is_above_and_within_one_percent(points):
         assert eps <= exact_eps * 1.01 + 2e-3  # 1%, plus the grid width 1e-4 per invocation
     for target in [0.1, 0.5, 1.0]:
         assert pld.delta(target) >= reference.exact_delta(points, target) - 1e-15
+
+
 test_pld_route_is_above_and_within_one_percent, test_pld_route_is_above_and_within_one_percent_slow = \
     _pld_route_is_above_and_within_one_percent
 
@@ -157,6 +159,8 @@ def _every_theorem_sound_against_brute_force(points, homogeneous):
     assert "simple" in checked and "pld" in checked
     if all(d == 0 for _, d in points):
         assert "zcdp" in checked
+
+
 test_every_theorem_sound_against_brute_force, test_every_theorem_sound_against_brute_force_slow = \
     _every_theorem_sound_against_brute_force
 
@@ -174,6 +178,8 @@ def _theorems_ordered_as_theory_says(points, homogeneous):
     assert np.all(s >= a - 1e-12)
     assert np.all(a >= k - 1e-12)
     assert np.all(k >= o - 1e-12)
+
+
 test_theorems_ordered_as_theory_says, test_theorems_ordered_as_theory_says_slow = _theorems_ordered_as_theory_says
 
 
