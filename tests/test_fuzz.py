@@ -49,6 +49,7 @@ from hypothesis import strategies as st
 
 import fuzz_strategies as fz
 import gce
+import tiers
 from gce.cli import main
 from gce.errors import GCEError
 
@@ -244,7 +245,7 @@ def solve_file(text: str, files: dict[str, str], binary: bool = False) -> None:
         check_report_output(report)
 
 
-@fuzz(50, document=fz.scenario_texts(), binary=st.integers(0, 30).map(lambda i: i == 30))
+@fuzz(20, document=fz.scenario_texts(), binary=st.integers(0, 30).map(lambda i: i == 30))
 def _scenarios(document, binary):
     text, files = document
     solve_file(text, files, binary)
@@ -253,7 +254,7 @@ def _scenarios(document, binary):
 test_scenario_files_load_and_solve, test_scenario_files_load_and_solve_slow = _scenarios
 
 
-@fuzz(12, document=fz.valid_documents(max_n=5).map(lambda d: (fz.toml_dumps(d[0]), d[1])))
+@fuzz(4, document=fz.valid_documents(max_n=5).map(lambda d: (fz.toml_dumps(d[0]), d[1])))
 def _valid_scenarios(document):
     """Only well-formed tiny documents: the soundness check sees many answers."""
     solve_file(*document)
@@ -327,7 +328,7 @@ def cli_arguments(draw, path: str) -> tuple[list[str], bool]:
     return argv, as_json
 
 
-@fuzz(20, slow_examples=SLOW_EXAMPLES // 2, document=fz.scenario_texts(max_n=4), data=st.data())
+@fuzz(8, slow_examples=SLOW_EXAMPLES // 2, document=fz.scenario_texts(max_n=4), data=st.data())
 def _cli(document, data):
     text, files = document
     note(text)
@@ -375,7 +376,7 @@ def run_process(text: str, flags: list[str], folder: str, command: str = "solve"
     return done.returncode, done.stdout, done.stderr
 
 
-@pytest.mark.parametrize("case", sorted(PROCESS_CASES))
+@tiers.parametrize("case", sorted(PROCESS_CASES), default=lambda case: case == "valid")  # 1 s each
 def test_cli_process_fixed_cases(case, tmp_path):
     text, flags = PROCESS_CASES[case]
     check_cli(*run_process(text, flags, str(tmp_path)), json_output="--json" in flags)
@@ -440,7 +441,7 @@ def query(call, what: str):
         return None
 
 
-@fuzz(40, first=guarantees(), second=st.one_of(st.none(), guarantees()), k=COUNTS, j=COUNTS)
+@fuzz(15, first=guarantees(), second=st.one_of(st.none(), guarantees()), k=COUNTS, j=COUNTS)
 def _constructors(first, second, k, j):
     text, build = first
     note(text)
