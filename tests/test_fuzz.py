@@ -49,7 +49,6 @@ from hypothesis import strategies as st
 
 import fuzz_strategies as fz
 import gce
-import tiers
 from gce.cli import main
 from gce.errors import GCEError
 
@@ -376,7 +375,17 @@ def run_process(text: str, flags: list[str], folder: str, command: str = "solve"
     return done.returncode, done.stdout, done.stderr
 
 
-@tiers.parametrize("case", sorted(PROCESS_CASES), default=lambda case: case == "valid")  # 1 s each
+@pytest.mark.parametrize("case", sorted(PROCESS_CASES))
+def test_cli_fixed_cases_in_process(case, tmp_path):
+    """The fast twin of the next test: the same files through gce.cli.main in this interpreter."""
+    text, flags = PROCESS_CASES[case]
+    path = tmp_path / "scenario.toml"
+    path.write_text(text, encoding="utf-8")
+    check_cli(*run_cli(["solve", str(path), *flags]), json_output="--json" in flags)
+
+
+@pytest.mark.slow  # a fresh interpreter: 1 s each
+@pytest.mark.parametrize("case", sorted(PROCESS_CASES))
 def test_cli_process_fixed_cases(case, tmp_path):
     text, flags = PROCESS_CASES[case]
     check_cli(*run_process(text, flags, str(tmp_path)), json_output="--json" in flags)

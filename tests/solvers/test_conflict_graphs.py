@@ -173,7 +173,7 @@ def test_structured_conflicts_exact_and_fast_path():
         assert ours.exact and plain.exact and ours.value == plain.value
 
 
-@pytest.mark.parametrize("time_limit", [0.02, 0.1, 0.3])
+@tiers.parametrize("time_limit", [0.02, 0.1, 0.3], default=1)
 def test_budget_binds_unbounded_bound_is_sound(time_limit):
     graph = nx.gnm_random_graph(90, 270, seed=5)
     problem = WeightProblem(ConstraintSet(90, (Conflicts.from_graph(graph),)), np.ones(90), "unbounded")
@@ -196,7 +196,8 @@ def test_budget_binds_bounded_bound_is_sound():
     assert not MILP().solve(problem, 0.05).exact  # the budget does bind here
 
 
-@tiers.parametrize("neighborhood", ["unbounded", "bounded"], default=1)  # 1.5 s each
+@pytest.mark.slow  # 1.5 s each; the budget_binds tests above are its fast twins
+@pytest.mark.parametrize("neighborhood", ["unbounded", "bounded"])
 def test_large_random_graph_bound_above_every_witness(neighborhood):
     graph = nx.gnm_random_graph(500, 1500, seed=11)
     cs = ConstraintSet(500, (Conflicts.from_graph(graph),))
