@@ -209,7 +209,7 @@ def gaussian_delta_by_integration(mu: float, eps: float) -> float:
     return integrate.quad(f, -np.inf, crossing, limit=400, epsabs=1e-14, epsrel=1e-12)[0]
 
 
-@pytest.mark.parametrize("sigmas", [[1.0], [2.0, 3.0, 0.5], [4.0] * 10])
+@tiers.parametrize("sigmas", [[1.0], [2.0, 3.0, 0.5], [4.0] * 10], default=2)
 def test_gdp_composition_equals_exact_gaussian_curve(sigmas):
     c = compose([GaussianMechanism(s) for s in sigmas])
     assert c.exact and c.candidates[0][0] == "gaussian-dp"
