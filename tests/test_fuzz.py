@@ -253,7 +253,7 @@ def _scenarios(document, binary):
 test_scenario_files_load_and_solve, test_scenario_files_load_and_solve_slow = _scenarios
 
 
-@fuzz(4, document=fz.valid_documents(max_n=5).map(lambda d: (fz.toml_dumps(d[0]), d[1])))
+@fuzz(3, document=fz.valid_documents(max_n=5).map(lambda d: (fz.toml_dumps(d[0]), d[1])))
 def _valid_scenarios(document):
     """Only well-formed tiny documents: the soundness check sees many answers."""
     solve_file(*document)
