@@ -358,10 +358,10 @@ def test_many_compositions_are_coarsened_soundly():
         assert float(coarse.delta(eps)) >= float(full.delta(eps)) - 1e-12  # rounding up only loosens
 
 
-@pytest.mark.parametrize("menu", [
+@tiers.parametrize("menu", [
     [GaussianMechanism(1.5), ZCDP(0.1), GaussianDP(0.5), PureDP(0.3)],
     [Subsampled(0.2, LaplaceMechanism(0.5)), GaussianMechanism(3.0), ApproxDP(0.2, 1e-6), RandomizedResponse(0.4)],
-])
+], default=1)  # the second: 1.2 s
 def test_any_guarantee_kind_compose_accepts(menu):
     invocations = [Invocation(d, g, repeat=1 + d % 2) for d, g in enumerate(menu)]
     h0 = Distribution.of([({0}, 0.5), ({1, 3}, 0.5)])

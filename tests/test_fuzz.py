@@ -450,7 +450,7 @@ def query(call, what: str):
         return None
 
 
-@fuzz(15, first=guarantees(), second=st.one_of(st.none(), guarantees()), k=COUNTS, j=COUNTS)
+@fuzz(8, first=guarantees(), second=st.one_of(st.none(), guarantees()), k=COUNTS, j=COUNTS)
 def _constructors(first, second, k, j):
     text, build = first
     note(text)

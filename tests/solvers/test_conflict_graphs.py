@@ -184,6 +184,7 @@ def test_budget_binds_unbounded_bound_is_sound(time_limit):
     assert result.value <= optimum <= result.upper_bound
 
 
+@pytest.mark.slow  # 1 s; test_hardening_solve's whole-solve budget is the bounded fast twin
 def test_budget_binds_bounded_bound_is_sound():
     graph = nx.gnm_random_graph(40, 120, seed=3)
     problem = WeightProblem(ConstraintSet(40, (Conflicts.from_graph(graph),)), np.ones(40), "bounded")
