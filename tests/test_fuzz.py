@@ -244,7 +244,7 @@ def solve_file(text: str, files: dict[str, str], binary: bool = False) -> None:
         check_report_output(report)
 
 
-@fuzz(20, document=fz.scenario_texts(), binary=st.integers(0, 30).map(lambda i: i == 30))
+@fuzz(10, document=fz.scenario_texts(), binary=st.integers(0, 30).map(lambda i: i == 30))
 def _scenarios(document, binary):
     text, files = document
     solve_file(text, files, binary)
@@ -327,7 +327,7 @@ def cli_arguments(draw, path: str) -> tuple[list[str], bool]:
     return argv, as_json
 
 
-@fuzz(8, slow_examples=SLOW_EXAMPLES // 2, document=fz.scenario_texts(max_n=4), data=st.data())
+@fuzz(5, slow_examples=SLOW_EXAMPLES // 2, document=fz.scenario_texts(max_n=4), data=st.data())
 def _cli(document, data):
     text, files = document
     note(text)

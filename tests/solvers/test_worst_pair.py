@@ -95,6 +95,7 @@ def test_subsidiaries_paper_values():
     assert worst_pair(WeightProblem(cs, w, "bounded")).value == 16
 
 
+@pytest.mark.slow  # a 0.5 s budget; test_conflict_graphs' budget_binds tests are its fast twins
 def test_milp_reports_a_sound_bound_when_stopped_early():
     import networkx as nx
 
