@@ -19,9 +19,9 @@ from collections.abc import Callable, Iterable
 
 import hypothesis
 import pytest
-from _pytest.mark.structures import ParameterSet
 
 SLOW = pytest.mark.slow
+ParameterSet = type(pytest.param())
 
 
 def parametrize(argnames: str, cases: Iterable, default: int | Callable[..., bool] | Iterable[int], **kwargs):
@@ -53,8 +53,9 @@ def parametrize(argnames: str, cases: Iterable, default: int | Callable[..., boo
         if i in keep:
             out.append(case)
         else:
-            marks = (*case.marks, SLOW) if isinstance(case, ParameterSet) else SLOW
-            out.append(pytest.param(*values(case), id=getattr(case, "id", None), marks=marks))
+            own = isinstance(case, ParameterSet)
+            out.append(pytest.param(*values(case), id=case.id if own else None,
+                                    marks=(*case.marks, SLOW) if own else SLOW))
     return pytest.mark.parametrize(argnames, out, **kwargs)
 
 
