@@ -94,6 +94,7 @@ def test_bad_command_lines_exit_2_with_one_line(capsys, argv, needle):
     assert status == 2 and out == "" and err.count("\n") == 1 and needle in err
 
 
+@pytest.mark.slow  # a fresh interpreter; test_readme runs `python -m gce solve` as one by default
 def test_the_installed_command_runs_as_a_module():
     # `python -m gce` is the same entry point as the `gce` console script.
     done = subprocess.run([sys.executable, "-m", "gce", "solve", HOSPITALS, "--delta", "-1"],

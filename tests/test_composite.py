@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 from scipy import special
 
+import tiers
 from gce.priors.exact import (
     CompositeCurve,
     _geometric_law,
@@ -120,7 +121,7 @@ def random_instance(seed: int):
     return invocations, hypothesis(), hypothesis(), ConstraintSet(n)
 
 
-@pytest.mark.parametrize("seed", range(40))
+@tiers.parametrize("seed", range(40), default=8)
 def test_enumeration_equals_brute_force(seed):
     invocations, h0, h1, cs = random_instance(seed)
     curve = exact_curve(h0, h1, invocations, cs)
@@ -168,12 +169,13 @@ def count_cases(k: int):
         yield "rates vs uniform under exclusive", Rates((0.2,) * k), Uniform(), one_of_all
 
 
-@pytest.mark.parametrize(
+@tiers.parametrize(
     "k, guarantee, repeat",
     [(k, PureDP(0.8), 1) for k in (1, 4, 10)]
     + [(k, ApproxDP(0.6, 0.05), 1) for k in (2, 5, 7)]
     + [(k, ApproxDP(0.4, 0.1), 2) for k in (2, 4)]
     + [(3, RandomizedResponse(1.3), 3)],
+    default=[1, 3, 6, 8],  # one per guarantee kind and repeat
 )
 def test_count_equals_enumeration(k, guarantee, repeat):
     invocations = [Invocation(i, guarantee, repeat) for i in range(k)]
@@ -190,7 +192,7 @@ def test_count_equals_enumeration(k, guarantee, repeat):
             assert counted.delta(eps) == pytest.approx(exact, abs=1e-10), name
 
 
-@pytest.mark.parametrize(
+@tiers.parametrize(
     "h0, h1, cs",
     [
         (Point(()), Uniform(min_members=1), ConstraintSet(12)),
@@ -198,6 +200,7 @@ def test_count_equals_enumeration(k, guarantee, repeat):
         (Rates((0.4,) * 10), Uniform(1, 4), ConstraintSet(10, (AtMost(6),))),
         (Point(tuple(range(8))), Uniform(), ConstraintSet(8)),
     ],
+    default=[1, 2, 3],  # the 12 databases of the first: 0.4 s
 )
 def test_count_sums_out_unqueried_databases(h0, h1, cs):
     invocations = [Invocation(1, ApproxDP(0.9, 0.02)), Invocation(4, ApproxDP(0.9, 0.02)),

@@ -19,6 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import reference
+import tiers
 from gce.priors.coupling import CouplingCurve, coupling_delta
 from gce.priors.subsampling import SubsamplingCurve, subsampled_group, subsampling_delta
 from gce.errors import InvalidParameterError, UnsupportedCombinationError
@@ -139,9 +140,9 @@ def instances(draw, max_databases=5, max_invocations=8, max_support=8):
     return hypothesis(), hypothesis(), invocations
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-@given(instances())
-def test_coupling_is_sound_against_brute_force(instance):
+@tiers.given(8, 40, instances(),
+             settings=settings(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]))
+def _coupling_is_sound_against_brute_force(instance):
     h0, h1, invocations = instance
     curve = CouplingCurve(h0, h1, invocations)
     for eps in (0.0, 0.3, 1.0, 2.5):
@@ -153,6 +154,10 @@ def test_coupling_is_sound_against_brute_force(instance):
         if math.isfinite(eps):
             assert brute(h0, h1, invocations, eps) <= target + TOL
             assert float(curve.delta(eps)) <= target + TOL  # the curve's own certificate
+
+
+test_coupling_is_sound_against_brute_force, test_coupling_is_sound_against_brute_force_slow = \
+    _coupling_is_sound_against_brute_force
 
 
 MENU = [PureDP(0.3), PureDP(1.5), ApproxDP(0.5, 0.01), ApproxDP(1.0, 0.1), ApproxDP(0.0, 0.05),
@@ -173,7 +178,7 @@ def random_instance(seed, n=5, runs=8, support=8):
     return hypothesis(), hypothesis(), invocations
 
 
-@pytest.mark.parametrize("seed", range(8))
+@tiers.parametrize("seed", range(8), default=3)
 def test_coupling_is_sound_on_the_largest_instances(seed):
     h0, h1, invocations = random_instance(seed)
     curve = CouplingCurve(h0, h1, invocations)
@@ -201,9 +206,9 @@ def test_subsampling_route_is_sound_for_k_databases(k):
             assert brute(h0, h1, invocations, eps) <= target + TOL
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-@given(instances())
-def test_coupling_orders_between_lp_and_simple_couplings(instance):
+@tiers.given(5, 25, instances(),
+             settings=settings(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]))
+def _coupling_orders_between_lp_and_simple_couplings(instance):
     """LP <= any coupling's sum (Alg. 3's north-west coupling, the product) <= the worst pair."""
     h0, h1, invocations = instance
     for eps in (0.2, 1.0):
@@ -217,7 +222,11 @@ def test_coupling_orders_between_lp_and_simple_couplings(instance):
         assert max(refined, product) <= worst + 1e-12
 
 
-@pytest.mark.parametrize("seed", range(6))
+test_coupling_orders_between_lp_and_simple_couplings, test_coupling_orders_between_lp_and_simple_couplings_slow = \
+    _coupling_orders_between_lp_and_simple_couplings
+
+
+@tiers.parametrize("seed", range(6), default=[1, 3, 5])  # seed 0: 1.3 s
 def test_point_masses_equal_compose_of_the_difference(seed):
     rng = np.random.default_rng(seed)
     menu = [PureDP(1.0), ApproxDP(0.5, 1e-3), GaussianMechanism(2.0), ZCDP(0.05), LaplaceMechanism(1.5),
@@ -238,9 +247,10 @@ def test_point_masses_equal_compose_of_the_difference(seed):
         assert [(p.h0_members, p.h1_members, p.mass) for p in result.coupling] == [(b0, b1, 1.0)]
 
 
-def test_identical_guarantees_depend_only_on_the_difference_size():
+@tiers.parametrize("repeat", [2, 1], default=[1])  # the reference takes 2 s on 12 runs
+def test_identical_guarantees_depend_only_on_the_difference_size(repeat):
     g = ApproxDP(0.3, 1e-4)
-    invocations = [Invocation(d, g, repeat=2) for d in range(6)]
+    invocations = [Invocation(d, g, repeat=repeat) for d in range(6)]
     h0 = Distribution.of([({0, 1}, 0.5), ({2, 3, 4}, 0.5)])
     h1 = Distribution.of([({0}, 0.3), ({5}, 0.3), ({1, 2, 3, 4, 5}, 0.4)])
     curve = CouplingCurve(h0, h1, invocations)
@@ -343,10 +353,10 @@ def test_many_compositions_are_coarsened_soundly():
         assert float(coarse.delta(eps)) >= float(full.delta(eps)) - 1e-12  # rounding up only loosens
 
 
-@pytest.mark.parametrize("menu", [
+@tiers.parametrize("menu", [
     [GaussianMechanism(1.5), ZCDP(0.1), GaussianDP(0.5), PureDP(0.3)],
     [Subsampled(0.2, LaplaceMechanism(0.5)), GaussianMechanism(3.0), ApproxDP(0.2, 1e-6), RandomizedResponse(0.4)],
-])
+], default=1)  # the second: 1.2 s
 def test_any_guarantee_kind_compose_accepts(menu):
     invocations = [Invocation(d, g, repeat=1 + d % 2) for d, g in enumerate(menu)]
     h0 = Distribution.of([({0}, 0.5), ({1, 3}, 0.5)])
@@ -371,9 +381,10 @@ def test_zcdp_with_subsampled_noise_is_evaluated_point_by_point():
     assert coupling_delta(h0, h1, invocations, 1.0).delta == pytest.approx(expected, rel=1e-12)
 
 
-def test_mixed_orientation_of_asymmetric_guarantees_is_split():
+@tiers.parametrize("sigma", [0.8, 4.0], default=[1])  # sigma 0.8: 2 s
+def test_mixed_orientation_of_asymmetric_guarantees_is_split(sigma):
     """Subsampled Gaussian noise on both b0 - b1 and b1 - b0: basic composition of the two blocks."""
-    g = Subsampled(0.3, GaussianMechanism(0.8))
+    g = Subsampled(0.3, GaussianMechanism(sigma))
     invocations = [Invocation(0, g), Invocation(1, g)]
     result = coupling_delta(Distribution.point([0]), Distribution.point([1]), invocations, 1.0)
     assert result.theorem.startswith("coupling[split")
@@ -408,9 +419,9 @@ def route_instances(draw):
     return k, invocations
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-@given(route_instances(), st.sampled_from(["given", "strongest-first", "weakest-first", "best"]))
-def test_subsampling_route_is_sound_against_brute_force(instance, order):
+@tiers.given(8, 40, route_instances(), st.sampled_from(["given", "strongest-first", "weakest-first", "best"]),
+             settings=settings(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]))
+def _subsampling_route_is_sound_against_brute_force(instance, order):
     k, invocations = instance
     h0, h1 = Distribution.point([]), uniform_nonempty(list(range(k)))
     curve = SubsamplingCurve(invocations, order=order)
@@ -420,6 +431,10 @@ def test_subsampling_route_is_sound_against_brute_force(instance, order):
         eps = float(curve.epsilon(target))
         if math.isfinite(eps):
             assert brute(h0, h1, invocations, eps) <= target + TOL
+
+
+test_subsampling_route_is_sound_against_brute_force, test_subsampling_route_is_sound_against_brute_force_slow = \
+    _subsampling_route_is_sound_against_brute_force
 
 
 def test_route_with_one_database_is_its_composition():

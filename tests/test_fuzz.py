@@ -244,7 +244,7 @@ def solve_file(text: str, files: dict[str, str], binary: bool = False) -> None:
         check_report_output(report)
 
 
-@fuzz(50, document=fz.scenario_texts(), binary=st.integers(0, 30).map(lambda i: i == 30))
+@fuzz(10, document=fz.scenario_texts(), binary=st.integers(0, 30).map(lambda i: i == 30))
 def _scenarios(document, binary):
     text, files = document
     solve_file(text, files, binary)
@@ -253,7 +253,7 @@ def _scenarios(document, binary):
 test_scenario_files_load_and_solve, test_scenario_files_load_and_solve_slow = _scenarios
 
 
-@fuzz(12, document=fz.valid_documents(max_n=5).map(lambda d: (fz.toml_dumps(d[0]), d[1])))
+@fuzz(3, document=fz.valid_documents(max_n=5).map(lambda d: (fz.toml_dumps(d[0]), d[1])))
 def _valid_scenarios(document):
     """Only well-formed tiny documents: the soundness check sees many answers."""
     solve_file(*document)
@@ -327,7 +327,7 @@ def cli_arguments(draw, path: str) -> tuple[list[str], bool]:
     return argv, as_json
 
 
-@fuzz(20, slow_examples=SLOW_EXAMPLES // 2, document=fz.scenario_texts(max_n=4), data=st.data())
+@fuzz(5, slow_examples=SLOW_EXAMPLES // 2, document=fz.scenario_texts(max_n=4), data=st.data())
 def _cli(document, data):
     text, files = document
     note(text)
@@ -375,6 +375,16 @@ def run_process(text: str, flags: list[str], folder: str, command: str = "solve"
     return done.returncode, done.stdout, done.stderr
 
 
+@pytest.mark.parametrize("case", sorted(PROCESS_CASES))
+def test_cli_fixed_cases_in_process(case, tmp_path):
+    """The fast twin of the next test: the same files through gce.cli.main in this interpreter."""
+    text, flags = PROCESS_CASES[case]
+    path = tmp_path / "scenario.toml"
+    path.write_text(text, encoding="utf-8")
+    check_cli(*run_cli(["solve", str(path), *flags]), json_output="--json" in flags)
+
+
+@pytest.mark.slow  # a fresh interpreter: 1 s each
 @pytest.mark.parametrize("case", sorted(PROCESS_CASES))
 def test_cli_process_fixed_cases(case, tmp_path):
     text, flags = PROCESS_CASES[case]
@@ -440,7 +450,7 @@ def query(call, what: str):
         return None
 
 
-@fuzz(40, first=guarantees(), second=st.one_of(st.none(), guarantees()), k=COUNTS, j=COUNTS)
+@fuzz(8, first=guarantees(), second=st.one_of(st.none(), guarantees()), k=COUNTS, j=COUNTS)
 def _constructors(first, second, k, j):
     text, build = first
     note(text)

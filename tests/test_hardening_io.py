@@ -597,6 +597,7 @@ def test_file_errors_are_one_line_naming_the_field(capsys, tmp_path, text, field
     assert one_error_line(capsys, "solve", str(path)).startswith(f"{path}: {field}")
 
 
+@pytest.mark.slow  # a fresh interpreter; test_dev_zero_is_read_only_up_to_the_cap is its fast twin
 @pytest.mark.skipif(not os.path.exists("/dev/zero"), reason="needs /dev/zero")
 def test_the_installed_command_refuses_dev_zero():
     done = subprocess.run([sys.executable, "-m", "gce", "solve", "/dev/zero"], capture_output=True, text=True)

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
 import doctest
+import io
 import pathlib
 import re
 import subprocess
 import sys
+
+import tiers
+from gce.cli import main
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text()
@@ -46,13 +51,28 @@ def console_blocks():
         yield command[2:], shown
 
 
-def test_every_console_block_prints_what_the_readme_shows(tmp_path):
+def in_process(args: list[str]) -> str:
+    """What ``gce ARGS`` prints, from :func:`gce.cli.main` in this interpreter."""
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
+        main(args)
+    return out.getvalue()
+
+
+def as_process(args: list[str]) -> str:
+    """What ``gce ARGS`` prints, from a fresh interpreter (about 1 s each)."""
+    done = subprocess.run([sys.executable, "-m", "gce", *args], capture_output=True, text=True, cwd=ROOT)
+    return done.stdout + done.stderr
+
+
+@tiers.parametrize("run", [in_process, as_process], default=[0], ids=["in_process", "as_process"])
+def test_every_console_block_prints_what_the_readme_shows(tmp_path, monkeypatch, run):
+    monkeypatch.chdir(ROOT)
     blocks = list(console_blocks())
     assert len(blocks) >= 4
     for command, shown in blocks:
         args = command.split()[1:]
-        out = subprocess.run([sys.executable, "-m", "gce", *args], capture_output=True, text=True, cwd=ROOT)
-        assert out.stdout + out.stderr == shown, command
+        assert run(args) == shown, command
         for i, arg in enumerate(args[:-1]):
             if arg == "--plot":
                 written = ROOT / args[i + 1]

@@ -15,6 +15,7 @@ import pytest
 
 import gce.priors.exact
 import reference
+import tiers
 from gce.constraints import AtMost, ConstraintSet, Exclusive
 from gce.errors import InvalidParameterError, InvalidScenarioError, NumericalLimitError
 from gce.accounting.guarantees import ApproxDP, PureDP
@@ -58,7 +59,7 @@ def brute(scenario, flat, eps):
     return reference.mixture_delta(h0, h1, flat, eps)
 
 
-@pytest.mark.parametrize("seed", range(60))
+@tiers.parametrize("seed", range(60), default=10)
 def test_composite_guarantees_are_sound_and_exact_where_claimed(seed):
     rng = random.Random(1000 + seed)
     scenario, flat = random_instance(rng)
@@ -73,7 +74,7 @@ def test_composite_guarantees_are_sound_and_exact_where_claimed(seed):
         assert brute(scenario, flat, report.epsilon) <= 0.05 * (1 + 1e-9)
 
 
-@pytest.mark.parametrize("seed", range(20))
+@tiers.parametrize("seed", range(20), default=5)
 def test_without_the_exact_route_the_answer_is_still_sound(seed, monkeypatch):
     def unavailable(*args, **kwargs):
         raise NumericalLimitError("disabled for this test")
@@ -128,7 +129,7 @@ def test_invalid_priors_name_the_field():
         Explicit(({0}, {1}), (0.5, 0.6))
 
 
-@pytest.mark.parametrize("seed", range(12))
+@tiers.parametrize("seed", range(12), default=4)
 def test_none_vs_any_bound_routes_are_sound_and_beat_the_worst_pair(seed, monkeypatch):
     def unavailable(*args, **kwargs):
         raise NumericalLimitError("disabled for this test")

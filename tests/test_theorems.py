@@ -6,11 +6,12 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from scipy import integrate, stats
 
 import reference
+import tiers
 from gce.accounting.curves import GaussianCurve, ZCDPCurve
 from gce.errors import InvalidParameterError
 from gce.accounting.guarantees import (
@@ -105,10 +106,10 @@ def test_optimal_heterogeneous_equals_brute_force():
         assert c.curve.delta(target) == pytest.approx(reference.exact_delta(points, target), abs=1e-12, rel=1e-9)
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.lists(st.tuples(st.sampled_from([0.05, 0.3, 0.7, 1.5]), st.sampled_from([0.0, 1e-4, 0.02])),
-                min_size=2, max_size=6))
-def test_pld_route_is_above_and_within_one_percent(points):
+@tiers.given(5, 25, st.lists(st.tuples(st.sampled_from([0.05, 0.3, 0.7, 1.5]), st.sampled_from([0.0, 1e-4, 0.02])),
+                             min_size=2, max_size=6),
+             settings=settings(deadline=None, suppress_health_check=[HealthCheck.too_slow]))
+def _pld_route_is_above_and_within_one_percent(points):
     ms = as_multiset([ApproxDP(e, d) for e, d in points])
     pld = PLDComposition().curve(ms)
     floor = 1 - math.prod(1 - d for _, d in points)
@@ -123,6 +124,10 @@ def test_pld_route_is_above_and_within_one_percent(points):
         assert pld.delta(target) >= reference.exact_delta(points, target) - 1e-15
 
 
+test_pld_route_is_above_and_within_one_percent, test_pld_route_is_above_and_within_one_percent_slow = \
+    _pld_route_is_above_and_within_one_percent
+
+
 # ---------------------------------------------------------------------------
 # Soundness of every theorem and the ordering between them
 
@@ -131,9 +136,9 @@ guarantee_points = st.lists(
 )
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(guarantee_points, st.sampled_from([False, True]))
-def test_every_theorem_sound_against_brute_force(points, homogeneous):
+@tiers.given(10, 60, guarantee_points, st.sampled_from([False, True]),
+             settings=settings(deadline=None, suppress_health_check=[HealthCheck.too_slow]))
+def _every_theorem_sound_against_brute_force(points, homogeneous):
     if homogeneous:
         points = [points[0]] * len(points)
     # Pure guarantees as PureDP so that the zCDP route (eps^2/2 each) is exercised too.
@@ -156,9 +161,12 @@ def test_every_theorem_sound_against_brute_force(points, homogeneous):
         assert "zcdp" in checked
 
 
-@settings(max_examples=60, deadline=None)
-@given(guarantee_points, st.sampled_from([False, True]))
-def test_theorems_ordered_as_theory_says(points, homogeneous):
+test_every_theorem_sound_against_brute_force, test_every_theorem_sound_against_brute_force_slow = \
+    _every_theorem_sound_against_brute_force
+
+
+@tiers.given(10, 60, guarantee_points, st.sampled_from([False, True]))
+def _theorems_ordered_as_theory_says(points, homogeneous):
     if homogeneous:
         points = [points[0]] * len(points)
     ms = as_multiset([ApproxDP(e, d) for e, d in points])
@@ -170,6 +178,9 @@ def test_theorems_ordered_as_theory_says(points, homogeneous):
     assert np.all(s >= a - 1e-12)
     assert np.all(a >= k - 1e-12)
     assert np.all(k >= o - 1e-12)
+
+
+test_theorems_ordered_as_theory_says, test_theorems_ordered_as_theory_says_slow = _theorems_ordered_as_theory_says
 
 
 def test_closed_forms_hand_values():
@@ -198,7 +209,7 @@ def gaussian_delta_by_integration(mu: float, eps: float) -> float:
     return integrate.quad(f, -np.inf, crossing, limit=400, epsabs=1e-14, epsrel=1e-12)[0]
 
 
-@pytest.mark.parametrize("sigmas", [[1.0], [2.0, 3.0, 0.5], [4.0] * 10])
+@tiers.parametrize("sigmas", [[1.0], [2.0, 3.0, 0.5], [4.0] * 10], default=2)
 def test_gdp_composition_equals_exact_gaussian_curve(sigmas):
     c = compose([GaussianMechanism(s) for s in sigmas])
     assert c.exact and c.candidates[0][0] == "gaussian-dp"
@@ -348,7 +359,7 @@ def test_bad_parameters_name_the_parameter(make, field):
     assert field in str(info.value)
 
 
-@pytest.mark.parametrize(
+@tiers.parametrize(
     "guarantees",
     [
         {ApproxDP(100.0, 0.0): 3},
@@ -359,6 +370,7 @@ def test_bad_parameters_name_the_parameter(make, field):
         {LaplaceMechanism(0.01): 2},
         {PureDP(0.5): 3, ApproxDP(100.0, 1e-300): 2},
     ],
+    default=lambda guarantees: LaplaceMechanism(0.01) not in guarantees,  # that one: 8 s
 )
 def test_no_nan_or_inf_leaks(guarantees):
     c = compose(guarantees)

@@ -10,9 +10,10 @@ from __future__ import annotations
 from itertools import product
 
 import numpy as np
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
+import tiers
 from gce.constraints import (
     AtMost,
     Conflicts,
@@ -82,9 +83,8 @@ def compiled_allows(cs: ConstraintSet) -> dict[frozenset[int], bool]:
     return {frozenset(np.flatnonzero(x).tolist()): bool(f) for x, f in zip(xs, feasible)}
 
 
-@PROPERTY_SETTINGS
-@given(constraint_sets())
-def test_satisfied_matches_the_definition(cs):
+@tiers.given(10, 60, constraint_sets(), settings=PROPERTY_SETTINGS)
+def _satisfied_matches_the_definition(cs):
     for members in all_sets(cs.n):
         for constraint in cs.constraints:
             assert constraint.satisfied(members) == reference_allows(constraint, members, cs.n), (
@@ -95,9 +95,12 @@ def test_satisfied_matches_the_definition(cs):
         assert cs.satisfied(members) == expected
 
 
-@PROPERTY_SETTINGS
-@given(constraint_sets())
-def test_compile_agrees_with_satisfied_on_every_set(cs):
+test_satisfied_matches_the_definition, test_satisfied_matches_the_definition_slow = \
+    _satisfied_matches_the_definition
+
+
+@tiers.given(10, 60, constraint_sets(), settings=PROPERTY_SETTINGS)
+def _compile_agrees_with_satisfied_on_every_set(cs):
     compiled = compiled_allows(cs)
     assert len(compiled) == 2**cs.n
     for members, feasible in compiled.items():
@@ -105,24 +108,32 @@ def test_compile_agrees_with_satisfied_on_every_set(cs):
     assert compiled[frozenset()], "the empty set is always allowed"
 
 
-@PROPERTY_SETTINGS
-@given(constraint_sets())
-def test_allowed_sets_is_the_brute_force_family(cs):
+test_compile_agrees_with_satisfied_on_every_set, test_compile_agrees_with_satisfied_on_every_set_slow = \
+    _compile_agrees_with_satisfied_on_every_set
+
+
+@tiers.given(10, 60, constraint_sets(), settings=PROPERTY_SETTINGS)
+def _allowed_sets_is_the_brute_force_family(cs):
     listed = list(cs.allowed_sets())
     assert len(listed) == len(set(listed))
     assert set(listed) == {b for b in all_sets(cs.n) if cs.satisfied(b)}
 
 
-@PROPERTY_SETTINGS
-@given(constraint_sets())
-def test_has_nonempty_allowed_is_exact(cs):
+test_allowed_sets_is_the_brute_force_family, test_allowed_sets_is_the_brute_force_family_slow = \
+    _allowed_sets_is_the_brute_force_family
+
+
+@tiers.given(10, 60, constraint_sets(), settings=PROPERTY_SETTINGS)
+def _has_nonempty_allowed_is_exact(cs):
     brute = any(b and cs.satisfied(b) for b in all_sets(cs.n))
     assert cs.has_nonempty_allowed() is brute
 
 
-@PROPERTY_SETTINGS
-@given(constraint_sets())
-def test_structural_views_are_implied_by_the_family(cs):
+test_has_nonempty_allowed_is_exact, test_has_nonempty_allowed_is_exact_slow = _has_nonempty_allowed_is_exact
+
+
+@tiers.given(10, 60, constraint_sets(), settings=PROPERTY_SETTINGS)
+def _structural_views_are_implied_by_the_family(cs):
     family = [b for b in all_sets(cs.n) if cs.satisfied(b)]
     blocks = cs.components()
     assert sorted(i for block in blocks for i in block) == list(range(cs.n))
@@ -132,17 +143,25 @@ def test_structural_views_are_implied_by_the_family(cs):
         assert not any(u in b and v in b for u, v in cs.conflict_graph().edges)
 
 
-@PROPERTY_SETTINGS
-@given(constraint_sets())
-def test_is_unconstrained_is_sound(cs):
+test_structural_views_are_implied_by_the_family, test_structural_views_are_implied_by_the_family_slow = \
+    _structural_views_are_implied_by_the_family
+
+
+@tiers.given(10, 60, constraint_sets(), settings=PROPERTY_SETTINGS)
+def _is_unconstrained_is_sound(cs):
     if cs.is_unconstrained:
         assert all(cs.satisfied(b) for b in all_sets(cs.n))
 
 
-@settings(max_examples=40, deadline=None)
-@given(constraint_sets())
-def test_file_form_round_trips(cs):
+test_is_unconstrained_is_sound, test_is_unconstrained_is_sound_slow = _is_unconstrained_is_sound
+
+
+@tiers.given(8, 40, constraint_sets())
+def _file_form_round_trips(cs):
     for position, constraint in enumerate(cs.constraints):
         table = constraint_to_dict(constraint)
         assert constraint_from_dict(table, position, cs.n) == constraint
         assert constraint_to_dict(constraint_from_dict(table, position)) == table
+
+
+test_file_form_round_trips, test_file_form_round_trips_slow = _file_form_round_trips

@@ -11,6 +11,7 @@ import networkx as nx
 import numpy as np
 import pytest
 
+import tiers
 from gce.constraints import AtMost, Conflicts, ConstraintSet, Exclusive, Together
 from gce.solvers import MILP, PlainMILP, WeightProblem, formulation, worst_pair
 from gce.solvers.heuristics import LocalSearch
@@ -69,7 +70,7 @@ def incidence(cs: ConstraintSet) -> np.ndarray:
 CASES = [(seed, n) for seed in range(16) for n in (5, 8, 11)]
 
 
-@pytest.mark.parametrize("seed,n", CASES)
+@tiers.parametrize("seed,n", CASES, default=lambda seed, n: seed < 4)
 def test_hereditary_bounded_worst_case_is_a_disjoint_pair(seed, n):
     # DESIGN.md / 001 Sec. V-A: with hereditary constraints (together included: allowed sets
     # are unions of components) removing b0 & b1 from both keeps them allowed.
@@ -83,7 +84,7 @@ def test_hereditary_bounded_worst_case_is_a_disjoint_pair(seed, n):
     assert best_disjoint(cs, weights) == brute_force(cs, weights, "bounded")
 
 
-@pytest.mark.parametrize("seed,n", CASES)
+@tiers.parametrize("seed,n", CASES, default=lambda seed, n: seed < 4)
 @pytest.mark.parametrize("neighborhood", ["unbounded", "bounded"])
 def test_strengthened_milp_matches_enumeration(seed, n, neighborhood):
     rng = random.Random(seed)
@@ -117,7 +118,7 @@ def test_strengthened_milp_matches_enumeration(seed, n, neighborhood):
     assert found == problem.value(*search.best_pair()) <= expected
 
 
-@pytest.mark.parametrize("seed", range(20))
+@tiers.parametrize("seed", range(20), default=6)
 def test_packing_groups_are_implied_and_exact_for_packing_kinds(seed):
     rng = random.Random(seed)
     n = 9
@@ -132,7 +133,7 @@ def test_packing_groups_are_implied_and_exact_for_packing_kinds(seed):
         assert obeys if allowed else (not structure.exact or not obeys)
 
 
-@pytest.mark.parametrize("seed", range(30))
+@tiers.parametrize("seed", range(30), default=5)
 def test_odd_cycle_rows_hold_on_independent_sets(seed):
     rng = np.random.default_rng(seed)
     n = 11
@@ -172,7 +173,7 @@ def test_structured_conflicts_exact_and_fast_path():
         assert ours.exact and plain.exact and ours.value == plain.value
 
 
-@pytest.mark.parametrize("time_limit", [0.02, 0.1, 0.3])
+@tiers.parametrize("time_limit", [0.02, 0.1, 0.3], default=1)
 def test_budget_binds_unbounded_bound_is_sound(time_limit):
     graph = nx.gnm_random_graph(90, 270, seed=5)
     problem = WeightProblem(ConstraintSet(90, (Conflicts.from_graph(graph),)), np.ones(90), "unbounded")
@@ -183,6 +184,7 @@ def test_budget_binds_unbounded_bound_is_sound(time_limit):
     assert result.value <= optimum <= result.upper_bound
 
 
+@pytest.mark.slow  # 1 s; test_hardening_solve's whole-solve budget is the bounded fast twin
 def test_budget_binds_bounded_bound_is_sound():
     graph = nx.gnm_random_graph(40, 120, seed=3)
     problem = WeightProblem(ConstraintSet(40, (Conflicts.from_graph(graph),)), np.ones(40), "bounded")
@@ -195,6 +197,7 @@ def test_budget_binds_bounded_bound_is_sound():
     assert not MILP().solve(problem, 0.05).exact  # the budget does bind here
 
 
+@pytest.mark.slow  # 1.5 s each; the budget_binds tests above are its fast twins
 @pytest.mark.parametrize("neighborhood", ["unbounded", "bounded"])
 def test_large_random_graph_bound_above_every_witness(neighborhood):
     graph = nx.gnm_random_graph(500, 1500, seed=11)
