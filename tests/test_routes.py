@@ -16,6 +16,8 @@ from collections.abc import Mapping
 
 import pytest
 
+import tiers
+
 import gce.priors.routes as routes_module
 import gce.solving as gce_solve
 import reference
@@ -187,7 +189,7 @@ def test_an_exact_answer_skips_the_routes_that_cannot_be_exact():
 # Several routes answer: the report names the tightest
 
 
-@pytest.mark.parametrize("target", [{"delta": 1e-4}, {"epsilon": 1.0}])
+@tiers.parametrize("target", [{"delta": 1e-4}, {"epsilon": 1.0}], default=1)
 def test_when_several_routes_answer_the_report_names_the_tightest(target):
     """Laplace noise: the exact route answers through the (eps, 0) point, not exactly, so every route
     competes; the report's theorem is the answer with the least epsilon (or delta), the others are notes."""
