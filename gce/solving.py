@@ -370,7 +370,8 @@ def _solve_composite(scenario: Scenario, delta: float | None, epsilon: float | N
             continue  # an exact answer is the tightest
         outcome = attempt(route, context)
         if isinstance(outcome, Decline):
-            notes.append(f"{route.declined}: {outcome.reason}")
+            if not outcome.quiet:
+                notes.append(f"{route.declined}: {outcome.reason}")
         else:
             answers.append(outcome)
 

@@ -31,6 +31,7 @@ from gce.priors.routes import (
     CouplingRoute,
     Decline,
     ExactRoute,
+    IdenticalRoute,
     Route,
     RouteAnswer,
     RouteContext,
@@ -94,10 +95,14 @@ def test_every_route_declares_name_limits_exactness_and_its_decline(route):
     assert callable(route.accepts) and callable(route.run)
 
 
+#: The routes for two different priors (the identical-hypotheses row declines them quietly).
+GENERAL = tuple(route for route in ROUTES if not isinstance(route, IdenticalRoute))
+
+
 def test_the_table_holds_each_route_once_exact_first_and_the_worst_pair_last():
-    assert [type(r) for r in ROUTES] == [ExactRoute, CouplingRoute, SubsamplingRoute, WorstPairRoute]
+    assert [type(r) for r in ROUTES] == [IdenticalRoute, ExactRoute, CouplingRoute, SubsamplingRoute, WorstPairRoute]
     assert len({r.name for r in ROUTES}) == len(ROUTES)
-    assert [r.exact for r in ROUTES] == [True, False, False, False]
+    assert [r.exact for r in ROUTES] == [True, True, False, False, False]
     assert CouplingRoute.limits["pairs"] == CouplingRoute.PAIR_LIMIT == 250_000
     assert SubsamplingRoute.limits["databases with curve-only guarantees"] == SubsamplingRoute.CURVE_LIMIT == 32
 
@@ -118,7 +123,7 @@ def test_each_accepting_route_bounds_the_brute_force_curve(seed, none_vs_any):
         # Canonical guarantees on small supports: every route answers here, the subsampling route only
         # for "none vs at least one".
         declined = {t for t, o in outcomes.items() if isinstance(o, Decline)}
-        assert declined == (set() if none_vs_any else {SubsamplingRoute})
+        assert declined == ({IdenticalRoute} if none_vs_any else {IdenticalRoute, SubsamplingRoute})
         for route_type, outcome in outcomes.items():
             if isinstance(outcome, Decline):
                 continue
@@ -136,7 +141,7 @@ def test_bound_routes_are_strictly_above_the_exact_route_where_it_matters():
     scenario = Scenario(4, tuple(Invocation(i, PureDP(1.0)) for i in range(4)), hypotheses=(Point(()), Uniform(1)))
     flat = [(i, 1.0, 0.0) for i in range(4)]
     ctx = context(scenario, 1.0)
-    values = {type(r): float(attempt(r, ctx).curve.delta(1.0)) for r in ROUTES}
+    values = {type(r): float(attempt(r, ctx).curve.delta(1.0)) for r in GENERAL}
     truth = brute(scenario, flat, 1.0)
     assert values[ExactRoute] == pytest.approx(truth, rel=1e-9)
     assert values[WorstPairRoute] == pytest.approx(reference.exact_delta([(1.0, 0.0)] * 4, 1.0), rel=1e-9)
@@ -155,10 +160,10 @@ def test_every_decline_has_a_reason_and_the_report_gives_it():
     scenario = Scenario(n, tuple(Invocation(i, GaussianMechanism(sigma=3.0)) for i in range(n)),
                         hypotheses=(Point(()), Uniform(1)), delta=1e-6)
     ctx = context(scenario)
-    outcomes = [attempt(route, ctx) for route in ROUTES]
+    outcomes = [attempt(route, ctx) for route in GENERAL]
     assert [isinstance(o, Decline) for o in outcomes] == [True, True, True, False]
     report = solve(scenario)
-    notes = [f"{route.declined}: {o.reason}" for route, o in zip(ROUTES, outcomes) if isinstance(o, Decline)]
+    notes = [f"{route.declined}: {o.reason}" for route, o in zip(GENERAL, outcomes) if isinstance(o, Decline)]
     assert all(o.reason for o in outcomes[:3])
     assert "(epsilon, delta) point" in outcomes[0].reason and "limit" in outcomes[1].reason
     assert "limited to 32 databases" in outcomes[2].reason
@@ -171,7 +176,7 @@ def test_every_decline_has_a_reason_and_the_report_gives_it():
 def test_subsampling_declines_other_priors_with_its_reason():
     scenario = Scenario(3, tuple(Invocation(i, LaplaceMechanism(scale=1.0)) for i in range(3)),
                         hypotheses=(Point(()), Uniform(2)), delta=1e-6)
-    outcome = attempt(ROUTES[2], context(scenario))
+    outcome = attempt(GENERAL[2], context(scenario))
     assert isinstance(outcome, Decline) and "001 Thm. 3" in outcome.reason
     assert f"no subsampling bound: {outcome.reason}" in solve(scenario).notes
 
@@ -197,7 +202,7 @@ def test_when_several_routes_answer_the_report_names_the_tightest(target):
     scenario = Scenario(n, tuple(Invocation(i, LaplaceMechanism(scale=1.0 + 0.5 * i)) for i in range(n)),
                         hypotheses=(Point(()), Uniform(1)))
     ctx = context(scenario, target.get("epsilon", 1.0))
-    answers = [attempt(route, ctx) for route in ROUTES]
+    answers = [attempt(route, ctx) for route in GENERAL]
     assert all(isinstance(a, RouteAnswer) and not a.exact for a in answers)
     if "delta" in target:
         values = [float(a.curve.epsilon(target["delta"])) for a in answers]
@@ -251,3 +256,38 @@ def test_a_new_row_is_tried_and_reported(monkeypatch):
     assert len(classic) == 1 or report.theorem == "classic (test row)"
     assert math.isfinite(report.epsilon)
     assert report.epsilon <= compose(invocation_multiset(scenario.invocations)).epsilon(1e-6) + 1e-12
+
+
+# ---------------------------------------------------------------------------
+# Identical priors: 0, exactly
+
+
+@pytest.mark.parametrize("hypotheses", [
+    (Point(()), Point(())),
+    (Uniform(1), Uniform(1)),
+    (Explicit(({0}, {1, 2}), (0.25, 0.75)), Explicit(({1, 2}, {0}), (0.75, 0.25))),  # same law, other order
+    (Point((1,)), Explicit(({1},), (1.0,))),
+])
+def test_identical_priors_answer_zero_exactly(hypotheses):
+    """Gaussian noise (no exact route) or (eps, delta) points: whatever the mechanisms, a prior against itself
+    reveals nothing; before this row the answer was the coupling bound 0 with exact false."""
+    invocations = (Invocation(0, GaussianMechanism(sigma=1.0)), Invocation(1, ApproxDP(0.5, 1e-7)),
+                   Invocation(2, PureDP(2.0)))
+    report = solve(Scenario(3, invocations, hypotheses=hypotheses, delta=1e-6))
+    assert report.theorem == "identical hypotheses" and report.exact
+    assert report.epsilon == 0.0 and report.delta == 1e-6
+    assert float(report.curve.delta(0.0)) == 0.0
+    assert not any(n.startswith(IdenticalRoute.declined) for n in report.notes)
+
+
+def test_different_priors_are_declined_quietly():
+    """Weights that differ by one part in 10^12 are different priors: the row declines, and says nothing."""
+    h0 = Explicit(({0}, {1}), (0.5, 0.5))
+    h1 = Explicit(({0}, {1}), (0.5 + 1e-12, 0.5 - 1e-12))
+    scenario = Scenario(2, (Invocation(0, PureDP(1.0)), Invocation(1, PureDP(1.0))), hypotheses=(h0, h1),
+                        delta=0.0)
+    outcome = attempt(ROUTES[0], context(scenario))
+    assert isinstance(outcome, Decline) and outcome.quiet
+    report = solve(scenario)
+    assert report.theorem != IdenticalRoute.name and 0.0 < report.epsilon < 1e-9
+    assert not any(n.startswith(IdenticalRoute.declined) for n in report.notes)

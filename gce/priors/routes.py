@@ -8,6 +8,7 @@ limits as class attributes), whether its answer is exact, and why it declines
 keeps every answer, returns the tightest (exact answers first) and writes each
 decline into the report's notes. Adding a route is adding a row.
 
+* :class:`IdenticalRoute`: h0 and h1 the same prior: 0, exactly;
 * :class:`ExactRoute`: the two-sided hockey-stick divergence between the two
   mixtures of canonical products (:func:`gce.priors.exact.exact_curve`: the
   methods of :data:`gce.priors.exact.EXACT_METHODS`, counting then enumeration);
@@ -40,6 +41,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 from ..accounting.curves import PrivacyCurve
 from ..accounting import kinds
+from ..accounting.theorems import compose
 from ..errors import NumericalLimitError, UnsupportedCombinationError
 from ..model import Scenario
 from . import exact as exact_module
@@ -51,7 +53,7 @@ from .subsampling import SubsamplingCurve
 if TYPE_CHECKING:  # pragma: no cover
     from ..report import Report
 
-__all__ = ["Route", "Decline", "RouteAnswer", "RouteContext", "WorstPair", "ExactRoute", "CouplingRoute",
+__all__ = ["Route", "Decline", "RouteAnswer", "RouteContext", "WorstPair", "IdenticalRoute", "ExactRoute", "CouplingRoute",
            "SubsamplingRoute", "WorstPairRoute", "ROUTES", "attempt", "none_vs_any"]
 
 
@@ -59,10 +61,12 @@ __all__ = ["Route", "Decline", "RouteAnswer", "RouteContext", "WorstPair", "Exac
 class Decline:
     """Why a route gave no answer for a scenario (a limit, an unsupported guarantee, a prior it does not take).
 
-    The report's note is ``f"{route.declined}: {reason}"``.
+    The report's note is ``f"{route.declined}: {reason}"``, unless ``quiet`` (a route that applies only to
+    a special case, declining every other scenario, says nothing).
     """
 
     reason: str
+    quiet: bool = False
 
 
 @dataclass(frozen=True)
@@ -178,6 +182,35 @@ def none_vs_any(scenario: Scenario) -> bool:
             and len(queried) == scenario.n)
 
 
+class IdenticalRoute(Route):
+    """h0 and h1 are the same prior: every output has the same law under both, so the curve is 0 at every
+    epsilon >= 0 (001 Def. 3: the hockey-stick divergence of a distribution from itself), exactly.
+
+    Equal records are identical; two priors that list their supports (point, explicit) are identical when
+    their distributions over the allowed sets are equal set for set and weight for weight.
+    """
+
+    name = "identical hypotheses"
+    exact = True
+    limits = MappingProxyType({})
+    declined = "no identical-hypotheses answer"
+
+    def accepts(self, context: RouteContext) -> Decline | None:
+        """Declines unless h0 and h1 describe the same distribution."""
+        h0, h1 = context.hypotheses
+        if h0 == h1:
+            return None
+        if h0.listed and h1.listed:
+            d0, d1 = (h.distribution(context.scenario.constraints) for h in (h0, h1))
+            if dict(zip(d0.sets, d0.weights)) == dict(zip(d1.sets, d1.weights)):
+                return None
+        return Decline("h0 and h1 are different priors", quiet=True)
+
+    def run(self, context: RouteContext) -> RouteAnswer:
+        """The zero curve (the composition of nothing)."""
+        return RouteAnswer(self.name, compose(()).curve, True)
+
+
 class ExactRoute(Route):
     """The exact curve (:func:`gce.priors.exact.exact_curve`): 001 Def. 3 for (eps, delta) guarantees through
     their canonical pairs (002 eqs. 9-10, Thm. II.5). Its answer is exact when every guarantee is canonical
@@ -290,4 +323,4 @@ class WorstPairRoute(Route):
 
 
 #: The routes, in the order they are tried and their declines reported.
-ROUTES: tuple[Route, ...] = (ExactRoute(), CouplingRoute(), SubsamplingRoute(), WorstPairRoute())
+ROUTES: tuple[Route, ...] = (IdenticalRoute(), ExactRoute(), CouplingRoute(), SubsamplingRoute(), WorstPairRoute())
