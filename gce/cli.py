@@ -4,6 +4,8 @@
     gce calibrate FILE.toml --target-epsilon E --target-delta D [--json] [--quiet] [--time-limit S]
                   [--allow-outside-files]
     gce curve FILE.toml [--deltas D ...] [--plot out.png] [--json] [--time-limit S] [--allow-outside-files]
+    gce membership TABLE [--query SQL] [--columns I D] [--scenario FILE.toml | --databases N] [--plot out.png]
+                   [--json] [--truncate M --seed S --output OUT.parquet]
 
 prints the report of :func:`gce.solving.solve`; with ``--json`` one JSON object
 (:meth:`gce.report.Report.to_dict`). Bad input, in the file or on the command
@@ -96,6 +98,28 @@ def _parser() -> argparse.ArgumentParser:
     curve.add_argument("--plot", metavar="PNG", help="also draw the two curves into this image file (.png, .pdf, "
                                                       ".svg, ...; without a suffix, .png is added)")
     _scenario_options(curve, _curve, "the table", "seconds a MILP may search per solve")
+
+    membership = commands.add_parser(
+        "membership", help="memberships per individual in a table, candidate m and their epsilon; truncation",
+        description="Read a membership table (individual, database) with DuckDB: CSV or Parquet (a file or a "
+                    "quoted glob), or a DuckDB or SQLite database with --query. Print how many individuals are in "
+                    "c databases, and for candidate m (90th, 99th, 99.9th percentiles, maximum) the share of "
+                    "individuals covered, of memberships a truncation keeps and, with --scenario, the HDP epsilon "
+                    "with at_most m in place of its from_data constraint. --truncate M writes the rows to keep: "
+                    "for each individual the M databases first by md5('SEED:individual:index').")
+    membership.add_argument("table", metavar="TABLE", help="CSV or Parquet file or glob, or a database file "
+                                                             "with --query")
+    membership.add_argument("--query", metavar="SQL", help="a SELECT returning (individual, database)")
+    membership.add_argument("--columns", nargs=2, metavar=("INDIVIDUAL", "DATABASE"), help="the two columns read")
+    membership.add_argument("--scenario", metavar="FILE", help="scenario file: its databases, and epsilon at each m")
+    membership.add_argument("--databases", type=int, metavar="N", help="database ids are 0..N-1 (no --scenario)")
+    membership.add_argument("--plot", metavar="PNG", help="draw epsilon against the share covered (--scenario)")
+    membership.add_argument("--truncate", type=int, metavar="M", help="write the rows keeping at most M databases "
+                                                                       "per individual (with --seed, --output)")
+    membership.add_argument("--seed", type=int, metavar="S", help="the truncation's seed")
+    membership.add_argument("--output", metavar="OUT", help="where --truncate writes (.parquet or .csv)")
+    membership.add_argument("--quiet", action="store_true", help="no progress line on the terminal")
+    _scenario_options(membership, _membership, "the table", "seconds a MILP may search per solve")
     return parser
 
 
@@ -248,6 +272,75 @@ def _curve(args: argparse.Namespace) -> str:
     if plot is not None:
         lines.append(f"plot written to {plot}")
     return "\n".join(lines)
+
+
+def _membership_table(args: argparse.Namespace):
+    """TABLE (a file, a glob or, with --query, a database file) as the engine reads it; the user's own paths."""
+    import glob as globbing
+    import os
+
+    from .constraints.tables import MembershipTable
+
+    columns = None if args.columns is None else tuple(args.columns)
+    if args.query is not None:
+        if not os.path.isfile(args.table):
+            raise _UsageError(f"TABLE: {args.table!r} is not a database file")
+        return MembershipTable(database=args.table, query=args.query, columns=columns, label=args.table)
+    files = sorted(f for f in globbing.glob(args.table, recursive=True) if os.path.isfile(f)) \
+        if any(c in args.table for c in "*?[") else [args.table]
+    if not files or not os.path.isfile(files[0]):
+        raise _UsageError(f"TABLE: {args.table!r} matches no file")
+    return MembershipTable(tuple(files), columns=columns, label=args.table)
+
+
+def _membership(args: argparse.Namespace) -> str:
+    from .constraints.tables import truncate_membership
+    from .membership import membership_coverage, plot_coverage
+    from .progress import Progress
+
+    if args.scenario is None and args.databases is None:
+        raise _UsageError("--scenario or --databases: give one, to resolve the table's database ids")
+    if args.scenario is not None and args.databases is not None:
+        raise _UsageError("--databases: not with --scenario (its databases are used)")
+    if args.databases is not None and args.databases < 1:
+        raise _UsageError(f"--databases: must be a count >= 1, got {args.databases}")
+    truncating = [flag for flag, value in (("--truncate", args.truncate), ("--seed", args.seed),
+                                           ("--output", args.output)) if value is not None]
+    if truncating and len(truncating) != 3:
+        raise _UsageError("--truncate, --seed and --output: give all three to write a truncated table")
+    if args.plot is not None and args.scenario is None:
+        raise _UsageError("--plot: needs --scenario (it draws the epsilon of each candidate m)")
+    time_limit = _time_limit(args)
+    plot = _plot_file(args.plot)
+    table = _membership_table(args)
+    databases = args.databases
+    if truncating:
+        if args.scenario is not None:
+            databases = _load_at_most(args.scenario).databases
+        with Progress(label="membership", quiet=args.quiet or args.json, stream=sys.stderr) as progress:
+            done = truncate_membership(table, databases, args.truncate, args.seed, args.output, progress=progress)
+        if args.json:
+            return json.dumps(done.to_dict(), indent=2)
+        return (f"wrote {done.output}: {done.rows_kept:,} of {done.rows:,} rows ({done.rows_kept / done.rows:.2%}), "
+                f"{done.memberships_kept:,} of {done.memberships:,} memberships "
+                f"({done.memberships_kept / done.memberships:.2%}); every one of the {done.individuals:,} "
+                f"individuals keeps at most {done.m} databases (seed {done.seed})\n"
+                f'state it in the scenario: kind = "from_data", source = "{done.output}", enforced = true')
+    with Progress(label="membership", quiet=args.quiet or args.json, stream=sys.stderr) as progress:
+        coverage = membership_coverage(table, databases, scenario=args.scenario, time_limit=time_limit,
+                                       progress=progress)
+    if plot is not None:
+        plot_coverage(coverage, plot)
+    if args.json:
+        return json.dumps(dict(coverage.to_dict(), plot=None if plot is None else str(plot)), indent=2,
+                          allow_nan=False)
+    return str(coverage) + ("" if plot is None else f"\nplot written to {plot}")
+
+
+def _load_at_most(path: str):
+    from .files.scenario import load_scenario_at_most
+
+    return load_scenario_at_most(path, 1)
 
 
 def _one_line(text: str) -> str:

@@ -18,7 +18,7 @@ LAYERS = (
     ("priors",),
     ("files",),
     ("solving",),
-    ("calibration", "plot", "progress"),
+    ("calibration", "plot", "progress", "membership"),
     ("cli", "__main__", ""),
 )
 

@@ -90,6 +90,9 @@ class MembershipEstimate:
         Number of databases the ids were resolved against.
     source : str
         Where the table came from (a file path, or a label for an iterable).
+    enforced : bool
+        The bound holds by construction: the table was truncated to at most ``m`` databases per individual
+        (``gce membership --truncate``), and the statement says so instead of "estimated".
 
     Raises
     ------
@@ -104,6 +107,7 @@ class MembershipEstimate:
     rows: int
     n: int
     source: str
+    enforced: bool = False
 
     def __post_init__(self) -> None:
         if not isinstance(self.at_most, AtMost) or self.at_most.among is not None:
@@ -133,8 +137,14 @@ class MembershipEstimate:
     @property
     def statement(self) -> str:
         """A plain statement that the limits were estimated from data, for reports to print."""
-        text = (f"at_most {self.at_most.m} estimated from data: the largest number of databases one of "
-                f"{self.individuals:,} individuals appears in in {self.source}; a future individual may exceed it.")
+        if self.enforced:
+            text = (f"at_most {self.at_most.m} enforced by truncation: {self.source} keeps at most "
+                    f"{self.at_most.m} databases for each of its {self.individuals:,} individuals (gce membership "
+                    f"--truncate); the mechanisms must read only the rows kept.")
+        else:
+            text = (f"at_most {self.at_most.m} estimated from data: the largest number of databases one of "
+                    f"{self.individuals:,} individuals appears in in {self.source}; a future individual may "
+                    f"exceed it.")
         if self.patterns is not None:
             count = len(self.patterns.allowed)
             sets = "set" if count == 1 else "sets"
@@ -152,6 +162,7 @@ class MembershipEstimate:
             "databases": self.n,
             "source": self.source,
             "statement": self.statement,
+            **({"enforced": True} if self.enforced else {}),
         }
 
 

@@ -47,6 +47,8 @@ cannot ask for gigabytes (issue #9, hardening):
 
 from __future__ import annotations
 
+import dataclasses
+import glob
 import math
 import os
 import pathlib
@@ -55,6 +57,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from ..constraints import ConstraintSet, estimate_membership
+from ..constraints.tables import MembershipTable, membership_statistics
 from ..constraints.neighborhood import NEIGHBORHOODS
 from .constraints import constraint_from_dict
 from ..errors import InfeasibleConstraintsError, InvalidParameterError, InvalidScenarioError
@@ -74,6 +77,7 @@ __all__ = [
     "MAX_SCENARIO_BYTES",
     "MECHANISM_KINDS",
     "load_scenario",
+    "load_scenario_at_most",
     "scenario_from_dict",
 ]
 
@@ -361,27 +365,108 @@ def _data_file(file: str, folder: pathlib.Path, allow_outside: bool, field: str)
     return target
 
 
-def _from_data(refs: _Refs, table: Mapping[str, object], path: str, folder: pathlib.Path, allow_outside: bool):
-    """A ``kind = "from_data"`` table: at_most (and optionally patterns) estimated from a membership CSV."""
-    keys = ("kind", "file", "patterns", "header")
-    for key in table:
-        if key not in keys:
-            raise InvalidScenarioError(key_path(path, key), f'is not a key of kind "from_data"; its keys are '
-                                                            f"{', '.join(keys[1:])}")
-    file = table.get("file")
-    if not isinstance(file, str):
-        raise InvalidScenarioError(f"{path}.file", f"must be the path of a CSV file (individual, database), "
-                                                   f"got {toml_value(file)}")
-    patterns, header = table.get("patterns", False), table.get("header")
+#: The keys of a ``kind = "from_data"`` table; ``file`` is read by Python's csv module (as always), ``source``
+#: (CSV or Parquet, one file or a glob) and ``database`` with ``query`` by the DuckDB engine.
+_FROM_DATA_KEYS = ("kind", "file", "source", "database", "query", "columns", "patterns", "header", "enforced")
+
+
+def _data_files(pattern: str, folder: pathlib.Path, allow_outside: bool, field: str) -> tuple[str, ...]:
+    """The files a ``source`` names (a path or a glob), each relative to ``folder`` and confined to it."""
+    if not any(c in pattern for c in "*?["):
+        return (str(_data_file(pattern, folder, allow_outside, field)),)
+    try:
+        matches = sorted(glob.glob(os.path.join(folder, pattern), recursive=True))
+    except ValueError:
+        raise InvalidScenarioError(field, f"cannot read {toml_value(pattern)}: a path has no NUL characters") \
+            from None
+    files = [m for m in matches if os.path.isfile(m)]
+    if not files:
+        raise InvalidScenarioError(field, f"{toml_value(pattern)} matches no file (looked in "
+                                          f"{str(folder.resolve())!r})")
+    return tuple(str(_data_file(os.path.relpath(f, folder), folder, allow_outside, field)) for f in files)
+
+
+def _from_data_options(table: Mapping[str, object], path: str) -> tuple[bool, bool | None, bool, object]:
+    patterns, header, enforced = table.get("patterns", False), table.get("header"), table.get("enforced", False)
     if not isinstance(patterns, bool):
         raise InvalidScenarioError(f"{path}.patterns", f"must be true or false, got {toml_value(patterns)}")
     if header is not None and not isinstance(header, bool):
         raise InvalidScenarioError(f"{path}.header", f"must be true or false, got {toml_value(header)}")
+    if not isinstance(enforced, bool):
+        raise InvalidScenarioError(f"{path}.enforced", f"must be true or false, got {toml_value(enforced)}")
+    columns = table.get("columns")
+    if columns is not None and not (isinstance(columns, list) and len(columns) == 2
+                                    and all(isinstance(c, str) and c for c in columns)):
+        raise InvalidScenarioError(f"{path}.columns", f"must be two column names [individual, database], "
+                                                      f"got {toml_value(columns)}")
+    return patterns, header, enforced, columns
+
+
+def _from_data(refs: _Refs, table: Mapping[str, object], path: str, folder: pathlib.Path, allow_outside: bool):
+    """A ``kind = "from_data"`` table: at_most (and optionally patterns) estimated from a membership table."""
+    keys = _FROM_DATA_KEYS
+    for key in table:
+        if key not in keys:
+            raise InvalidScenarioError(key_path(path, key), f'is not a key of kind "from_data"; its keys are '
+                                                            f"{', '.join(keys[1:])}")
+    given = [key for key in ("file", "source", "database") if key in table]
+    if len(given) > 1:
+        raise InvalidScenarioError(f"{path}.{given[1]}", f"give one of file, source and database, not "
+                                                         f"{' and '.join(given)}")
+    if given and given[0] != "file":
+        return _from_engine(refs, table, path, given[0], folder, allow_outside)
+    for key in ("query", "columns"):
+        if key in table:
+            raise InvalidScenarioError(f"{path}.{key}", 'is read with source or database, not file')
+    file = table.get("file")
+    if not isinstance(file, str):
+        raise InvalidScenarioError(f"{path}.file", f"must be the path of a CSV file (individual, database), "
+                                                   f"got {toml_value(file)}")
+    patterns, header, enforced, _ = _from_data_options(table, path)
     target = _data_file(file, folder, allow_outside, f"{path}.file")
     try:
-        return estimate_membership(target, refs.databases, patterns=patterns, header=header, source=file)
+        estimate = estimate_membership(target, refs.databases, patterns=patterns, header=header, source=file)
     except InvalidParameterError as error:
         raise InvalidScenarioError(f"{path}.file", str(error)) from None
+    return dataclasses.replace(estimate, enforced=True) if enforced else estimate
+
+
+def _from_engine(refs: _Refs, table: Mapping[str, object], path: str, key: str, folder: pathlib.Path,
+                 allow_outside: bool):
+    """``source`` (CSV or Parquet files) or ``database`` with ``query``: the statistics from the DuckDB engine."""
+    value = table[key]
+    if not isinstance(value, str) or not value:
+        what = "a CSV or Parquet file, or a glob" if key == "source" else "a DuckDB or SQLite database file"
+        raise InvalidScenarioError(f"{path}.{key}", f"must be the path of {what}, got {toml_value(value)}")
+    patterns, header, enforced, columns = _from_data_options(table, path)
+    query = table.get("query")
+    if key == "database":
+        if not isinstance(query, str) or not query.strip():
+            raise InvalidScenarioError(f"{path}.query", f"must be a SELECT returning (individual, database) "
+                                                        f"from {toml_value(value)}, got {toml_value(query)}")
+        if header is not None:
+            raise InvalidScenarioError(f"{path}.header", "applies to CSV files only")
+        files: tuple[str, ...] = ()
+        database = str(_data_file(value, folder, allow_outside, f"{path}.database"))
+    else:
+        if query is not None:
+            raise InvalidScenarioError(f"{path}.query", "is read with database, not source")
+        files, database = _data_files(value, folder, allow_outside, f"{path}.source"), None
+    try:
+        source = MembershipTable(files, database, query if key == "database" else None,
+                                 None if columns is None else tuple(columns), header, value)
+    except InvalidParameterError as error:
+        raise InvalidScenarioError(f"{path}.{error.field if error.field in ('query', 'columns') else key}",
+                                   error.detail) from None
+    if header is not None and source.format != "csv":
+        raise InvalidScenarioError(f"{path}.header", "applies to CSV files only")
+    try:
+        statistics = membership_statistics(source, refs.databases, patterns=patterns)
+        return statistics.estimate(enforced=enforced)
+    except InvalidParameterError as error:
+        field = {"query": "query", "columns": "columns"}.get(error.field, key)
+        detail = error.detail if error.field in ("query", "columns", "source") else str(error)
+        raise InvalidScenarioError(f"{path}.{field}", detail) from None
 
 
 def _constraints(refs: _Refs, tables: object, folder: pathlib.Path,
@@ -612,3 +697,29 @@ def load_scenario(path: str | os.PathLike[str], *, allow_outside_files: bool = F
     path = _path_argument(path, "path")
     table = _toml(_text(_read_bytes(path), path), path)
     return scenario_from_dict(table, path.parent, allow_outside_files=allow_outside_files)
+
+
+def load_scenario_at_most(path: str | os.PathLike[str], m: int, *, note: str = "") -> Scenario:
+    """The scenario of a file with each ``from_data`` constraint replaced by ``at_most m`` (no table is read).
+
+    What ``gce membership --scenario`` solves for each candidate m; ``note`` (say, how m was chosen) is the
+    scenario's note in place of the estimate's statement.
+
+    Raises
+    ------
+    InvalidScenarioError
+        As :func:`load_scenario`, or the file has no ``from_data`` constraint to replace.
+    """
+    path = _path_argument(path, "path")
+    table = _toml(_text(_read_bytes(path), path), path)
+    constraints = table.get("constraints")
+    found = isinstance(constraints, list) and any(isinstance(c, Mapping) and c.get("kind") == "from_data"
+                                                  for c in constraints)
+    if not found:
+        raise InvalidScenarioError("constraints", f"{str(path)!r} has no from_data constraint to replace by "
+                                                  f"at_most m")
+    table = dict(table, constraints=[{"kind": "at_most", "m": m}
+                                     if isinstance(c, Mapping) and c.get("kind") == "from_data" else c
+                                     for c in constraints])
+    scenario = scenario_from_dict(table, path.parent)
+    return dataclasses.replace(scenario, notes=(note,) if note else ())

@@ -1,0 +1,578 @@
+"""Membership tables read by an embedded DuckDB engine (001, Sec. V-A: the store chain at scale).
+
+:mod:`gce.constraints.data` reads a small CSV with Python's ``csv`` module. Curators keep membership logs
+(patient x hospital visits, customer x branch purchases) of 10^8 rows and more in CSV or Parquet files and
+in databases; this module hands such a table to DuckDB (embedded, in-process) and brings back only what
+the estimate needs, computed by SQL in the engine:
+
+- the rows read, the individuals, and the *histogram* of memberships: how many individuals appear in
+  exactly c distinct databases, for each c (duplicated rows count once);
+- when asked, the distinct membership sets observed (:data:`MAX_PATTERNS` at most, else a clear error);
+- a *truncation*: the rows to keep so that nobody is in more than m databases (:func:`truncate_membership`).
+
+A :class:`MembershipTable` says where the rows are: CSV or Parquet files (one file or the files a glob
+matched; the caller resolves and confines paths, see :mod:`gce.files.scenario`), or a query against a
+DuckDB or SQLite database file. Each row is (individual, database); the database id is resolved as in
+:func:`gce.constraints.data.estimate_membership` (an index, a name or a mapped id). A missing individual,
+a missing or unknown database is an error naming the file and the value.
+
+What must never change: ``histogram[c]`` is exactly the number of individuals of the table with ``c``
+distinct known databases, and the truncation keeps, for each individual, the ``min(c, m)`` distinct
+databases ranked first by :func:`truncation_key` (the documented rule below) with every row of those.
+
+The truncation rule (uniformly random with a seed, reproducible anywhere): an individual's distinct
+databases are ordered by ``md5(f"{seed}:{individual}:{index}")`` (the hexadecimal digest, then the index)
+and the first ``m`` are kept; ``individual`` is the id as DuckDB casts it to text.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import os
+import sqlite3
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import duckdb
+import numpy as np
+
+from ..errors import InvalidParameterError
+from .data import DatabaseIds, MembershipEstimate, _Resolver
+from .kinds import AtMost, Patterns
+
+__all__ = ["MAX_PATTERNS", "ENGINE_THREADS", "ENGINE_MEMORY", "MembershipTable", "MembershipStatistics",
+           "membership_statistics", "truncate_membership", "truncation_key", "TABLE_FORMATS"]
+
+#: The most distinct membership sets ``patterns = true`` returns; more is an error (use at_most alone).
+MAX_PATTERNS = 10_000
+#: DuckDB's worker threads and memory limit (it spills to a temporary folder beyond it).
+ENGINE_THREADS = 2
+ENGINE_MEMORY = "3GB"
+#: File suffixes and the format each is read as.
+TABLE_FORMATS = {".csv": "csv", ".tsv": "csv", ".txt": "csv", ".csv.gz": "csv", ".parquet": "parquet",
+                 ".pq": "parquet"}
+#: Database file suffixes are not needed: DuckDB and SQLite files are told apart by their first bytes.
+_SQLITE_MAGIC = b"SQLite format 3\x00"
+#: Rows fetched at a time from SQLite (Python's sqlite3: DuckDB's sqlite extension is a download).
+_SQLITE_BATCH = 100_000
+#: How many characters of a value an error quotes.
+_SHOWN = 60
+#: Seconds between two progress polls of a running query.
+_POLL = 0.25
+
+
+def _shown(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= _SHOWN else text[:_SHOWN] + "..."
+
+
+def _literal(text: str) -> str:
+    """A SQL string literal."""
+    return "'" + text.replace("'", "''") + "'"
+
+
+def _identifier(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def table_format(path: str) -> str | None:
+    """``"csv"`` or ``"parquet"`` from a file name's suffix, or None."""
+    lower = path.lower()
+    for suffix, kind in sorted(TABLE_FORMATS.items(), key=lambda item: -len(item[0])):
+        if lower.endswith(suffix):
+            return kind
+    return None
+
+
+@dataclass(frozen=True)
+class MembershipTable:
+    """Where a membership table's rows are.
+
+    Parameters
+    ----------
+    files : tuple of str
+        CSV or Parquet files (one format, told by the suffix), already resolved; or empty with ``database``.
+    database : str, optional
+        A DuckDB or SQLite database file, read-only; ``query`` selects the rows.
+    query : str, optional
+        A SELECT returning (individual, database) first, run against ``database``.
+    columns : (str, str), optional
+        The individual and database columns by name (a header or Parquet names); default the first two.
+    header : bool, optional
+        CSV only: whether the first row is a header; None guesses as :func:`estimate_membership` does.
+    label : str
+        How errors and statements name the table (the path as written in the scenario).
+
+    Examples
+    --------
+    >>> MembershipTable(("a.parquet",), label="a.parquet").format
+    'parquet'
+    >>> MembershipTable(("a.json",))
+    Traceback (most recent call last):
+    ...
+    gce.errors.InvalidParameterError: source: 'a.json' is neither CSV (.csv, .tsv, .txt, .csv.gz) nor Parquet (.parquet, .pq)
+    """
+
+    files: tuple[str, ...] = ()
+    database: str | None = None
+    query: str | None = None
+    columns: tuple[str, str] | None = None
+    header: bool | None = None
+    label: str = ""
+
+    def __post_init__(self) -> None:
+        if bool(self.files) == (self.database is not None):
+            raise InvalidParameterError("source", "give files or a database (with a query), exactly one")
+        if (self.database is None) != (self.query is None):
+            raise InvalidParameterError("query", "a database needs a query, and a query a database")
+        if self.query is not None and (not isinstance(self.query, str) or not self.query.strip()):
+            raise InvalidParameterError("query", f"must be a SELECT returning (individual, database), "
+                                                 f"got {self.query!r}")
+        if self.columns is not None and (len(self.columns) != 2 or not all(isinstance(c, str) and c
+                                                                            for c in self.columns)):
+            raise InvalidParameterError("columns", f"must be two column names (individual, database), "
+                                                   f"got {self.columns!r}")
+        formats = {table_format(f) for f in self.files}
+        if None in formats:
+            bad = next(f for f in self.files if table_format(f) is None)
+            raise InvalidParameterError("source", f"{bad!r} is neither CSV (.csv, .tsv, .txt, .csv.gz) nor "
+                                                  f"Parquet (.parquet, .pq)")
+        if len(formats) > 1:
+            raise InvalidParameterError("source", "mixes CSV and Parquet files; give one format")
+        for f in self.files:
+            if any(c in f for c in "*?["):  # DuckDB would expand it again
+                raise InvalidParameterError("source", f"{f!r}: file names with *, ? or [ are not read")
+
+    @property
+    def format(self) -> str:
+        """``"csv"``, ``"parquet"`` or ``"database"``."""
+        return "database" if self.database is not None else table_format(self.files[0])
+
+    @property
+    def name(self) -> str:
+        return self.label or (self.database if self.database is not None else ", ".join(self.files))
+
+
+@dataclass(frozen=True)
+class MembershipStatistics:
+    """What the engine computed from a membership table.
+
+    Attributes
+    ----------
+    histogram : dict of int to int
+        ``{c: individuals in exactly c distinct databases}``, c ascending.
+    rows : int
+        Rows read (duplicates included).
+    n : int
+        Number of databases the ids were resolved against.
+    source : str
+        The table's label.
+    patterns : tuple of (frozenset, int), optional
+        Each distinct membership set and how many individuals have it (when asked).
+    """
+
+    histogram: dict[int, int]
+    rows: int
+    n: int
+    source: str
+    patterns: tuple[tuple[frozenset[int], int], ...] | None = None
+
+    @property
+    def individuals(self) -> int:
+        return sum(self.histogram.values())
+
+    @property
+    def memberships(self) -> int:
+        """Distinct (individual, database) pairs."""
+        return sum(c * k for c, k in self.histogram.items())
+
+    @property
+    def largest(self) -> int:
+        return max(self.histogram)
+
+    def covered(self, m: int) -> float:
+        """The share of individuals in at most ``m`` databases."""
+        return sum(k for c, k in self.histogram.items() if c <= m) / self.individuals
+
+    def kept(self, m: int) -> float:
+        """The share of memberships (distinct pairs) a truncation to ``m`` keeps: sum min(c, m) / sum c."""
+        return sum(min(c, m) * k for c, k in self.histogram.items()) / self.memberships
+
+    def percentile(self, q: float) -> int:
+        """The smallest m covering at least a share ``q`` of the individuals (nearest rank)."""
+        need, seen = q * self.individuals, 0
+        for c, k in sorted(self.histogram.items()):
+            seen += k
+            if seen >= need - 1e-9:
+                return c
+        return self.largest  # pragma: no cover - q <= 1
+
+    def estimate(self, *, enforced: bool = False) -> MembershipEstimate:
+        """The :class:`MembershipEstimate` (at_most = the largest count; patterns when computed)."""
+        observed = None
+        if self.patterns is not None:
+            sets = sorted((p for p, _ in self.patterns), key=lambda p: (len(p), sorted(p)))
+            observed = Patterns(tuple(sets))
+        return MembershipEstimate(AtMost(self.largest), observed, individuals=self.individuals, rows=self.rows,
+                                  n=self.n, source=self.source, enforced=enforced)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"source": self.source, "rows": self.rows, "individuals": self.individuals,
+                "memberships": self.memberships, "databases": self.n,
+                "histogram": [{"databases": c, "individuals": k} for c, k in self.histogram.items()],
+                "patterns": None if self.patterns is None else
+                [{"set": sorted(p), "individuals": k} for p, k in self.patterns]}
+
+
+# ---------------------------------------------------------------------------
+# The engine
+
+
+def _connect(table: MembershipTable) -> duckdb.DuckDBPyConnection:
+    """An in-memory engine; a DuckDB database file is attached read-only and used."""
+    config = {"threads": ENGINE_THREADS, "memory_limit": ENGINE_MEMORY}
+    con = duckdb.connect(":memory:", config=config)
+    con.execute("set enable_progress_bar = false")
+    if table.format == "database" and not _is_sqlite(table.database):
+        try:
+            con.execute(f"attach {_literal(table.database)} as source (read_only)")
+            con.execute("use source")
+        except duckdb.Error as error:
+            con.close()
+            raise _engine_error(table, error) from None
+    return con
+
+
+def _engine_error(table: MembershipTable, error: Exception) -> InvalidParameterError:
+    first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+    return InvalidParameterError(table.name, f"cannot be read: {first}")
+
+
+class _Watch:
+    """Polls a running query's progress (DuckDB's ``query_progress``) and reports it as a percentage."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection, progress: Callable[..., None] | None, message: str):
+        self.con, self.progress, self.message = con, progress, message
+        self.done = threading.Event()
+        self.thread = None if progress is None else threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self.done.wait(_POLL):
+            try:
+                share = self.con.query_progress()
+            except duckdb.Error:  # pragma: no cover - the query ended meanwhile
+                return
+            if share is not None and share >= 0:
+                self.progress(int(share), 100, self.message)
+
+    def __enter__(self) -> "_Watch":
+        if self.thread is not None:
+            self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.done.set()
+        if self.thread is not None:
+            self.thread.join()
+
+
+def _first_line(path: str) -> list[str] | None:
+    """The first non-blank CSV row of a file (to tell a header), or None."""
+    try:
+        with open(path, newline="", encoding="utf-8-sig", errors="replace") as handle:
+            for row in csv.reader(handle):
+                cells = [cell.strip() for cell in row]
+                if any(cells):
+                    return cells
+    except (OSError, csv.Error):
+        return None
+    return None
+
+
+def _csv_header(table: MembershipTable, resolve: _Resolver) -> bool:
+    if table.header is not None:
+        return table.header
+    if table.columns is not None:
+        return True
+    guesses = set()
+    for path in table.files:
+        cells = _first_line(path)
+        if cells is None:
+            continue
+        if len(cells) != 2 or resolve(cells[1]) is not None:
+            guesses.add(False)
+        else:
+            guesses.add(not cells[1].lstrip("+-").isdigit())
+    if len(guesses) > 1:
+        raise InvalidParameterError(table.name, "some files start with a header row and others do not; "
+                                                "set header = true or false")
+    return guesses.pop() if guesses else False
+
+
+def _source_sql(con: duckdb.DuckDBPyConnection, table: MembershipTable, resolve: _Resolver) -> tuple[str, str]:
+    """What the rows are read from (a table function or a subquery) and the SQL of their origin."""
+    if table.format == "database":
+        if _is_sqlite(table.database):
+            _sqlite_rows(con, table)
+            return "sqlite_rows", _literal(table.name)
+        return f"(select * from ({table.query}))", _literal(table.name)
+    files = "[" + ", ".join(_literal(f) for f in table.files) + "]"
+    if table.format == "parquet":
+        return f"read_parquet({files}, filename = true)", "filename"
+    if table.columns is not None:
+        return f"read_csv({files}, header = true, all_varchar = true, filename = true)", "filename"
+    header = _csv_header(table, resolve)
+    return (f"read_csv({files}, header = {str(header).lower()}, auto_detect = false, delim = ',', quote = '\"', "
+            f"escape = '\"', columns = {{'c0': 'VARCHAR', 'c1': 'VARCHAR'}}, filename = true)"), "filename"
+
+
+def _raw_sql(con: duckdb.DuckDBPyConnection, table: MembershipTable, resolve: _Resolver) -> str:
+    """A SELECT of (individual, database, origin): the table's rows, origin the file (or database) read."""
+    source, origin = _source_sql(con, table, resolve)
+    if table.columns is not None:
+        first, second = (_identifier(c) for c in table.columns)
+    else:
+        names = [row[0] for row in con.execute(f"describe select * from {source}").fetchall()
+                 if not (origin == "filename" and row[0] == "filename")]
+        if len(names) < 2:
+            raise InvalidParameterError(table.name, f"has {len(names)} column; two are needed (individual, "
+                                                    f"database)")
+        if len(names) != 2:
+            raise InvalidParameterError(table.name, f"has {len(names)} columns ({', '.join(names[:5])}); name "
+                                                    f"the two to read with columns = [individual, database]")
+        first, second = (_identifier(c) for c in names)
+    if table.format == "csv":
+        first, second = f"nullif(trim({first}), '')", f"nullif(trim({second}), '')"
+    return f"select {first} as individual, {second} as database, {origin} as origin from {source}"
+
+
+def _sqlite_rows(con: duckdb.DuckDBPyConnection, table: MembershipTable) -> None:
+    """The query's rows from a SQLite file, streamed into the engine's table ``sqlite_rows`` (as text)."""
+    con.execute("create temp table sqlite_rows (individual varchar, database varchar)")
+    lite = sqlite3.connect(f"file:{table.database}?mode=ro", uri=True)
+    try:
+        cursor = lite.execute(f"select * from ({table.query})")
+        if cursor.description is None or len(cursor.description) != 2:
+            raise InvalidParameterError("query", "must return two columns (individual, database)")
+        while batch := cursor.fetchmany(_SQLITE_BATCH):
+            individual = np.array([None if r[0] is None else str(r[0]) for r in batch], dtype=object)
+            database = np.array([None if r[1] is None else str(r[1]) for r in batch], dtype=object)
+            _insert(con, individual, database)
+    except sqlite3.Error as error:
+        raise InvalidParameterError("query", f"failed on {table.name}: {error}") from None
+    finally:
+        lite.close()
+
+
+def _insert(con: duckdb.DuckDBPyConnection, individual: np.ndarray, database: np.ndarray) -> None:
+    frame = {"individual": individual, "database": database}  # noqa: F841 - read by DuckDB by its name
+    con.execute("insert into sqlite_rows select individual, database from frame")
+
+
+def _ids(con: duckdb.DuckDBPyConnection, resolve: _Resolver) -> None:
+    """The table ``ids(id, num, idx)``: each database id as text, as an integer when it is one, its index."""
+    keys = [str(k) for k in resolve.by_id]
+    nums = [int(k) if k.lstrip("-").isdigit() and str(int(k)) == k else None for k in keys]
+    frame = {"id": np.array(keys, dtype=object),  # noqa: F841 - read by DuckDB by its name
+             "num": np.array([-1 if v is None else v for v in nums], dtype=np.int64),
+             "has": np.array([v is not None for v in nums]),
+             "idx": np.array(list(resolve.by_id.values()), dtype=np.int64)}
+    con.execute("create temp table ids as select id, case when has then num end as num, idx::integer as idx "
+                "from frame")
+
+
+def _rows_view(con: duckdb.DuckDBPyConnection, table: MembershipTable, databases: DatabaseIds, *,
+               writes: bool = False) -> _Resolver:
+    """The view ``rows(individual, database, origin, idx)``: every row with its database index (null: unknown).
+
+    A query against a DuckDB file then runs on that database alone (no other file can be read or written),
+    unless the caller ``writes`` a file (a truncation, asked for by the user, not by a scenario file).
+    """
+    resolve = _Resolver(databases, text=True)
+    _ids(con, resolve)
+    if table.format == "database" and not writes and not _is_sqlite(table.database):
+        con.execute("set enable_external_access = false")
+        con.execute("set lock_configuration = true")
+    raw = _raw_sql(con, table, resolve)
+    con.execute(f"create temp view raw as {raw}")
+    kind = con.execute("select typeof(database) from raw limit 1").fetchall()
+    integer = bool(kind) and kind[0][0] in ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "UTINYINT", "USMALLINT",
+                                            "UINTEGER", "UBIGINT", "HUGEINT")
+    on = "raw.database = ids.num" if integer else "trim(cast(raw.database as varchar)) = ids.id"
+    con.execute(f"create temp view rows as select raw.individual, raw.database, raw.origin, ids.idx "
+                f"from raw left join ids on {on}")
+    return resolve
+
+
+def _where(table: MembershipTable, origin: str) -> str:
+    """The table's name, and the file of a row when the table has several."""
+    return f"{table.name} ({origin})" if len(table.files) > 1 else table.name
+
+
+def _check_rows(con: duckdb.DuckDBPyConnection, table: MembershipTable, resolve: _Resolver,
+                missing: int, unknown: int) -> None:
+    """Raise the error for the first row with no individual, or an unknown or missing database."""
+    if missing:
+        origin, database = con.execute("select origin, database from rows where individual is null "
+                                       "limit 1").fetchone()
+        raise InvalidParameterError(_where(table, origin), f"{missing:,} row(s) have no individual id (one with database "
+                                    f"{_shown(database)})")
+    if unknown:
+        origin, individual, database = con.execute("select origin, individual, database from rows where idx is "
+                                                   "null limit 1").fetchone()
+        where = _where(table, origin)
+        what = "no database id" if database is None else f"unknown database {_shown(database)}"
+        raise InvalidParameterError(where, f"{unknown:,} row(s) have an unknown or missing database; one has "
+                                           f"{what} (individual {_shown(individual)}; known ids: "
+                                           f"{resolve.known()})")
+
+
+def membership_statistics(table: MembershipTable, databases: DatabaseIds, *, patterns: bool = False,
+                          max_patterns: int = MAX_PATTERNS,
+                          progress: Callable[..., None] | None = None) -> MembershipStatistics:
+    """The histogram of memberships per individual (and the distinct sets when asked), computed by DuckDB.
+
+    Parameters
+    ----------
+    table : MembershipTable
+    databases : int, Databases, sequence of str or mapping
+        How database ids resolve to indices, as in :func:`gce.constraints.data.estimate_membership`.
+    patterns : bool
+        Also count the distinct membership sets (at most ``max_patterns``).
+    progress : callable, optional
+        Called as ``progress(percent, 100, message)`` while the engine scans.
+
+    Raises
+    ------
+    InvalidParameterError
+        Naming the table (and the file of a glob): unreadable, a row without an individual, an unknown or
+        missing database (the value is quoted), no rows, or more than ``max_patterns`` distinct sets.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> folder = pathlib.Path(tempfile.mkdtemp())
+    >>> _ = (folder / "m.csv").write_text("customer,branch\\nann,0\\nann,2\\nbob,1\\nann,2\\n")
+    >>> stats = membership_statistics(MembershipTable((str(folder / "m.csv"),), label="m.csv"), 3)
+    >>> stats.histogram, stats.rows, stats.individuals
+    ({1: 1, 2: 1}, 4, 2)
+    """
+    if not isinstance(patterns, bool):
+        raise InvalidParameterError("patterns", f"must be True or False, got {patterns!r}")
+    con = _connect(table)
+    try:
+        resolve = _rows_view(con, table, databases)
+        pattern_column = ", list_sort(list(idx) filter (where idx is not null)) as pattern" if patterns else ""
+        with _Watch(con, progress, f"reading {table.name}"):
+            con.execute(f"""
+                create temp table per as
+                with pairs as (select individual, idx, count(*) as n from rows group by individual, idx)
+                select individual is null as missing, sum(n)::bigint as n_rows,
+                       coalesce(sum(n) filter (where idx is null), 0)::bigint as unknown,
+                       count(idx)::bigint as c {pattern_column}
+                from pairs group by individual""")
+        rows, missing, unknown = con.execute("select coalesce(sum(n_rows), 0)::bigint, "
+                                             "coalesce(sum(n_rows) filter (where missing), 0)::bigint, "
+                                             "coalesce(sum(unknown), 0)::bigint from per").fetchone()
+        _check_rows(con, table, resolve, missing, unknown)
+        if rows == 0:
+            raise InvalidParameterError(table.name, "has no membership rows: there is nothing to estimate from")
+        histogram = dict(con.execute("select c, count(*) from per group by c order by c").fetchall())
+        observed = None
+        if patterns:
+            count = con.execute("select count(distinct pattern) from per").fetchone()[0]
+            if count > max_patterns:
+                raise InvalidParameterError(table.name, f"has {count:,} distinct membership sets, more than "
+                                                        f"{max_patterns:,}; patterns = true would list them all: "
+                                                        f"use at_most alone")
+            found = con.execute("select pattern, count(*) from per group by pattern").fetchall()
+            observed = tuple(sorted(((frozenset(p), k) for p, k in found), key=lambda x: (len(x[0]), sorted(x[0]))))
+    except duckdb.Error as error:
+        raise _engine_error(table, error) from None
+    finally:
+        con.close()
+    return MembershipStatistics(histogram, rows, resolve.n, table.name, observed)
+
+
+def _is_sqlite(path: str) -> bool:
+    try:
+        with open(path, "rb") as handle:
+            return handle.read(len(_SQLITE_MAGIC)) == _SQLITE_MAGIC
+    except OSError:
+        return False
+
+
+def truncation_key(seed: int, individual: object, index: int) -> str:
+    """The documented truncation order: ``md5(f"{seed}:{individual}:{index}")``, hexadecimal (then the index).
+
+    >>> truncation_key(7, "ann", 2)
+    'a6deea5ae3a58411bd709d1dbb73a337'
+    """
+    return hashlib.md5(f"{seed}:{individual}:{index}".encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class Truncation:
+    """What :func:`truncate_membership` wrote."""
+
+    output: str
+    m: int
+    seed: int
+    rows: int
+    rows_kept: int
+    memberships: int
+    memberships_kept: int
+    individuals: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+def truncate_membership(table: MembershipTable, databases: DatabaseIds, m: int, seed: int, output: str, *,
+                        progress: Callable[..., None] | None = None) -> Truncation:
+    """Write the rows to keep so that every individual is in at most ``m`` databases.
+
+    Each individual keeps its ``min(c, m)`` distinct databases first in the order of :func:`truncation_key`
+    (uniformly random for a random seed) and every row of those; the output (``.parquet`` or ``.csv``) has
+    the columns ``individual`` and ``database`` as read. The share of memberships kept is exactly
+    :meth:`MembershipStatistics.kept` at ``m``.
+    """
+    from ..validation import is_integer
+
+    if not is_integer(m) or m < 1:
+        raise InvalidParameterError("m", f"must be an integer >= 1, got {m!r}")
+    if not is_integer(seed) or not 0 <= seed < 2**63:
+        raise InvalidParameterError("seed", f"must be an integer in 0..2**63-1, got {seed!r}")
+    kind = table_format(output)
+    if kind is None:
+        raise InvalidParameterError("output", f"{output!r} must end in .parquet or .csv")
+    options = "(format parquet)" if kind == "parquet" else "(format csv, header true)"
+    con = _connect(table)
+    try:
+        resolve = _rows_view(con, table, databases, writes=True)
+        missing, unknown = con.execute("select count(*) filter (where individual is null), "
+                                       "count(*) filter (where idx is null) from rows").fetchone()
+        _check_rows(con, table, resolve, missing, unknown)
+        with _Watch(con, progress, f"truncating {table.name}"):
+            con.execute(f"""
+                create temp table chosen as
+                select individual, idx from (select distinct individual, idx from rows)
+                qualify row_number() over (partition by individual order by
+                        md5({int(seed)}::varchar || ':' || individual::varchar || ':' || idx::varchar), idx) <= {int(m)}
+                """)
+            con.execute(f"copy (select r.individual, r.database from rows r semi join chosen c on "
+                        f"r.individual = c.individual and r.idx = c.idx) to {_literal(output)} {options}")
+        counts = con.execute("select (select count(*) from rows), (select count(*) from chosen), "
+                             "(select count(*) from (select distinct individual, idx from rows)), "
+                             "(select count(distinct individual) from rows)").fetchone()
+        kept_rows = con.execute(f"select count(*) from {'read_parquet' if kind == 'parquet' else 'read_csv'}"
+                                f"({_literal(output)})").fetchone()[0]
+    except duckdb.Error as error:
+        raise _engine_error(table, error) from None
+    finally:
+        con.close()
+    rows, kept, pairs, individuals = counts
+    return Truncation(output, int(m), int(seed), rows, kept_rows, pairs, kept, individuals)

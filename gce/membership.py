@@ -1,0 +1,163 @@
+"""Choosing m for ``at_most m`` from a membership table, and making it hold by truncation (001, Sec. V-A).
+
+An estimated bound is an assumption about people not in the data. Deployed systems cap contributions
+instead (PipelineDP's ``max_partitions_contributed``, Tumult's ``MaxGroupsPerID``, OpenDP's
+``truncate_num_groups``): :func:`membership_coverage` shows, for candidate m (the 90th, 99th and 99.9th
+percentiles of memberships per individual, and the maximum), the share of individuals covered (in at most
+m databases), the share of memberships a truncation to m keeps, and the HDP epsilon of a scenario at that m;
+:func:`gce.constraints.tables.truncate_membership` then writes the rows to keep, and the scenario's
+``from_data`` constraint with ``enforced = true`` reports "at_most m enforced by truncation".
+
+``gce membership TABLE`` is the command line of both.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass
+from typing import Any
+
+from .constraints.tables import MembershipStatistics, MembershipTable, membership_statistics
+from .errors import InvalidParameterError
+from .files.scenario import load_scenario_at_most
+from .model import Scenario
+from .plot import _pyplot_free_figure, plot_file
+from .report import json_number
+from .solving import solve
+
+__all__ = ["PERCENTILES", "Candidate", "Coverage", "membership_coverage", "plot_coverage"]
+
+#: The percentiles of memberships per individual offered as candidate m, then the maximum.
+PERCENTILES = (0.90, 0.99, 0.999)
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One candidate bound m: what it covers and what it costs."""
+
+    label: str
+    m: int
+    covered: float
+    kept: float
+    epsilon: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"candidate": self.label, "m": self.m, "individuals_covered": self.covered,
+                "memberships_kept": self.kept, "epsilon": json_number(self.epsilon)}
+
+
+@dataclass(frozen=True)
+class Coverage:
+    """The distribution of memberships per individual and the candidate bounds."""
+
+    statistics: MembershipStatistics
+    candidates: tuple[Candidate, ...]
+    title: str = ""
+    delta: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"title": self.title, "delta": self.delta, **self.statistics.to_dict(),
+                "candidates": [c.to_dict() for c in self.candidates]}
+
+    def __str__(self) -> str:
+        s = self.statistics
+        lines = [self.title] if self.title else []
+        lines.append(f"memberships per individual in {s.source}: {s.individuals:,} individuals, {s.rows:,} rows, "
+                     f"{s.memberships:,} distinct (individual, database) pairs")
+        lines.append(f"{'databases':>9}  {'individuals':>11}  {'share':>7}")
+        for c, k in s.histogram.items():
+            lines.append(f"{c:>9}  {k:>11,}  {k / s.individuals:>7.2%}")
+        head = f"{'candidate':<9}  {'m':>4}  {'individuals covered':>19}  {'memberships kept':>16}"
+        if any(c.epsilon is not None for c in self.candidates):
+            head += f"  {'epsilon (HDP)':>13}"
+        lines.append(head)
+        for c in self.candidates:
+            line = f"{c.label:<9}  {c.m:>4}  {c.covered:>19.2%}  {c.kept:>16.2%}"
+            if c.epsilon is not None:
+                line += f"  {c.epsilon:>13.6g}"
+            lines.append(line)
+        if self.delta is not None:
+            lines.append(f"epsilon at delta = {self.delta:g}, the scenario with at_most m in place of from_data")
+        return "\n".join(lines)
+
+
+def _candidates(statistics: MembershipStatistics) -> list[tuple[str, int]]:
+    found = [(f"p{100 * q:g}", statistics.percentile(q)) for q in PERCENTILES]
+    found.append(("max", statistics.largest))
+    return found
+
+
+def membership_coverage(table: MembershipTable, databases: Any = None, *, scenario: str | os.PathLike[str] |
+                        None = None, time_limit: float | None = None, progress: Any = None) -> Coverage:
+    """The distribution of memberships per individual and, for candidate m, what it covers and costs.
+
+    Parameters
+    ----------
+    table : MembershipTable
+    databases : int, Databases, names or mapping, optional
+        How the table's database ids resolve; default the scenario's databases.
+    scenario : path, optional
+        A scenario file with a ``from_data`` constraint: for each candidate m it is solved with
+        ``at_most m`` in its place (its table is not read), at its ``delta``.
+    time_limit : float, optional
+        Passed to :func:`gce.solve`.
+
+    Raises
+    ------
+    InvalidParameterError
+        No way to resolve database ids; the table or the scenario is refused.
+
+    References
+    ----------
+    001, Sec. V-A, "General case" (the store chain).
+    """
+    at_m = None
+    if scenario is not None:
+        at_m = load_scenario_at_most(scenario, 1)
+        if databases is None:
+            databases = at_m.databases
+        if at_m.delta is None:
+            raise InvalidParameterError("scenario", "needs delta = ... (epsilon is reported at the file's delta)")
+    if databases is None:
+        raise InvalidParameterError("databases", "give the databases (a count or names) or a scenario file")
+    statistics = membership_statistics(table, databases, progress=progress)
+    candidates, epsilons = [], {}
+    for label, m in _candidates(statistics):
+        epsilon = None
+        if scenario is not None:
+            if m not in epsilons:
+                solved = _solve_at(scenario, m, time_limit)
+                epsilons[m] = solved
+            epsilon = epsilons[m]
+        candidates.append(Candidate(label, m, statistics.covered(m), statistics.kept(m), epsilon))
+    return Coverage(statistics, tuple(candidates), at_m.title if at_m is not None else "",
+                    at_m.delta if at_m is not None else None)
+
+
+def _solve_at(path: str | os.PathLike[str], m: int, time_limit: float | None) -> float:
+    at_m: Scenario = load_scenario_at_most(path, m)
+    kwargs = {} if time_limit is None else {"time_limit": time_limit}
+    return float(solve(at_m, **kwargs).epsilon)
+
+
+def plot_coverage(coverage: Coverage, path: str | os.PathLike[str], dpi: int = 150) -> None:
+    """Draw the HDP epsilon against the share of individuals covered, one point per candidate m."""
+    target = plot_file(path)
+    points = [c for c in coverage.candidates if c.epsilon is not None and math.isfinite(c.epsilon)]
+    if not points:
+        raise InvalidParameterError("plot", "needs the epsilons of a scenario (--scenario FILE)")
+    figure = _pyplot_free_figure()
+    ax = figure.add_subplot()
+    ax.plot([100 * c.covered for c in points], [c.epsilon for c in points], marker="o", color="C0")
+    for c in points:
+        ax.annotate(f"{c.label}: m = {c.m}", (100 * c.covered, c.epsilon), textcoords="offset points",
+                    xytext=(5, 5), fontsize=8)
+    ax.set_xlabel("individuals covered (%)")
+    ax.set_ylabel(f"epsilon (HDP) at delta = {coverage.delta:g}")
+    ax.set_title(coverage.title or f"memberships in {coverage.statistics.source}")
+    ax.grid(True, alpha=0.3)
+    try:
+        figure.savefig(target, dpi=dpi)
+    except OSError as error:
+        raise InvalidParameterError("path", f"cannot write {str(target)!r}: {error.strerror or error}") from None
