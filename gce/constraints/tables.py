@@ -29,19 +29,28 @@ from __future__ import annotations
 
 import csv
 import hashlib
-import os
 import sqlite3
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import duckdb
 import numpy as np
 
 from ..errors import InvalidParameterError
 from .data import DatabaseIds, MembershipEstimate, _Resolver
 from .kinds import AtMost, Patterns
+
+if TYPE_CHECKING:  # pragma: no cover
+    import duckdb
+
+
+def _duckdb():
+    """The duckdb module, imported on first use (0.3 s): ``import gce`` does not pay for it."""
+    import duckdb
+
+    return duckdb
+
 
 __all__ = ["MAX_PATTERNS", "ENGINE_THREADS", "ENGINE_MEMORY", "MembershipTable", "MembershipStatistics",
            "membership_statistics", "truncate_membership", "truncation_key", "TABLE_FORMATS"]
@@ -234,13 +243,13 @@ class MembershipStatistics:
 def _connect(table: MembershipTable) -> duckdb.DuckDBPyConnection:
     """An in-memory engine; a DuckDB database file is attached read-only and used."""
     config = {"threads": ENGINE_THREADS, "memory_limit": ENGINE_MEMORY}
-    con = duckdb.connect(":memory:", config=config)
+    con = _duckdb().connect(":memory:", config=config)
     con.execute("set enable_progress_bar = false")
     if table.format == "database" and not _is_sqlite(table.database):
         try:
             con.execute(f"attach {_literal(table.database)} as source (read_only)")
             con.execute("use source")
-        except duckdb.Error as error:
+        except _duckdb().Error as error:
             con.close()
             raise _engine_error(table, error) from None
     return con
@@ -263,7 +272,7 @@ class _Watch:
         while not self.done.wait(_POLL):
             try:
                 share = self.con.query_progress()
-            except duckdb.Error:  # pragma: no cover - the query ended meanwhile
+            except _duckdb().Error:  # pragma: no cover - the query ended meanwhile
                 return
             if share is not None and share >= 0:
                 self.progress(int(share), 100, self.message)
@@ -490,7 +499,7 @@ def membership_statistics(table: MembershipTable, databases: DatabaseIds, *, pat
                                                         f"use at_most alone")
             found = con.execute("select pattern, count(*) from per group by pattern").fetchall()
             observed = tuple(sorted(((frozenset(p), k) for p, k in found), key=lambda x: (len(x[0]), sorted(x[0]))))
-    except duckdb.Error as error:
+    except _duckdb().Error as error:
         raise _engine_error(table, error) from None
     finally:
         con.close()
@@ -570,7 +579,7 @@ def truncate_membership(table: MembershipTable, databases: DatabaseIds, m: int, 
                              "(select count(distinct individual) from rows)").fetchone()
         kept_rows = con.execute(f"select count(*) from {'read_parquet' if kind == 'parquet' else 'read_csv'}"
                                 f"({_literal(output)})").fetchone()[0]
-    except duckdb.Error as error:
+    except _duckdb().Error as error:
         raise _engine_error(table, error) from None
     finally:
         con.close()
