@@ -40,6 +40,7 @@ from .priors.routes import Decline, RouteContext, WorstPair, attempt, none_vs_an
 from .report import Baseline, Report
 from .solvers import DEFAULT_TIME_LIMIT, WeightProblem, worst_pair
 from .solvers.base import check_time_limit
+from .solvers.mixed import CompositionCache, maximal_profiles, worst_profile
 from .solvers.weights import PATTERN_PAIRS_MAX
 
 __all__ = ["solve"]
@@ -116,6 +117,12 @@ class _Budget:
     def __init__(self, seconds: float):
         self.deadline = time.perf_counter() + seconds
         self.planned = 0.0
+        #: Every composition of the solve, once per multiset (bound, witnesses and baselines share them).
+        self.compose = CompositionCache()
+
+    def left(self) -> float:
+        """Seconds until the deadline (negative once it has passed)."""
+        return self.deadline - time.perf_counter()
 
     def plan(self, weight: float) -> None:
         """Announce searches of total ``weight`` (1 per main search, :data:`AUXILIARY_WEIGHT` per auxiliary one)."""
@@ -133,9 +140,9 @@ class _Budget:
 _SCORE_CAP = 1e6
 
 
-def _score(guarantee: Guarantee) -> float:
+def _score(guarantee: Guarantee, composer=compose) -> float:
     """A scalar per invocation for ranking witnesses: epsilon^2 at a small delta, at most :data:`_SCORE_CAP`."""
-    eps = compose([guarantee]).epsilon(_SCORE_DELTA)
+    eps = composer({guarantee: 1}).epsilon(_SCORE_DELTA)
     return min(eps * eps, _SCORE_CAP) if math.isfinite(eps) else _SCORE_CAP
 
 
@@ -226,7 +233,7 @@ def _solve_pairs(scenario: Scenario, delta: float | None, epsilon: float | None,
             notes.append(f"solver {result.method} stopped at its time budget for {g!r}: witness "
                          f"{result.value:g} invocations, certified bound {result.upper_bound:g}")
     if len(kinds) > 1:
-        scores = {g: _score(g) for g in kinds}
+        scores = {g: _score(g, budget.compose) for g in kinds}
         result = worst_pair(problem(lambda h: scores[h]), budget(AUXILIARY_WEIGHT))
         witnesses.append(result.witness)
         solver_names.add(result.method)
@@ -234,19 +241,27 @@ def _solve_pairs(scenario: Scenario, delta: float | None, epsilon: float | None,
     candidates = [upper]
     if chain is not None and len(chain) > 1:
         candidates.append(_chain_bound(chain, problem, budget, by_kind[chain[-1]]))
-    options = [(compose(c), c) for c in candidates]
+    options = [(budget.compose(c), c) for c in candidates]
     bound, upper = min(options, key=lambda o: _at(o[0], delta, epsilon)[0 if epsilon is None else 1])
     eps, d, theorem = _at(bound, delta, epsilon)
 
     # Lower bound: the worst of the witness pairs, each composed on its own.
     best_pair, best_eps, best_ms = None, -1.0, None
     for pair in witnesses:
+        if best_pair is not None and budget.left() <= 0:
+            notes.append("time limit reached: the other witness pairs were not composed")
+            break
         ms = scenario.table.multiset(scenario.table.on(pair[0] ^ pair[1]))
-        w_eps, w_delta, _ = _at(compose(ms), delta, epsilon)
+        w_eps, w_delta, _ = _at(budget.compose(ms), delta, epsilon)
         value = w_eps if epsilon is None else w_delta
         if value > best_eps:
             best_pair, best_eps, best_ms = pair, value, ms
     exact = bound.exact and Counter(dict(best_ms)) == +upper and not substituted
+    if len(kinds) > 1 and not exact:  # the dominating multiset is loose: list the maximal differing multisets
+        report = _enumerated(scenario, kinds, delta, epsilon, budget, list(scenario.notes) + substituted,
+                             substituted, solved)
+        if report is not None:
+            return report
 
     if math.isinf(eps):
         floor = bound.curve.delta_floor
@@ -260,6 +275,46 @@ def _solve_pairs(scenario: Scenario, delta: float | None, epsilon: float | None,
         curve=bound.curve, baselines=report_baselines,
         solver="+".join(sorted(solver_names)),
         lower_bound_epsilon=best_eps if epsilon is None else None, notes=tuple(notes), title=scenario.title,
+    )
+
+
+#: Share of the time left that listing and composing the maximal differing multisets may take.
+ENUMERATION_SHARE = 0.5
+
+
+def _enumerated(scenario: Scenario, kinds: list, delta: float | None, epsilon: float | None, budget: _Budget,
+                notes: list[str], substituted: list[str], solved: list) -> Report | None:
+    """Mixed guarantees on few allowed pairs: every maximal differing multiset composed, the worst returned.
+
+    Composition is monotone in the multiset, so the pairs whose counts per
+    guarantee are maximal hold the worst case at every epsilon
+    (:mod:`gce.solvers.mixed`); the report's curve is the pointwise maximum
+    of their curves, exact when each composition is. None when the pairs are
+    too many to list or the time share runs out (the searches take over).
+    """
+    deadline = time.perf_counter() + ENUMERATION_SHARE * max(budget.left(), 0.0)
+    counts = np.stack([_weights(scenario, lambda h, g=g: h == g) for g in kinds], axis=1)
+    profiles = maximal_profiles(scenario.constraints, scenario.neighborhood, counts, deadline)
+    if profiles is None:
+        return None
+    index = 0 if epsilon is None else 1
+    worst = worst_profile(profiles, kinds, budget.compose, lambda c: _at(c, delta, epsilon)[index], deadline)
+    if worst is None:
+        notes.append("time limit reached while composing the maximal differing multisets: searched instead")
+        return None
+    eps, d, theorem = _at(worst.composition, delta, epsilon)
+    notes.append(f"enumerated the allowed pairs ({profiles.allowed_sets} allowed sets): {worst.composed} maximal "
+                 f"differing multisets composed")
+    if math.isinf(eps):
+        notes.append(f"no finite epsilon: the per-invocation deltas alone give delta >= "
+                     f"{worst.composition.curve.delta_floor:.4g} > target {delta:g} for the worst-case pair")
+    differing = _differing(scenario, worst.pair)
+    return Report(
+        epsilon=eps, delta=d, theorem=theorem, exact=worst.exact and not substituted, witness=worst.pair,
+        differing=differing, differing_count=int(scenario.table.repeat[list(differing)].sum()),
+        curve=worst.curve, baselines=_baselines(scenario, delta, epsilon, budget, solved=solved),
+        solver="enumeration", lower_bound_epsilon=eps if epsilon is None else None, notes=tuple(notes),
+        title=scenario.title,
     )
 
 
@@ -305,7 +360,7 @@ def _baselines(scenario: Scenario, delta: float | None, epsilon: float | None,
     ``solved`` had the same weights up to a factor (the same invocations on every
     database)."""
     out: dict[str, Baseline] = {}
-    classic = compose(scenario.table.multiset())
+    classic = budget.compose(scenario.table.multiset())
     eps, d, name = _at(classic, delta, epsilon)
     out["classic"] = Baseline("classic", eps, d, name)
     if _parallel_applies(scenario):

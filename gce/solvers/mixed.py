@@ -1,0 +1,176 @@
+"""The worst-case pair when guarantees differ: enumeration of the maximal differing multisets.
+
+With one guarantee kind the composed curve of a pair depends only on how many
+invocations differ, a maximum-weight problem (:mod:`gce.solvers.weights`).
+With several kinds it depends on the multiset of differing invocations, which
+is not a number. Composition is monotone in that multiset (a sub-multiset
+composes to a curve below, 002 Thm. II.5: post-processing), so only the pairs
+whose *profile* (invocations of each kind in b0 XOR b1) is maximal in the
+componentwise order can be the worst, at every epsilon at once. When the
+allowed sets can be listed, :func:`maximal_profiles` lists those profiles and
+:func:`worst_profile` composes each one: the pointwise maximum of their curves
+is the exact worst-case curve when each composition is exact (001 Thm. 1).
+
+:class:`CompositionCache` keeps every composition of one solve, keyed by the
+multiset, so that the bound, the witness and the baselines never compose the
+same multiset twice.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+from ..accounting.curves import PrivacyCurve
+from ..accounting.guarantees import Guarantee
+from ..accounting.theorems import Composition, as_multiset, compose
+from ..constraints import ConstraintSet
+from ..errors import UnsupportedCombinationError
+
+__all__ = ["CompositionCache", "WorstOfCurve", "maximal_profiles", "worst_profile", "Profiles", "Worst"]
+
+#: Most blocks of databases (``together`` components) whose unions are listed: 2^14 sets checked.
+ENUMERATION_BLOCKS_MAX = 14
+#: Most pairs of allowed sets formed for bounded pairs.
+PAIRS_MAX = 4_000_000
+#: Most distinct profiles compared for maximality, and most maximal profiles composed.
+DISTINCT_PROFILES_MAX = 5_000
+MAXIMAL_PROFILES_MAX = 256
+
+
+class CompositionCache:
+    """:func:`~gce.accounting.theorems.compose`, once per multiset in a solve."""
+
+    def __init__(self) -> None:
+        self._memo: dict[frozenset, Composition] = {}
+
+    def __call__(self, guarantees) -> Composition:
+        ms = as_multiset(guarantees)
+        key = frozenset(ms)
+        found = self._memo.get(key)
+        if found is None:
+            found = self._memo[key] = compose(dict(ms))
+        return found
+
+    def __len__(self) -> int:
+        return len(self._memo)
+
+
+class WorstOfCurve(PrivacyCurve):
+    """The pointwise maximum of curves: valid for a pair when each curve bounds one of the cases it may be.
+
+    epsilon(d) is the largest of the curves' epsilons (each curve is non-increasing).
+    """
+
+    def __init__(self, curves: Sequence[PrivacyCurve]):
+        self.curves = tuple(curves)
+        self.delta_floor = max(c.delta_floor for c in self.curves)
+
+    def _delta(self, eps: NDArray[np.float64]) -> NDArray[np.float64]:
+        return np.max([np.clip(c._delta(eps), 0.0, 1.0) for c in self.curves], axis=0)
+
+    def _epsilon(self, d: NDArray[np.float64]) -> NDArray[np.float64]:
+        return np.max([c._epsilon(d) for c in self.curves], axis=0)
+
+
+@dataclass(frozen=True)
+class Profiles:
+    """The maximal profiles of the allowed pairs: ``counts[r, k]`` invocations of kind k differ in ``pairs[r]``."""
+
+    counts: NDArray[np.float64]
+    pairs: tuple[tuple[frozenset[int], frozenset[int]], ...]
+    allowed_sets: int
+
+
+def _pareto_maximal(profiles: NDArray[np.float64]) -> NDArray[np.bool_]:
+    """Rows no other (distinct) row dominates componentwise."""
+    m = len(profiles)
+    keep = np.ones(m, dtype=bool)
+    for start in range(0, m, 256):
+        block = profiles[start:start + 256]
+        ge = (profiles[None, :, :] >= block[:, None, :]).all(axis=2)  # ge[a, b]: row b >= row start + a
+        ge[np.arange(len(block)), np.arange(start, start + len(block))] = False
+        keep[start:start + len(block)] = ~ge.any(axis=1)
+    return keep
+
+
+def maximal_profiles(constraints: ConstraintSet, neighborhood: str, counts: NDArray[np.float64],
+                     deadline: float) -> Profiles | None:
+    """Every maximal profile of the allowed pairs, with a pair attaining it, or None when too many to list.
+
+    ``counts[i, k]`` is the number of invocations of kind k on database i. The
+    allowed sets are listed (:meth:`ConstraintSet.allowed_sets`: the patterns,
+    or every union of ``together`` blocks checked against the constraints);
+    unbounded pairs are (empty, b), bounded ones (b, b') for every two sets.
+    Distinct profiles are kept with one pair each, then the componentwise
+    maximal ones (a dominated profile composes to a curve below a maximal one).
+    None when the sets, pairs or profiles exceed the limits of this module or
+    ``deadline`` (``time.perf_counter``) passes.
+    """
+    n = constraints.n
+    if constraints.explicit_sets() is None and len(constraints.components()) > ENUMERATION_BLOCKS_MAX:
+        return None
+    try:
+        sets = list(constraints.allowed_sets())
+    except UnsupportedCombinationError:
+        return None
+    if neighborhood == "bounded" and len(sets) ** 2 > PAIRS_MAX:
+        return None
+    member = np.zeros((len(sets), n), dtype=bool)
+    for row, s in enumerate(sets):
+        member[row, list(s)] = True
+    found: dict[bytes, tuple[int, int]] = {}
+    rows: list[NDArray[np.float64]] = []
+    firsts = range(1) if neighborhood == "unbounded" else range(len(sets))
+    for i in firsts:
+        if time.perf_counter() > deadline:
+            return None
+        profile = (member[i] ^ member).astype(float) @ counts
+        unique, index = np.unique(profile, axis=0, return_index=True)
+        for row, j in zip(unique, index):
+            key = row.tobytes()
+            if key not in found:
+                found[key] = (i, int(j))
+                rows.append(row)
+        if len(rows) > DISTINCT_PROFILES_MAX:
+            return None
+    profiles = np.array(rows)
+    keep = _pareto_maximal(profiles)
+    if keep.sum() > MAXIMAL_PROFILES_MAX:
+        return None
+    pairs = [found[row.tobytes()] for row in profiles[keep]]
+    return Profiles(profiles[keep], tuple((sets[i], sets[j]) for i, j in pairs), len(sets))
+
+
+@dataclass(frozen=True)
+class Worst:
+    """The worst of the maximal profiles: its pair and composition, and the curve of all of them."""
+
+    pair: tuple[frozenset[int], frozenset[int]]
+    composition: Composition
+    curve: PrivacyCurve
+    exact: bool
+    composed: int
+
+
+def worst_profile(profiles: Profiles, kinds: Sequence[Guarantee], cache: CompositionCache,
+                  value: Callable[[Composition], float], deadline: float) -> Worst | None:
+    """Compose every maximal profile; the worst by ``value`` (epsilon, or delta at the target) and the
+    pointwise maximum of all their curves (the worst-case curve at every epsilon). None when ``deadline``
+    passes first."""
+    best, best_value, curves, exact = None, -1.0, [], True
+    for row, pair in zip(profiles.counts, profiles.pairs):
+        if time.perf_counter() > deadline:
+            return None
+        composition = cache({g: int(round(c)) for g, c in zip(kinds, row) if c > 0})
+        curves.append(composition.curve)
+        exact = exact and composition.exact
+        v = value(composition)
+        if v > best_value:
+            best, best_value = (pair, composition), v
+    curve = curves[0] if len(curves) == 1 else WorstOfCurve(curves)
+    return Worst(best[0], best[1], curve, exact, len(curves))
