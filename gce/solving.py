@@ -27,7 +27,7 @@ from dataclasses import replace
 import numpy as np
 
 from .accounting import kinds
-from .accounting.curves import PrivacyCurve
+from .accounting.curves import EnvelopeCurve, PrivacyCurve
 from .accounting.guarantees import ApproxDP, Guarantee, PureDP
 from .accounting.theorems import Composition, compose
 from .constraints import ConstraintSet
@@ -40,7 +40,7 @@ from .priors.routes import Decline, RouteContext, WorstPair, attempt, none_vs_an
 from .report import Baseline, Report
 from .solvers import DEFAULT_TIME_LIMIT, WeightProblem, worst_pair
 from .solvers.base import check_time_limit
-from .solvers.mixed import CompositionCache, maximal_profiles, worst_profile
+from .solvers.mixed import CompositionCache, branch_and_bound, maximal_profiles, worst_profile
 from .solvers.weights import PATTERN_PAIRS_MAX
 
 __all__ = ["solve"]
@@ -213,7 +213,7 @@ def _solve_pairs(scenario: Scenario, delta: float | None, epsilon: float | None,
     kind_problems = {g: problem(lambda h, g=g: h == g) for g in kinds}
     # The parallel baseline needs its own search unless some kind runs equally often on every database.
     parallel_search = _parallel_applies(scenario) and not any(_uniform_weights(p) for p in kind_problems.values())
-    budget.plan(len(kinds) + (len(chain) - 1 if chain else 0)
+    budget.plan(len(kinds) + (len(chain) - 1 if chain else 0) + (len(kinds) > 1)  # mixed: the branch and bound
                 + AUXILIARY_WEIGHT * ((len(kinds) > 1) + parallel_search))
 
     # Upper bound: per guarantee, the most invocations of that kind any allowed pair makes differ.
@@ -257,11 +257,30 @@ def _solve_pairs(scenario: Scenario, delta: float | None, epsilon: float | None,
         if value > best_eps:
             best_pair, best_eps, best_ms = pair, value, ms
     exact = bound.exact and Counter(dict(best_ms)) == +upper and not substituted
+    report_curve = bound.curve
     if len(kinds) > 1 and not exact:  # the dominating multiset is loose: list the maximal differing multisets
         report = _enumerated(scenario, kinds, delta, epsilon, budget, list(scenario.notes) + substituted,
                              substituted, solved)
         if report is not None:
             return report
+        searched = _branch_and_bound(scenario, kinds, delta, epsilon, budget, bound, witnesses,
+                                     all(r.exact for r in by_kind.values()))
+        index = 0 if epsilon is None else 1
+        if searched.lower > best_eps:
+            best_pair, best_eps, best_ms = searched.pair, searched.lower, dict(searched.lower_composition.guarantees)
+        if searched.upper < _at(bound, delta, epsilon)[index]:
+            curve = EnvelopeCurve([bound.curve, searched.curve])
+            eps, d = (float(curve.epsilon(delta)), delta) if epsilon is None else (epsilon, float(curve.delta(epsilon)))
+            exact = searched.lower_composition.exact and not substituted and \
+                searched.upper <= searched.lower * (1 + 1e-9)
+            if exact:
+                theorem = _at(searched.lower_composition, delta, epsilon)[2]
+            report_curve = curve
+        gap = 0.0 if searched.upper <= searched.lower else \
+            searched.upper / searched.lower - 1.0 if searched.lower > 0 else math.inf
+        notes.append(f"branch and bound over the memberships: {searched.nodes} nodes; worst pair found "
+                     f"{searched.lower:.6g}, certified bound {searched.upper:.6g} (gap {gap:.3%})"
+                     + ("" if searched.complete else "; stopped at the time budget"))
 
     if math.isinf(eps):
         floor = bound.curve.delta_floor
@@ -272,10 +291,24 @@ def _solve_pairs(scenario: Scenario, delta: float | None, epsilon: float | None,
     return Report(
         epsilon=eps, delta=d, theorem=theorem, exact=exact, witness=best_pair,
         differing=differing, differing_count=int(scenario.table.repeat[list(differing)].sum()),
-        curve=bound.curve, baselines=report_baselines,
+        curve=report_curve, baselines=report_baselines,
         solver="+".join(sorted(solver_names)),
         lower_bound_epsilon=best_eps if epsilon is None else None, notes=tuple(notes), title=scenario.title,
     )
+
+
+def _branch_and_bound(scenario: Scenario, kinds: list, delta: float | None, epsilon: float | None,
+                      budget: _Budget, bound, witnesses: list, exact_searches: bool):
+    """Mixed guarantees on pairs too many to list: :func:`gce.solvers.mixed.branch_and_bound` from the
+    dominating multiset's node, within this search's share of the budget."""
+    deadline = time.perf_counter() + budget()
+    counts = np.stack([_weights(scenario, lambda h, g=g: h == g) for g in kinds], axis=1)
+    index = 0 if epsilon is None else 1
+    return branch_and_bound(
+        scenario.constraints, scenario.neighborhood, counts, kinds, budget.compose,
+        lambda c: _at(c, delta, epsilon)[index],
+        lambda pair: scenario.table.multiset(scenario.table.on(pair[0] ^ pair[1])),
+        (bound, witnesses, exact_searches), deadline)
 
 
 #: Share of the time left that listing and composing the maximal differing multisets may take.

@@ -30,11 +30,14 @@ from ..accounting.guarantees import Guarantee
 from ..accounting.theorems import Composition, as_multiset, compose
 from ..constraints import ConstraintSet
 from ..errors import UnsupportedCombinationError
+from .base import WeightProblem
+from .weights import worst_pair
 
-__all__ = ["CompositionCache", "WorstOfCurve", "maximal_profiles", "worst_profile", "Profiles", "Worst"]
+__all__ = ["CompositionCache", "WorstOfCurve", "maximal_profiles", "worst_profile", "Profiles", "Worst",
+           "branch_and_bound", "Searched"]
 
-#: Most blocks of databases (``together`` components) whose unions are listed: 2^14 sets checked.
-ENUMERATION_BLOCKS_MAX = 14
+#: Most blocks of databases (``together`` components) whose unions are listed: 2^16 sets checked (0.2 s).
+ENUMERATION_BLOCKS_MAX = 16
 #: Most pairs of allowed sets formed for bounded pairs.
 PAIRS_MAX = 4_000_000
 #: Most distinct profiles compared for maximality, and most maximal profiles composed.
@@ -174,3 +177,154 @@ def worst_profile(profiles: Profiles, kinds: Sequence[Guarantee], cache: Composi
             best, best_value = (pair, composition), v
     curve = curves[0] if len(curves) == 1 else WorstOfCurve(curves)
     return Worst(best[0], best[1], curve, exact, len(curves))
+
+
+# ---------------------------------------------------------------------------
+# Branch and bound over the membership variables, for pairs too many to list
+
+#: Relative gap (in epsilon, or in delta for an epsilon target) at which the search stops.
+SEARCH_TOLERANCE = 0.01
+#: Most nodes evaluated (each costs one search per guarantee kind and one composition).
+NODES_MAX = 2_000
+
+
+@dataclass(frozen=True)
+class Searched:
+    """The branch and bound's answer: the worst pair found (lower bound) and a certified upper bound."""
+
+    pair: tuple[frozenset[int], frozenset[int]]
+    lower: float
+    lower_composition: Composition
+    upper: float
+    curve: PrivacyCurve
+    complete: bool
+    nodes: int
+
+
+@dataclass(frozen=True)
+class _Node:
+    bound: float
+    composition: Composition
+    inside: frozenset[int]
+    outside: frozenset[int]
+    witnesses: tuple[tuple[frozenset[int], frozenset[int]], ...]
+    exact: bool
+
+
+def branch_and_bound(constraints: ConstraintSet, neighborhood: str, counts: NDArray[np.float64],
+                     kinds: Sequence[Guarantee], cache: CompositionCache, value: Callable[[Composition], float],
+                     differing: Callable[[tuple[frozenset[int], frozenset[int]]], dict],
+                     root: tuple[Composition, Sequence[tuple[frozenset[int], frozenset[int]]], bool],
+                     deadline: float, tolerance: float = SEARCH_TOLERANCE) -> Searched:
+    """Best-first branch and bound on "database i differs" (i in b0 XOR b1), the worst pair and a bound.
+
+    A node fixes databases inside the differing set (I) and outside it (O).
+    Its bound is the composition of the multiset that holds, for every kind k,
+    a certified upper bound on the k-invocations an allowed pair of the node
+    can make differ: max of w_k(b0 XOR b1) with w_k zero on O (a relaxation)
+    and a weight M > w_k(all) added on I (a pair missing a database of I
+    loses M, so the certified bound minus M |I| bounds the pairs that hold I).
+    Every pair of the node has a differing multiset inside that one, and
+    composition is monotone: the node's curve bounds every pair of the node
+    at every epsilon. The witnesses of those searches are allowed pairs,
+    composed for the lower bound. Children split a free database on which
+    the witnesses disagree. The search stops when the largest open bound is
+    within ``tolerance`` of the best pair, when no node is open, or at
+    ``deadline``; the curve is the pointwise maximum of the curves of the
+    nodes left (open, pruned or closed), which together cover every pair.
+
+    ``root`` is the composition, witnesses and exactness the caller already
+    has for the node with nothing fixed; ``differing(pair)`` is the pair's
+    differing multiset.
+    """
+    n, k_count = counts.shape
+    best: list = [None, -1.0, None]  # pair, value, composition
+
+    def consider(pair) -> None:
+        if time.perf_counter() > deadline and best[0] is not None:
+            return
+        composition = cache(differing(pair))
+        v = value(composition)
+        if v > best[1]:
+            best[:] = [pair, v, composition]
+
+    def evaluate(inside: frozenset[int], outside: frozenset[int]) -> _Node | None:
+        bounds, witnesses, exact = [], [], True
+        seconds = max((deadline - time.perf_counter()) / (4 * k_count), 1e-3)
+        for k in range(k_count):
+            w = counts[:, k].copy()
+            w[list(outside)] = 0.0
+            big = float(w.sum()) + 1.0 if inside else 0.0
+            w[list(inside)] += big
+            result = worst_pair(WeightProblem(constraints, w, neighborhood), seconds)
+            upper = result.upper_bound - big * len(inside)
+            if upper < -0.5:  # no allowed pair holds all of I
+                return None
+            bounds.append(max(int(np.floor(upper + 1e-6)), 0))
+            witnesses.append(result.witness)
+            exact = exact and result.exact
+        composition = cache({g: c for g, c in zip(kinds, bounds) if c > 0})
+        return _Node(value(composition), composition, inside, outside, tuple(witnesses), exact)
+
+    for pair in root[1]:
+        consider(pair)
+    start = _Node(value(root[0]), root[0], frozenset(), frozenset(), tuple(root[1]), root[2])
+    open_nodes, closed, nodes = [start], [], 1
+
+    def gap_closed(bound: float) -> bool:
+        low = best[1]
+        if bound <= low:
+            return True
+        return np.isfinite(bound) and bound <= low * (1.0 + tolerance)
+
+    while open_nodes and nodes < NODES_MAX and time.perf_counter() < deadline:
+        open_nodes.sort(key=lambda node: node.bound)
+        if gap_closed(open_nodes[-1].bound):
+            break
+        node = open_nodes.pop()
+        fixed = node.inside | node.outside
+        diffs = [a ^ b for a, b in node.witnesses]
+        free = [i for i in range(n) if i not in fixed and counts[i].sum() > 0]
+        in_some = [i for i in free if any(i in d for d in diffs)]
+        split = [i for i in in_some if not all(i in d for d in diffs)]
+        if not free or (not split and node.exact):
+            closed.append(node)  # every pair of the node is inside one witness's multiset: composed
+            continue
+        choice = split or in_some or free
+        j = max(choice, key=lambda i: (counts[i].sum(), -i))
+        children = []
+        for child in ((node.inside | {j}, node.outside), (node.inside, node.outside | {j})):
+            if time.perf_counter() > deadline:
+                break
+            children.append(evaluate(*child))
+            nodes += 1
+        else:
+            for evaluated in children:
+                if evaluated is None:  # no allowed pair in it
+                    continue
+                for pair in evaluated.witnesses:
+                    consider(pair)
+                (closed if gap_closed(evaluated.bound) else open_nodes).append(evaluated)
+            continue
+        open_nodes.append(node)  # out of time before both children: the parent's bound covers its pairs
+        break
+    left = open_nodes + closed
+    upper = max(node.bound for node in left) if left else best[1]
+    upper = max(upper, best[1])
+    curves = _maximal_curves([node.composition for node in left] + [best[2]])
+    complete = not open_nodes or all(gap_closed(node.bound) for node in open_nodes)
+    return Searched(best[0], best[1], best[2], upper, curves, complete, nodes)
+
+
+def _maximal_curves(compositions: Sequence[Composition]) -> PrivacyCurve:
+    """The pointwise maximum of the compositions' curves, those of sub-multisets left out (monotone)."""
+    distinct = {frozenset(c.guarantees): c for c in compositions}
+    items = list(distinct.items())
+    keep = []
+    for key, composition in items:
+        mine = dict(key)
+        dominated = any(other != key and all(n <= dict(other).get(g, 0) for g, n in mine.items())
+                        for other, _ in items)
+        if not dominated:
+            keep.append(composition.curve)
+    return keep[0] if len(keep) == 1 else WorstOfCurve(keep)
