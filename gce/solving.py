@@ -13,7 +13,13 @@ g-invocations any allowed pair can make differ is found separately; the
 multiset of those maxima contains the differing multiset of *every* allowed
 pair, and composition is monotone in the multiset, so composing it is a sound
 upper bound. Witness pairs (the maximizers of those sub-problems and of a
-scalar score) give a lower bound; ``exact`` when the two meet.
+scalar score) give a lower bound; ``exact`` when the two meet. When they do
+not (issue 11, :mod:`gce.solvers.mixed`): if the allowed pairs can be listed,
+every maximal differing multiset is composed and the worst returned (exact);
+otherwise a branch and bound over the memberships closes the gap to 1% or
+reports it at the time budget. Every composition of a solve is computed once
+(:class:`~gce.solvers.mixed.CompositionCache`), and compositions count
+against the time limit.
 """
 
 from __future__ import annotations
@@ -99,6 +105,8 @@ def _symmetric_for_bounded(scenario: Scenario) -> tuple[Scenario, list[str]]:
 
 #: Seconds a search is given when the budget is spent: enough for its combinatorial bounds, not for HiGHS.
 MIN_SEARCH_SECONDS = 1e-3
+#: Weight of the branch and bound of mixed guarantees in the budget (planned whenever guarantees differ).
+MIXED_SEARCH_WEIGHT = 0.5
 #: Weight of an auxiliary search (the witness score, the ``parallel`` baseline) in the budget, against 1 for
 #: a search whose bound enters the guarantee.
 AUXILIARY_WEIGHT = 0.25
@@ -213,7 +221,7 @@ def _solve_pairs(scenario: Scenario, delta: float | None, epsilon: float | None,
     kind_problems = {g: problem(lambda h, g=g: h == g) for g in kinds}
     # The parallel baseline needs its own search unless some kind runs equally often on every database.
     parallel_search = _parallel_applies(scenario) and not any(_uniform_weights(p) for p in kind_problems.values())
-    budget.plan(len(kinds) + (len(chain) - 1 if chain else 0) + (len(kinds) > 1)  # mixed: the branch and bound
+    budget.plan(len(kinds) + (len(chain) - 1 if chain else 0) + MIXED_SEARCH_WEIGHT * (len(kinds) > 1)
                 + AUXILIARY_WEIGHT * ((len(kinds) > 1) + parallel_search))
 
     # Upper bound: per guarantee, the most invocations of that kind any allowed pair makes differ.
@@ -301,7 +309,7 @@ def _branch_and_bound(scenario: Scenario, kinds: list, delta: float | None, epsi
                       budget: _Budget, bound, witnesses: list, exact_searches: bool):
     """Mixed guarantees on pairs too many to list: :func:`gce.solvers.mixed.branch_and_bound` from the
     dominating multiset's node, within this search's share of the budget."""
-    deadline = time.perf_counter() + budget()
+    deadline = time.perf_counter() + budget(MIXED_SEARCH_WEIGHT)
     counts = np.stack([_weights(scenario, lambda h, g=g: h == g) for g in kinds], axis=1)
     index = 0 if epsilon is None else 1
     return branch_and_bound(
