@@ -247,15 +247,21 @@ def _solve_pairs(scenario: Scenario, delta: float | None, epsilon: float | None,
         solver_names.add(result.method)
 
     candidates = [upper]
-    if chain is not None and len(chain) > 1:
-        candidates.append(_chain_bound(chain, problem, budget, by_kind[chain[-1]]))
-    options = [(budget.compose(c), c) for c in candidates]
+    if chain is not None and len(chain) > 1:  # the chain's multiset first: the per-kind one only if time is left
+        candidates.insert(0, _chain_bound(chain, problem, budget, by_kind[chain[-1]]))
+    options = []
+    for c in candidates:
+        if options and budget.left() <= 0:
+            notes.append("time limit reached: the per-guarantee maxima were not composed (the chain bound was)")
+            break
+        options.append((budget.compose(c), c))
     bound, upper = min(options, key=lambda o: _at(o[0], delta, epsilon)[0 if epsilon is None else 1])
     eps, d, theorem = _at(bound, delta, epsilon)
 
     # Lower bound: the worst of the witness pairs, each composed on its own.
     best_pair, best_eps, best_ms = None, -1.0, None
-    for pair in witnesses:
+    # Out of time, only one is composed: the scalar score's (last), which weighs every guarantee.
+    for pair in witnesses if budget.left() > 0 else witnesses[-1:] + witnesses[:-1]:
         if best_pair is not None and budget.left() <= 0:
             notes.append("time limit reached: the other witness pairs were not composed")
             break
@@ -271,7 +277,7 @@ def _solve_pairs(scenario: Scenario, delta: float | None, epsilon: float | None,
                              substituted, solved)
         if report is not None:
             return report
-        searched = _branch_and_bound(scenario, kinds, delta, epsilon, budget, bound, witnesses,
+        searched = _branch_and_bound(scenario, kinds, delta, epsilon, budget, bound, [best_pair, *witnesses],
                                      all(r.exact for r in by_kind.values()))
         index = 0 if epsilon is None else 1
         if searched.lower > best_eps:
@@ -284,10 +290,11 @@ def _solve_pairs(scenario: Scenario, delta: float | None, epsilon: float | None,
             if exact:
                 theorem = _at(searched.lower_composition, delta, epsilon)[2]
             report_curve = curve
-        gap = 0.0 if searched.upper <= searched.lower else \
-            searched.upper / searched.lower - 1.0 if searched.lower > 0 else math.inf
-        notes.append(f"branch and bound over the memberships: {searched.nodes} nodes; worst pair found "
-                     f"{searched.lower:.6g}, certified bound {searched.upper:.6g} (gap {gap:.3%})"
+        upper_value = min(searched.upper, _at(bound, delta, epsilon)[index])
+        gap = 0.0 if upper_value <= best_eps else upper_value / best_eps - 1.0 if best_eps > 0 else math.inf
+        what = "epsilon" if epsilon is None else f"delta at epsilon {epsilon:g}"
+        notes.append(f"branch and bound over the memberships: {searched.nodes} nodes; {what} of the worst pair "
+                     f"found {best_eps:.6g}, certified bound {upper_value:.6g} (gap {gap:.3%})"
                      + ("" if searched.complete else "; stopped at the time budget"))
 
     if math.isinf(eps):
