@@ -46,7 +46,8 @@ from .priors.routes import Decline, RouteContext, WorstPair, attempt, none_vs_an
 from .report import Baseline, Report
 from .solvers import DEFAULT_TIME_LIMIT, WeightProblem, worst_pair
 from .solvers.base import check_time_limit
-from .solvers.mixed import CompositionCache, branch_and_bound, maximal_profiles, worst_profile
+from .solvers.mixed import (RENYI_ORDERS, CompositionCache, branch_and_bound, maximal_profiles, renyi_bound,
+                            renyi_terms, worst_profile)
 from .solvers.weights import PATTERN_PAIRS_MAX
 
 __all__ = ["solve"]
@@ -222,7 +223,7 @@ def _solve_pairs(scenario: Scenario, delta: float | None, epsilon: float | None,
     # The parallel baseline needs its own search unless some kind runs equally often on every database.
     parallel_search = _parallel_applies(scenario) and not any(_uniform_weights(p) for p in kind_problems.values())
     budget.plan(len(kinds) + (len(chain) - 1 if chain else 0) + MIXED_SEARCH_WEIGHT * (len(kinds) > 1)
-                + AUXILIARY_WEIGHT * ((len(kinds) > 1) + parallel_search))
+                + AUXILIARY_WEIGHT * (2 * (len(kinds) > 1) + parallel_search))  # mixed: score and Renyi searches
 
     # Upper bound: per guarantee, the most invocations of that kind any allowed pair makes differ.
     upper: Counter[Guarantee] = Counter()
@@ -277,24 +278,32 @@ def _solve_pairs(scenario: Scenario, delta: float | None, epsilon: float | None,
                              substituted, solved)
         if report is not None:
             return report
+        renyi = _renyi_bound(scenario, budget)
         searched = _branch_and_bound(scenario, kinds, delta, epsilon, budget, bound, [best_pair, *witnesses],
                                      all(r.exact for r in by_kind.values()))
         index = 0 if epsilon is None else 1
         if searched.lower > best_eps:
             best_pair, best_eps, best_ms = searched.pair, searched.lower, dict(searched.lower_composition.guarantees)
-        if searched.upper < _at(bound, delta, epsilon)[index]:
-            curve = EnvelopeCurve([bound.curve, searched.curve])
+            best_exact = searched.lower_composition.exact
+        else:
+            best_exact = budget.compose(best_ms).exact
+        bounds = [(_at(bound, delta, epsilon)[index], bound.curve, theorem, "the per-guarantee maxima")]
+        if searched.upper < bounds[0][0]:
+            bounds.append((searched.upper, searched.curve, theorem, "the branch and bound"))
+        if renyi is not None:
+            bounds.append((float(renyi.epsilon(delta)) if epsilon is None else float(renyi.delta(epsilon)), renyi,
+                           RENYI_THEOREM, "the Renyi bound"))
+        upper_value, _, winner, source = min(bounds, key=lambda b: b[0])
+        if len(bounds) > 1 and upper_value < bounds[0][0]:
+            curve = EnvelopeCurve([b[1] for b in bounds])
             eps, d = (float(curve.epsilon(delta)), delta) if epsilon is None else (epsilon, float(curve.delta(epsilon)))
-            exact = searched.lower_composition.exact and not substituted and \
-                searched.upper <= searched.lower * (1 + 1e-9)
-            if exact:
-                theorem = _at(searched.lower_composition, delta, epsilon)[2]
+            exact = best_exact and not substituted and upper_value <= best_eps * (1 + 1e-9)
+            theorem = _at(budget.compose(best_ms), delta, epsilon)[2] if exact else winner
             report_curve = curve
-        upper_value = min(searched.upper, _at(bound, delta, epsilon)[index])
         gap = 0.0 if upper_value <= best_eps else upper_value / best_eps - 1.0 if best_eps > 0 else math.inf
         what = "epsilon" if epsilon is None else f"delta at epsilon {epsilon:g}"
         notes.append(f"branch and bound over the memberships: {searched.nodes} nodes; {what} of the worst pair "
-                     f"found {best_eps:.6g}, certified bound {upper_value:.6g} (gap {gap:.3%})"
+                     f"found {best_eps:.6g}, certified bound {upper_value:.6g} from {source} (gap {gap:.3%})"
                      + ("" if searched.complete else "; stopped at the time budget"))
 
     if math.isinf(eps):
@@ -310,6 +319,22 @@ def _solve_pairs(scenario: Scenario, delta: float | None, epsilon: float | None,
         solver="+".join(sorted(solver_names)),
         lower_bound_epsilon=best_eps if epsilon is None else None, notes=tuple(notes), title=scenario.title,
     )
+
+
+#: The name of the Renyi bound in reports.
+RENYI_THEOREM = "renyi (CKS20 Prop. 12)"
+
+
+def _renyi_bound(scenario: Scenario, budget: _Budget) -> PrivacyCurve | None:
+    """:func:`gce.solvers.mixed.renyi_bound` of the scenario, an auxiliary search of the budget; None when a
+    guarantee has no Renyi bound (a subsampled Gaussian)."""
+    terms = {g: renyi_terms(g) for g in scenario.table.kinds}
+    seconds = budget(AUXILIARY_WEIGHT)
+    if any(t is None for t in terms.values()):
+        return None
+    divergences = np.stack([_weights(scenario, lambda g, k=k: terms[g][0][k]) for k in range(len(RENYI_ORDERS))])
+    leaks = _weights(scenario, lambda g: terms[g][1])
+    return renyi_bound(scenario.constraints, scenario.neighborhood, divergences, leaks, seconds)
 
 
 def _branch_and_bound(scenario: Scenario, kinds: list, delta: float | None, epsilon: float | None,

@@ -304,10 +304,12 @@ def test_progress_reporter_is_silent_off_a_terminal():
 
 def _without_enumeration(monkeypatch):
     """Mixed guarantees are enumerated or searched until exact (issue 11); these tests need an inexact
-    certified bound, which large scenarios out of time give: switch the enumeration and the search off."""
+    certified bound, which large scenarios out of time give: switch the enumeration, the search and the
+    Renyi bound off."""
     mixed = importlib.import_module("gce.solvers.mixed")
     monkeypatch.setattr(mixed, "ENUMERATION_BLOCKS_MAX", -1)
     monkeypatch.setattr(mixed, "NODES_MAX", 0)
+    monkeypatch.setattr(importlib.import_module("gce.solving"), "_renyi_bound", lambda scenario, budget: None)
 
 
 def test_inexact_bounds_are_searched_with_solve_and_stay_sound(monkeypatch):

@@ -240,3 +240,44 @@ def test_branch_and_bound_is_sound_and_within_one_percent(seed, monkeypatch):
     assert scenario.constraints.satisfied(b0) and scenario.constraints.satisfied(b1)
     if math.isfinite(optimum) and report.lower_bound_epsilon is not None:
         assert report.lower_bound_epsilon <= optimum * (1 + 1e-6) + 1e-9
+
+
+# ---------------------------------------------------------------------------
+# The Renyi bound against the brute force
+
+
+@tiers.parametrize("seed", range(200), default=10)
+def test_renyi_curve_is_never_below_the_exact_composition(seed):
+    """renyi_curve of the summed per-invocation terms bounds the exact composition (canonical pairs by
+    enumeration; Gaussians by the GDP formula) at every delta tried, and is not vacuous."""
+    from gce.solvers.mixed import renyi_curve, renyi_terms
+
+    rng = random.Random(seed)
+    gaussian = seed % 4 == 3
+    draw = _gaussian_guarantee if gaussian else _point_guarantee
+    guarantees = tuple(draw(rng) for _ in range(rng.randint(1, 6 if not gaussian else 12)))
+    terms = [renyi_terms(g) for g in guarantees]
+    curve = renyi_curve(sum(t[0] for t in terms), sum(t[1] for t in terms))
+    for delta in (1e-5, 1e-3, 0.05, 0.2):
+        exact = pair_epsilon(guarantees, delta)
+        bound = float(curve.epsilon(delta))
+        assert bound >= exact * (1 - 1e-9) - 1e-12, (guarantees, delta, bound, exact)
+        if math.isfinite(bound):
+            assert float(curve.delta(bound)) <= delta * (1 + 1e-6)
+        floor = 1 - math.prod(1 - _point(g)[1] for g in guarantees if not isinstance(g, (GaussianMechanism,
+                                                                                            GaussianDP)))
+        if floor < delta / 2:  # not vacuous while the deltas leave room
+            assert bound <= 3 * exact + 10, (guarantees, delta, bound, exact)
+
+
+def test_renyi_terms_by_hand():
+    from gce.solvers.mixed import RENYI_ORDERS, renyi_terms
+
+    # Randomized response at eps, order 2: log((p^2/q + q^2/p)) = log(2 cosh(eps) - 1)... by hand for eps = 1:
+    p = math.e / (1 + math.e)
+    q = 1 - p
+    div, leak = renyi_terms(ApproxDP(1.0, 0.01))
+    assert div[list(RENYI_ORDERS).index(2.0)] == pytest.approx(math.log(p * p / q + q * q / p), rel=1e-12)
+    assert leak == pytest.approx(-math.log(0.99), rel=1e-12)
+    div, leak = renyi_terms(GaussianMechanism(2.0))  # mu = 1/2: alpha mu^2 / 2
+    assert div == pytest.approx(RENYI_ORDERS / 8) and leak == 0.0

@@ -25,7 +25,8 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from ..accounting.curves import PrivacyCurve
+from ..accounting import kinds as kind_table
+from ..accounting.curves import FunctionCurve, PrivacyCurve
 from ..accounting.guarantees import Guarantee
 from ..accounting.theorems import Composition, as_multiset, compose
 from ..constraints import ConstraintSet
@@ -34,7 +35,7 @@ from .base import WeightProblem
 from .weights import worst_pair
 
 __all__ = ["CompositionCache", "WorstOfCurve", "maximal_profiles", "worst_profile", "Profiles", "Worst",
-           "branch_and_bound", "Searched"]
+           "branch_and_bound", "Searched", "renyi_terms", "renyi_curve", "renyi_bound"]
 
 #: Most blocks of databases (``together`` components) whose unions are listed: 2^16 sets checked (0.2 s).
 ENUMERATION_BLOCKS_MAX = 16
@@ -328,3 +329,80 @@ def _maximal_curves(compositions: Sequence[Composition]) -> PrivacyCurve:
         if not dominated:
             keep.append(composition.curve)
     return keep[0] if len(keep) == 1 else WorstOfCurve(keep)
+
+
+# ---------------------------------------------------------------------------
+# A Renyi bound: additive over invocations, so a maximum-weight problem per order
+
+#: Renyi orders alpha of the bound.
+RENYI_ORDERS = np.array([1.1, 1.25, 1.5, 2.0, 3.0, 4.0, 6.0, 8.0, 12.0, 16.0, 24.0, 32.0, 48.0, 64.0, 128.0, 256.0])
+
+
+def renyi_terms(guarantee: Guarantee, alphas: NDArray[np.float64] = RENYI_ORDERS) -> tuple[NDArray, float] | None:
+    """(Renyi divergences at ``alphas``, leak) bounding one invocation; None when the kind has neither.
+
+    A guarantee with an (epsilon, delta) point is bounded through its
+    canonical pair (002 Thm. II.5: every such mechanism is a post-processing
+    of it): with probability delta a leak, otherwise binary randomized
+    response at epsilon, whose divergence of order alpha (both directions
+    alike) is log(p^a q^(1-a) + q^a p^(1-a)) / (a - 1), p = e^eps / (1 + e^eps).
+    The leak is -log(1 - delta). Without a point, rho-zCDP (Gaussian, GDP:
+    rho = mu^2 / 2) gives alpha rho (BS16 Def. 1.1).
+    """
+    point = kind_table.point(guarantee)
+    if point is not None:
+        eps, delta = point
+        if delta >= 1.0:
+            return None
+        log_p, log_q = -np.logaddexp(0.0, -eps), -np.logaddexp(0.0, eps)
+        a = alphas
+        terms = np.logaddexp(a * log_p + (1 - a) * log_q, a * log_q + (1 - a) * log_p) / (a - 1)
+        return np.maximum(terms, 0.0), -float(np.log1p(-delta))
+    rho = kind_table.zcdp_rho(guarantee)
+    return None if rho is None else (alphas * rho, 0.0)
+
+
+def renyi_curve(divergences: NDArray[np.float64], leak: float,
+                alphas: NDArray[np.float64] = RENYI_ORDERS) -> PrivacyCurve:
+    """The curve of a composition whose no-leak part has Renyi divergences at most ``divergences`` (one per
+    order) and whose invocations all avoid their leak with probability at least exp(-``leak``).
+
+    With S the probability of no leak, delta(eps) <= 1 - S + S delta_RDP(eps)
+    (joint convexity: the leak and no-leak parts of every canonical pair have
+    the same weights under both hypotheses; the leak part costs at most 1),
+    and delta_RDP(eps) <= min over alpha of exp((alpha - 1)(R_alpha - eps)) /
+    (alpha - 1) (1 - 1/alpha)^alpha (CKS20 Prop. 12; Asoodeh et al. 2021).
+    Renyi divergences add up over adaptive composition (Mironov 2017, Prop. 1).
+    """
+    alphas = np.asarray(alphas, dtype=float)
+    divergences = np.asarray(divergences, dtype=float)
+    survive = float(np.exp(-leak))
+    log_factor = alphas * np.log1p(-1.0 / alphas) - np.log(alphas - 1.0)
+
+    def delta_fn(eps: NDArray[np.float64]) -> NDArray[np.float64]:
+        eps = np.asarray(eps, dtype=float)
+        log_d = ((alphas[None, :] - 1.0) * (divergences[None, :] - eps[:, None]) + log_factor[None, :]).min(axis=1)
+        renyi = np.minimum(np.exp(np.minimum(log_d, 0.0)), 1.0)
+        return np.where(np.isfinite(eps), 1.0 - survive * (1.0 - renyi), 1.0 - survive)
+
+    def epsilon_fn(d: NDArray[np.float64]) -> NDArray[np.float64]:
+        d = np.asarray(d, dtype=float)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            rest = 1.0 - (1.0 - d) / survive  # the delta the no-leak part may spend
+            eps = (divergences[None, :] + np.log1p(-1.0 / alphas)[None, :]
+                   - (np.log(rest)[:, None] + np.log(alphas)[None, :]) / (alphas[None, :] - 1.0)).min(axis=1)
+        eps = np.maximum(eps, 0.0)
+        return np.where(d >= 1.0, 0.0, np.where(rest > 0.0, eps, np.inf))
+
+    return FunctionCurve(delta_fn, epsilon_fn=epsilon_fn, delta_floor=1.0 - survive)
+
+
+def renyi_bound(constraints: ConstraintSet, neighborhood: str, divergences: NDArray[np.float64],
+                leaks: NDArray[np.float64], seconds: float) -> PrivacyCurve:
+    """:func:`renyi_curve` of certified upper bounds, over the allowed pairs, on the sum of the per-database
+    divergences at each order (``divergences[order, database]``) and on the sum of the leaks: each sum is a
+    maximum-weight problem (:func:`~gce.solvers.weights.worst_pair`), and the curve increases in every one."""
+    share = max(seconds / (len(divergences) + 1), 1e-3)
+    top = [worst_pair(WeightProblem(constraints, w, neighborhood), share).upper_bound for w in divergences]
+    leak = worst_pair(WeightProblem(constraints, leaks, neighborhood), share).upper_bound if leaks.any() else 0.0
+    return renyi_curve(np.array(top), leak)
