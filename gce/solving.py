@@ -13,7 +13,13 @@ g-invocations any allowed pair can make differ is found separately; the
 multiset of those maxima contains the differing multiset of *every* allowed
 pair, and composition is monotone in the multiset, so composing it is a sound
 upper bound. Witness pairs (the maximizers of those sub-problems and of a
-scalar score) give a lower bound; ``exact`` when the two meet.
+scalar score) give a lower bound; ``exact`` when the two meet. When they do
+not (issue 11, :mod:`gce.solvers.mixed`): if the allowed pairs can be listed,
+every maximal differing multiset is composed and the worst returned (exact);
+otherwise a branch and bound over the memberships closes the gap to 1% or
+reports it at the time budget. Every composition of a solve is computed once
+(:class:`~gce.solvers.mixed.CompositionCache`), and compositions count
+against the time limit.
 """
 
 from __future__ import annotations
@@ -27,7 +33,7 @@ from dataclasses import replace
 import numpy as np
 
 from .accounting import kinds
-from .accounting.curves import PrivacyCurve
+from .accounting.curves import EnvelopeCurve, PrivacyCurve
 from .accounting.guarantees import ApproxDP, Guarantee, PureDP
 from .accounting.theorems import Composition, compose
 from .constraints import ConstraintSet
@@ -40,6 +46,8 @@ from .priors.routes import Decline, RouteContext, WorstPair, attempt, none_vs_an
 from .report import Baseline, Report
 from .solvers import DEFAULT_TIME_LIMIT, WeightProblem, worst_pair
 from .solvers.base import check_time_limit
+from .solvers.mixed import (RENYI_ORDERS, CompositionCache, branch_and_bound, maximal_profiles, renyi_bound,
+                            renyi_terms, worst_profile)
 from .solvers.weights import PATTERN_PAIRS_MAX
 
 __all__ = ["solve"]
@@ -98,6 +106,8 @@ def _symmetric_for_bounded(scenario: Scenario) -> tuple[Scenario, list[str]]:
 
 #: Seconds a search is given when the budget is spent: enough for its combinatorial bounds, not for HiGHS.
 MIN_SEARCH_SECONDS = 1e-3
+#: Weight of the branch and bound of mixed guarantees in the budget (planned whenever guarantees differ).
+MIXED_SEARCH_WEIGHT = 0.5
 #: Weight of an auxiliary search (the witness score, the ``parallel`` baseline) in the budget, against 1 for
 #: a search whose bound enters the guarantee.
 AUXILIARY_WEIGHT = 0.25
@@ -116,6 +126,12 @@ class _Budget:
     def __init__(self, seconds: float):
         self.deadline = time.perf_counter() + seconds
         self.planned = 0.0
+        #: Every composition of the solve, once per multiset (bound, witnesses and baselines share them).
+        self.compose = CompositionCache()
+
+    def left(self) -> float:
+        """Seconds until the deadline (negative once it has passed)."""
+        return self.deadline - time.perf_counter()
 
     def plan(self, weight: float) -> None:
         """Announce searches of total ``weight`` (1 per main search, :data:`AUXILIARY_WEIGHT` per auxiliary one)."""
@@ -133,9 +149,9 @@ class _Budget:
 _SCORE_CAP = 1e6
 
 
-def _score(guarantee: Guarantee) -> float:
+def _score(guarantee: Guarantee, composer=compose) -> float:
     """A scalar per invocation for ranking witnesses: epsilon^2 at a small delta, at most :data:`_SCORE_CAP`."""
-    eps = compose([guarantee]).epsilon(_SCORE_DELTA)
+    eps = composer({guarantee: 1}).epsilon(_SCORE_DELTA)
     return min(eps * eps, _SCORE_CAP) if math.isfinite(eps) else _SCORE_CAP
 
 
@@ -206,8 +222,8 @@ def _solve_pairs(scenario: Scenario, delta: float | None, epsilon: float | None,
     kind_problems = {g: problem(lambda h, g=g: h == g) for g in kinds}
     # The parallel baseline needs its own search unless some kind runs equally often on every database.
     parallel_search = _parallel_applies(scenario) and not any(_uniform_weights(p) for p in kind_problems.values())
-    budget.plan(len(kinds) + (len(chain) - 1 if chain else 0)
-                + AUXILIARY_WEIGHT * ((len(kinds) > 1) + parallel_search))
+    budget.plan(len(kinds) + (len(chain) - 1 if chain else 0) + MIXED_SEARCH_WEIGHT * (len(kinds) > 1)
+                + AUXILIARY_WEIGHT * (2 * (len(kinds) > 1) + parallel_search))  # mixed: score and Renyi searches
 
     # Upper bound: per guarantee, the most invocations of that kind any allowed pair makes differ.
     upper: Counter[Guarantee] = Counter()
@@ -226,27 +242,69 @@ def _solve_pairs(scenario: Scenario, delta: float | None, epsilon: float | None,
             notes.append(f"solver {result.method} stopped at its time budget for {g!r}: witness "
                          f"{result.value:g} invocations, certified bound {result.upper_bound:g}")
     if len(kinds) > 1:
-        scores = {g: _score(g) for g in kinds}
+        scores = {g: _score(g, budget.compose) for g in kinds}
         result = worst_pair(problem(lambda h: scores[h]), budget(AUXILIARY_WEIGHT))
         witnesses.append(result.witness)
         solver_names.add(result.method)
 
     candidates = [upper]
-    if chain is not None and len(chain) > 1:
-        candidates.append(_chain_bound(chain, problem, budget, by_kind[chain[-1]]))
-    options = [(compose(c), c) for c in candidates]
+    if chain is not None and len(chain) > 1:  # the chain's multiset first: the per-kind one only if time is left
+        candidates.insert(0, _chain_bound(chain, problem, budget, by_kind[chain[-1]]))
+    options = []
+    for c in candidates:
+        if options and budget.left() <= 0:
+            notes.append("time limit reached: the per-guarantee maxima were not composed (the chain bound was)")
+            break
+        options.append((budget.compose(c), c))
     bound, upper = min(options, key=lambda o: _at(o[0], delta, epsilon)[0 if epsilon is None else 1])
     eps, d, theorem = _at(bound, delta, epsilon)
 
     # Lower bound: the worst of the witness pairs, each composed on its own.
     best_pair, best_eps, best_ms = None, -1.0, None
-    for pair in witnesses:
+    # Out of time, only one is composed: the scalar score's (last), which weighs every guarantee.
+    for pair in witnesses if budget.left() > 0 else witnesses[-1:] + witnesses[:-1]:
+        if best_pair is not None and budget.left() <= 0:
+            notes.append("time limit reached: the other witness pairs were not composed")
+            break
         ms = scenario.table.multiset(scenario.table.on(pair[0] ^ pair[1]))
-        w_eps, w_delta, _ = _at(compose(ms), delta, epsilon)
+        w_eps, w_delta, _ = _at(budget.compose(ms), delta, epsilon)
         value = w_eps if epsilon is None else w_delta
         if value > best_eps:
             best_pair, best_eps, best_ms = pair, value, ms
     exact = bound.exact and Counter(dict(best_ms)) == +upper and not substituted
+    report_curve = bound.curve
+    if len(kinds) > 1 and not exact:  # the dominating multiset is loose: list the maximal differing multisets
+        report = _enumerated(scenario, kinds, delta, epsilon, budget, list(scenario.notes) + substituted,
+                             substituted, solved)
+        if report is not None:
+            return report
+        renyi = _renyi_bound(scenario, budget)
+        searched = _branch_and_bound(scenario, kinds, delta, epsilon, budget, bound, [best_pair, *witnesses],
+                                     all(r.exact for r in by_kind.values()))
+        index = 0 if epsilon is None else 1
+        if searched.lower > best_eps:
+            best_pair, best_eps, best_ms = searched.pair, searched.lower, dict(searched.lower_composition.guarantees)
+            best_exact = searched.lower_composition.exact
+        else:
+            best_exact = budget.compose(best_ms).exact
+        bounds = [(_at(bound, delta, epsilon)[index], bound.curve, theorem, "the per-guarantee maxima")]
+        if searched.upper < bounds[0][0]:
+            bounds.append((searched.upper, searched.curve, theorem, "the branch and bound"))
+        if renyi is not None:
+            bounds.append((float(renyi.epsilon(delta)) if epsilon is None else float(renyi.delta(epsilon)), renyi,
+                           RENYI_THEOREM, "the Renyi bound"))
+        upper_value, _, winner, source = min(bounds, key=lambda b: b[0])
+        if len(bounds) > 1 and upper_value < bounds[0][0]:
+            curve = EnvelopeCurve([b[1] for b in bounds])
+            eps, d = (float(curve.epsilon(delta)), delta) if epsilon is None else (epsilon, float(curve.delta(epsilon)))
+            exact = best_exact and not substituted and upper_value <= best_eps * (1 + 1e-9)
+            theorem = _at(budget.compose(best_ms), delta, epsilon)[2] if exact else winner
+            report_curve = curve
+        gap = 0.0 if upper_value <= best_eps else upper_value / best_eps - 1.0 if best_eps > 0 else math.inf
+        what = "epsilon" if epsilon is None else f"delta at epsilon {epsilon:g}"
+        notes.append(f"branch and bound over the memberships: {searched.nodes} nodes; {what} of the worst pair "
+                     f"found {best_eps:.6g}, certified bound {upper_value:.6g} from {source} (gap {gap:.3%})"
+                     + ("" if searched.complete else "; stopped at the time budget"))
 
     if math.isinf(eps):
         floor = bound.curve.delta_floor
@@ -257,9 +315,79 @@ def _solve_pairs(scenario: Scenario, delta: float | None, epsilon: float | None,
     return Report(
         epsilon=eps, delta=d, theorem=theorem, exact=exact, witness=best_pair,
         differing=differing, differing_count=int(scenario.table.repeat[list(differing)].sum()),
-        curve=bound.curve, baselines=report_baselines,
+        curve=report_curve, baselines=report_baselines,
         solver="+".join(sorted(solver_names)),
         lower_bound_epsilon=best_eps if epsilon is None else None, notes=tuple(notes), title=scenario.title,
+    )
+
+
+#: The name of the Renyi bound in reports.
+RENYI_THEOREM = "renyi (CKS20 Prop. 12)"
+
+
+def _renyi_bound(scenario: Scenario, budget: _Budget) -> PrivacyCurve | None:
+    """:func:`gce.solvers.mixed.renyi_bound` of the scenario, an auxiliary search of the budget; None when a
+    guarantee has no Renyi bound (a subsampled Gaussian)."""
+    terms = {g: renyi_terms(g) for g in scenario.table.kinds}
+    seconds = budget(AUXILIARY_WEIGHT)
+    if any(t is None for t in terms.values()):
+        return None
+    divergences = np.stack([_weights(scenario, lambda g, k=k: terms[g][0][k]) for k in range(len(RENYI_ORDERS))])
+    leaks = _weights(scenario, lambda g: terms[g][1])
+    return renyi_bound(scenario.constraints, scenario.neighborhood, divergences, leaks, seconds)
+
+
+def _branch_and_bound(scenario: Scenario, kinds: list, delta: float | None, epsilon: float | None,
+                      budget: _Budget, bound, witnesses: list, exact_searches: bool):
+    """Mixed guarantees on pairs too many to list: :func:`gce.solvers.mixed.branch_and_bound` from the
+    dominating multiset's node, within this search's share of the budget."""
+    deadline = time.perf_counter() + budget(MIXED_SEARCH_WEIGHT)
+    counts = np.stack([_weights(scenario, lambda h, g=g: h == g) for g in kinds], axis=1)
+    index = 0 if epsilon is None else 1
+    return branch_and_bound(
+        scenario.constraints, scenario.neighborhood, counts, kinds, budget.compose,
+        lambda c: _at(c, delta, epsilon)[index],
+        lambda pair: scenario.table.multiset(scenario.table.on(pair[0] ^ pair[1])),
+        (bound, witnesses, exact_searches), deadline)
+
+
+#: Share of the time left that listing and composing the maximal differing multisets may take.
+ENUMERATION_SHARE = 0.5
+
+
+def _enumerated(scenario: Scenario, kinds: list, delta: float | None, epsilon: float | None, budget: _Budget,
+                notes: list[str], substituted: list[str], solved: list) -> Report | None:
+    """Mixed guarantees on few allowed pairs: every maximal differing multiset composed, the worst returned.
+
+    Composition is monotone in the multiset, so the pairs whose counts per
+    guarantee are maximal hold the worst case at every epsilon
+    (:mod:`gce.solvers.mixed`); the report's curve is the pointwise maximum
+    of their curves, exact when each composition is. None when the pairs are
+    too many to list or the time share runs out (the searches take over).
+    """
+    deadline = time.perf_counter() + ENUMERATION_SHARE * max(budget.left(), 0.0)
+    counts = np.stack([_weights(scenario, lambda h, g=g: h == g) for g in kinds], axis=1)
+    profiles = maximal_profiles(scenario.constraints, scenario.neighborhood, counts, deadline)
+    if profiles is None:
+        return None
+    index = 0 if epsilon is None else 1
+    worst = worst_profile(profiles, kinds, budget.compose, lambda c: _at(c, delta, epsilon)[index], deadline)
+    if worst is None:
+        notes.append("time limit reached while composing the maximal differing multisets: searched instead")
+        return None
+    eps, d, theorem = _at(worst.composition, delta, epsilon)
+    notes.append(f"enumerated the allowed pairs ({profiles.allowed_sets} allowed sets): {worst.composed} maximal "
+                 f"differing multisets composed")
+    if math.isinf(eps):
+        notes.append(f"no finite epsilon: the per-invocation deltas alone give delta >= "
+                     f"{worst.composition.curve.delta_floor:.4g} > target {delta:g} for the worst-case pair")
+    differing = _differing(scenario, worst.pair)
+    return Report(
+        epsilon=eps, delta=d, theorem=theorem, exact=worst.exact and not substituted, witness=worst.pair,
+        differing=differing, differing_count=int(scenario.table.repeat[list(differing)].sum()),
+        curve=worst.curve, baselines=_baselines(scenario, delta, epsilon, budget, solved=solved),
+        solver="enumeration", lower_bound_epsilon=eps if epsilon is None else None, notes=tuple(notes),
+        title=scenario.title,
     )
 
 
@@ -305,7 +433,7 @@ def _baselines(scenario: Scenario, delta: float | None, epsilon: float | None,
     ``solved`` had the same weights up to a factor (the same invocations on every
     database)."""
     out: dict[str, Baseline] = {}
-    classic = compose(scenario.table.multiset())
+    classic = budget.compose(scenario.table.multiset())
     eps, d, name = _at(classic, delta, epsilon)
     out["classic"] = Baseline("classic", eps, d, name)
     if _parallel_applies(scenario):

@@ -302,8 +302,19 @@ def test_progress_reporter_is_silent_off_a_terminal():
 # --- the search route and its safety net --------------------------------------------------------
 
 
-def test_inexact_bounds_are_searched_with_solve_and_stay_sound():
+def _without_enumeration(monkeypatch):
+    """Mixed guarantees are enumerated or searched until exact (issue 11); these tests need an inexact
+    certified bound, which large scenarios out of time give: switch the enumeration, the search and the
+    Renyi bound off."""
+    mixed = importlib.import_module("gce.solvers.mixed")
+    monkeypatch.setattr(mixed, "ENUMERATION_BLOCKS_MAX", -1)
+    monkeypatch.setattr(mixed, "NODES_MAX", 0)
+    monkeypatch.setattr(importlib.import_module("gce.solving"), "_renyi_bound", lambda scenario, budget: None)
+
+
+def test_inexact_bounds_are_searched_with_solve_and_stay_sound(monkeypatch):
     # Two kinds that no single pair maximizes together: the certified bound is not exact.
+    _without_enumeration(monkeypatch)
     scenario = Scenario(2, (Invocation(0, ApproxDP(0.3, 1e-4), repeat=3), Invocation(1, ApproxDP(0.3, 5e-4), repeat=2)),
                         ConstraintSet(2, (AtMost(1),)))
     c = calibrate(scenario, target_epsilon=1.0, target_delta=2e-3)
@@ -313,7 +324,18 @@ def test_inexact_bounds_are_searched_with_solve_and_stay_sound():
     assert brute_force_delta(scenario, c.per_invocation_epsilon, 1.0) <= 2e-3
 
 
-def test_inexact_infeasibility_says_it_is_the_bound():
+def test_enumerated_mixed_scenarios_calibrate_exactly():
+    # The same two kinds, enumerated (issue 11): the worst pair is exact, its multiset drives the search.
+    scenario = Scenario(2, (Invocation(0, ApproxDP(0.3, 1e-4), repeat=3), Invocation(1, ApproxDP(0.3, 5e-4), repeat=2)),
+                        ConstraintSet(2, (AtMost(1),)))
+    c = calibrate(scenario, target_epsilon=1.0, target_delta=2e-3)
+    assert c.report.exact and c.report.epsilon <= 1.0
+    assert hdp_epsilon(with_epsilon(scenario, 1.01 * c.per_invocation_epsilon), 2e-3) > 1.0
+    assert brute_force_delta(scenario, c.per_invocation_epsilon, 1.0) <= 2e-3
+
+
+def test_inexact_infeasibility_says_it_is_the_bound(monkeypatch):
+    _without_enumeration(monkeypatch)
     scenario = Scenario(2, (Invocation(0, ApproxDP(0.3, 1e-4), repeat=3), Invocation(1, ApproxDP(0.3, 5e-4), repeat=2)),
                         ConstraintSet(2, (AtMost(1),)))
     with pytest.raises(InvalidParameterError, match="certified bound on the worst case") as info:

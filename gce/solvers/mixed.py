@@ -1,0 +1,408 @@
+"""The worst-case pair when guarantees differ: enumeration of the maximal differing multisets.
+
+With one guarantee kind the composed curve of a pair depends only on how many
+invocations differ, a maximum-weight problem (:mod:`gce.solvers.weights`).
+With several kinds it depends on the multiset of differing invocations, which
+is not a number. Composition is monotone in that multiset (a sub-multiset
+composes to a curve below, 002 Thm. II.5: post-processing), so only the pairs
+whose *profile* (invocations of each kind in b0 XOR b1) is maximal in the
+componentwise order can be the worst, at every epsilon at once. When the
+allowed sets can be listed, :func:`maximal_profiles` lists those profiles and
+:func:`worst_profile` composes each one: the pointwise maximum of their curves
+is the exact worst-case curve when each composition is exact (001 Thm. 1).
+
+:class:`CompositionCache` keeps every composition of one solve, keyed by the
+multiset, so that the bound, the witness and the baselines never compose the
+same multiset twice.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+from ..accounting import kinds as kind_table
+from ..accounting.curves import FunctionCurve, PrivacyCurve
+from ..accounting.guarantees import Guarantee
+from ..accounting.theorems import Composition, as_multiset, compose
+from ..constraints import ConstraintSet
+from ..errors import UnsupportedCombinationError
+from .base import WeightProblem
+from .weights import worst_pair
+
+__all__ = ["CompositionCache", "WorstOfCurve", "maximal_profiles", "worst_profile", "Profiles", "Worst",
+           "branch_and_bound", "Searched", "renyi_terms", "renyi_curve", "renyi_bound"]
+
+#: Most blocks of databases (``together`` components) whose unions are listed: 2^16 sets checked (0.2 s).
+ENUMERATION_BLOCKS_MAX = 16
+#: Most pairs of allowed sets formed for bounded pairs.
+PAIRS_MAX = 4_000_000
+#: Most distinct profiles compared for maximality, and most maximal profiles composed.
+DISTINCT_PROFILES_MAX = 5_000
+MAXIMAL_PROFILES_MAX = 256
+
+
+class CompositionCache:
+    """:func:`~gce.accounting.theorems.compose`, once per multiset in a solve."""
+
+    def __init__(self) -> None:
+        self._memo: dict[frozenset, Composition] = {}
+
+    def __call__(self, guarantees) -> Composition:
+        ms = as_multiset(guarantees)
+        key = frozenset(ms)
+        found = self._memo.get(key)
+        if found is None:
+            found = self._memo[key] = compose(dict(ms))
+        return found
+
+    def __len__(self) -> int:
+        return len(self._memo)
+
+
+class WorstOfCurve(PrivacyCurve):
+    """The pointwise maximum of curves: valid for a pair when each curve bounds one of the cases it may be.
+
+    epsilon(d) is the largest of the curves' epsilons (each curve is non-increasing).
+    """
+
+    def __init__(self, curves: Sequence[PrivacyCurve]):
+        self.curves = tuple(curves)
+        self.delta_floor = max(c.delta_floor for c in self.curves)
+
+    def _delta(self, eps: NDArray[np.float64]) -> NDArray[np.float64]:
+        return np.max([np.clip(c._delta(eps), 0.0, 1.0) for c in self.curves], axis=0)
+
+    def _epsilon(self, d: NDArray[np.float64]) -> NDArray[np.float64]:
+        return np.max([c._epsilon(d) for c in self.curves], axis=0)
+
+
+@dataclass(frozen=True)
+class Profiles:
+    """The maximal profiles of the allowed pairs: ``counts[r, k]`` invocations of kind k differ in ``pairs[r]``."""
+
+    counts: NDArray[np.float64]
+    pairs: tuple[tuple[frozenset[int], frozenset[int]], ...]
+    allowed_sets: int
+
+
+def _pareto_maximal(profiles: NDArray[np.float64]) -> NDArray[np.bool_]:
+    """Rows no other (distinct) row dominates componentwise."""
+    m = len(profiles)
+    keep = np.ones(m, dtype=bool)
+    for start in range(0, m, 256):
+        block = profiles[start:start + 256]
+        ge = (profiles[None, :, :] >= block[:, None, :]).all(axis=2)  # ge[a, b]: row b >= row start + a
+        ge[np.arange(len(block)), np.arange(start, start + len(block))] = False
+        keep[start:start + len(block)] = ~ge.any(axis=1)
+    return keep
+
+
+def maximal_profiles(constraints: ConstraintSet, neighborhood: str, counts: NDArray[np.float64],
+                     deadline: float) -> Profiles | None:
+    """Every maximal profile of the allowed pairs, with a pair attaining it, or None when too many to list.
+
+    ``counts[i, k]`` is the number of invocations of kind k on database i. The
+    allowed sets are listed (:meth:`ConstraintSet.allowed_sets`: the patterns,
+    or every union of ``together`` blocks checked against the constraints);
+    unbounded pairs are (empty, b), bounded ones (b, b') for every two sets.
+    Distinct profiles are kept with one pair each, then the componentwise
+    maximal ones (a dominated profile composes to a curve below a maximal one).
+    None when the sets, pairs or profiles exceed the limits of this module or
+    ``deadline`` (``time.perf_counter``) passes.
+    """
+    n = constraints.n
+    if constraints.explicit_sets() is None and len(constraints.components()) > ENUMERATION_BLOCKS_MAX:
+        return None
+    try:
+        sets = list(constraints.allowed_sets())
+    except UnsupportedCombinationError:
+        return None
+    if neighborhood == "bounded" and len(sets) ** 2 > PAIRS_MAX:
+        return None
+    member = np.zeros((len(sets), n), dtype=bool)
+    for row, s in enumerate(sets):
+        member[row, list(s)] = True
+    found: dict[bytes, tuple[int, int]] = {}
+    rows: list[NDArray[np.float64]] = []
+    firsts = range(1) if neighborhood == "unbounded" else range(len(sets))
+    for i in firsts:
+        if time.perf_counter() > deadline:
+            return None
+        profile = (member[i] ^ member).astype(float) @ counts
+        unique, index = np.unique(profile, axis=0, return_index=True)
+        for row, j in zip(unique, index):
+            key = row.tobytes()
+            if key not in found:
+                found[key] = (i, int(j))
+                rows.append(row)
+        if len(rows) > DISTINCT_PROFILES_MAX:
+            return None
+    profiles = np.array(rows)
+    keep = _pareto_maximal(profiles)
+    if keep.sum() > MAXIMAL_PROFILES_MAX:
+        return None
+    pairs = [found[row.tobytes()] for row in profiles[keep]]
+    return Profiles(profiles[keep], tuple((sets[i], sets[j]) for i, j in pairs), len(sets))
+
+
+@dataclass(frozen=True)
+class Worst:
+    """The worst of the maximal profiles: its pair and composition, and the curve of all of them."""
+
+    pair: tuple[frozenset[int], frozenset[int]]
+    composition: Composition
+    curve: PrivacyCurve
+    exact: bool
+    composed: int
+
+
+def worst_profile(profiles: Profiles, kinds: Sequence[Guarantee], cache: CompositionCache,
+                  value: Callable[[Composition], float], deadline: float) -> Worst | None:
+    """Compose every maximal profile; the worst by ``value`` (epsilon, or delta at the target) and the
+    pointwise maximum of all their curves (the worst-case curve at every epsilon). None when ``deadline``
+    passes first."""
+    best, best_value, curves, exact = None, -1.0, [], True
+    for row, pair in zip(profiles.counts, profiles.pairs):
+        if time.perf_counter() > deadline:
+            return None
+        composition = cache({g: int(round(c)) for g, c in zip(kinds, row) if c > 0})
+        curves.append(composition.curve)
+        exact = exact and composition.exact
+        v = value(composition)
+        if v > best_value:
+            best, best_value = (pair, composition), v
+    curve = curves[0] if len(curves) == 1 else WorstOfCurve(curves)
+    return Worst(best[0], best[1], curve, exact, len(curves))
+
+
+# ---------------------------------------------------------------------------
+# Branch and bound over the membership variables, for pairs too many to list
+
+#: Relative gap (in epsilon, or in delta for an epsilon target) at which the search stops.
+SEARCH_TOLERANCE = 0.01
+#: Most nodes evaluated (each costs one search per guarantee kind and one composition).
+NODES_MAX = 2_000
+
+
+@dataclass(frozen=True)
+class Searched:
+    """The branch and bound's answer: the worst pair found (lower bound) and a certified upper bound."""
+
+    pair: tuple[frozenset[int], frozenset[int]]
+    lower: float
+    lower_composition: Composition
+    upper: float
+    curve: PrivacyCurve
+    complete: bool
+    nodes: int
+
+
+@dataclass(frozen=True)
+class _Node:
+    bound: float
+    composition: Composition
+    inside: frozenset[int]
+    outside: frozenset[int]
+    witnesses: tuple[tuple[frozenset[int], frozenset[int]], ...]
+    exact: bool
+
+
+def branch_and_bound(constraints: ConstraintSet, neighborhood: str, counts: NDArray[np.float64],
+                     kinds: Sequence[Guarantee], cache: CompositionCache, value: Callable[[Composition], float],
+                     differing: Callable[[tuple[frozenset[int], frozenset[int]]], dict],
+                     root: tuple[Composition, Sequence[tuple[frozenset[int], frozenset[int]]], bool],
+                     deadline: float, tolerance: float = SEARCH_TOLERANCE) -> Searched:
+    """Best-first branch and bound on "database i differs" (i in b0 XOR b1), the worst pair and a bound.
+
+    A node fixes databases inside the differing set (I) and outside it (O).
+    Its bound is the composition of the multiset that holds, for every kind k,
+    a certified upper bound on the k-invocations an allowed pair of the node
+    can make differ: max of w_k(b0 XOR b1) with w_k zero on O (a relaxation)
+    and a weight M > w_k(all) added on I (a pair missing a database of I
+    loses M, so the certified bound minus M |I| bounds the pairs that hold I).
+    Every pair of the node has a differing multiset inside that one, and
+    composition is monotone: the node's curve bounds every pair of the node
+    at every epsilon. The witnesses of those searches are allowed pairs,
+    composed for the lower bound. Children split a free database on which
+    the witnesses disagree. The search stops when the largest open bound is
+    within ``tolerance`` of the best pair, when no node is open, or at
+    ``deadline``; the curve is the pointwise maximum of the curves of the
+    nodes left (open, pruned or closed), which together cover every pair.
+
+    ``root`` is the composition, witnesses and exactness the caller already
+    has for the node with nothing fixed; ``differing(pair)`` is the pair's
+    differing multiset.
+    """
+    n, k_count = counts.shape
+    best: list = [None, -1.0, None]  # pair, value, composition
+
+    def consider(pair) -> None:
+        if time.perf_counter() > deadline and best[0] is not None:
+            return
+        composition = cache(differing(pair))
+        v = value(composition)
+        if v > best[1]:
+            best[:] = [pair, v, composition]
+
+    def evaluate(inside: frozenset[int], outside: frozenset[int]) -> _Node | None:
+        bounds, witnesses, exact = [], [], True
+        seconds = max((deadline - time.perf_counter()) / (4 * k_count), 1e-3)
+        for k in range(k_count):
+            w = counts[:, k].copy()
+            w[list(outside)] = 0.0
+            big = float(w.sum()) + 1.0 if inside else 0.0
+            w[list(inside)] += big
+            result = worst_pair(WeightProblem(constraints, w, neighborhood), seconds)
+            upper = result.upper_bound - big * len(inside)
+            if upper < -0.5:  # no allowed pair holds all of I
+                return None
+            bounds.append(max(int(np.floor(upper + 1e-6)), 0))
+            witnesses.append(result.witness)
+            exact = exact and result.exact
+        composition = cache({g: c for g, c in zip(kinds, bounds) if c > 0})
+        return _Node(value(composition), composition, inside, outside, tuple(witnesses), exact)
+
+    for pair in root[1]:
+        consider(pair)
+    start = _Node(value(root[0]), root[0], frozenset(), frozenset(), tuple(root[1]), root[2])
+    open_nodes, closed, nodes = [start], [], 1
+
+    def gap_closed(bound: float) -> bool:
+        low = best[1]
+        if bound <= low:
+            return True
+        return np.isfinite(bound) and bound <= low * (1.0 + tolerance)
+
+    while open_nodes and nodes < NODES_MAX and time.perf_counter() < deadline:
+        open_nodes.sort(key=lambda node: node.bound)
+        if gap_closed(open_nodes[-1].bound):
+            break
+        node = open_nodes.pop()
+        fixed = node.inside | node.outside
+        diffs = [a ^ b for a, b in node.witnesses]
+        free = [i for i in range(n) if i not in fixed and counts[i].sum() > 0]
+        in_some = [i for i in free if any(i in d for d in diffs)]
+        split = [i for i in in_some if not all(i in d for d in diffs)]
+        if not free or (not split and node.exact):
+            closed.append(node)  # every pair of the node is inside one witness's multiset: composed
+            continue
+        choice = split or in_some or free
+        j = max(choice, key=lambda i: (counts[i].sum(), -i))
+        children = []
+        for child in ((node.inside | {j}, node.outside), (node.inside, node.outside | {j})):
+            if time.perf_counter() > deadline:
+                break
+            children.append(evaluate(*child))
+            nodes += 1
+        else:
+            for evaluated in children:
+                if evaluated is None:  # no allowed pair in it
+                    continue
+                for pair in evaluated.witnesses:
+                    consider(pair)
+                (closed if gap_closed(evaluated.bound) else open_nodes).append(evaluated)
+            continue
+        open_nodes.append(node)  # out of time before both children: the parent's bound covers its pairs
+        break
+    left = open_nodes + closed
+    upper = max(node.bound for node in left) if left else best[1]
+    upper = max(upper, best[1])
+    curves = _maximal_curves([node.composition for node in left] + [best[2]])
+    complete = not open_nodes or all(gap_closed(node.bound) for node in open_nodes)
+    return Searched(best[0], best[1], best[2], upper, curves, complete, nodes)
+
+
+def _maximal_curves(compositions: Sequence[Composition]) -> PrivacyCurve:
+    """The pointwise maximum of the compositions' curves, those of sub-multisets left out (monotone)."""
+    distinct = {frozenset(c.guarantees): c for c in compositions}
+    items = list(distinct.items())
+    keep = []
+    for key, composition in items:
+        mine = dict(key)
+        dominated = any(other != key and all(n <= dict(other).get(g, 0) for g, n in mine.items())
+                        for other, _ in items)
+        if not dominated:
+            keep.append(composition.curve)
+    return keep[0] if len(keep) == 1 else WorstOfCurve(keep)
+
+
+# ---------------------------------------------------------------------------
+# A Renyi bound: additive over invocations, so a maximum-weight problem per order
+
+#: Renyi orders alpha of the bound.
+RENYI_ORDERS = np.array([1.1, 1.25, 1.5, 2.0, 3.0, 4.0, 6.0, 8.0, 12.0, 16.0, 24.0, 32.0, 48.0, 64.0, 128.0, 256.0])
+
+
+def renyi_terms(guarantee: Guarantee, alphas: NDArray[np.float64] = RENYI_ORDERS) -> tuple[NDArray, float] | None:
+    """(Renyi divergences at ``alphas``, leak) bounding one invocation; None when the kind has neither.
+
+    A guarantee with an (epsilon, delta) point is bounded through its
+    canonical pair (002 Thm. II.5: every such mechanism is a post-processing
+    of it): with probability delta a leak, otherwise binary randomized
+    response at epsilon, whose divergence of order alpha (both directions
+    alike) is log(p^a q^(1-a) + q^a p^(1-a)) / (a - 1), p = e^eps / (1 + e^eps).
+    The leak is -log(1 - delta). Without a point, rho-zCDP (Gaussian, GDP:
+    rho = mu^2 / 2) gives alpha rho (BS16 Def. 1.1).
+    """
+    point = kind_table.point(guarantee)
+    if point is not None:
+        eps, delta = point
+        if delta >= 1.0:
+            return None
+        log_p, log_q = -np.logaddexp(0.0, -eps), -np.logaddexp(0.0, eps)
+        a = alphas
+        terms = np.logaddexp(a * log_p + (1 - a) * log_q, a * log_q + (1 - a) * log_p) / (a - 1)
+        return np.maximum(terms, 0.0), -float(np.log1p(-delta))
+    rho = kind_table.zcdp_rho(guarantee)
+    return None if rho is None else (alphas * rho, 0.0)
+
+
+def renyi_curve(divergences: NDArray[np.float64], leak: float,
+                alphas: NDArray[np.float64] = RENYI_ORDERS) -> PrivacyCurve:
+    """The curve of a composition whose no-leak part has Renyi divergences at most ``divergences`` (one per
+    order) and whose invocations all avoid their leak with probability at least exp(-``leak``).
+
+    With S the probability of no leak, delta(eps) <= 1 - S + S delta_RDP(eps)
+    (joint convexity: the leak and no-leak parts of every canonical pair have
+    the same weights under both hypotheses; the leak part costs at most 1),
+    and delta_RDP(eps) <= min over alpha of exp((alpha - 1)(R_alpha - eps)) /
+    (alpha - 1) (1 - 1/alpha)^alpha (CKS20 Prop. 12; Asoodeh et al. 2021).
+    Renyi divergences add up over adaptive composition (Mironov 2017, Prop. 1).
+    """
+    alphas = np.asarray(alphas, dtype=float)
+    divergences = np.asarray(divergences, dtype=float)
+    survive = float(np.exp(-leak))
+    log_factor = alphas * np.log1p(-1.0 / alphas) - np.log(alphas - 1.0)
+
+    def delta_fn(eps: NDArray[np.float64]) -> NDArray[np.float64]:
+        eps = np.asarray(eps, dtype=float)
+        log_d = ((alphas[None, :] - 1.0) * (divergences[None, :] - eps[:, None]) + log_factor[None, :]).min(axis=1)
+        renyi = np.minimum(np.exp(np.minimum(log_d, 0.0)), 1.0)
+        return np.where(np.isfinite(eps), 1.0 - survive * (1.0 - renyi), 1.0 - survive)
+
+    def epsilon_fn(d: NDArray[np.float64]) -> NDArray[np.float64]:
+        d = np.asarray(d, dtype=float)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            rest = 1.0 - (1.0 - d) / survive  # the delta the no-leak part may spend
+            eps = (divergences[None, :] + np.log1p(-1.0 / alphas)[None, :]
+                   - (np.log(rest)[:, None] + np.log(alphas)[None, :]) / (alphas[None, :] - 1.0)).min(axis=1)
+        eps = np.maximum(eps, 0.0)
+        return np.where(d >= 1.0, 0.0, np.where(rest > 0.0, eps, np.inf))
+
+    return FunctionCurve(delta_fn, epsilon_fn=epsilon_fn, delta_floor=1.0 - survive)
+
+
+def renyi_bound(constraints: ConstraintSet, neighborhood: str, divergences: NDArray[np.float64],
+                leaks: NDArray[np.float64], seconds: float) -> PrivacyCurve:
+    """:func:`renyi_curve` of certified upper bounds, over the allowed pairs, on the sum of the per-database
+    divergences at each order (``divergences[order, database]``) and on the sum of the leaks: each sum is a
+    maximum-weight problem (:func:`~gce.solvers.weights.worst_pair`), and the curve increases in every one."""
+    share = max(seconds / (len(divergences) + 1), 1e-3)
+    top = [worst_pair(WeightProblem(constraints, w, neighborhood), share).upper_bound for w in divergences]
+    leak = worst_pair(WeightProblem(constraints, leaks, neighborhood), share).upper_bound if leaks.any() else 0.0
+    return renyi_curve(np.array(top), leak)
