@@ -101,7 +101,7 @@ FINEST, COARSEST = 1e-7, 0.5
 #: Relative allowance for floating-point error (as PLDCurve's).
 ROUND_OFF = 1e-9
 #: Absolute allowance for FFT round-off, per square root of grid points.
-ABSOLUTE_ROUND_OFF = 1e-14
+ABSOLUTE_ROUND_OFF = 1e-16
 #: Laws with at most this many atoms are transformed by their closed form, larger ones by an FFT.
 _FEW_ATOMS = 8
 #: Grid indices beyond this are refused (products with frequencies must stay in int64).
