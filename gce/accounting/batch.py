@@ -92,8 +92,11 @@ __all__ = ["BatchCurve", "LowerCurve", "batch_compose", "plan", "DEFAULT_RTOL", 
 
 #: Default requested relative width of the epsilon bracket.
 DEFAULT_RTOL = 1e-2
-#: Tail mass each Chernoff window leaves out (charged at +inf above, subtracted below).
+#: Tail mass above each Chernoff window (charged at +inf in the upper curve, subtracted in the lower).
 TAIL = 2.0**-60
+#: Tail mass below each window: it wraps *up* into the window (harmless above, subtracted below), so it
+#: only costs tightness, at most this much delta.
+TAIL_BELOW = 1e-15
 #: Largest grid (points) of one composition: a complex spectrum of 2^21 entries, 32 MB.
 GRID_LIMIT = 2**22
 #: Finest and coarsest grid widths the accuracy may ask for.
@@ -102,6 +105,10 @@ FINEST, COARSEST = 1e-7, 0.5
 ROUND_OFF = 1e-9
 #: Absolute allowance for FFT round-off, per square root of grid points.
 ABSOLUTE_ROUND_OFF = 1e-16
+#: Masses of dense pmfs below this are cut (module doc of :func:`_dense_law`).
+TINY_MASS = 1e-250
+#: Mass of a dense upper law's lowest atoms raised onto the next one (per copy: divided by the count).
+CLAMP_MASS = 1e-18
 #: Laws with at most this many atoms are transformed by their closed form, larger ones by an FFT.
 _FEW_ATOMS = 8
 #: Grid indices beyond this are refused (products with frequencies must stay in int64).
@@ -119,11 +126,14 @@ class _Law:
     infinite: float
 
     def log_mgf(self, t: NDArray[np.float64], h: float) -> NDArray[np.float64]:
-        """log E[e^{t L}; L finite] of one copy at each t (L = index * h)."""
+        """log E[e^{t L}; L finite] of one copy at each t (L = index * h), exactly."""
         positive = self.mass > 0
-        with np.errstate(divide="ignore"):
-            return special.logsumexp(t[:, None] * (self.index[positive] * h)[None, :] + np.log(self.mass[positive])[None, :],
-                                     axis=1)
+        x, mass = self.index[positive] * h, self.mass[positive]
+        if not x.size:
+            return np.full(t.shape, -np.inf)
+        shift = np.maximum(t * x.max(), t * x.min())
+        with np.errstate(over="ignore"):
+            return np.log(np.exp(t[:, None] * x[None, :] - shift[:, None]) @ mass) + shift
 
 
 # ---------------------------------------------------------------------------
@@ -188,25 +198,31 @@ def _noise_pmfs(guarantee: Guarantee, h: float, pessimistic: bool) -> tuple[_dpa
 
 
 def _dense_law(dense: _dpa.DensePMF, count: int, upper: bool) -> _Law:
-    nonzero = np.flatnonzero(dense.probs > 0.0)
+    # Masses below TINY_MASS (subnormal ones slow every product down a hundredfold) are dropped:
+    # charged at +inf in the upper law, left out of the lower one.
+    nonzero = np.flatnonzero(dense.probs > TINY_MASS)
     mass = dense.probs[nonzero]
     infinite = dense.infinity_mass
-    if upper:  # whatever the pmf lost to round-off or truncation is charged at +inf
-        infinite = min(max(infinite, 1.0 - math.fsum(mass)), 1.0)
+    if upper:  # whatever the pmf lost to round-off, truncation or the cut above is charged at +inf
+        infinite = min(max(infinite, 1.0 - math.fsum(mass)) + float(dense.probs[dense.probs <= TINY_MASS].sum()), 1.0)
+    if upper and mass.size > 1:
+        # The lowest atoms, together below CLAMP_MASS / count, are raised onto the next one: raising a
+        # loss only raises the curve, and it keeps a rare very negative loss from widening the window.
+        j = int(np.searchsorted(np.cumsum(mass), CLAMP_MASS / count, side="right"))
+        if 0 < j < mass.size:
+            mass = np.concatenate(([mass[:j + 1].sum()], mass[j + 1:]))
+            nonzero = nonzero[j:]
     return _Law(nonzero.astype(np.int64) + dense.lower, mass, count, infinite)
 
 
-def _laws(guarantee: Guarantee, count: int, h: float) -> tuple[list[_Law], list[_Law]]:
-    """Upper and lower laws of ``count`` copies of ``guarantee``, one per direction (one when symmetric)."""
+def _laws(guarantee: Guarantee, count: int, h: float, upper: bool) -> list[_Law]:
+    """Upper or lower laws of ``count`` copies of ``guarantee``, one per direction (one when symmetric)."""
     source = kinds.pld_source(guarantee)
     if source is None:
         raise UnsupportedCombinationError(f"no privacy-loss distribution for {guarantee!r}")
     if source.kind == "point":
-        upper, lower = _point_laws(*source.parameters, count, h)
-        return [upper], [lower]
-    uppers = [_dense_law(d, count, True) for d in _noise_pmfs(guarantee, h, True)]
-    lowers = [_dense_law(d, count, False) for d in _noise_pmfs(guarantee, h, False)]
-    return uppers, lowers
+        return [_point_laws(*source.parameters, count, h)[0 if upper else 1]]
+    return [_dense_law(d, count, upper) for d in _noise_pmfs(guarantee, h, upper)]
 
 
 # ---------------------------------------------------------------------------
@@ -215,11 +231,22 @@ def _laws(guarantee: Guarantee, count: int, h: float) -> tuple[list[_Law], list[
 
 @dataclass(frozen=True)
 class Plan:
-    """What one batch composition needs: the grid width and the laws per direction."""
+    """What one batch composition needs: the grid width and the upper laws per direction
+    (the lower laws are built on first use, :meth:`lower`)."""
 
+    guarantees: tuple[tuple[Guarantee, int], ...]
     interval: float
     upper: tuple[tuple[_Law, ...], ...]  # per direction
-    lower: tuple[tuple[_Law, ...], ...]
+
+    def lower(self) -> tuple[tuple[_Law, ...], ...]:
+        """The rounded-down laws per direction."""
+        return _directions([_laws(g, int(n), self.interval, False) for g, n in self.guarantees])
+
+
+def _directions(per_guarantee: list[list[_Law]]) -> tuple[tuple[_Law, ...], ...]:
+    """Per direction ("remove", then "add" where some guarantee has two), one law per guarantee."""
+    count = max([1] + [len(laws) for laws in per_guarantee])
+    return tuple(tuple(laws[min(d, len(laws) - 1)] for laws in per_guarantee) for d in range(count))
 
 
 def _point_moments(eps: float) -> tuple[float, float]:
@@ -263,11 +290,8 @@ def plan(ms: tuple[tuple[Guarantee, int], ...], rtol: float = DEFAULT_RTOL, inte
         dp-accounting cannot build a pmf, or a loss lies beyond the grid's integer range.
     """
     h = float(interval) if interval is not None else _interval(ms, rtol)
-    per_guarantee = [_laws(g, int(n), h) for g, n in ms if n > 0]
-    directions = max([1] + [len(u) for u, _ in per_guarantee] + [len(l) for _, l in per_guarantee])
-    upper = tuple(tuple(u[min(d, len(u) - 1)] for u, _ in per_guarantee) for d in range(directions))
-    lower = tuple(tuple(l[min(d, len(l) - 1)] for _, l in per_guarantee) for d in range(directions))
-    return Plan(h, upper, lower)
+    ms = tuple((g, int(n)) for g, n in ms if n > 0)
+    return Plan(ms, h, _directions([_laws(g, n, h, True) for g, n in ms]))
 
 
 # ---------------------------------------------------------------------------
@@ -316,7 +340,7 @@ def _window(laws: Sequence[_Law], h: float) -> tuple[int, int, float, float]:
         return hard_lo, hard_hi, 0.0, 0.0
     log_tail = math.log(TAIL)
     t0 = math.sqrt(-2.0 * log_tail / var)
-    ts = t0 * 2.0 ** (np.arange(-12, 13) / 2.0)
+    ts = t0 * 2.0 ** (np.arange(-4, 5) / 2.0)
     t = np.concatenate((ts, -ts))
     k = np.zeros_like(t)
     if few:
@@ -326,14 +350,15 @@ def _window(laws: Sequence[_Law], h: float) -> tuple[int, int, float, float]:
     for law in many:
         k += law.count * law.log_mgf(t, h)
     with np.errstate(over="ignore", invalid="ignore"):
-        x = (k - log_tail) / t  # P(S > x) <= TAIL (t > 0); P(S < x) <= TAIL (t < 0)
+        # P(S > x) <= TAIL for t > 0; P(S < x) <= TAIL_BELOW for t < 0.
+        x = (k - np.where(t > 0, log_tail, math.log(TAIL_BELOW))) / t
     upper = x[t > 0]
     lower = x[t < 0]
     hi_x = np.nanmin(upper[np.isfinite(upper)]) if np.any(np.isfinite(upper)) else math.inf
     lo_x = np.nanmax(lower[np.isfinite(lower)]) if np.any(np.isfinite(lower)) else -math.inf
     hi = hard_hi if not hi_x / h < hard_hi else max(math.ceil(hi_x / h), hard_lo)
     lo = hard_lo if not lo_x / h > hard_lo else min(math.floor(lo_x / h), hi)
-    return lo, hi, (0.0 if lo == hard_lo else TAIL), (0.0 if hi == hard_hi else TAIL)
+    return lo, hi, (0.0 if lo == hard_lo else TAIL_BELOW), (0.0 if hi == hard_hi else TAIL)
 
 
 def _spectrum(law: _Law, size: int, k: NDArray[np.int64], table: NDArray[np.complex128]) -> NDArray[np.complex128]:
@@ -503,7 +528,7 @@ class BatchCurve(PrivacyCurve):
     def lower(self) -> LowerCurve:
         """The certified lower curve (composed on first use)."""
         if self._lower is None:
-            self._lower = LowerCurve([_compose(laws, self.interval) for laws in self.plan.lower])
+            self._lower = LowerCurve([_compose(laws, self.interval) for laws in self.plan.lower()])
         return self._lower
 
     def _delta(self, eps: NDArray[np.float64]) -> NDArray[np.float64]:
