@@ -366,7 +366,7 @@ def _spectrum(law: _Law, size: int, k: NDArray[np.int64], table: NDArray[np.comp
     the closed form for few atoms or few frequencies, a real FFT of the folded pmf otherwise."""
     positive = law.mass > 0
     index, mass = law.index[positive] % size, law.mass[positive]
-    if index.size <= _FEW_ATOMS or index.size * k.size <= size * max(math.log2(size), 1.0) / 4:
+    if index.size <= _FEW_ATOMS or index.size * k.size <= size * max(math.log2(size), 1.0) / 32:
         out = np.zeros(k.size, dtype=complex)
         for start in range(0, index.size, 256):  # blocks of atoms: (atoms, frequencies) at most 256 rows
             a, m = index[start:start + 256], mass[start:start + 256]
