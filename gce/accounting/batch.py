@@ -88,7 +88,7 @@ from .curves import DiscreteLossCurve, PrivacyCurve, at_or_above
 from ..errors import NumericalLimitError, UnsupportedCombinationError
 from .guarantees import Guarantee
 
-__all__ = ["BatchCurve", "LowerCurve", "batch_compose", "plan", "DEFAULT_RTOL", "TAIL", "GRID_LIMIT"]
+__all__ = ["BatchCurve", "LowerCurve", "batch_compose", "plan", "aligned_interval", "DEFAULT_RTOL", "TAIL", "GRID_LIMIT"]
 
 #: Default requested relative width of the epsilon bracket.
 DEFAULT_RTOL = 1e-2
@@ -275,6 +275,15 @@ def _interval(ms: Sequence[tuple[Guarantee, int]], rtol: float) -> float:
     window = 2.0 * (math.sqrt(2.0 * math.log(1.0 / TAIL)) + 2.0) * sd  # about the Chernoff window
     h = max(h, 2.0 * window / GRID_LIMIT)
     return float(min(max(h, FINEST), COARSEST))
+
+
+def aligned_interval(ms: Sequence[tuple[Guarantee, int]], rtol: float = DEFAULT_RTOL) -> float:
+    """The grid width for ``rtol``, made dp-accounting's default interval divided by a whole number
+    when finer (else that interval itself), so that the split laws on it are never above the rounded-up
+    laws of the ``pld`` route: a finer grid that contains the coarser one rounds up to no more, and a
+    split atom lies below its rounded-up one."""
+    h = _interval(ms, rtol)
+    return _pld.DISCRETIZATION / max(1, math.ceil(_pld.DISCRETIZATION / h * (1.0 - 1e-12)))
 
 
 @functools.lru_cache(maxsize=32)

@@ -435,6 +435,8 @@ class PLDComposition(_OneTraversal):
     source = "dp-accounting privacy-loss distributions (pessimistic)"
 
     def _inputs(self, ms: Multiset):
+        if _points(ms) is not None and BatchComposition().accepts(ms):
+            return None  # many distinct points: the batch row, as tight and faster
         return ms if _pld.within_grid(ms) else None
 
     def _curve(self, ms) -> PrivacyCurve:
@@ -451,7 +453,10 @@ class BatchComposition(_OneTraversal):
     every part transformed once, one inverse transform; split canonical pairs and dp-accounting's
     pessimistic pmfs above (the curve), rounded-down laws below (``curve.lower``), Chernoff-certified
     windows. Takes heterogeneous lists: at least :data:`BATCH_MIN_POINTS` distinct (epsilon, delta)
-    points, or two distinct guarantees of which one is a noise mechanism."""
+    points, or two distinct guarantees of which one is a noise mechanism. On a list of points alone it
+    replaces ``pld``: its grid is dp-accounting's interval or a whole fraction of it
+    (:func:`~gce.accounting.batch.aligned_interval`), where its split pairs are never above pld's
+    rounded-up ones."""
 
     name = "batch"
     source = "batch PLD composition on one grid (Koskela et al. 2020; Doroshenko et al. 2022)"
@@ -463,14 +468,16 @@ class BatchComposition(_OneTraversal):
         noise = any(s.kind != "point" for s in sources)
         if not noise and len({s.parameters for s in sources}) < BATCH_MIN_POINTS:
             return None
+        interval = _batch.aligned_interval(ms)
         try:
-            _batch.plan(ms)
+            _batch.plan(ms, _batch.DEFAULT_RTOL, interval)
         except (NumericalLimitError, UnsupportedCombinationError):
             return None
-        return ms
+        return ms, interval
 
-    def _curve(self, ms) -> PrivacyCurve:
-        return _batch.BatchCurve(ms)
+    def _curve(self, inputs) -> PrivacyCurve:
+        ms, interval = inputs
+        return _batch.BatchCurve(ms, _batch.DEFAULT_RTOL, interval)
 
 
 #: Every theorem, exact ones first (the selector stops at an exact one).
