@@ -385,25 +385,46 @@ def _spectrum(law: _Law, size: int, k: NDArray[np.int64], table: NDArray[np.comp
     return _fft.rfft(folded)[k]
 
 
-def _log_spectrum(law: _Law, size: int, k: NDArray[np.int64]) -> NDArray[np.complex128]:
-    """log of a few-atom law's transform, accurate to a few ulps *relative to itself*.
+def _shift_minus_one(index: NDArray[np.int64], mass: NDArray[np.float64], size: int,
+                     k: NDArray[np.int64]) -> NDArray[np.complex128]:
+    """sum_a m_a (w^{ak} - 1) without cancellation: w^{ak} - 1 = -2 sin^2(phi/2) - i sin(phi), phi in [-pi, pi]."""
+    d = np.zeros(k.size, dtype=complex)
+    for start in range(0, index.size, 256):  # blocks of atoms: (atoms, frequencies) at most 256 rows
+        a, m = index[start:start + 256] % size, mass[start:start + 256]
+        phase = 2.0 * np.pi * (((a[:, None] * k[None, :]) % size + size // 2) % size - size // 2) / size
+        d += m @ (-2.0 * np.sin(phase / 2.0) ** 2 - 1j * np.sin(phase))
+    return d
+
+
+def _log_spectrum(law: _Law, size: int, k: NDArray[np.int64]) -> tuple[NDArray[np.complex128], float]:
+    """log of a law's transform at the frequencies ``k``, accurate to a few ulps *relative to itself*,
+    and the L2 norm of the part whose transform has an absolute error (by an FFT).
 
     A power ``count`` multiplies the relative error of the transform by ``count``: the transform
     F = 1 + D rounded to doubles has an error of 1e-16 absolute, which a million copies turn into
     1e-10 and the pmf's far tail into nonsense (a curve below the exact one). So D = F - 1 =
-    sum_a m_a (w^{ak} - 1) - (1 - sum_a m_a) is formed without cancellation (w^{ak} - 1 =
-    -2 sin^2(phi/2) - i sin(phi), phi reduced to [-pi, pi]; 1 - sum m_a is the law's infinite mass
-    for a canonical pair), and log(1 + D) = log1p(2 Re D + |D|^2) / 2 + i atan2(Im D, 1 + Re D).
+    sum_a m_a (w^{ak} - 1) - (1 - sum_a m_a) is formed without cancellation: directly for the
+    heaviest atoms (:data:`_DIRECT_TERMS` terms in all), by an FFT of the rest minus its mass (an absolute error of
+    eps log2(size) times its L2 norm, small when the rest is light); 1 - sum_a m_a is the law's
+    infinite mass. Then log(1 + D) = log1p(2 Re D + |D|^2) / 2 + i atan2(Im D, 1 + Re D).
     """
     positive = law.mass > 0
-    index, mass = law.index[positive] % size, law.mass[positive]
-    d = np.full(k.size, -(law.infinite if law.infinite > 0 else 1.0 - math.fsum(mass)), dtype=complex)
-    for a, m in zip(index, mass):
-        phase = 2.0 * np.pi * (((int(a) * k) % size + size // 2) % size - size // 2) / size
-        d += m * (-2.0 * np.sin(phase / 2.0) ** 2 - 1j * np.sin(phase))
+    index, mass = law.index[positive], law.mass[positive]
+    # A canonical pair's finite mass is 1 - delta exactly; a dense pmf's is what it holds (its infinite
+    # mass may be charged more, which the caller's infinite total carries).
+    deficit = law.infinite if law.mass.size <= _FEW_ATOMS else 1.0 - math.fsum(mass)
+    heavy = np.argsort(-mass, kind="stable")[:max(_FEW_ATOMS, _DIRECT_TERMS // max(k.size, 1))]
+    d = _shift_minus_one(index[heavy], mass[heavy], size, k) - deficit
+    rest = np.ones(mass.size, dtype=bool)
+    rest[heavy] = False
+    rest_norm = 0.0
+    if np.any(rest):
+        folded = np.bincount(index[rest] % size, weights=mass[rest], minlength=size)
+        d += _fft.rfft(folded)[k] - math.fsum(mass[rest])
+        rest_norm = float(np.linalg.norm(mass[rest]))
     with np.errstate(divide="ignore"):
         real = 0.5 * np.log1p(2.0 * d.real + d.real**2 + d.imag**2)
-    return real + 1j * np.arctan2(d.imag, 1.0 + d.real)
+    return real + 1j * np.arctan2(d.imag, 1.0 + d.real), rest_norm
 
 
 @dataclass(frozen=True)
@@ -426,6 +447,8 @@ class _Composed:
 #: Frequencies whose running product falls below this are left out: every later factor has modulus
 #: <= 1, so each left-out coefficient is below it, and it moves each pmf entry by at most this much.
 PRUNE = 1e-30
+#: Terms (atoms x frequencies) of a powered law's transform summed directly (:func:`_log_spectrum`).
+_DIRECT_TERMS = 2**18
 #: Widest block (grid points) of single laws convolved directly before it is transformed.
 _BLOCK_WIDTH = 2**15
 
@@ -459,6 +482,7 @@ def _compose(laws: Sequence[_Law], h: float) -> _Composed:
     k = np.arange(size // 2 + 1, dtype=np.int64)
     table = np.exp(-2j * np.pi * np.arange(size) / size)
     acc = table[(-lo % size) * k % size]  # shifts the window to start at lo
+    powered = 0.0
     singles = [law for law in laws if law.count == 1 and 0 < law.mass.size <= _FEW_ATOMS]
     others = [law for law in laws if not (law.count == 1 and 0 < law.mass.size <= _FEW_ATOMS)]
     if any(not law.mass.size for law in others):
@@ -470,22 +494,25 @@ def _compose(laws: Sequence[_Law], h: float) -> _Composed:
             acc = acc * _spectrum(block, size, k, table)
             keep = np.abs(acc) > PRUNE
             k, acc = k[keep], acc[keep]
+        powered = 0.0  # count * L2 norm of the FFT-transformed part, summed over the powered laws
         for law in others:
-            if law.mass.size <= _FEW_ATOMS:
-                log_spec = _log_spectrum(law, size, k)  # real and imaginary parts apart: -inf * count is no NaN
-                acc = acc * np.exp(law.count * log_spec.real + 1j * (law.count * log_spec.imag))
+            if law.count == 1:
+                acc = acc * _spectrum(law, size, k, table)
             else:
-                spec = _spectrum(law, size, k, table)
-                acc = acc * (spec if law.count == 1 else np.power(spec, law.count))
+                log_spec, rest_norm = _log_spectrum(law, size, k)  # -inf * count is no NaN: parts apart
+                acc = acc * np.exp(law.count * log_spec.real + 1j * (law.count * log_spec.imag))
+                powered += law.count * rest_norm
             keep = np.abs(acc) > PRUNE
             k, acc = k[keep], acc[keep]
     full = np.zeros(size // 2 + 1, dtype=complex)
     full[k] = acc
     pmf = np.maximum(_fft.irfft(full, n=size), 0.0)
-    # A dense transform's rounding (a few ulps absolute) is multiplied by its power ``count``; by
-    # Parseval the pmf's L1 error is at most sqrt(2 size sum p^2) times the transforms' relative error.
-    amplified = sum(law.count for law in others if law.mass.size > _FEW_ATOMS and law.count > 1)
-    power_round_off = 4.0 * np.finfo(float).eps * amplified * math.sqrt(2.0 * size * float(np.dot(pmf, pmf)))
+    # A dense transform's rounding error is multiplied by its power ``count``. The FFT's error is
+    # about eps log2(size) ||m||_2 per frequency (relative L2 error, Higham, "Accuracy and Stability",
+    # Sec. 24.1); a power multiplies it by count, and the sum of the pmf above any epsilon moves by
+    # about the spectrum's error (the partial sums of w^{-ik} fall off as 1 / k). Eight times that:
+    # an estimate, like ABSOLUTE_ROUND_OFF, not a proof.
+    power_round_off = 8.0 * np.finfo(float).eps * max(math.log2(size), 1.0) * powered
     log_survival = sum(law.count * math.log1p(-law.infinite) if law.infinite < 1 else -math.inf for law in laws)
     infinite = -math.expm1(log_survival)
     positive = pmf > 0
