@@ -447,6 +447,8 @@ class _Composed:
 #: Frequencies whose running product falls below this are left out: every later factor has modulus
 #: <= 1, so each left-out coefficient is below it, and it moves each pmf entry by at most this much.
 PRUNE = 1e-30
+#: Largest power of a dense law's transform taken as it is (its round-off allowed for, times the power).
+_SMALL_POWER = 64
 #: Terms (atoms x frequencies) of a powered law's transform summed directly (:func:`_log_spectrum`).
 _DIRECT_TERMS = 2**18
 #: Widest block (grid points) of single laws convolved directly before it is transformed.
@@ -496,8 +498,11 @@ def _compose(laws: Sequence[_Law], h: float) -> _Composed:
             k, acc = k[keep], acc[keep]
         powered = 0.0  # count * L2 norm of the FFT-transformed part, summed over the powered laws
         for law in others:
-            if law.count == 1:
-                acc = acc * _spectrum(law, size, k, table)
+            if law.count == 1 or (law.mass.size > _FEW_ATOMS and law.count <= _SMALL_POWER):
+                spec = _spectrum(law, size, k, table)  # a small power amplifies round-off little
+                acc = acc * (spec if law.count == 1 else np.power(spec, law.count))
+                if law.count > 1:
+                    powered += law.count * float(np.linalg.norm(law.mass))
             else:
                 log_spec, rest_norm = _log_spectrum(law, size, k)  # -inf * count is no NaN: parts apart
                 acc = acc * np.exp(law.count * log_spec.real + 1j * (law.count * log_spec.imag))
