@@ -385,18 +385,30 @@ def _spectrum(law: _Law, size: int, k: NDArray[np.int64], table: NDArray[np.comp
     return _fft.rfft(folded)[k]
 
 
-def _shift_minus_one(index: NDArray[np.int64], mass: NDArray[np.float64], size: int,
-                     k: NDArray[np.int64]) -> NDArray[np.complex128]:
-    """sum_a m_a (w^{ak} - 1) without cancellation: w^{ak} - 1 = -2 sin^2(phi/2) - i sin(phi), phi in [-pi, pi]."""
-    d = np.zeros(k.size, dtype=complex)
+def _shift_tables(size: int) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """-(w^j - 1) split as (2 sin^2(phi/2), sin(phi)), phi = 2 pi j / size reduced to [-pi, pi): both
+    accurate relative to themselves, so that w^j - 1 = -2 sin^2(phi/2) - i sin(phi) has no cancellation."""
+    j = (np.arange(size) + size // 2) % size - size // 2
+    phi = 2.0 * np.pi * j / size
+    return 2.0 * np.sin(phi / 2.0) ** 2, np.sin(phi)
+
+
+def _shift_minus_one(index: NDArray[np.int64], mass: NDArray[np.float64], size: int, k: NDArray[np.int64],
+                     tables: tuple[NDArray[np.float64], NDArray[np.float64]]) -> NDArray[np.complex128]:
+    """sum_a m_a (w^{ak} - 1) without cancellation (:func:`_shift_tables`)."""
+    half, sine = tables
+    re = np.zeros(k.size)
+    im = np.zeros(k.size)
     for start in range(0, index.size, 256):  # blocks of atoms: (atoms, frequencies) at most 256 rows
         a, m = index[start:start + 256] % size, mass[start:start + 256]
-        phase = 2.0 * np.pi * (((a[:, None] * k[None, :]) % size + size // 2) % size - size // 2) / size
-        d += m @ (-2.0 * np.sin(phase / 2.0) ** 2 - 1j * np.sin(phase))
-    return d
+        j = (a[:, None] * k[None, :]) % size
+        re -= m @ half[j]
+        im -= m @ sine[j]
+    return re + 1j * im
 
 
-def _log_spectrum(law: _Law, size: int, k: NDArray[np.int64]) -> tuple[NDArray[np.complex128], float]:
+def _log_spectrum(law: _Law, size: int, k: NDArray[np.int64],
+                  tables: tuple[NDArray[np.float64], NDArray[np.float64]]) -> tuple[NDArray[np.complex128], float]:
     """log of a law's transform at the frequencies ``k``, accurate to a few ulps *relative to itself*,
     and the L2 norm of the part whose transform has an absolute error (by an FFT).
 
@@ -414,7 +426,7 @@ def _log_spectrum(law: _Law, size: int, k: NDArray[np.int64]) -> tuple[NDArray[n
     # mass may be charged more, which the caller's infinite total carries).
     deficit = law.infinite if law.mass.size <= _FEW_ATOMS else 1.0 - math.fsum(mass)
     heavy = np.argsort(-mass, kind="stable")[:max(_FEW_ATOMS, _DIRECT_TERMS // max(k.size, 1))]
-    d = _shift_minus_one(index[heavy], mass[heavy], size, k) - deficit
+    d = _shift_minus_one(index[heavy], mass[heavy], size, k, tables) - deficit
     rest = np.ones(mass.size, dtype=bool)
     rest[heavy] = False
     rest_norm = 0.0
@@ -484,6 +496,7 @@ def _compose(laws: Sequence[_Law], h: float) -> _Composed:
     k = np.arange(size // 2 + 1, dtype=np.int64)
     table = np.exp(-2j * np.pi * np.arange(size) / size)
     acc = table[(-lo % size) * k % size]  # shifts the window to start at lo
+    tables = _shift_tables(size)
     powered = 0.0
     singles = [law for law in laws if law.count == 1 and 0 < law.mass.size <= _FEW_ATOMS]
     others = [law for law in laws if not (law.count == 1 and 0 < law.mass.size <= _FEW_ATOMS)]
@@ -504,7 +517,7 @@ def _compose(laws: Sequence[_Law], h: float) -> _Composed:
                 if law.count > 1:
                     powered += law.count * float(np.linalg.norm(law.mass))
             else:
-                log_spec, rest_norm = _log_spectrum(law, size, k)  # -inf * count is no NaN: parts apart
+                log_spec, rest_norm = _log_spectrum(law, size, k, tables)  # parts apart: -inf * count
                 acc = acc * np.exp(law.count * log_spec.real + 1j * (law.count * log_spec.imag))
                 powered += law.count * rest_norm
             keep = np.abs(acc) > PRUNE
