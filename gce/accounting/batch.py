@@ -46,10 +46,15 @@ total (a product over the parts): so the computed curve is >= the true one.
 *Lower.* Rounding down lowers E[f(S)], dropping mass lowers it (f >= 0); the
 wrapped-around mass is at most tau_lo + tau_hi (Chernoff bounds on the
 rounded-down total) and contributes at most that much (f <= 1), so it is
-subtracted. Floating-point error of the transforms is covered by an
-allowance (:data:`ROUND_OFF`, :data:`ABSOLUTE_ROUND_OFF` per sqrt(grid point)),
-as for :class:`~gce.accounting.pld.PLDCurve`: an estimate checked in the
-tests against brute force, not a proof.
+subtracted. Frequencies whose running product falls below :data:`PRUNE` are
+left out (every later factor has modulus <= 1): at most ``PRUNE`` per pmf
+entry, charged. Repeats are powers, ``exp(count * log F)`` with ``log F``
+formed without cancellation (:func:`_log_spectrum`), so that a million copies
+do not multiply the transform's rounding by a million. Floating-point error
+of the transforms is covered by an allowance (:data:`ROUND_OFF`,
+:data:`ABSOLUTE_ROUND_OFF` per sqrt(grid point), and the FFT part of powered
+dense laws), as for :class:`~gce.accounting.pld.PLDCurve`: an estimate
+checked in the tests against brute force and closed forms, not a proof.
 
 The grid width ``h`` comes from the requested accuracy: upper and lower
 totals differ by at most ``h`` per off-grid invocation, so the epsilon
