@@ -37,6 +37,7 @@ from typing import NamedTuple
 import numpy as np
 from numpy.typing import NDArray
 
+from . import batch as _batch
 from . import binomial, kinds
 from . import pld as _pld
 from .curves import (
@@ -434,10 +435,49 @@ class PLDComposition(_OneTraversal):
     source = "dp-accounting privacy-loss distributions (pessimistic)"
 
     def _inputs(self, ms: Multiset):
+        if _points(ms) is not None and BatchComposition().accepts(ms):
+            return None  # many distinct points: the batch row, as tight and faster
         return ms if _pld.within_grid(ms) else None
 
     def _curve(self, ms) -> PrivacyCurve:
         return _pld.PLDCurve(_pld.compose_pld(ms), infinite_mass=_pld.infinite_mass(ms))
+
+
+#: Fewest distinct (epsilon, delta) points for which the batch engine takes a list of points alone
+#: (fewer: exact enumeration or the PLD route's group-by-group composition is cheap and pinned by tests).
+BATCH_MIN_POINTS = 8
+
+
+class BatchComposition(_OneTraversal):
+    """Batch composition of privacy-loss distributions on one grid (:mod:`gce.accounting.batch`):
+    every part transformed once, one inverse transform; split canonical pairs and dp-accounting's
+    pessimistic pmfs above (the curve), rounded-down laws below (``curve.lower``), Chernoff-certified
+    windows. Takes heterogeneous lists: at least :data:`BATCH_MIN_POINTS` distinct (epsilon, delta)
+    points, or two distinct guarantees of which one is a noise mechanism. On a list of points alone it
+    replaces ``pld``: its grid is dp-accounting's interval or a whole fraction of it
+    (:func:`~gce.accounting.batch.aligned_interval`), where its split pairs are never above pld's
+    rounded-up ones."""
+
+    name = "batch"
+    source = "batch PLD composition on one grid (Koskela et al. 2020; Doroshenko et al. 2022)"
+
+    def _inputs(self, ms: Multiset):
+        sources = [kinds.pld_source(g) for g, _ in ms]
+        if len(ms) < 2 or any(s is None for s in sources):
+            return None
+        noise = any(s.kind != "point" for s in sources)
+        if not noise and len({s.parameters for s in sources}) < BATCH_MIN_POINTS:
+            return None
+        interval = _batch.aligned_interval(ms)
+        try:
+            _batch.plan(ms, _batch.DEFAULT_RTOL, interval)
+        except (NumericalLimitError, UnsupportedCombinationError):
+            return None
+        return ms, interval
+
+    def _curve(self, inputs) -> PrivacyCurve:
+        ms, interval = inputs
+        return _batch.BatchCurve(ms, _batch.DEFAULT_RTOL, interval)
 
 
 #: Every theorem, exact ones first (the selector stops at an exact one).
@@ -451,6 +491,7 @@ THEOREMS: tuple[Theorem, ...] = (
     KairouzClosedForm(homogeneous=False),
     ZCDPComposition(),
     PLDComposition(),
+    BatchComposition(),
 )
 
 
