@@ -435,8 +435,16 @@ class PLDComposition(_OneTraversal):
     source = "dp-accounting privacy-loss distributions (pessimistic)"
 
     def _inputs(self, ms: Multiset):
-        if _points(ms) is not None and BatchComposition().accepts(ms):
-            return None  # many distinct points: the batch row, as tight and faster
+        if BatchComposition().accepts(ms):
+            # Many distinct points, or a mix with noise mechanisms: the batch row composes the same
+            # per-invocation distributions (dp-accounting's pessimistic pmfs at the same interval for the
+            # noise, split pairs at most as high as pld's rounded-up ones for the points) in one
+            # transform, and carries a certified bracket; composing both would double the cost.
+            return None
+        return self.fallback_inputs(ms)
+
+    def fallback_inputs(self, ms: Multiset):
+        """The inputs regardless of the batch row: :func:`compose` asks when batch fails on a list."""
         return ms if _pld.within_grid(ms) else None
 
     def _curve(self, ms) -> PrivacyCurve:
@@ -589,6 +597,18 @@ def _sum_of_curves(a: PrivacyCurve, b: PrivacyCurve) -> PrivacyCurve:
     return FunctionCurve(delta_fn, delta_floor=min(a.delta_floor + b.delta_floor, 1.0))
 
 
+def _pld_fallback(ms: Multiset) -> list[tuple[str, PrivacyCurve]]:
+    """The ``pld`` row's curve of a list it declined for the batch row, when the batch composition failed."""
+    row = next(t for t in THEOREMS if isinstance(t, PLDComposition))
+    inputs = row.fallback_inputs(ms)
+    if inputs is None:
+        return []
+    try:
+        return [(row.name, row._curve(inputs))]
+    except NumericalLimitError:
+        return []
+
+
 def compose(guarantees: Iterable[Guarantee] | Mapping[Guarantee, int]) -> Composition:
     """Compose guarantees with every compatible theorem; the tightest wins.
 
@@ -627,6 +647,8 @@ def compose(guarantees: Iterable[Guarantee] | Mapping[Guarantee, int]) -> Compos
         try:
             candidates.append((theorem.name, theorem.curve(ms)))
         except NumericalLimitError:  # dp-accounting out of its range: the other theorems still bound it
+            if isinstance(theorem, BatchComposition):  # the pld row declined in its favour: its turn now
+                candidates += _pld_fallback(ms)
             continue
     if candidates:
         return Composition(ms, tuple(candidates), exact=False)
