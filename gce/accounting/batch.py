@@ -93,7 +93,7 @@ from .curves import DiscreteLossCurve, PrivacyCurve, at_or_above
 from ..errors import NumericalLimitError, UnsupportedCombinationError
 from .guarantees import Guarantee
 
-__all__ = ["BatchCurve", "LowerCurve", "batch_compose", "plan", "aligned_interval", "DEFAULT_RTOL", "TAIL", "GRID_LIMIT"]
+__all__ = ["BatchCurve", "LowerCurve", "batch_compose", "plan", "aligned_interval", "DEFAULT_RTOL", "TAIL", "GRID_LIMIT", "clear_caches"]
 
 #: Default requested relative width of the epsilon bracket.
 DEFAULT_RTOL = 1e-2
@@ -199,7 +199,22 @@ def _noise_pmfs(guarantee: Guarantee, h: float, pessimistic: bool) -> tuple[_dpa
     pmfs = _dpa.dense_pmfs(distribution)
     if not pmfs:
         raise NumericalLimitError("dp-accounting's dense pmfs are not readable with this version")
+    if not pessimistic:
+        _OPTIMISTIC_BUILT.add((guarantee, h))
     return tuple(pmfs)
+
+
+#: (guarantee, interval) whose optimistic pmfs :func:`_noise_pmfs` has built: the lower curve's cost
+#: estimate (:meth:`BatchCurve.lower_seconds`) counts the others.
+_OPTIMISTIC_BUILT: set = set()
+
+
+def clear_caches() -> None:
+    """Forget every plan and pmf, here and in :mod:`gce.accounting.pld` (benchmarks: a fresh process)."""
+    plan.cache_clear()
+    _noise_pmfs.cache_clear()
+    _OPTIMISTIC_BUILT.clear()
+    _pld.clear_caches()
 
 
 def _dense_law(dense: _dpa.DensePMF, count: int, upper: bool) -> _Law:
@@ -613,6 +628,15 @@ class BatchCurve(PrivacyCurve):
     def upper(self) -> "BatchCurve":
         """The upper curve: this curve itself."""
         return self
+
+    def lower_seconds(self) -> float:
+        """An estimate of the seconds :attr:`lower` takes: dp-accounting's builds of the optimistic pmfs
+        of the noise mechanisms not built yet (0 once composed, and for lists of points: their rounded-down
+        laws cost one transform)."""
+        if self._lower is not None:
+            return 0.0
+        return sum(_pld.SECONDS_PER_POINT * 2.0 * _pld._half_width(g) / self.interval for g, _ in self.guarantees
+                   if kinds.pld_noise(g) is not None and (g, self.interval) not in _OPTIMISTIC_BUILT)
 
     @property
     def lower(self) -> LowerCurve:

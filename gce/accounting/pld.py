@@ -171,9 +171,9 @@ def _guarded(build):
             ) from None
 
 
-@functools.lru_cache(maxsize=256)
 def guarantee_pld(guarantee: Guarantee, interval: float = DISCRETIZATION) -> "PrivacyLossDistribution":
-    """A pessimistic PLD dominating every mechanism with ``guarantee`` (see :func:`_guarantee_pld`).
+    """A pessimistic PLD dominating every mechanism with ``guarantee`` (see :func:`_guarantee_pld`),
+    built once per (guarantee, interval) however it is called.
 
     Raises
     ------
@@ -181,7 +181,12 @@ def guarantee_pld(guarantee: Guarantee, interval: float = DISCRETIZATION) -> "Pr
         dp-accounting fails or warns for these parameters (a sigma near 1e308, a
         delta within 1e-12 of 1, ...).
     """
-    _BUILT.add((guarantee, float(interval)))
+    return _cached_pld(guarantee, float(interval))
+
+
+@functools.lru_cache(maxsize=256)
+def _cached_pld(guarantee: Guarantee, interval: float) -> "PrivacyLossDistribution":
+    _BUILT.add((guarantee, interval))
     return _guarded(lambda: _guarantee_pld(guarantee, interval))
 
 
@@ -203,7 +208,7 @@ def build_seconds(guarantee: Guarantee, interval: float = DISCRETIZATION) -> flo
 
 def clear_caches() -> None:
     """Forget every built distribution (benchmarks: each run as a fresh process would)."""
-    guarantee_pld.cache_clear()
+    _cached_pld.cache_clear()
     _composed_points.cache_clear()
     _BUILT.clear()
 

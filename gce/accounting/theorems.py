@@ -61,6 +61,8 @@ __all__ = [
     "Bound",
     "Composition",
     "compose",
+    "composition_seconds",
+    "compose_within",
     "canonical_composition",
     "ENUMERATION_LIMIT",
     "EXACT_COUNT_LIMIT",
@@ -658,3 +660,65 @@ def compose(guarantees: Iterable[Guarantee] | Mapping[Guarantee, int]) -> Compos
     a, b = compose(dict(groups[0])), compose(dict(groups[1]))
     return Composition(ms, (("split: " + "+".join(n for n, _ in a.candidates[:1] + b.candidates[:1]),
                              _sum_of_curves(a.curve, b.curve)),), exact=False)
+
+
+# ---------------------------------------------------------------------------
+# Composition within a time budget
+
+#: The rows that build privacy-loss distributions (dp-accounting's builders, transforms): what a time
+#: budget can make too expensive. Every other row is a closed form or exact and cheap.
+COSTLY_ROWS = frozenset({"pld", "batch"})
+#: Coarsest grid a composition short of time falls back to (pessimistic pmfs stay sound at any width).
+COARSEST_FALLBACK = 0.05
+
+
+def composition_seconds(guarantees) -> float:
+    """An estimate of the seconds :func:`compose` takes: dp-accounting's builds of the noise
+    mechanisms' distributions not built yet (:func:`gce.accounting.pld.build_seconds`), which dominate;
+    0 when an exact row answers (closed forms and enumeration, cheap) or no noise mechanism is left
+    to build."""
+    ms = as_multiset(guarantees)
+    cost = sum(_pld.build_seconds(g) for g, _ in ms)
+    if cost == 0.0:
+        return 0.0
+    for theorem in THEOREMS:
+        if theorem.name not in COSTLY_ROWS and theorem.accepts(ms) and theorem.is_exact(ms):
+            return 0.0
+    return cost
+
+
+def compose_within(guarantees, seconds: float) -> tuple[Composition, str | None]:
+    """:func:`compose`, or a cheaper sound composition when its estimated cost exceeds ``seconds``.
+
+    The cheaper one keeps every closed-form row and composes the privacy-loss distributions on a
+    coarser grid (:class:`~gce.accounting.batch.BatchCurve` with dp-accounting's pessimistic pmfs at
+    that width: sound at any width, looser as it grows): the width is the default one times the
+    factor by which the estimate exceeds ``seconds`` (a power of two, at most
+    :data:`COARSEST_FALLBACK`). Returns the composition and, when it fell back, a note saying so.
+    """
+    ms = as_multiset(guarantees)
+    cost = composition_seconds(ms)
+    if cost <= seconds:
+        return compose(dict(ms)), None
+    factor = 2.0 ** math.ceil(math.log2(cost / max(seconds, 1e-3)))
+    interval = min(_pld.DISCRETIZATION * factor, COARSEST_FALLBACK)
+    candidates = []
+    for theorem in THEOREMS:
+        if theorem.name not in COSTLY_ROWS and theorem.accepts(ms):
+            candidates.append((theorem.name, theorem.curve(ms)))
+    try:
+        candidates.append(("batch", _batch.BatchCurve(ms, _batch.DEFAULT_RTOL, interval)))
+        how = f"privacy-loss distributions on a grid of width {interval:g} instead of {_pld.DISCRETIZATION:g}"
+    except (NumericalLimitError, UnsupportedCombinationError):
+        how = "closed forms only"
+    if not candidates:
+        groups = _split(ms)
+        if groups is None:
+            candidates.append(("vacuous (no theorem applies)", _vacuous()))
+        else:  # as compose() does: each group bounded within half the time, then simple composition
+            a, b = (compose_within(dict(group), seconds / 2.0)[0] for group in groups)
+            candidates.append(("split: " + "+".join(n for n, _ in a.candidates[:1] + b.candidates[:1]),
+                               _sum_of_curves(a.curve, b.curve)))
+    note = (f"time limit: composing {_describe(ms)} would take about {cost:.2g} s ({seconds:.2g} s left); "
+            f"bounded with {how} (sound, looser)")
+    return Composition(ms, tuple(candidates), exact=False), note
