@@ -399,6 +399,8 @@ def _bracket(witness: Composition, upper: float, delta: float | None, epsilon: f
         return None
     low = float(curve.lower.epsilon(delta)) if epsilon is None else float(curve.lower.delta(epsilon))
     low = min(max(low, 0.0), upper)
+    if low <= 0.0:  # e.g. a coarse grid's lower curve: nothing certified above 0 to report
+        return None
     width = (upper - low) / upper if upper > 0 else 0.0
     what = "epsilon" if epsilon is None else f"delta at epsilon {epsilon:g}"
     notes.append(f"{theorem} composition: {what} in [{low:.5g}, {upper:.5g}], bracket {width:.2%} wide")
