@@ -334,9 +334,11 @@ def _moments(laws: Sequence[_Law], h: float) -> tuple[float, float]:
         if total <= 0:
             continue
         x = law.index * h
-        m = float(np.dot(law.mass, x) / total)
+        # Elementwise products, not np.dot: BLAS's threaded dot takes 15 ms per 40,000-entry pmf on a
+        # busy 2-core machine, 50 times the plain sum (3 s of a 100-mechanism composition).
+        m = float((law.mass * x).sum() / total)
         mean += law.count * m
-        var += law.count * float(np.dot(law.mass, (x - m) ** 2) / total)
+        var += law.count * float((law.mass * (x - m) ** 2).sum() / total)
     return mean, var
 
 
@@ -635,8 +637,8 @@ class BatchCurve(PrivacyCurve):
         laws cost one transform)."""
         if self._lower is not None:
             return 0.0
-        return sum(_pld.SECONDS_PER_POINT * 2.0 * _pld._half_width(g) / self.interval for g, _ in self.guarantees
-                   if kinds.pld_noise(g) is not None and (g, self.interval) not in _OPTIMISTIC_BUILT)
+        return sum(_pld.build_seconds(g, self.interval, pessimistic=False) for g, _ in self.guarantees
+                   if (g, self.interval) not in _OPTIMISTIC_BUILT)
 
     @property
     def lower(self) -> LowerCurve:
