@@ -388,7 +388,8 @@ def _bracket(witness: Composition, upper: float, delta: float | None, epsilon: f
     """
     if exact or not math.isfinite(upper):
         return None
-    curves = [c for _, c in witness.candidates if hasattr(c, "lower") and hasattr(c, "lower_seconds")]
+    # (not hasattr(c, "lower"): that would run the property, i.e. compose the lower curve)
+    curves = [c for _, c in witness.candidates if callable(getattr(c, "lower_seconds", None))]
     if not curves:
         return None
     curve = curves[0]
