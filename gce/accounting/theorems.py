@@ -672,13 +672,13 @@ COSTLY_ROWS = frozenset({"pld", "batch"})
 COARSEST_FALLBACK = 0.05
 
 
-def composition_seconds(guarantees) -> float:
-    """An estimate of the seconds :func:`compose` takes: dp-accounting's builds of the noise
-    mechanisms' distributions not built yet (:func:`gce.accounting.pld.build_seconds`), which dominate;
-    0 when an exact row answers (closed forms and enumeration, cheap) or no noise mechanism is left
-    to build."""
+def composition_seconds(guarantees, interval: float = _pld.DISCRETIZATION) -> float:
+    """An estimate of the seconds :func:`compose` takes (at grid ``interval``): dp-accounting's builds
+    of the noise mechanisms' distributions not built yet (:func:`gce.accounting.pld.build_seconds`),
+    which dominate; 0 when an exact row answers (closed forms and enumeration, cheap) or no noise
+    mechanism is left to build."""
     ms = as_multiset(guarantees)
-    cost = sum(_pld.build_seconds(g) for g, _ in ms)
+    cost = sum(_pld.build_seconds(g, interval) for g, _ in ms)
     if cost == 0.0:
         return 0.0
     for theorem in THEOREMS:
@@ -692,16 +692,20 @@ def compose_within(guarantees, seconds: float) -> tuple[Composition, str | None]
 
     The cheaper one keeps every closed-form row and composes the privacy-loss distributions on a
     coarser grid (:class:`~gce.accounting.batch.BatchCurve` with dp-accounting's pessimistic pmfs at
-    that width: sound at any width, looser as it grows): the width is the default one times the
-    factor by which the estimate exceeds ``seconds`` (a power of two, at most
-    :data:`COARSEST_FALLBACK`). Returns the composition and, when it fell back, a note saying so.
+    that width: sound at any width, looser as it grows): the finest of the default width times 2, 4,
+    8, ... (at most :data:`COARSEST_FALLBACK`) whose builds not made yet fit in ``seconds``, so that
+    the compositions of one solve share their coarse distributions. Returns the composition and, when
+    it fell back, a note saying so.
     """
     ms = as_multiset(guarantees)
     cost = composition_seconds(ms)
     if cost <= seconds:
         return compose(dict(ms)), None
-    factor = 2.0 ** math.ceil(math.log2(cost / max(seconds, 1e-3)))
-    interval = min(_pld.DISCRETIZATION * factor, COARSEST_FALLBACK)
+    interval = _pld.DISCRETIZATION
+    while interval < COARSEST_FALLBACK:
+        interval = min(2.0 * interval, COARSEST_FALLBACK)
+        if composition_seconds(ms, interval) <= seconds:
+            break
     candidates = []
     for theorem in THEOREMS:
         if theorem.name not in COSTLY_ROWS and theorem.accepts(ms):
