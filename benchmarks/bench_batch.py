@@ -72,7 +72,7 @@ def part_b(n: int, steps: int = 1000) -> bool:
         batch.plan.cache_clear()
         batch._noise_pmfs.cache_clear()
         from gce.accounting import pld
-        pld.guarantee_pld.cache_clear()
+        pld.clear_caches()
         return batch.batch_compose({Subsampled(rate, GaussianMechanism(sigma)): steps for rate, sigma in mechanisms})
 
     t_ours, curve = best_of(ours, repeat=1)

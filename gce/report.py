@@ -93,6 +93,11 @@ class Report:
         ``classic`` and, for pure guarantees, ``parallel``.
     notes : tuple of str
         Plain statements: why epsilon is infinite, the solver's gap, ...
+    bracket : (float, float) or None
+        When the answer is not exact and its composition has a certified lower curve (the ``batch``
+        theorem): (lower, upper) around the exact value of the reported quantity (epsilon at ``delta``,
+        or delta at a given epsilon); ``upper`` is the reported value, ``lower`` a certified lower bound
+        on the exact worst case (the worst pair found, composed with optimistic rounding). None otherwise.
     """
 
     epsilon: float
@@ -108,6 +113,7 @@ class Report:
     notes: tuple[str, ...] = ()
     title: str = ""
     differing_count: int = 0
+    bracket: tuple[float, float] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON form (``gce solve --json``)."""
@@ -123,6 +129,8 @@ class Report:
             "differing_count": self.differing_count,
             "solver": self.solver,
             "lower_bound_epsilon": json_number(self.lower_bound_epsilon),
+            "bracket": None if self.bracket is None else {
+                "lower": json_number(self.bracket[0]), "upper": json_number(self.bracket[1])},
             "baselines": {name: b.to_dict() for name, b in self.baselines.items()},
             "notes": list(self.notes),
         }
@@ -161,6 +169,7 @@ class Report:
             lower_bound_epsilon=field.optional("lower_bound_epsilon", _optional_epsilon, None),
             notes=tuple(field.optional("notes", _texts, [])), title=field.optional("title", _text, ""),
             differing_count=field.optional("differing_count", _count_of, 0),
+            bracket=field.optional("bracket", _bracket, None),
         )
 
     def _rows(self) -> list[tuple[str, str, str, str]]:
@@ -241,6 +250,18 @@ def _epsilon(value: object, name: str) -> float:
 
 def _optional_epsilon(value: object, name: str) -> float | None:
     return None if value is None else _epsilon(value, name)
+
+
+def _bracket(value: object, name: str) -> tuple[float, float] | None:
+    """null, or {"lower": x, "upper": y} with 0 <= x <= y (epsilons, or deltas: both numbers or "inf")."""
+    if value is None:
+        return None
+    if not isinstance(value, Mapping) or set(value) != {"lower", "upper"}:
+        raise InvalidParameterError(name, f'must be null or {{"lower": ..., "upper": ...}}, got {_shown(value)}')
+    low, high = _epsilon(value["lower"], f"{name}.lower"), _epsilon(value["upper"], f"{name}.upper")
+    if not low <= high:
+        raise InvalidParameterError(name, f"lower must be at most upper, got {_shown(value)}")
+    return low, high
 
 
 def _delta(value: object, name: str) -> float:

@@ -24,6 +24,7 @@ against the time limit.
 
 from __future__ import annotations
 
+import functools
 import math
 import reprlib
 import time
@@ -35,7 +36,7 @@ import numpy as np
 from .accounting import kinds
 from .accounting.curves import EnvelopeCurve, PrivacyCurve
 from .accounting.guarantees import ApproxDP, Guarantee, PureDP
-from .accounting.theorems import Composition, compose
+from .accounting.theorems import Composition, as_multiset, compose, compose_within
 from .constraints import ConstraintSet
 from .errors import InfeasibleConstraintsError, InvalidParameterError, UnsupportedCombinationError
 from .model import Scenario, check_target
@@ -126,8 +127,9 @@ class _Budget:
     def __init__(self, seconds: float):
         self.deadline = time.perf_counter() + seconds
         self.planned = 0.0
-        #: Every composition of the solve, once per multiset (bound, witnesses and baselines share them).
-        self.compose = CompositionCache()
+        #: Every composition of the solve, once per multiset (bound, witnesses and baselines share them),
+        #: each within the time left (:class:`_BudgetedCache`).
+        self.compose = _BudgetedCache(self)
 
     def left(self) -> float:
         """Seconds until the deadline (negative once it has passed)."""
@@ -143,6 +145,49 @@ class _Budget:
         share = left * weight / max(self.planned, weight)
         self.planned = max(self.planned - weight, 0.0)
         return max(share, MIN_SEARCH_SECONDS)
+
+
+#: Share of the time left that one composition may take before it falls back to a cheaper sound bound.
+COMPOSITION_SHARE = 0.5
+
+
+class _BudgetedCache(CompositionCache):
+    """The solve's compositions, once per multiset, each within the time left.
+
+    Before a composition, its cost is estimated (:func:`~gce.accounting.theorems.composition_seconds`:
+    dp-accounting's builds of the noise mechanisms' distributions, which a running build cannot be
+    interrupted in); when it exceeds :data:`COMPOSITION_SHARE` of the time left, a cheaper sound bound
+    answers instead (:func:`~gce.accounting.theorems.compose_within`: a coarser grid, closed forms)
+    and :attr:`notes` says so. The overrun of a solve is then what that bound costs, a few
+    milliseconds per distinct noise mechanism.
+    """
+
+    def __init__(self, budget: "_Budget") -> None:
+        super().__init__()
+        self._budget = budget
+        #: What the report should say about compositions that fell back.
+        self.notes: list[str] = []
+
+    def __call__(self, guarantees, share: float = COMPOSITION_SHARE) -> Composition:
+        """The composition of ``guarantees``, within ``share`` of the time left."""
+        ms = as_multiset(guarantees)
+        key = frozenset(ms)
+        found = self._memo.get(key)
+        if found is None:
+            found, note = compose_within(dict(ms), share * max(self._budget.left(), 0.0))
+            self._memo[key] = found
+            if note is not None:
+                self.notes.append((sum(n for _, n in ms), note))
+        return found
+
+    def summary(self) -> list[str]:
+        """The report's note on the compositions that fell back: the largest one's, and how many others."""
+        if not self.notes:
+            return []
+        _, note = max(self.notes, key=lambda item: item[0])
+        more = len(self.notes) - 1
+        return [note + (f"; {more} other composition{'s' if more > 1 else ''} of this solve (witnesses, "
+                        f"scores, baselines) fell back likewise" if more else "")]
 
 
 #: Largest witness score per invocation (epsilon^2 capped): the weights of the score search stay finite.
@@ -242,7 +287,9 @@ def _solve_pairs(scenario: Scenario, delta: float | None, epsilon: float | None,
             notes.append(f"solver {result.method} stopped at its time budget for {g!r}: witness "
                          f"{result.value:g} invocations, certified bound {result.upper_bound:g}")
     if len(kinds) > 1:
-        scores = {g: _score(g, budget.compose) for g in kinds}
+        # The scores only rank witnesses: together at most an auxiliary share of the time left.
+        scorer = functools.partial(budget.compose, share=AUXILIARY_WEIGHT / len(kinds))
+        scores = {g: _score(g, scorer) for g in kinds}
         result = worst_pair(problem(lambda h: scores[h]), budget(AUXILIARY_WEIGHT))
         witnesses.append(result.witness)
         solver_names.add(result.method)
@@ -311,6 +358,9 @@ def _solve_pairs(scenario: Scenario, delta: float | None, epsilon: float | None,
         notes.append(f"no finite epsilon: the per-invocation deltas alone give delta >= {floor:.4g} "
                      f"> target {delta:g} for the worst-case pair")
     report_baselines = _baselines(scenario, delta, epsilon, budget, solved=solved)
+    bracket = _bracket(budget.compose(best_ms), eps if epsilon is None else d, delta, epsilon, exact, theorem,
+                       budget, notes)
+    notes += budget.compose.summary()
     differing = _differing(scenario, best_pair)
     return Report(
         epsilon=eps, delta=d, theorem=theorem, exact=exact, witness=best_pair,
@@ -318,7 +368,44 @@ def _solve_pairs(scenario: Scenario, delta: float | None, epsilon: float | None,
         curve=report_curve, baselines=report_baselines,
         solver="+".join(sorted(solver_names)),
         lower_bound_epsilon=best_eps if epsilon is None else None, notes=tuple(notes), title=scenario.title,
+        bracket=bracket,
     )
+
+
+#: Share of the time left that composing a bracket's lower curve may take.
+BRACKET_SHARE = AUXILIARY_WEIGHT
+
+
+def _bracket(witness: Composition, upper: float, delta: float | None, epsilon: float | None, exact: bool,
+             theorem: str, budget: _Budget, notes: list[str]) -> tuple[float, float] | None:
+    """(lower, upper) around the exact worst case, and a note, when the answer is not exact and the worst
+    pair's composition has a certified lower curve (:class:`~gce.accounting.batch.BatchCurve`): that
+    pair is allowed, so the lower curve's value at the target bounds the worst case from below.
+
+    The lower curve of noise mechanisms needs dp-accounting's optimistic distributions, built anew;
+    when their estimated cost exceeds :data:`BRACKET_SHARE` of the time left, it is not composed and
+    the note says so.
+    """
+    if exact or not math.isfinite(upper):
+        return None
+    # (not hasattr(c, "lower"): that would run the property, i.e. compose the lower curve)
+    curves = [c for _, c in witness.candidates if callable(getattr(c, "lower_seconds", None))]
+    if not curves:
+        return None
+    curve = curves[0]
+    cost, left = curve.lower_seconds(), max(budget.left(), 0.0)
+    if cost > BRACKET_SHARE * left:
+        notes.append(f"bracket: the certified lower curve was not composed (its distributions would take about "
+                     f"{cost:.2g} s; {left:.2g} s left)")
+        return None
+    low = float(curve.lower.epsilon(delta)) if epsilon is None else float(curve.lower.delta(epsilon))
+    low = min(max(low, 0.0), upper)
+    if low <= 0.0:  # e.g. a coarse grid's lower curve: nothing certified above 0 to report
+        return None
+    width = (upper - low) / upper if upper > 0 else 0.0
+    what = "epsilon" if epsilon is None else f"delta at epsilon {epsilon:g}"
+    notes.append(f"{theorem} composition: {what} in [{low:.5g}, {upper:.5g}], bracket {width:.2%} wide")
+    return low, upper
 
 
 #: The name of the Renyi bound in reports.
@@ -382,12 +469,16 @@ def _enumerated(scenario: Scenario, kinds: list, delta: float | None, epsilon: f
         notes.append(f"no finite epsilon: the per-invocation deltas alone give delta >= "
                      f"{worst.composition.curve.delta_floor:.4g} > target {delta:g} for the worst-case pair")
     differing = _differing(scenario, worst.pair)
+    baselines = _baselines(scenario, delta, epsilon, budget, solved=solved)
+    bracket = _bracket(worst.composition, eps if epsilon is None else d, delta, epsilon,
+                       worst.exact and not substituted, theorem, budget, notes)
+    notes += budget.compose.summary()
     return Report(
         epsilon=eps, delta=d, theorem=theorem, exact=worst.exact and not substituted, witness=worst.pair,
         differing=differing, differing_count=int(scenario.table.repeat[list(differing)].sum()),
-        curve=worst.curve, baselines=_baselines(scenario, delta, epsilon, budget, solved=solved),
+        curve=worst.curve, baselines=baselines,
         solver="enumeration", lower_bound_epsilon=eps if epsilon is None else None, notes=tuple(notes),
-        title=scenario.title,
+        title=scenario.title, bracket=bracket,
     )
 
 

@@ -39,6 +39,7 @@ __all__ = [
     "common",
     "DensePMF",
     "dense_pmfs",
+    "vectorised_gaussian",
 ]
 
 #: Versions whose private PLD layout the fast path has been tested against.
@@ -124,3 +125,90 @@ def dense_pmfs(distribution: Any) -> list[DensePMF] | None:
         return out
     except AttributeError:
         return None
+
+
+# ---------------------------------------------------------------------------
+# Vectorised hockey-stick divergences for Gaussian noise (the builders' inner loop)
+
+
+def _gaussian_inverse_privacy_loss(loss: Any, epsilons: NDArray[np.float64]) -> NDArray[np.float64]:
+    """``GaussianPrivacyLoss.inverse_privacy_loss`` at every epsilon at once: the same formulas as
+    dp-accounting 0.6.0's scalar code (``privacy_loss_mechanism.py``: ``_inverse_privacy_loss_remove``
+    and ``_add``, ``common.log_a_times_exp_b_plus_c``), for the epsilons its ``get_delta_for_epsilon``
+    passes (strictly inside the range where the inverse exists)."""
+    from dp_accounting.pld.privacy_loss_mechanism import AdjacencyType
+
+    s, var, q = loss.sensitivity, loss._standard_deviation ** 2, loss.sampling_prob
+    remove = loss.adjacency_type == AdjacencyType.REMOVE
+    if q == 1.0:
+        without = epsilons
+    else:
+        b = epsilons if remove else -epsilons
+        d = b + np.log(1.0 / q)
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            # log(a e^b + c) with a = 1/q > 0, c = 1 - 1/q < 0: _log_sub(d, log(-c)); log(a + c) = 0 at b = 0
+            logged = np.where(b == 0.0, 0.0, d + np.log1p(-np.exp(np.log(-(1.0 - 1.0 / q)) - d)))
+        without = logged if remove else -logged
+        threshold = np.log1p(-q) if remove else -np.log1p(-q)
+        close = np.isclose(epsilons, threshold, rtol=1e-9, atol=0.0)  # math.isclose's default tolerance
+        without = np.where(close, -np.inf if remove else np.inf, without)
+    x = -0.5 * s - without * var / s  # _inverse_privacy_loss_without_subsampling_remove
+    return x if remove else s + x
+
+
+def _gaussian_delta_for_epsilon(self: Any, epsilon: Any) -> Any:
+    """``AdditiveNoisePrivacyLoss.get_delta_for_epsilon`` of dp-accounting 0.6.0 with the inverse
+    privacy losses computed at once (:func:`_gaussian_inverse_privacy_loss`) instead of one Python call
+    per epsilon (the builders ask for one per grid point: 99% of a subsampled Gaussian's build)."""
+    import math
+    import numbers
+
+    from dp_accounting.pld.privacy_loss_mechanism import AdjacencyType
+
+    is_scalar = isinstance(epsilon, numbers.Number)
+    epsilons = np.array([epsilon]) if is_scalar else np.asarray(epsilon)
+    deltas = np.zeros_like(epsilons, dtype=float)
+    if self.sampling_prob == 1.0 or self.adjacency_type == AdjacencyType.REPLACE:
+        if self.adjacency_type == AdjacencyType.REPLACE:
+            return _ORIGINAL_DELTA[0](self, epsilon)
+        inverse_indices = np.full_like(epsilons, True, dtype=bool)
+    elif self.adjacency_type == AdjacencyType.ADD:
+        inverse_indices = epsilons < -math.log1p(-self.sampling_prob)
+    elif self.adjacency_type == AdjacencyType.REMOVE:
+        inverse_indices = epsilons > math.log1p(-self.sampling_prob)
+        other_indices = np.logical_not(inverse_indices)
+        deltas[other_indices] = -np.expm1(epsilons[other_indices])
+    else:
+        return _ORIGINAL_DELTA[0](self, epsilon)
+    x_cutoffs = _gaussian_inverse_privacy_loss(self, np.asarray(epsilons[inverse_indices], dtype=float))
+    deltas[inverse_indices] = (self.mu_upper_cdf(x_cutoffs)
+                               - np.exp(epsilons[inverse_indices] + self.mu_lower_log_cdf(x_cutoffs)))
+    deltas = np.clip(deltas, 0, 1)
+    return float(deltas[0]) if is_scalar else deltas
+
+
+_ORIGINAL_DELTA: list = []
+
+
+class vectorised_gaussian:
+    """Context: dp-accounting's Gaussian builders evaluate their hockey-stick divergences vectorised
+    (:func:`_gaussian_delta_for_epsilon`; the same numbers to a few ulps, 50 times faster). Only on a
+    version in :data:`TESTED_VERSIONS` (the private code it mirrors); elsewhere it changes nothing.
+    ``tests/test_dp_accounting_adapter.py`` compares the distributions built with and without it."""
+
+    def __enter__(self) -> "vectorised_gaussian":
+        self._patched = False
+        if fast_path():
+            from dp_accounting.pld.privacy_loss_mechanism import GaussianPrivacyLoss
+
+            if not _ORIGINAL_DELTA:
+                _ORIGINAL_DELTA.append(GaussianPrivacyLoss.get_delta_for_epsilon)
+            GaussianPrivacyLoss.get_delta_for_epsilon = _gaussian_delta_for_epsilon
+            self._patched = True
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._patched:
+            from dp_accounting.pld.privacy_loss_mechanism import GaussianPrivacyLoss
+
+            GaussianPrivacyLoss.get_delta_for_epsilon = _ORIGINAL_DELTA[0]

@@ -61,6 +61,8 @@ __all__ = [
     "Bound",
     "Composition",
     "compose",
+    "composition_seconds",
+    "compose_within",
     "canonical_composition",
     "ENUMERATION_LIMIT",
     "EXACT_COUNT_LIMIT",
@@ -435,8 +437,16 @@ class PLDComposition(_OneTraversal):
     source = "dp-accounting privacy-loss distributions (pessimistic)"
 
     def _inputs(self, ms: Multiset):
-        if _points(ms) is not None and BatchComposition().accepts(ms):
-            return None  # many distinct points: the batch row, as tight and faster
+        if BatchComposition().accepts(ms):
+            # Many distinct points, or a mix with noise mechanisms: the batch row composes the same
+            # per-invocation distributions (dp-accounting's pessimistic pmfs at the same interval for the
+            # noise, split pairs at most as high as pld's rounded-up ones for the points) in one
+            # transform, and carries a certified bracket; composing both would double the cost.
+            return None
+        return self.fallback_inputs(ms)
+
+    def fallback_inputs(self, ms: Multiset):
+        """The inputs regardless of the batch row: :func:`compose` asks when batch fails on a list."""
         return ms if _pld.within_grid(ms) else None
 
     def _curve(self, ms) -> PrivacyCurve:
@@ -589,6 +599,18 @@ def _sum_of_curves(a: PrivacyCurve, b: PrivacyCurve) -> PrivacyCurve:
     return FunctionCurve(delta_fn, delta_floor=min(a.delta_floor + b.delta_floor, 1.0))
 
 
+def _pld_fallback(ms: Multiset) -> list[tuple[str, PrivacyCurve]]:
+    """The ``pld`` row's curve of a list it declined for the batch row, when the batch composition failed."""
+    row = next(t for t in THEOREMS if isinstance(t, PLDComposition))
+    inputs = row.fallback_inputs(ms)
+    if inputs is None:
+        return []
+    try:
+        return [(row.name, row._curve(inputs))]
+    except NumericalLimitError:
+        return []
+
+
 def compose(guarantees: Iterable[Guarantee] | Mapping[Guarantee, int]) -> Composition:
     """Compose guarantees with every compatible theorem; the tightest wins.
 
@@ -627,6 +649,8 @@ def compose(guarantees: Iterable[Guarantee] | Mapping[Guarantee, int]) -> Compos
         try:
             candidates.append((theorem.name, theorem.curve(ms)))
         except NumericalLimitError:  # dp-accounting out of its range: the other theorems still bound it
+            if isinstance(theorem, BatchComposition):  # the pld row declined in its favour: its turn now
+                candidates += _pld_fallback(ms)
             continue
     if candidates:
         return Composition(ms, tuple(candidates), exact=False)
@@ -636,3 +660,69 @@ def compose(guarantees: Iterable[Guarantee] | Mapping[Guarantee, int]) -> Compos
     a, b = compose(dict(groups[0])), compose(dict(groups[1]))
     return Composition(ms, (("split: " + "+".join(n for n, _ in a.candidates[:1] + b.candidates[:1]),
                              _sum_of_curves(a.curve, b.curve)),), exact=False)
+
+
+# ---------------------------------------------------------------------------
+# Composition within a time budget
+
+#: The rows that build privacy-loss distributions (dp-accounting's builders, transforms): what a time
+#: budget can make too expensive. Every other row is a closed form or exact and cheap.
+COSTLY_ROWS = frozenset({"pld", "batch"})
+#: Coarsest grid a composition short of time falls back to (pessimistic pmfs stay sound at any width).
+COARSEST_FALLBACK = 0.05
+
+
+def composition_seconds(guarantees, interval: float = _pld.DISCRETIZATION) -> float:
+    """An estimate of the seconds :func:`compose` takes (at grid ``interval``): dp-accounting's builds
+    of the noise mechanisms' distributions not built yet (:func:`gce.accounting.pld.build_seconds`),
+    which dominate; 0 when an exact row answers (closed forms and enumeration, cheap) or no noise
+    mechanism is left to build."""
+    ms = as_multiset(guarantees)
+    cost = sum(_pld.build_seconds(g, interval) for g, _ in ms)
+    if cost == 0.0:
+        return 0.0
+    for theorem in THEOREMS:
+        if theorem.name not in COSTLY_ROWS and theorem.accepts(ms) and theorem.is_exact(ms):
+            return 0.0
+    return cost
+
+
+def compose_within(guarantees, seconds: float) -> tuple[Composition, str | None]:
+    """:func:`compose`, or a cheaper sound composition when its estimated cost exceeds ``seconds``.
+
+    The cheaper one keeps every closed-form row and composes the privacy-loss distributions on a
+    coarser grid (:class:`~gce.accounting.batch.BatchCurve` with dp-accounting's pessimistic pmfs at
+    that width: sound at any width, looser as it grows): the finest of the default width times 2, 4,
+    8, ... (at most :data:`COARSEST_FALLBACK`) whose builds not made yet fit in ``seconds``, so that
+    the compositions of one solve share their coarse distributions. Returns the composition and, when
+    it fell back, a note saying so.
+    """
+    ms = as_multiset(guarantees)
+    cost = composition_seconds(ms)
+    if cost <= seconds:
+        return compose(dict(ms)), None
+    interval = _pld.DISCRETIZATION
+    while interval < COARSEST_FALLBACK:
+        interval = min(2.0 * interval, COARSEST_FALLBACK)
+        if composition_seconds(ms, interval) <= seconds:
+            break
+    candidates = []
+    for theorem in THEOREMS:
+        if theorem.name not in COSTLY_ROWS and theorem.accepts(ms):
+            candidates.append((theorem.name, theorem.curve(ms)))
+    try:
+        candidates.append(("batch", _batch.BatchCurve(ms, _batch.DEFAULT_RTOL, interval)))
+        how = f"privacy-loss distributions on a grid of width {interval:g} instead of {_pld.DISCRETIZATION:g}"
+    except (NumericalLimitError, UnsupportedCombinationError):
+        how = "closed forms only"
+    if not candidates:
+        groups = _split(ms)
+        if groups is None:
+            candidates.append(("vacuous (no theorem applies)", _vacuous()))
+        else:  # as compose() does: each group bounded within half the time, then simple composition
+            a, b = (compose_within(dict(group), seconds / 2.0)[0] for group in groups)
+            candidates.append(("split: " + "+".join(n for n, _ in a.candidates[:1] + b.candidates[:1]),
+                               _sum_of_curves(a.curve, b.curve)))
+    note = (f"time limit: composing {_describe(ms)} would take about {cost:.2g} s ({seconds:.2g} s left); "
+            f"bounded with {how} (sound, looser)")
+    return Composition(ms, tuple(candidates), exact=False), note
