@@ -207,6 +207,8 @@ def loss_epsilon(distribution, delta: float, tolerance: float = 1e-10) -> float:
     alone exceeds ``delta``. The answer is an upper end of the bisection bracket."""
     if distribution[2] > delta * (1 + 1e-12):
         return math.inf
+    if distribution[3] > 0.0 and distribution[2] >= delta * (1 - 1e-12):
+        return math.inf  # a Gaussian adds to the mass at +inf at every eps: the floor equal to delta is never met
     above = lambda eps: loss_delta(distribution, eps) > delta * (1 + 1e-9) + 1e-15  # round-off at a floor
     if not above(0.0):
         return 0.0
