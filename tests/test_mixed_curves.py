@@ -142,7 +142,7 @@ def check(seed: int) -> float:
     return eps / optimum if optimum > 0 else (1.0 if eps <= 1e-9 else math.inf)
 
 
-@tiers.parametrize("seed", range(SCENARIOS), default=[67, 117])
+@tiers.parametrize("seed", range(SCENARIOS), default=[117, 158])
 def test_mixed_curves_are_never_below_the_brute_force_optimum(seed):
     check(seed)
 
