@@ -67,6 +67,12 @@ def random_mixed(seed: int) -> Scenario:
     if len({inv.guarantee for inv in invocations}) < 2:  # keep the scenario mixed
         invocations[:0] = [Invocation(0, pool[0]), Invocation(n - 1, pool[1])]
     kind = CONSTRAINT_KINDS[seed % len(CONSTRAINT_KINDS)]
+    return Scenario(n, tuple(invocations), random_constraints(rng, n, kind),
+                    neighborhood=rng.choice(["unbounded", "bounded"]), delta=rng.choice([1e-3, 0.05, 0.1, 1e-5]))
+
+
+def random_constraints(rng: random.Random, n: int, kind: str) -> ConstraintSet:
+    """Constraints of one of CONSTRAINT_KINDS on n databases (shared with the other mixed-search tests)."""
     group = rng.sample(range(n), rng.randint(2, n))
     cons = {
         "at_most": lambda: [AtMost(rng.randint(1, n - 1), among=tuple(sorted(group)) if rng.random() < 0.3
@@ -80,8 +86,7 @@ def random_mixed(seed: int) -> Scenario:
         "mixed": lambda: [AtMost(rng.randint(2, n)), Exclusive(tuple(group[:2])),
                           Conflicts(((group[0], group[-1]),)) if group[0] != group[-1] else AtMost(n)],
     }[kind]()
-    return Scenario(n, tuple(invocations), ConstraintSet(n, tuple(cons)),
-                    neighborhood=rng.choice(["unbounded", "bounded"]), delta=rng.choice([1e-3, 0.05, 0.1, 1e-5]))
+    return ConstraintSet(n, tuple(cons))
 
 
 # ---------------------------------------------------------------------------
