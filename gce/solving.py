@@ -341,10 +341,11 @@ def _solve_pairs(scenario: Scenario, delta: float | None, epsilon: float | None,
             bounds.append((float(renyi.epsilon(delta)) if epsilon is None else float(renyi.delta(epsilon)), renyi,
                            RENYI_THEOREM, "the Renyi bound"))
         upper_value, _, winner, source = min(bounds, key=lambda b: b[0])
+        # Exact when the worst pair found meets the least certified bound, whichever bound that is.
+        exact = best_exact and not substituted and upper_value <= best_eps * (1 + 1e-9)
         if len(bounds) > 1 and upper_value < bounds[0][0]:
             curve = EnvelopeCurve([b[1] for b in bounds])
             eps, d = (float(curve.epsilon(delta)), delta) if epsilon is None else (epsilon, float(curve.delta(epsilon)))
-            exact = best_exact and not substituted and upper_value <= best_eps * (1 + 1e-9)
             theorem = _at(budget.compose(best_ms), delta, epsilon)[2] if exact else winner
             report_curve = curve
         gap = 0.0 if upper_value <= best_eps else upper_value / best_eps - 1.0 if best_eps > 0 else math.inf

@@ -153,9 +153,6 @@ def test_mixed_search_tightness_on_up_to_16_databases():
     assert ratios.max() <= 1.05
 
 
-@pytest.mark.xfail(reason="gce/solving.py _solve_pairs re-evaluates `exact` only when a bound other than the "
-                          "per-guarantee maxima wins: a witness pair that meets that bound (gap 0) is not called exact",
-                   strict=False)
 def test_exact_when_the_worst_pair_found_meets_the_certified_bound():
     """Seed 9: 13 databases, bounded; the branch and bound closes at its first node with the worst pair found
     equal to the certified bound (both inf: that pair's deltas alone exceed the target), so the answer is the
