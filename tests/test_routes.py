@@ -262,12 +262,12 @@ def test_a_new_row_is_tried_and_reported(monkeypatch):
 # Identical priors: 0, exactly
 
 
-@pytest.mark.parametrize("hypotheses", [
+@tiers.parametrize("hypotheses", [
+    (Point((1,)), Explicit(({1},), (1.0,))),
     (Point(()), Point(())),
     (Uniform(1), Uniform(1)),
     (Explicit(({0}, {1, 2}), (0.25, 0.75)), Explicit(({1, 2}, {0}), (0.75, 0.25))),  # same law, other order
-    (Point((1,)), Explicit(({1},), (1.0,))),
-])
+], default=1)  # each case composes the Gaussian mix for the baselines (0.2-0.6 s): the others in the slow tier
 def test_identical_priors_answer_zero_exactly(hypotheses):
     """Gaussian noise (no exact route) or (eps, delta) points: whatever the mechanisms, a prior against itself
     reveals nothing; before this row the answer was the coupling bound 0 with exact false."""
