@@ -107,6 +107,8 @@ __all__ = ["GaussianRatio", "allocation_curve", "AllocationCurve", "LowerBound",
 DEFAULT_RTOL = 0.005
 #: P-mass of one database's likelihood ratio beyond the clamp ``B`` (charged at infinite loss).
 TAIL = 1e-14
+#: With a target delta, the clamp's charge may reach this share of it (:func:`allocation_curve`).
+_TAIL_SHARE = 1e-4
 #: Largest single-term grid (points) and FFT size: beyond it the computation declines.
 GRID_LIMIT = 2**22
 #: Points of the first grid; each refinement doubles them.
@@ -501,7 +503,8 @@ def allocation_curve(mu: float, t: int, k: int = 1, epochs: int = 1, rtol: float
         The target the width refers to: epsilon at ``delta`` (default) or, if ``epsilon`` is given, delta
         at ``epsilon``.
     tail : float
-        P-mass beyond the clamp of one database's ratio, charged at infinite loss.
+        P-mass beyond the clamp of one database's ratio, charged at infinite loss (with a delta target, up
+        to ``1e-4 * delta``: it then costs at most that share of the bracket).
 
     Returns
     -------
@@ -532,6 +535,9 @@ def allocation_curve(mu: float, t: int, k: int = 1, epochs: int = 1, rtol: float
         raise InvalidParameterError("rtol", f"must be a number in (0, 1), got {rtol!r}")
     if epsilon is None and delta is None:
         delta = 1e-6
+    if epsilon is None and delta > 0:
+        # The clamp's charge only has to be small against the target: a smaller clamp, a finer grid.
+        tail = max(tail, _TAIL_SHARE * delta)
     if mu == 0.0 or t == k:
         return _plain(mu, k, epochs)
     if k == 1 and epochs == 1:
