@@ -295,3 +295,12 @@ def test_the_route_declines_other_priors_quietly():
     from gce.priors.routes import RouteContext
     decline = AllocationRoute().accepts(RouteContext(scenario, lambda: None))
     assert decline is not None and decline.quiet
+
+
+def test_the_example_file_answers_one_epoch_of_dp_sgd_with_its_bracket():
+    """examples/dp_sgd_allocation.toml: 1 of 100 steps, sigma 1 (the README's console block)."""
+    from pathlib import Path
+    from gce import load_scenario
+    report = solve(load_scenario(Path(__file__).parent.parent / "examples" / "dp_sgd_allocation.toml"))
+    low, high = report.bracket
+    assert report.theorem == "random allocation" and 0.8561 <= low <= high <= 0.8639
