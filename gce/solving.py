@@ -640,7 +640,7 @@ def _solve_composite(scenario: Scenario, delta: float | None, epsilon: float | N
         restricted, preset, cover = _support_pairs(scenario)
         return WorstPair(_solve_pairs(restricted, delta, epsilon, budget), preset, cover)
 
-    context = RouteContext(scenario, worst_pair)
+    context = RouteContext(scenario, worst_pair, (delta, epsilon))
     answers = []
     for route in routes.ROUTES:  # read at call time: a row added to the table is tried
         if not route.exact and any(answer.exact for answer in answers):
@@ -664,6 +664,7 @@ def _solve_composite(scenario: Scenario, delta: float | None, epsilon: float | N
     if math.isinf(eps):
         notes.append(f"no finite epsilon at delta {delta:g}: the per-invocation deltas alone give delta >= "
                      f"{winner.curve.delta_floor:.4g}")
+    bracket = _route_bracket(winner, eps if epsilon is None else d, delta, epsilon, notes)
     pairs = context.worst_pair()
     if _parallel_applies(scenario):
         budget.plan(AUXILIARY_WEIGHT)
@@ -676,7 +677,23 @@ def _solve_composite(scenario: Scenario, delta: float | None, epsilon: float | N
         baselines["001 Cor. 7"] = Baseline("001 Cor. 7", cor7.epsilon, cor7.delta, cor7.label)
     return Report(epsilon=eps, delta=d, theorem=winner.name, exact=winner.exact, witness=None, differing=(),
                   curve=winner.curve, baselines=baselines, solver="composite", notes=tuple(notes),
-                  title=scenario.title)
+                  title=scenario.title, bracket=bracket)
+
+
+def _route_bracket(winner, upper: float, delta: float | None, epsilon: float | None,
+                   notes: list[str]) -> tuple[float, float] | None:
+    """(lower, upper) of the reported value when the winning route gave a certified lower curve, and the
+    route's own note; None otherwise."""
+    if winner.note:
+        notes.append(f"{winner.name}: {winner.note}")
+    if winner.exact or winner.lower is None or not math.isfinite(upper):
+        return None
+    low = float(winner.lower.epsilon(delta)) if epsilon is None else float(winner.lower.delta(epsilon))
+    low = min(max(low, 0.0), upper)
+    width = (upper - low) / upper if upper > 0 else 0.0
+    what = "epsilon" if epsilon is None else f"delta at epsilon {epsilon:g}"
+    notes.append(f"{winner.name}: {what} in [{low:.6g}, {upper:.6g}], bracket {width:.2%} wide")
+    return low, upper
 
 
 def _support_pairs(scenario: Scenario) -> tuple[Scenario, str, str | None]:

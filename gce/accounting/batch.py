@@ -95,7 +95,9 @@ from .curves import DiscreteLossCurve, PrivacyCurve, at_or_above
 from ..errors import NumericalLimitError, UnsupportedCombinationError
 from .guarantees import GaussianMechanism, Guarantee
 
-__all__ = ["BatchCurve", "LowerCurve", "batch_compose", "plan", "log_mgf_bounds", "auxiliary", "auxiliary_compositions", "auxiliary_interval", "merge_gaussians", "closed_form", "aligned_interval", "DEFAULT_RTOL", "TAIL", "GRID_LIMIT", "clear_caches"]
+__all__ = ["BatchCurve", "LowerCurve", "LawCurve", "batch_compose", "compose_laws", "loss_law", "plan", "log_mgf_bounds",
+           "auxiliary", "auxiliary_compositions", "auxiliary_interval", "merge_gaussians", "closed_form",
+           "aligned_interval", "DEFAULT_RTOL", "TAIL", "GRID_LIMIT", "clear_caches"]
 
 #: Default requested relative width of the epsilon bracket.
 DEFAULT_RTOL = 1e-2
@@ -942,3 +944,79 @@ def batch_compose(guarantees, rtol: float = DEFAULT_RTOL, interval: float | None
         The grid width itself, overriding ``rtol``.
     """
     return BatchCurve(guarantees, rtol, interval)
+
+
+# ---------------------------------------------------------------------------
+# Laws given as (loss, mass) pairs (random allocation, :mod:`gce.priors.allocation`)
+
+
+def loss_law(loss, mass, count: int, h: float, *, upper: bool, infinite: float = 0.0) -> _Law:
+    """``count`` copies of a discrete privacy-loss law (finite ``loss`` values with their masses under the
+    direction's first measure, plus ``infinite`` at +inf) on the grid ``{i h}``.
+
+    Upper: each atom split between its two grid neighbours keeping both measures' masses (the module doc's
+    split: the given pair is a post-processing of the split one). Lower: each atom rounded down. Losses
+    below the grid's integer range are rounded onto its lowest point (up: safe above; down: dropped below).
+    """
+    loss = np.asarray(loss, dtype=float)
+    mass = np.asarray(mass, dtype=float)
+    keep = (mass > 0) & np.isfinite(loss)
+    extra = float(mass[(mass > 0) & (loss == np.inf)].sum())
+    loss, mass = loss[keep], mass[keep]
+    floor = -_INDEX_LIMIT // 4
+    if upper:
+        b = np.ceil(loss / h)
+        b = np.where(b * h < loss, b + 1.0, b)
+        a = b - 1.0
+        share = np.clip(-np.expm1(a * h - loss) / -math.expm1(-h), 0.0, 1.0)
+        index = np.concatenate((a, b))
+        weights = np.concatenate((mass * (1.0 - share), mass * share))
+        index = np.maximum(index, floor)
+    else:
+        index = np.floor(loss / h)
+        index = np.where(index * h > loss, index - 1.0, index)
+        weights = mass
+        weights = np.where(index >= floor, weights, 0.0)
+        index = np.maximum(index, floor)
+    if np.any(np.abs(index) >= _INDEX_LIMIT):
+        raise NumericalLimitError(f"a privacy loss beyond {_INDEX_LIMIT} grid points of width {h}")
+    index = index.astype(np.int64)
+    if index.size:
+        lo = int(index.min())
+        summed = np.bincount(index - lo, weights=weights)
+        nonzero = np.flatnonzero(summed > 0)
+        index, weights = nonzero.astype(np.int64) + lo, summed[nonzero]
+    else:
+        index, weights = np.zeros(0, np.int64), np.zeros(0)
+    infinite = min(float(infinite) + extra if upper else float(infinite), 1.0)
+    return _Law(index, weights, int(count), infinite)
+
+
+class LawCurve(BatchCurve):
+    """:class:`BatchCurve` of laws given directly (:func:`loss_law`), per direction: the upper curve from
+    ``upper`` and the certified lower curve (:attr:`lower`) from ``lower`` (lists of laws, one list per
+    direction)."""
+
+    def __init__(self, upper: Sequence[Sequence[_Law]], lower: Sequence[Sequence[_Law]], interval: float):
+        self.guarantees = ()
+        self.interval = float(interval)
+        self._lower_laws = tuple(tuple(laws) for laws in lower)
+        self._parts = tuple(_compose(laws, self.interval) for laws in upper)
+        self._slack = max(p.tail_above + p.round_off for p in self._parts)
+        self._floor = max(p.curve.delta_floor for p in self._parts)
+        self.delta_floor = min(self._safe(np.array([self._floor]))[0], 1.0)
+        self._lower = None
+
+    def lower_seconds(self) -> float:
+        return 0.0
+
+    @property
+    def lower(self) -> LowerCurve:
+        if self._lower is None:
+            self._lower = LowerCurve([_compose(laws, self.interval) for laws in self._lower_laws])
+        return self._lower
+
+
+def compose_laws(upper: Sequence[Sequence[_Law]], lower: Sequence[Sequence[_Law]], interval: float) -> LawCurve:
+    """Compose given laws on one grid (:class:`LawCurve`)."""
+    return LawCurve(upper, lower, interval)
