@@ -65,6 +65,10 @@ DEFAULT_TIME_LIMIT = 2.0
 CHECKPOINT_EVERY = 1000
 #: Members of the worst-case set kept in each entry's recorded answer (with the set's size).
 RECORDED_MEMBERS = 16
+#: Gap (upper - lower, as a share of the budget) above which an admitted spend narrows a component's bracket
+#: (cheap bounds when the constraints have them, else the solvers): the recorded worst case stays tight
+#: while most spends update it in O(group size).
+GAP_FRACTION = 0.01
 #: The longest analyst label.
 MAX_ANALYST = 200
 
@@ -469,6 +473,12 @@ class Accountant:
                 if rule.admits(upper, budgets) or not rule.admits(lower, budgets):
                     break
         admitted = rule.admits(upper, budgets)
+        if admitted:  # keep the recorded bracket tight: narrow (cheaply) a component whose gap grew too wide
+            for k in range(budgets.size):
+                if budgets[k] > 0 and upper[k] - lower[k] > GAP_FRACTION * budgets[k] and k not in narrowed:
+                    bracket = tracker.narrow(tracker.with_added(k, members, weights[k]), k, False)
+                    narrowed[k] = bracket
+                    lower[k], upper[k] = max(lower[k], bracket.lower), min(upper[k], bracket.upper)
         ratios = upper / np.where(budgets > 0, budgets, np.inf)
         binding = int(np.argmin(ratios) if rule.any_component else np.argmax(ratios))
         if admitted:
