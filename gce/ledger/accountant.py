@@ -32,12 +32,13 @@ False
 from __future__ import annotations
 
 import datetime
+import functools
 import json
 import math
 import threading
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -202,7 +203,6 @@ class Status:
     admitted: int
     worst_set: tuple[int, ...]
     worst_size: int
-    analysts: dict[str, int] = field(default_factory=dict)
 
     @property
     def remaining(self) -> tuple[float, ...]:
@@ -315,7 +315,9 @@ class Accountant:
             n = int(scenario["n"])
             names = scenario.get("names")
             self.databases = Databases(n, tuple(names) if names else None)
-            self.constraints: ConstraintSet = constraint_set_from_dicts(n, scenario["constraints"])
+            self._constraint_tables = scenario["constraints"]
+            if not isinstance(self._constraint_tables, list):
+                raise ValueError("constraints")
             self.neighborhood: str = check_neighborhood(scenario["neighborhood"]) or scenario["neighborhood"]
             self.title: str = scenario.get("title", "")
             self.notes: tuple[str, ...] = tuple(scenario.get("notes", ()))
@@ -323,6 +325,14 @@ class Accountant:
             raise LedgerError(f"{self.location}: damaged meta data ({error})") from None
         if self.budgets.shape != (len(self.filter.components),):
             raise LedgerError(f"{self.location}: damaged meta data (budgets)")
+
+    @functools.cached_property
+    def constraints(self) -> ConstraintSet:
+        """The membership constraints (read when first needed: ``status`` and ``history`` never need them)."""
+        try:
+            return constraint_set_from_dicts(self.databases.n, self._constraint_tables)
+        except InvalidParameterError as error:
+            raise LedgerError(f"{self.location}: damaged meta data ({error})") from None
 
     # -- creation ---------------------------------------------------------
 
@@ -546,7 +556,9 @@ class Accountant:
                 sequence = self._seq + 1
                 decision, narrowed, state_lower, state_upper = self._decision(tracker, members, weights,
                                                                               reach_bound, sequence)
-                answer = {"admitted": decision.admitted, "reason": decision.reason,
+                previous = self.store.rows("SELECT answer FROM gce_entries WHERE seq = ?", (sequence - 1,))
+                admitted_total = (json.loads(previous[0][0])["admitted_total"] if previous else 0) + decision.admitted
+                answer = {"admitted": decision.admitted, "reason": decision.reason, "admitted_total": admitted_total,
                           "lower": list(decision.lower), "upper": list(decision.upper),
                           "remaining": list(decision.remaining), "state_lower": state_lower.tolist(),
                           "state_upper": state_upper.tolist(),
@@ -579,16 +591,17 @@ class Accountant:
 
     def status(self) -> Status:
         """The budget, what the worst-case individual has spent (the bracket recorded with the latest
-        entry), and the counts; reads two rows and one aggregate, never solves."""
+        entry), and the counts (entries are numbered 1, 2, ...; each answer carries the admitted total):
+        reads one or two rows, never solves."""
         with self.store.transaction(write=False):
-            counts = self.store.rows("SELECT COUNT(*), SUM(admitted) FROM gce_entries")[0]
-            last = self.store.rows("SELECT answer FROM gce_entries ORDER BY seq DESC LIMIT 1")
+            last = self.store.rows("SELECT seq, answer FROM gce_entries ORDER BY seq DESC LIMIT 1")
         components = len(self.filter.components)
         lower = upper = (0.0,) * components
         worst: tuple[int, ...] = ()
-        size = 0
+        size, entries, admitted = 0, 0, 0
         if last:
-            answer = json.loads(last[0][0])
+            answer = json.loads(last[0][1])
+            entries, admitted = int(last[0][0]), int(answer["admitted_total"])
             lower, upper = tuple(answer["state_lower"]), tuple(answer["state_upper"])
             if answer["admitted"]:
                 worst, size = tuple(answer["worst_set"]), int(answer["worst_set_size"])
@@ -600,7 +613,7 @@ class Accountant:
                     worst, size = tuple(kept["worst_set"]), int(kept["worst_set_size"])
         return Status(self.title, self.location, self.databases.n, self.filter.name, self.filter.theorem,
                       self.budget_epsilon, self.budget_delta, self.filter.components, lower, upper,
-                      tuple(map(float, self.budgets)), int(counts[0] or 0), int(counts[1] or 0), worst, size)
+                      tuple(map(float, self.budgets)), entries, admitted, worst, size)
 
     def history(self, *, limit: int | None = None, analyst: str | None = None) -> list[Entry]:
         """The recorded requests, oldest first (the last ``limit`` of them; one analyst's only if given)."""
