@@ -52,21 +52,23 @@ def _queries(seed: int = 1) -> list[tuple[int, float]]:
     return [(int(i), float(e)) for i, e in zip(rng.integers(N, size=CALLS), rng.uniform(0.01, 0.05, size=CALLS))]
 
 
-def _run(path: str, constrained: bool) -> tuple[list[float], float, int, int, Accountant]:
+def _run(path: str, constrained: bool) -> tuple[list[float], list[float], float, int, int, Accountant]:
     ledger = Accountant.create(path, _scenario(constrained), budget_epsilon=BUDGET,
                                budget_delta=0.0)
     start = time.perf_counter()
     ledger.check(0, gce.PureDP(0.0))  # warm-up: the brackets of the loaded sums
     warm = time.perf_counter() - start
     solves = ledger.solves
-    times, admitted = [], 0
+    times, checks, admitted = [], [], 0
     for i, eps in _queries():
         g = gce.PureDP(eps)
         t = time.perf_counter()
         ledger.check(i, g)
+        middle = time.perf_counter()
         admitted += ledger.spend(i, g, analyst="bench").admitted
         times.append(time.perf_counter() - t)
-    return times, warm, ledger.solves - solves, admitted, ledger
+        checks.append(middle - t)
+    return times, checks, warm, ledger.solves - solves, admitted, ledger
 
 
 def _commit_cost(folder: str) -> float:
@@ -103,23 +105,26 @@ def _summary(times: list[float]) -> str:
 
 def case_a(folder: str) -> bool:
     print(f"a. check + spend, {N:,} databases, at_most 365 and 5,000 conflicts, {CALLS:,} queries")
-    ours, warm, solves, admitted, ledger = _run(os.path.join(folder, "a.sqlite"), True)
+    ours, checks, warm, solves, admitted, ledger = _run(os.path.join(folder, "a.sqlite"), True)
     status = ledger.status()
     ledger.close()
     print(f"   gce (constraints): {_summary(ours)}; warm-up {warm:.2f} s; {admitted:,} admitted, "
           f"{CALLS - admitted:,} refused; {solves} searches; worst case {status.upper[0]:.4g} of {status.budgets[0]:g}")
-    plain, _, _, plain_admitted, plain_ledger = _run(os.path.join(folder, "plain.sqlite"), False)
+    plain, plain_checks, _, _, plain_admitted, plain_ledger = _run(os.path.join(folder, "plain.sqlite"), False)
     plain_ledger.close()
+    print(f"   of which check (the decision, a read transaction, no commit): {_summary(checks)}")
     print(f"   filter ignoring the constraints (same storage): {_summary(plain)}; {plain_admitted:,} admitted "
           f"(budget {BUDGET:g}: each spend counts for every individual)")
     peer = _dp_accounting_calls()
     commit = _commit_cost(folder)
+    print(f"   of which check: {_summary(plain_checks)}")
     print(f"   dp-accounting RdpAccountant (compose + get_epsilon, memory only): {_summary(peer)}")
     print(f"   one durable SQLite commit on this disk: {commit * 1e3:.2f} ms")
     print(f"   ratio (mean, ours / no-constraint filter): {np.mean(ours) / np.mean(plain):.2f}; "
           f"ours / dp-accounting: {np.mean(ours) / np.mean(peer):.2f}")
     ok = float(np.mean(ours)) < 5e-3
-    print(f"   target < 5 ms per call (mean) after warm-up: {'met' if ok else 'NOT met'}")
+    print(f"   target < 5 ms per call (mean) after warm-up: {'met' if ok else 'NOT met'} (each spend waits for one "
+          f"durable commit)")
     return ok
 
 

@@ -34,7 +34,6 @@ from __future__ import annotations
 import datetime
 import functools
 import json
-import math
 import threading
 from collections import Counter
 from collections.abc import Iterable, Sequence
@@ -272,8 +271,7 @@ class Accountant:
     """An online privacy accountant over a ledger: :meth:`check`, :meth:`spend`, :meth:`status`,
     :meth:`history`, and :meth:`offline` beside them.
 
-    ``Accountant(location)`` opens an existing ledger (an SQLite file path, or a ``postgresql://`` URL
-    with ``gce[postgres]``); :meth:`create` makes one. One object may serve one thread at a time (a lock
+    ``Accountant(location)`` opens an existing ledger (an SQLite file path); :meth:`create` makes one. One object may serve one thread at a time (a lock
     serialises its calls); processes and machines each open their own and share the ledger.
 
     Parameters
@@ -303,6 +301,12 @@ class Accountant:
         self._tracker: WorstCase | None = None
         self._seq = 0
         self._reach_cache: dict[object, float] = {}
+        #: (component, database) -> (weight, lower bound): a request of at least this weight on this database
+        #: alone was certainly over budget, so every later one is (the per-database sums only grow).
+        self._refused: dict[tuple[int, int], tuple[float, float]] = {}
+        #: Brackets narrowed for a one-database request at the current sequence (a check, then its spend).
+        self._memo: dict[tuple, Bracket] = {}
+        self._memo_seq = -1
         self._checkpoint_seq = 0
 
     def _read_meta(self, meta: dict[str, str]) -> None:
@@ -469,6 +473,16 @@ class Accountant:
         lower, upper = tracker.tentative(members, weights, reach_bound)
         budgets, rule = self.budgets, self.filter
         narrowed: dict[int, Bracket] = {}
+        single = int(members[0]) if members is not None and members.size == 1 else None
+        if single is not None:  # an earlier certain refusal on this database bounds this one from below
+            for k in range(budgets.size):
+                floor = self._refused.get((k, single))
+                if floor is not None and weights[k] >= floor[0]:
+                    lower[k] = max(lower[k], floor[1])
+        memo_key = (self._seq, single if single is not None else id(members), weights.tobytes())
+        if self._memo_seq != self._seq:
+            self._memo.clear()
+            self._memo_seq = self._seq
         for full in (False, True):
             if rule.admits(upper, budgets) or not rule.admits(lower, budgets):
                 break
@@ -477,9 +491,18 @@ class Accountant:
             for k in straddling:
                 if full and k in narrowed and narrowed[k].exact:
                     continue
-                bracket = tracker.narrow(tracker.with_added(k, members, weights[k]), k, full)
+                bracket = self._memo.get((memo_key, k, full)) if single is not None else None
+                if bracket is None:
+                    bracket = tracker.narrow(tracker.with_added(k, members, weights[k]), k, full)
+                    if single is not None:
+                        self._memo[(memo_key, k, full)] = bracket
                 narrowed[k] = bracket
                 lower[k], upper[k] = max(lower[k], bracket.lower), min(upper[k], bracket.upper)
+                if single is not None and bracket.lower > budgets[k]:
+                    # certain for every later request of at least this weight here: the sums only grow
+                    old = self._refused.get((k, single))
+                    if old is None or weights[k] < old[0]:
+                        self._refused[(k, single)] = (float(weights[k]), float(bracket.lower))
                 if rule.admits(upper, budgets) or not rule.admits(lower, budgets):
                     break
         admitted = rule.admits(upper, budgets)

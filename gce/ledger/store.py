@@ -1,4 +1,8 @@
-"""Where a ledger lives: an SQLite file (standard library, no server) or a PostgreSQL database.
+"""Where a ledger lives: an SQLite file (standard library, no server).
+
+The :class:`Store` interface keeps the SQL in one dialect with ``?`` placeholders and the
+transaction in three calls, so that a server-backed store (PostgreSQL, for analysts on several
+machines) is one subclass; it is not written yet.
 
 Schema (version :data:`SCHEMA_VERSION`)::
 
@@ -10,8 +14,7 @@ Schema (version :data:`SCHEMA_VERSION`)::
     gce_checkpoints(seq PRIMARY KEY, sums BLOB)       -- per-database sums after entry seq (float64)
 
 Writes happen in one transaction that holds the ledger's write lock from the
-first read to the commit (SQLite ``BEGIN IMMEDIATE``; PostgreSQL ``LOCK TABLE
-gce_entries IN EXCLUSIVE MODE``), so a check and the record it leads to cannot
+first read to the commit (SQLite ``BEGIN IMMEDIATE``), so a check and the record it leads to cannot
 interleave with another process's. SQLite runs in write-ahead-log mode with
 ``synchronous = FULL``: a spend that returned is on disk, and a process killed
 at any point leaves either the whole entry or none of it.
@@ -32,7 +35,7 @@ from typing import Any
 
 from ..errors import GCEError
 
-__all__ = ["LedgerError", "Store", "SQLiteStore", "PostgresStore", "open_store", "FORMAT", "SCHEMA_VERSION"]
+__all__ = ["LedgerError", "Store", "SQLiteStore", "open_store", "FORMAT", "SCHEMA_VERSION"]
 
 #: The value of ``format`` in ``gce_meta``: what tells a gce ledger from any other database.
 FORMAT = "gce-ledger"
@@ -222,88 +225,16 @@ class SQLiteStore(Store):
             self.connection.close()
 
 
-class PostgresStore(Store):
-    """A ledger in a PostgreSQL database (``pip install 'gce[postgres]'``: psycopg 3), for analysts on
-    several machines. The write lock is ``LOCK TABLE gce_entries IN EXCLUSIVE MODE`` (readers go on)."""
-
-    placeholder = "%s"
-    blob = "BYTEA"
-
-    def __init__(self, url: str, *, create: bool):
-        self.label = _redacted(url)
-        try:
-            import psycopg
-        except ImportError:
-            raise LedgerError("a PostgreSQL ledger needs psycopg: pip install 'gce[postgres]'") from None
-        self._psycopg = psycopg
-        try:
-            self.connection = psycopg.connect(url, autocommit=True, connect_timeout=10)
-        except psycopg.Error as error:
-            raise LedgerError(f"{self.label}: cannot connect ({_first_line(error)})") from None
-
-    def _run(self, action):
-        try:
-            return action()
-        except self._psycopg.Error as error:
-            raise LedgerError(f"{self.label}: {_first_line(error)}") from None
-
-    def _cursor_rows(self, text: str, params: Sequence[Any]) -> list[tuple]:
-        with self.connection.cursor() as cursor:
-            cursor.execute(text, tuple(params))
-            return [tuple(bytes(v) if isinstance(v, memoryview) else v for v in row) for row in cursor.fetchall()]
-
-    def _execute(self, text: str, params: Sequence[Any]) -> None:
-        with self.connection.cursor() as cursor:
-            cursor.execute(text, tuple(params))
-
-    def _begin(self, write: bool) -> None:
-        self._run(lambda: self.connection.execute("BEGIN"))
-        if write and self._has_entries():
-            self._run(lambda: self.connection.execute("LOCK TABLE gce_entries IN EXCLUSIVE MODE"))
-
-    def _has_entries(self) -> bool:
-        with self.connection.cursor() as cursor:
-            cursor.execute("SELECT to_regclass('gce_entries') IS NOT NULL")
-            return bool(cursor.fetchone()[0])
-
-    def _commit(self) -> None:
-        self._run(lambda: self.connection.execute("COMMIT"))
-
-    def _rollback(self) -> None:
-        self.connection.execute("ROLLBACK")
-
-    def _has_meta(self) -> bool:
-        return bool(self.rows("SELECT to_regclass('gce_meta') IS NOT NULL")[0][0])
-
-    def close(self) -> None:
-        with contextlib.suppress(Exception):
-            self.connection.close()
-
-
-def _first_line(error: Exception) -> str:
-    return (str(error).strip().splitlines() or [type(error).__name__])[0]
-
-
-def _redacted(url: str) -> str:
-    """The URL without its password (errors and reports never show it)."""
-    head, sep, rest = url.partition("://")
-    if not sep or "@" not in rest:
-        return url
-    credentials, _, host = rest.rpartition("@")
-    user = credentials.split(":", 1)[0]
-    return f"{head}://{user}@{host}" if user else f"{head}://{host}"
-
-
 def is_url(location: str) -> bool:
     return location.startswith(("postgresql://", "postgres://"))
 
 
 def open_store(location: object, *, create: bool) -> Store:
-    """The store at ``location``: a ``postgresql://`` URL or an SQLite file path."""
+    """The store at ``location``: an SQLite file path (a ``postgresql://`` URL is refused: not yet)."""
     if isinstance(location, os.PathLike):
         location = os.fspath(location)
     if not isinstance(location, str) or not location:
         raise LedgerError(f"ledger: must be a file path or a postgresql:// URL, got {location!r}")
     if is_url(location):
-        return PostgresStore(location, create=create)
+        raise LedgerError("ledger: PostgreSQL ledgers are not available yet; give an SQLite file path")
     return SQLiteStore(location, create=create)
