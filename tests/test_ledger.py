@@ -223,7 +223,7 @@ def _adaptive_run(seed: int, path: str, steps: int):
     return ledger, cs, neighborhood, sums, refused
 
 
-@tiers.parametrize("seed", range(300), default=12)
+@tiers.parametrize("seed", range(300), default=8)
 def test_filter_never_admits_beyond_the_budget_for_any_allowed_pair(seed, tmp_path):
     ledger, cs, neighborhood, sums, refused = _adaptive_run(seed, str(tmp_path / "l.sqlite"), steps=25)
     with ledger:
@@ -349,7 +349,7 @@ def test_incremental_spends_do_not_solve(path):
     with Accountant.create(path, scenario(n, cs), budget_epsilon=1e6, budget_delta=0.0) as ledger:
         ledger.check(0, gce.PureDP(0.0))  # warm-up: the brackets of the loaded sums
         before = ledger.solves
-        for i in rng.integers(n, size=200).tolist():
+        for i in rng.integers(n, size=60).tolist():
             assert ledger.spend(i, gce.PureDP(float(rng.random()))).admitted
         assert ledger.solves - before <= 12  # only when the gap exceeds 1% of the budget (never here) or ties
         status = ledger.status()
@@ -366,11 +366,11 @@ def test_incremental_spends_do_not_solve(path):
 # Foreign, truncated and damaged files
 
 
-def _ledger_with_entries(path: str, entries: int = 400) -> None:
+def _ledger_with_entries(path: str, entries: int = 60) -> None:
     with Accountant.create(path, scenario(50, ConstraintSet(50, (AtMost(5),))), budget_epsilon=1e6,
                            budget_delta=0.0) as ledger:
         for i in range(entries):
-            ledger.spend(i % 50, gce.PureDP(0.01), analyst="x" * 100)
+            ledger.spend(i % 50, gce.PureDP(0.01), analyst="x" * 200)
 
 
 def test_truncated_and_foreign_files_give_clear_errors(tmp_path):

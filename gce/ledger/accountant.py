@@ -242,9 +242,9 @@ def _members(databases: object, names: Sequence[str] | None, n: int) -> tuple[ND
 
     if isinstance(databases, str) and databases == "all":
         return None, "all"
-    if isinstance(databases, (str, int, np.integer)) and not isinstance(databases, bool):
+    if isinstance(databases, str) or is_integer(databases):
         return np.array([index(databases, "databases")], dtype=np.intp), [index(databases, "databases")]
-    if isinstance(databases, (bytes, bool)) or not isinstance(databases, Iterable):
+    if not isinstance(databases, Iterable) or isinstance(databases, bytes):
         raise InvalidParameterError("databases", f'must be "all", a database or a list of them, got {databases!r}')
     listed = sorted({index(ref, f"databases[{i}]") for i, ref in enumerate(databases)})
     if not listed:

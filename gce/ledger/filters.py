@@ -68,6 +68,7 @@ from ..accounting import kinds
 from ..accounting.curves import GaussianCurve, ZCDPCurve
 from ..accounting.guarantees import Guarantee
 from ..errors import InvalidParameterError, UnsupportedCombinationError
+from ..validation import is_number
 from ..solvers.mixed import renyi_terms
 
 __all__ = ["Filter", "FILTERS", "RENYI_FILTER_ORDERS", "filter_named", "check_budget"]
@@ -83,7 +84,7 @@ def check_budget(epsilon: object, delta: object) -> tuple[float, float]:
     """A budget: epsilon finite and > 0, delta in [0, 1); errors name ``budget_epsilon`` / ``budget_delta``."""
     values = []
     for value, field in ((epsilon, "budget_epsilon"), (delta, "budget_delta")):
-        if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        if not is_number(value):
             raise InvalidParameterError(field, f"must be a number, got {value!r}")
         values.append(float(value))
     eps, d = values
