@@ -309,7 +309,9 @@ def _connect(table: MembershipTable) -> duckdb.DuckDBPyConnection:
     """An in-memory engine; a DuckDB database file is attached read-only and used."""
     config = {"threads": ENGINE_THREADS, "memory_limit": ENGINE_MEMORY}
     con = _duckdb().connect(":memory:", config=config)
-    con.execute("set enable_progress_bar = false")
+    # progress is tracked (for query_progress, polled by _Watch) but never printed by DuckDB itself
+    con.execute("set enable_progress_bar = true")
+    con.execute("set enable_progress_bar_print = false")
     if table.format == "database" and not _is_sqlite(table.database):
         try:
             con.execute(f"attach {_literal(table.database)} as source (read_only)")
