@@ -298,7 +298,15 @@ def test_spark_reads_globs_csv_and_catalog_tables(spark, tmp_path):
         gce_spark.membership_statistics("purchases", case.databases, columns=("who", "branch"))
     with pytest.raises(InvalidParameterError, match=r"nowhere: cannot be read by Spark: \[TABLE_OR_VIEW_NOT_FOUND\]"):
         gce_spark.membership_statistics("nowhere", case.databases)
+    frame.select("who", "shop").write.parquet(str(tmp_path / "parts"))  # a folder of part files, as Spark writes
+    parts = gce_spark.membership_statistics(str(tmp_path / "parts"), case.databases, patterns=True, session=spark)
+    assert parts.histogram == duck.histogram and parts.patterns == duck.patterns
     spark.catalog.dropTempView("purchases")
+    for source, options, field in ((12, {}, "source"), (frame, {"format": "csv"}, "format"),
+                                   ("purchases", {"session": "local"}, "session")):
+        with pytest.raises(InvalidParameterError) as caught:
+            gce_spark.membership_statistics(source, case.databases, **options)
+        assert caught.value.field == field
 
 
 @pytest.mark.slow
