@@ -109,8 +109,8 @@ def _read(source: DataFrame | str, session: SparkSession | None, format: str | N
             raise InvalidParameterError("format", "is for a path; a DataFrame is read as it is")
         return source, False, ""
     if not isinstance(source, str) or not source.strip():
-        raise InvalidParameterError("source", f"must be a Spark DataFrame, a table name or a path, got "
-                                              f"{type(source).__name__ if not isinstance(source, str) else repr(source)}")
+        got = repr(source) if isinstance(source, str) else type(source).__name__
+        raise InvalidParameterError("source", f"must be a Spark DataFrame, a table name or a path, got {got}")
     spark = _session(session)
     kind = format if format is not None else table_format(source)
     if kind is None and "/" not in source:
@@ -119,6 +119,20 @@ def _read(source: DataFrame | str, session: SparkSession | None, format: str | N
     if kind == "csv":
         reader = reader.option("header", "true")
     return reader.load(source), True, kind or ""
+
+
+def _file_path(frame: DataFrame) -> Any:
+    """The column of each row's file (Spark's hidden ``_metadata`` of file sources), or None for a source with
+    no files (a JDBC table, say)."""
+    from pyspark.errors import PySparkException
+    from pyspark.sql import functions
+
+    column = functions.col("_metadata.file_path")
+    try:
+        frame.select(column).schema  # analysed now: a source without files has no _metadata
+    except PySparkException:
+        return None
+    return column
 
 
 def membership_statistics(source: DataFrame | str, databases: DatabaseIds, *,
@@ -209,7 +223,8 @@ def _statistics(sql: Any, source: DataFrame | str, resolve: _Resolver, columns: 
     individual, database = (functions.col(_column(c)) for c in columns)
     if kind == "csv":  # as DuckDB reads a CSV: cells trimmed, an empty cell is null
         individual, database = (functions.expr(f"nullif(trim({_column(c)}), '')") for c in columns)
-    origin = functions.col("_metadata.file_path") if from_files else functions.lit(name)
+    origin = _file_path(frame) if from_files else None
+    origin = functions.lit(name) if origin is None else origin
     raw = frame.select(individual.alias("individual"), database.alias("database"), origin.alias("origin"))
     integer = isinstance(raw.schema["database"].dataType, types.IntegralType)
     keys, nums, indices = id_columns(resolve)
