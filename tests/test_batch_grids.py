@@ -121,8 +121,9 @@ def test_auxiliary_compositions_are_sound_and_near_the_fine_ones(seed):
     ms[LaplaceMechanism(1.5)] = ms.get(LaplaceMechanism(1.5), 0) + 40  # a wide total: a coarser grid
     fine = batch.BatchCurve(ms, interval=batch.aligned_interval(tuple(ms.items())))
     with batch.auxiliary():
-        curve = compose(ms).curve
-    assert getattr(curve, "interval", None) is not None and curve.interval >= fine.interval
+        composition = compose(ms)
+    curve = dict(composition.candidates)["batch"]
+    assert curve.interval >= fine.interval
     exact_below = reference.loss_distribution(_reference_mechanisms(ms), h=1e-3, rounding="down")
     for eps in (0.0, 1.0, 5.0, 10.0, 20.0):
         assert float(curve.delta(eps)) >= reference.loss_delta(exact_below, eps) - 1e-12
