@@ -30,8 +30,8 @@ def gdp_delta(mu: float, eps: float) -> float:
     return float(stats.norm.cdf(-eps / mu + mu / 2) - math.exp(eps) * stats.norm.cdf(-eps / mu - mu / 2))
 
 
-@pytest.mark.parametrize("mu", [0.05, 0.5, 2.0, 6.0])
-@pytest.mark.parametrize("h", [1e-4, 7e-4, 1e-2])
+@tiers.parametrize("mu, h", [(0.5, 1e-4), (2.0, 7e-4), (6.0, 1e-2), (0.05, 1e-4), (0.05, 7e-4), (0.05, 1e-2),
+                             (0.5, 7e-4), (0.5, 1e-2), (2.0, 1e-4), (2.0, 1e-2), (6.0, 1e-4), (6.0, 7e-4)], default=3)
 def test_gaussian_law_brackets_the_exact_gdp_curve(mu, h):
     upper, lower = batch._gaussian_law(mu, h, True), batch._gaussian_law(mu, h, False)
     # Total mass: the upper law keeps all of it (the tail above at +inf), the lower one drops the tails.
@@ -113,18 +113,18 @@ def _reference_mechanisms(ms: dict) -> list[tuple]:
     return out
 
 
-@tiers.parametrize("seed", range(24), default=4)
+@tiers.parametrize("seed", range(24), default=1)
 def test_auxiliary_compositions_are_sound_and_near_the_fine_ones(seed):
     """An auxiliary composition (a coarser grid where the total is wide) is never below the exact
     curve (tests/reference.py) and within the accuracy it is allowed of the default one."""
     ms = _mixed(seed)
-    ms[LaplaceMechanism(1.5)] = ms.get(LaplaceMechanism(1.5), 0) + 40  # a wide total: a coarser grid
+    ms[LaplaceMechanism(1.5)] = ms.get(LaplaceMechanism(1.5), 0) + 25  # a wide total: a coarser grid
     fine = batch.BatchCurve(ms, interval=batch.aligned_interval(tuple(ms.items())))
     with batch.auxiliary():
         composition = compose(ms)
     curve = dict(composition.candidates)["batch"]
-    assert curve.interval >= fine.interval
-    exact_below = reference.loss_distribution(_reference_mechanisms(ms), h=1e-3, rounding="down")
+    assert curve.interval > fine.interval  # coarser: the case under test
+    exact_below = reference.loss_distribution(_reference_mechanisms(ms), h=2e-3, rounding="down")
     for eps in (0.0, 1.0, 5.0, 10.0, 20.0):
         assert float(curve.delta(eps)) >= reference.loss_delta(exact_below, eps) - 1e-12
         assert float(curve.delta(eps)) >= float(fine.lower.delta(eps)) - 1e-12
@@ -143,9 +143,8 @@ def test_laplace_renyi_terms_are_above_the_closed_form_and_close():
     assert np.all(terms <= closed + 1e-5)  # split 4 times coarser from dp-accounting's pmf on its default interval
 
 
-@pytest.mark.parametrize("guarantee, count", [(Subsampled(0.02, GaussianMechanism(1.0)), 50),
-                                              (Subsampled(0.05, LaplaceMechanism(1.0)), 100),
-                                              (LaplaceMechanism(2.0), 10)])
+@tiers.parametrize("guarantee, count", [(LaplaceMechanism(2.0), 10), (Subsampled(0.02, GaussianMechanism(1.0)), 50),
+                                         (Subsampled(0.05, LaplaceMechanism(1.0)), 100)], default=1)
 def test_renyi_curve_of_noise_terms_is_above_the_composition(guarantee, count):
     """The Renyi bound of ``count`` copies (Chernoff on the upper laws) is never below the batch
     composition's certified lower curve, and not far above its upper one at delta 1e-6."""
