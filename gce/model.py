@@ -444,28 +444,21 @@ class Invocations(Sequence):
 
     # --- aggregates ---------------------------------------------------------------------------------
     def weights(self, n: int, per_kind: np.ndarray) -> np.ndarray:
-        """Per database, the sum over its invocations of repeat x ``per_kind[kind]`` (O(n) numpy, no array
-        per invocation for range groups)."""
+        """Per database, the sum over its invocations of repeat x ``per_kind[kind]``.
+
+        O(n) numpy and no array per invocation for range groups. Each database's terms are added in the
+        order of the invocation records, whatever the grouping, so records and groups describing the same
+        invocations give the same floating-point weights.
+        """
         value = self._group_repeat * np.asarray(per_kind, dtype=np.float64)[self._group_kind]
         out = np.zeros(n)
-        pending: list[int] = []  # array groups, summed by one bincount
-
-        def flush() -> None:
-            if pending:
-                databases = np.concatenate([self._groups[j].databases for j in pending])
-                each = np.repeat(value[pending], [len(self._groups[j]) for j in pending])
-                out[:] += np.bincount(databases, weights=each, minlength=n)
-                pending.clear()
-
         for j, g in enumerate(self._groups):
             if value[j] == 0.0:
                 continue
             if isinstance(g.databases, range):
-                flush()
                 out[_slice(g.databases)] += value[j]
             else:
-                pending.append(j)
-        flush()
+                np.add.at(out, g.databases, value[j])  # unbuffered: a database listed twice counts twice, in order
         return out
 
     def _members(self, members: Iterable[int]) -> np.ndarray:

@@ -627,7 +627,7 @@ def scenario_from_dict(table: Mapping[str, object], folder: str | os.PathLike[st
 
 
 #: Bytes read at a time: ``read(64 MiB)`` would allocate its whole buffer up front, even for a file of 300 bytes.
-_CHUNK = 2**20
+_CHUNK = 2**16
 
 
 def _read_at_most(handle, limit: int) -> bytes:
