@@ -24,7 +24,7 @@ from functools import cached_property
 import numpy as np
 
 from .accounting.guarantees import Guarantee
-from .accounting.kinds import is_guarantee
+from .accounting.kinds import KINDS, is_guarantee
 from .accounting.theorems import Multiset
 from .constraints import ConstraintSet
 from .constraints.base import MAX_DATABASES
@@ -87,6 +87,10 @@ class Databases:
         return ref
 
 
+#: The guarantee record classes themselves (subclasses take the general check, :func:`is_guarantee`).
+_GUARANTEE_TYPES = frozenset(KINDS)
+
+
 @dataclass(frozen=True)
 class Invocation:
     """``repeat`` runs of a mechanism with ``guarantee`` on database ``database``."""
@@ -96,6 +100,9 @@ class Invocation:
     repeat: int = 1
 
     def __post_init__(self) -> None:
+        if type(self.database) is int and type(self.repeat) is int and 0 <= self.database \
+                and 1 <= self.repeat <= MAX_INVOCATIONS and type(self.guarantee) in _GUARANTEE_TYPES:
+            return  # the common case, checked without the numbers ABCs (a million records: 5.9 s -> 2 s)
         if not is_integer(self.database) or self.database < 0:
             raise InvalidParameterError("database", f"must be a database index >= 0, got {self.database!r}")
         object.__setattr__(self, "database", int(self.database))
@@ -461,11 +468,25 @@ class Invocations(Sequence):
                 np.add.at(out, g.databases, value[j])  # unbuffered: a database listed twice counts twice, in order
         return out
 
-    def _members(self, members: Iterable[int]) -> np.ndarray:
+    @staticmethod
+    def _members(members: Iterable[int]) -> np.ndarray:
+        """A set of databases as a sorted array without repeats (an array already so is used as is)."""
         if isinstance(members, np.ndarray):
-            return np.unique(members.astype(np.intp, copy=False))
-        size = len(members) if hasattr(members, "__len__") else -1
-        return np.unique(np.fromiter(members, dtype=np.intp, count=size))
+            chosen = members.astype(np.intp, copy=False)
+            if chosen.size < 2 or bool(np.all(chosen[1:] > chosen[:-1])):
+                return chosen
+            chosen = np.sort(chosen)
+        else:
+            size = len(members) if hasattr(members, "__len__") else -1
+            chosen = np.fromiter(members, dtype=np.intp, count=size)
+            chosen.sort()  # (np.unique's hash table took 2 s for a million members)
+        if chosen.size > 1 and bool(np.any(chosen[1:] == chosen[:-1])):
+            chosen = chosen[np.r_[True, chosen[1:] != chosen[:-1]]]
+        return chosen
+
+    def members(self, members: Iterable[int]) -> np.ndarray:
+        """``members`` as the sorted index array the methods below take without converting again."""
+        return self._members(members)
 
     def _per_group_hits(self, members: Iterable[int]) -> list[np.ndarray]:
         chosen = self._members(members)

@@ -72,14 +72,11 @@ def _weights(scenario: Scenario, keep) -> np.ndarray:
     return scenario.table.weights(scenario.n, per_kind)
 
 
-def _differing(scenario: Scenario, pair: tuple[frozenset[int], frozenset[int]]) -> tuple[int, ...]:
-    """The indices of the invocation records on the databases where the pair differs (from the groups)."""
-    return tuple(scenario.table.positions_on(pair[0] ^ pair[1]).tolist())
-
-
-def _differing_count(scenario: Scenario, pair: tuple[frozenset[int], frozenset[int]]) -> int:
-    """How many invocations (repeats counted) run on the databases where the pair differs."""
-    return scenario.table.count_on(pair[0] ^ pair[1])
+def _differing(scenario: Scenario, pair: tuple[frozenset[int], frozenset[int]]) -> tuple[tuple[int, ...], int]:
+    """The indices of the invocation records on the databases where the pair differs, and how many
+    invocations (repeats counted) they are: from the groups, the set converted once."""
+    members = scenario.table.members(pair[0] ^ pair[1])
+    return tuple(scenario.table.positions_on(members).tolist()), scenario.table.count_on(members)
 
 
 def _symmetric_for_bounded(scenario: Scenario) -> tuple[Scenario, list[str]]:
@@ -367,10 +364,10 @@ def _solve_pairs(scenario: Scenario, delta: float | None, epsilon: float | None,
     bracket = _bracket(budget.compose(best_ms), eps if epsilon is None else d, delta, epsilon, exact, theorem,
                        budget, notes)
     notes += budget.compose.summary()
-    differing = _differing(scenario, best_pair)
+    differing, count = _differing(scenario, best_pair)
     return Report(
         epsilon=eps, delta=d, theorem=theorem, exact=exact, witness=best_pair,
-        differing=differing, differing_count=_differing_count(scenario, best_pair),
+        differing=differing, differing_count=count,
         curve=report_curve, baselines=report_baselines,
         solver="+".join(sorted(solver_names)),
         lower_bound_epsilon=best_eps if epsilon is None else None, notes=tuple(notes), title=scenario.title,
@@ -474,14 +471,14 @@ def _enumerated(scenario: Scenario, kinds: list, delta: float | None, epsilon: f
     if math.isinf(eps):
         notes.append(f"no finite epsilon: the per-invocation deltas alone give delta >= "
                      f"{worst.composition.curve.delta_floor:.4g} > target {delta:g} for the worst-case pair")
-    differing = _differing(scenario, worst.pair)
+    differing, count = _differing(scenario, worst.pair)
     baselines = _baselines(scenario, delta, epsilon, budget, solved=solved)
     bracket = _bracket(worst.composition, eps if epsilon is None else d, delta, epsilon,
                        worst.exact and not substituted, theorem, budget, notes)
     notes += budget.compose.summary()
     return Report(
         epsilon=eps, delta=d, theorem=theorem, exact=worst.exact and not substituted, witness=worst.pair,
-        differing=differing, differing_count=_differing_count(scenario, worst.pair),
+        differing=differing, differing_count=count,
         curve=worst.curve, baselines=baselines,
         solver="enumeration", lower_bound_epsilon=eps if epsilon is None else None, notes=tuple(notes),
         title=scenario.title, bracket=bracket,
