@@ -8,7 +8,10 @@ aggregation.
 
 What must never change: an invocation's ``guarantee`` holds for add/remove of the
 target's record *in its own database*; ``repeat`` counts identical invocations on
-that database (a database may be queried many times).
+that database (a database may be queried many times). An :class:`InvocationGroup`
+means exactly the records ``Invocation(d, guarantee, repeat)`` for each ``d`` of its
+``databases``, in order; a scenario keeps its invocations as groups
+(:class:`Invocations`, issue 13: O(groups) Python objects, O(databases) numpy).
 """
 
 from __future__ import annotations
@@ -119,9 +122,6 @@ class Invocation:
 # ---------------------------------------------------------------------------
 # The columnar form: invocation groups (issue 13)
 
-
-#: A group's databases: a ``range`` (no index array is built) or a read-only 1-d array of indices.
-DatabaseIndices = "range | np.ndarray"
 
 _DATABASE, _REPEAT, _GUARANTEE = (operator.attrgetter(a) for a in ("database", "repeat", "guarantee"))
 
