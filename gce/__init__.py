@@ -4,7 +4,7 @@ The generalized composition experiment (001, Alg. 2) lets public facts limit whi
 databases one person can be in; ``gce`` turns per-invocation guarantees and those
 facts into a hypothesis-DP guarantee (001, Def. 3). This package level exposes what
 a script or notebook needs: guarantees, constraints, hypotheses, scenarios,
-``solve``, ``calibrate`` and the composition selector.
+``solve``, ``calibrate``, the composition selector and the online ``Accountant``.
 
 Examples
 --------
@@ -63,10 +63,12 @@ from .report import Report
 from .files.scenario import load_scenario
 from .solving import solve
 from .calibration import Calibration, calibrate
+from .ledger import Accountant, LedgerError
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "Accountant",
     "ApproxDP",
     "Composition",
     "GCEError",
@@ -77,6 +79,7 @@ __all__ = [
     "InvalidParameterError",
     "InvalidScenarioError",
     "LaplaceMechanism",
+    "LedgerError",
     "NumericalLimitError",
     "PrivacyCurve",
     "PureDP",

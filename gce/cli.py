@@ -6,6 +6,9 @@
     gce curve FILE.toml [--deltas D ...] [--plot out.png] [--json] [--time-limit S] [--allow-outside-files]
     gce membership TABLE [--query SQL] [--columns I D] [--scenario FILE.toml | --databases N] [--plot out.png]
                    [--json] [--truncate M --seed S --output OUT.parquet]
+    gce ledger init FILE.toml --budget-epsilon E --budget-delta D [--filter basic|renyi|zcdp|gdp] [--ledger L]
+    gce ledger check|spend --databases REFS --mechanism TABLE [--repeat R] [--analyst NAME] [--ledger L] [--json]
+    gce ledger status|history [--ledger L] [--json] [--offline] [--limit N]
 
 prints the report of :func:`gce.solving.solve`; with ``--json`` one JSON object
 (:meth:`gce.report.Report.to_dict`). Bad input, in the file or on the command
@@ -42,6 +45,8 @@ __all__ = ["MAX_TIME_LIMIT", "main", "main_exit"]
 
 #: Exit status for bad input (the convention of argparse and most Unix tools).
 EXIT_USAGE = 2
+#: Exit status of ``gce ledger check`` and ``spend`` when the query is refused (the answer is printed).
+EXIT_REFUSED = 1
 _OUTSIDE_HELP = "let from_data constraints read files outside the scenario file's folder"
 #: What argparse takes for a negative number rather than an option (no gce option looks like one).
 _NEGATIVE_NUMBER = re.compile(r"^-(\d+\.?\d*|\.\d+)(e[+-]?\d+)?$|^-(inf|infinity|nan)$", re.IGNORECASE)
@@ -120,7 +125,61 @@ def _parser() -> argparse.ArgumentParser:
     membership.add_argument("--output", metavar="OUT", help="where --truncate writes (.parquet or .csv)")
     membership.add_argument("--quiet", action="store_true", help="no progress line on the terminal")
     _scenario_options(membership, _membership, "the table", "seconds a MILP may search per solve")
+    _ledger_parser(commands)
     return parser
+
+
+def _ledger_parser(commands) -> None:
+    """``gce ledger``: the online accountant's subcommands (:mod:`gce.ledger`)."""
+    ledger = commands.add_parser(
+        "ledger", help="the online accountant: check and record queries against a budget",
+        description="An online privacy accountant: a filter valid for adaptively chosen queries whose statistic "
+                    "is the worst case over the membership sets the constraints allow, on a ledger (an SQLite "
+                    "file). A refused check or spend exits with 1.")
+    actions = ledger.add_subparsers(dest="action", required=True, parser_class=_Parser, metavar="ACTION")
+
+    def common(action: argparse.ArgumentParser, run, *, json_flag: bool = True) -> None:
+        action.add_argument("--ledger", default=DEFAULT_LEDGER, metavar="L",
+                            help=f"the ledger: an SQLite file (default {DEFAULT_LEDGER})")
+        if json_flag:
+            action.add_argument("--json", action="store_true", help="print one JSON object")
+        action.add_argument("--time-limit", type=float, default=None, metavar="S",
+                            help="seconds the worst-case search may take when cheap bounds do not decide")
+        action.set_defaults(run=run)
+
+    init = actions.add_parser("init", help="create a ledger for a scenario's databases and constraints",
+                              description="Create a ledger: the scenario file's databases, constraints and "
+                                          "neighbourhood, a budget and a filter; its invocations are the first "
+                                          "spends.")
+    init.add_argument("file", metavar="FILE", help="scenario file (TOML)")
+    init.add_argument("--budget-epsilon", type=float, required=True, metavar="E")
+    init.add_argument("--budget-delta", type=float, required=True, metavar="D")
+    init.add_argument("--filter", default="basic", metavar="F",
+                      help="basic (sum eps, sum delta), renyi, zcdp or gdp (default basic)")
+    init.add_argument("--allow-outside-files", action="store_true", help=_OUTSIDE_HELP)
+    common(init, _ledger_init)
+    for name, run, text in (("check", _ledger_check, "would this query be admitted now? (nothing recorded)"),
+                            ("spend", _ledger_spend, "check and record in one transaction")):
+        action = actions.add_parser(name, help=text, description=text[0].upper() + text[1:] + ".")
+        action.add_argument("--databases", required=True, metavar="REFS",
+                            help='"all", or database indices or names separated by commas')
+        action.add_argument("--mechanism", required=True, metavar="TABLE",
+                            help="the guarantee as in a scenario file, e.g. 'kind = \"pure\", epsilon = 0.1'")
+        action.add_argument("--repeat", type=int, default=1, metavar="R", help="runs on each database (default 1)")
+        if name == "spend":
+            action.add_argument("--analyst", default="", metavar="NAME", help="who asks (recorded)")
+        common(action, run)
+    status = actions.add_parser("status", help="the budget and the worst-case spend",
+                                description="The budget, the worst case spent (a certified bracket) and counts.")
+    status.add_argument("--offline", action="store_true",
+                        help="also compose the admitted workload optimally, as if fixed in advance (not valid for "
+                             "admission)")
+    common(status, _ledger_status)
+    history = actions.add_parser("history", help="every recorded request and its answer",
+                                 description="Every recorded request, oldest first, and the answer gce gave.")
+    history.add_argument("--limit", type=int, default=None, metavar="N", help="the last N only")
+    history.add_argument("--analyst", default=None, metavar="NAME", help="one analyst's requests only")
+    common(history, _ledger_history)
 
 
 def _scenario_command(commands, name: str, **kwargs) -> argparse.ArgumentParser:
@@ -337,6 +396,127 @@ def _membership(args: argparse.Namespace) -> str:
     return str(coverage) + ("" if plot is None else f"\nplot written to {plot}")
 
 
+#: Where ``gce ledger`` looks without --ledger.
+DEFAULT_LEDGER = "gce-ledger.sqlite"
+
+
+def _ledger_time_limit(args: argparse.Namespace) -> float:
+    from .ledger.accountant import DEFAULT_TIME_LIMIT
+
+    return DEFAULT_TIME_LIMIT if args.time_limit is None else _time_limit(args)
+
+
+def _open_ledger(args: argparse.Namespace):
+    from .ledger import Accountant
+
+    return Accountant(args.ledger, time_limit=_ledger_time_limit(args))
+
+
+def _ledger_init(args: argparse.Namespace) -> str:
+    from .ledger import Accountant
+
+    _epsilon(args.budget_epsilon, "--budget-epsilon", positive=True)
+    _probability(args.budget_delta, "--budget-delta")
+    from .ledger.filters import FILTERS
+
+    if args.filter not in FILTERS:
+        raise _UsageError(f"--filter: must be one of {', '.join(FILTERS)}, got {args.filter!r}")
+    time_limit = _ledger_time_limit(args)
+    scenario = _load(args)
+    with Accountant.create(args.ledger, scenario, budget_epsilon=args.budget_epsilon,
+                           budget_delta=args.budget_delta, filter=args.filter, time_limit=time_limit) as ledger:
+        status = ledger.status()
+    if args.json:
+        return json.dumps(status.to_dict(), indent=2, allow_nan=False)
+    return f"created {status.location}\n{status}"
+
+
+def _ledger_request(args: argparse.Namespace):
+    """(databases, guarantee) of --databases and --mechanism; errors name the flag."""
+    import tomllib
+
+    from .files.scenario import mechanism_from_dict
+
+    if args.repeat < 1:
+        raise _UsageError(f"--repeat: must be an integer >= 1, got {args.repeat}")
+    text = args.mechanism.strip()
+    inline = text if text.startswith("{") else "{ " + text + " }"
+    try:
+        table = tomllib.loads(f"mechanism = {inline}")["mechanism"]
+    except tomllib.TOMLDecodeError as error:
+        raise _UsageError(f"--mechanism: not a TOML table ({str(error).split(' (at')[0]}), e.g. "
+                          f"'kind = \"pure\", epsilon = 0.1'") from None
+    try:
+        guarantee = mechanism_from_dict(table, "--mechanism")
+    except InvalidParameterError as error:
+        raise _UsageError(str(error)) from None
+    refs = args.databases.strip()
+    databases = "all" if refs == "all" else [part.strip() for part in refs.split(",")]
+    if databases != "all" and any(not part for part in databases):
+        raise _UsageError(f"--databases: an empty reference in {args.databases!r}")
+    return databases, guarantee
+
+
+def _ledger_decision(args: argparse.Namespace, spend: bool) -> tuple[str, int]:
+    databases, guarantee = _ledger_request(args)
+    with _open_ledger(args) as ledger:
+        try:
+            if spend:
+                decision = ledger.spend(databases, guarantee, analyst=args.analyst, repeat=args.repeat)
+            else:
+                decision = ledger.check(databases, guarantee, repeat=args.repeat)
+        except InvalidParameterError as error:
+            if error.field.startswith("databases"):
+                raise _UsageError(f"--{error}") from None
+            raise
+    text = json.dumps(decision.to_dict(), indent=2, allow_nan=False) if args.json else str(decision)
+    return text, 0 if decision.admitted else EXIT_REFUSED
+
+
+def _ledger_check(args: argparse.Namespace):
+    return _ledger_decision(args, spend=False)
+
+
+def _ledger_spend(args: argparse.Namespace):
+    return _ledger_decision(args, spend=True)
+
+
+def _ledger_status(args: argparse.Namespace) -> str:
+    with _open_ledger(args) as ledger:
+        status = ledger.status()
+        offline = ledger.offline(time_limit=_time_limit(args)) if args.offline else None
+    if args.json:
+        out = status.to_dict()
+        if offline is not None:
+            out["offline"] = {"epsilon": offline.epsilon, "delta": offline.delta, "theorem": offline.theorem,
+                              "valid": "only for a workload fixed in advance"}
+        return json.dumps(out, indent=2, allow_nan=False)
+    text = str(status)
+    if offline is not None:
+        text += (f"\noffline (valid only for a workload fixed in advance, not for admission): epsilon "
+                 f"{offline.epsilon:.6g} at delta {offline.delta:g} ({offline.theorem})")
+    return text
+
+
+def _ledger_history(args: argparse.Namespace) -> str:
+    if args.limit is not None and args.limit < 1:
+        raise _UsageError(f"--limit: must be an integer >= 1, got {args.limit}")
+    with _open_ledger(args) as ledger:
+        entries = ledger.history(limit=args.limit, analyst=args.analyst)
+    if args.json:
+        return json.dumps([e.to_dict() for e in entries], indent=2, allow_nan=False)
+    lines = [f"{'entry':>6}  {'time (UTC)':26}  {'analyst':10}  {'answer':8}  {'databases':16}  mechanism"]
+    for e in entries:
+        where = e.databases if e.databases == "all" else ",".join(map(str, e.databases))
+        where = where if len(where) <= 16 else where[:13] + "..."
+        mechanism = ", ".join(f"{k} = {v!r}" if isinstance(v, str) else f"{k} = {v:g}"
+                              for k, v in e.mechanism.items() if not isinstance(v, dict))
+        repeat = f" x{e.repeat}" if e.repeat != 1 else ""
+        lines.append(f"{e.sequence:>6}  {e.time[:26]:26}  {e.analyst[:10]:10}  "
+                     f"{'admitted' if e.admitted else 'refused':8}  {where:16}  {mechanism}{repeat}")
+    return "\n".join(lines)
+
+
 def _load_at_most(path: str):
     from .files.scenario import load_scenario_at_most
 
@@ -358,6 +538,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = _parser().parse_args(argv)
         output = args.run(args)
+        status = 0
+        if isinstance(output, tuple):  # (text, status): a refused ledger request is an answer, not an error
+            output, status = output
     except _UsageError as error:
         print(f"gce: error: {_one_line(str(error))}", file=sys.stderr)
         return EXIT_USAGE
@@ -370,7 +553,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("gce: interrupted", file=sys.stderr)
         return 130
     print(_terminal_lines(output))
-    return 0
+    return status
 
 
 def main_exit() -> None:  # pragma: no cover - the console-script entry point

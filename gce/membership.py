@@ -88,13 +88,16 @@ def _candidates(statistics: MembershipStatistics) -> list[tuple[str, int]]:
     return found
 
 
-def membership_coverage(table: MembershipTable, databases: Any = None, *, scenario: str | os.PathLike[str] |
-                        None = None, time_limit: float | None = None, progress: Any = None) -> Coverage:
+def membership_coverage(table: MembershipTable | MembershipStatistics, databases: Any = None, *,
+                        scenario: str | os.PathLike[str] | None = None, time_limit: float | None = None,
+                        progress: Any = None) -> Coverage:
     """The distribution of memberships per individual and, for candidate m, what it covers and costs.
 
     Parameters
     ----------
-    table : MembershipTable
+    table : MembershipTable or MembershipStatistics
+        A table DuckDB reads, or statistics computed elsewhere (by Spark: :mod:`gce.constraints.spark`);
+        these must count the scenario's databases.
     databases : int, Databases, names or mapping, optional
         How the table's database ids resolve; default the scenario's databases.
     scenario : path, optional
@@ -119,9 +122,15 @@ def membership_coverage(table: MembershipTable, databases: Any = None, *, scenar
             databases = at_m.databases
         if at_m.delta is None:
             raise InvalidParameterError("scenario", "needs delta = ... (epsilon is reported at the file's delta)")
-    if databases is None:
+    if isinstance(table, MembershipStatistics):
+        statistics = table
+        if at_m is not None and statistics.n != at_m.databases.n:
+            raise InvalidParameterError("statistics", f"count {statistics.n} databases, the scenario "
+                                                      f"{at_m.databases.n}")
+    elif databases is None:
         raise InvalidParameterError("databases", "give the databases (a count or names) or a scenario file")
-    statistics = membership_statistics(table, databases, progress=progress)
+    else:
+        statistics = membership_statistics(table, databases, progress=progress)
     candidates, epsilons = [], {}
     for label, m in _candidates(statistics):
         epsilon = None

@@ -24,6 +24,7 @@ against the time limit.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
 import reprlib
@@ -33,10 +34,11 @@ from dataclasses import replace
 
 import numpy as np
 
-from .accounting import kinds
+from .accounting import batch, kinds
 from .accounting.curves import EnvelopeCurve, PrivacyCurve
 from .accounting.guarantees import ApproxDP, Guarantee, PureDP
-from .accounting.theorems import COSTLY_ROWS, THEOREMS, Composition, as_multiset, compose, compose_within
+from .accounting.theorems import (COSTLY_ROWS, THEOREMS, Composition, as_multiset, compose, compose_within,
+                                  composition_seconds)
 from .constraints import ConstraintSet
 from .errors import InfeasibleConstraintsError, InvalidParameterError, UnsupportedCombinationError
 from .model import Scenario, check_target
@@ -47,8 +49,8 @@ from .priors.routes import Decline, RouteContext, WorstPair, attempt, none_vs_an
 from .report import Baseline, Report
 from .solvers import DEFAULT_TIME_LIMIT, WeightProblem, worst_pair
 from .solvers.base import check_time_limit
-from .solvers.mixed import (RENYI_ORDERS, CompositionCache, branch_and_bound, maximal_profiles, renyi_bound,
-                            renyi_terms, worst_profile)
+from .solvers.mixed import (RENYI_ORDERS, CompositionCache, RenyiSearch, Searched, branch_and_bound,
+                            maximal_profiles, renyi_bound, renyi_terms, worst_profile)
 from .solvers.weights import PATTERN_PAIRS_MAX
 
 __all__ = ["solve"]
@@ -167,17 +169,26 @@ class _BudgetedCache(CompositionCache):
     def __init__(self, budget: "_Budget") -> None:
         super().__init__()
         self._budget = budget
+        self._auxiliary: set[frozenset] = set()
         #: What the report should say about compositions that fell back.
         self.notes: list[str] = []
 
-    def __call__(self, guarantees, share: float = COMPOSITION_SHARE) -> Composition:
-        """The composition of ``guarantees``, within ``share`` of the time left."""
+    def __call__(self, guarantees, share: float = COMPOSITION_SHARE, auxiliary: bool = False) -> Composition:
+        """The composition of ``guarantees``, within ``share`` of the time left; ``auxiliary``: a bound that
+        is not a witness's (a rival bound, a baseline), whose privacy-loss distributions may lie on a
+        coarser grid (:func:`gce.accounting.batch.auxiliary`). A witness's composition replaces an
+        auxiliary one of the same multiset."""
         ms = as_multiset(guarantees)
         key = frozenset(ms)
         found = self._memo.get(key)
-        if found is None:
-            found, note = compose_within(dict(ms), share * max(self._budget.left(), 0.0))
+        if found is not None and not auxiliary and key in self._auxiliary \
+                and composition_seconds(ms) > share * max(self._budget.left(), 0.0):
+            return found  # no time for dp-accounting's grid: the auxiliary composition stands (sound)
+        if found is None or (not auxiliary and key in self._auxiliary):
+            with batch.auxiliary() if auxiliary else contextlib.nullcontext():
+                found, note = compose_within(dict(ms), share * max(self._budget.left(), 0.0))
             self._memo[key] = found
+            (self._auxiliary.add if auxiliary else self._auxiliary.discard)(key)
             if note is not None:
                 self.notes.append((sum(n for _, n in ms), note))
         return found
@@ -288,13 +299,40 @@ def _solve_pairs(scenario: Scenario, delta: float | None, epsilon: float | None,
         if not result.exact:
             notes.append(f"solver {result.method} stopped at its time budget for {g!r}: witness "
                          f"{result.value:g} invocations, certified bound {result.upper_bound:g}")
+    renyi = None
     if len(kinds) > 1:
-        # The scores only rank witnesses: together at most an auxiliary share of the time left.
-        scorer = functools.partial(budget.compose, share=AUXILIARY_WEIGHT / len(kinds))
-        scores = {g: _score(g, scorer) for g in kinds}
-        result = worst_pair(problem(lambda h: scores[h]), budget(AUXILIARY_WEIGHT))
-        witnesses.append(result.witness)
-        solver_names.add(result.method)
+        # Mixed guarantees: the Renyi bound's searches give a certified bound and, per order, a witness
+        # weighing every guarantee; without Renyi terms for every kind, a scalar score per guarantee
+        # (composed alone; together at most an auxiliary share of the time left) gives one witness.
+        renyi = _renyi_bound(scenario, budget)
+        if renyi is not None:
+            witnesses.extend(renyi.witnesses)
+        else:
+            scorer = functools.partial(budget.compose, share=AUXILIARY_WEIGHT / len(kinds))
+            scores = {g: _score(g, scorer) for g in kinds}
+            result = worst_pair(problem(lambda h: scores[h]), budget(AUXILIARY_WEIGHT))
+            witnesses.append(result.witness)
+            solver_names.add(result.method)
+
+    # Lower bound: the worst of the witness pairs, each composed on its own (first: at dp-accounting's
+    # accuracy, which the bounds below share when their multiset is a witness's).
+    best_pair, best_eps, best_ms = None, -1.0, None
+    ranked = _ranked_witnesses(scenario, witnesses, renyi, delta, epsilon, +upper)
+    for rank, (pair, estimate) in enumerate(ranked):
+        if best_pair is not None and budget.left() <= 0:
+            notes.append("time limit reached: the other witness pairs were not composed")
+            break
+        if best_pair is not None and estimate <= best_eps:
+            continue  # its own Renyi bound is below the worst pair found: it cannot be worse
+        if best_pair is not None and rank >= WITNESSES_COMPOSED and math.isfinite(estimate):
+            break  # ranked by finite Renyi bounds: the likeliest worst are composed
+        ms = scenario.table.multiset_on(pair[0] ^ pair[1])
+        w_eps, w_delta, _ = _at(budget.compose(ms, auxiliary=True), delta, epsilon)  # ranking: a coarser grid
+        value = w_eps if epsilon is None else w_delta
+        if value > best_eps:
+            best_pair, best_eps, best_ms = pair, value, ms
+    w_eps, w_delta, _ = _at(budget.compose(best_ms), delta, epsilon)  # the worst one on dp-accounting's grid
+    best_eps = w_eps if epsilon is None else w_delta
 
     candidates = [upper]
     if chain is not None and len(chain) > 1:  # the chain's multiset first: the per-kind one only if time is left
@@ -304,22 +342,10 @@ def _solve_pairs(scenario: Scenario, delta: float | None, epsilon: float | None,
         if options and budget.left() <= 0:
             notes.append("time limit reached: the per-guarantee maxima were not composed (the chain bound was)")
             break
-        options.append((budget.compose(c), c))
+        options.append((budget.compose(c, auxiliary=True), c))
     bound, upper = min(options, key=lambda o: _at(o[0], delta, epsilon)[0 if epsilon is None else 1])
     eps, d, theorem = _at(bound, delta, epsilon)
 
-    # Lower bound: the worst of the witness pairs, each composed on its own.
-    best_pair, best_eps, best_ms = None, -1.0, None
-    # Out of time, only one is composed: the scalar score's (last), which weighs every guarantee.
-    for pair in witnesses if budget.left() > 0 else witnesses[-1:] + witnesses[:-1]:
-        if best_pair is not None and budget.left() <= 0:
-            notes.append("time limit reached: the other witness pairs were not composed")
-            break
-        ms = scenario.table.multiset_on(pair[0] ^ pair[1])
-        w_eps, w_delta, _ = _at(budget.compose(ms), delta, epsilon)
-        value = w_eps if epsilon is None else w_delta
-        if value > best_eps:
-            best_pair, best_eps, best_ms = pair, value, ms
     exact = bound.exact and Counter(dict(best_ms)) == +upper and not substituted
     report_curve = bound.curve
     if len(kinds) > 1 and not exact:  # the dominating multiset is loose: list the maximal differing multisets
@@ -327,9 +353,15 @@ def _solve_pairs(scenario: Scenario, delta: float | None, epsilon: float | None,
                              substituted, solved)
         if report is not None:
             return report
-        renyi = _renyi_bound(scenario, budget)
-        searched = _branch_and_bound(scenario, kinds, delta, epsilon, budget, bound, [best_pair, *witnesses],
-                                     all(r.exact for r in by_kind.values()))
+        if len(kinds) <= BRANCH_KINDS_MAX:
+            searched = _branch_and_bound(scenario, kinds, delta, epsilon, budget, bound, [best_pair, *witnesses],
+                                         all(r.exact for r in by_kind.values()))
+        else:  # the per-guarantee bounds of a node fall only once a guarantee's databases are all fixed
+            met = best_eps >= _at(bound, delta, epsilon)[0 if epsilon is None else 1]
+            searched = Searched(best_pair, best_eps, budget.compose(best_ms), math.inf, bound.curve, met, 0)
+            if not met:
+                notes.append(f"branch and bound skipped: {len(kinds)} distinct guarantees (more than "
+                             f"{BRANCH_KINDS_MAX}: its per-guarantee bounds would not fall within the time limit)")
         index = 0 if epsilon is None else 1
         if searched.lower > best_eps:
             best_pair, best_eps, best_ms = searched.pair, searched.lower, dict(searched.lower_composition.guarantees)
@@ -340,7 +372,8 @@ def _solve_pairs(scenario: Scenario, delta: float | None, epsilon: float | None,
         if searched.upper < bounds[0][0]:
             bounds.append((searched.upper, searched.curve, theorem, "the branch and bound"))
         if renyi is not None:
-            bounds.append((float(renyi.epsilon(delta)) if epsilon is None else float(renyi.delta(epsilon)), renyi,
+            curve = renyi.curve
+            bounds.append((float(curve.epsilon(delta)) if epsilon is None else float(curve.delta(epsilon)), curve,
                            RENYI_THEOREM, "the Renyi bound"))
         upper_value, _, winner, source = min(bounds, key=lambda b: b[0])
         # Exact when the worst pair found meets the least certified bound, whichever bound that is.
@@ -415,9 +448,34 @@ def _bracket(witness: Composition, upper: float, delta: float | None, epsilon: f
 RENYI_THEOREM = "renyi (CKS20 Prop. 12)"
 
 
-def _renyi_bound(scenario: Scenario, budget: _Budget) -> PrivacyCurve | None:
+#: Most witness pairs composed for the lower bound of mixed guarantees, in the order of their own Renyi
+#: bounds (the searches, enumeration and branch and bound, compose further pairs).
+WITNESSES_COMPOSED = 3
+#: Most distinct guarantees for which the branch and bound runs (module doc of gce.solvers.mixed).
+BRANCH_KINDS_MAX = 16
+
+
+def _ranked_witnesses(scenario: Scenario, witnesses: list, renyi: RenyiSearch | None, delta: float | None,
+                      epsilon: float | None, maxima: Counter) -> list:
+    """(pair, its own Renyi bound or inf), one per differing multiset, the likeliest worst first: one
+    that makes the per-guarantee ``maxima`` differ (then it is the worst pair, exactly), then by each
+    pair's own Renyi bound when there is one (cheap, no composition), else the per-guarantee searches'
+    order with the scalar score's witness (last, weighing every guarantee) first."""
+    distinct = {}
+    for pair in witnesses:
+        key = frozenset(scenario.table.multiset_on(pair[0] ^ pair[1]))
+        distinct.setdefault(key, pair)
+    top = [pair for key, pair in distinct.items() if Counter(dict(key)) == maxima]
+    pairs = [pair for pair in distinct.values() if pair not in top]
+    if renyi is None:
+        return [(pair, math.inf) for pair in top + pairs[-1:] + pairs[:-1]]
+    estimates = {pair: _curve_at(renyi.estimate(pair), delta, epsilon)[0 if epsilon is None else 1] for pair in pairs}
+    return [(pair, math.inf) for pair in top] + sorted(estimates.items(), key=lambda item: -item[1])
+
+
+def _renyi_bound(scenario: Scenario, budget: _Budget) -> RenyiSearch | None:
     """:func:`gce.solvers.mixed.renyi_bound` of the scenario, an auxiliary search of the budget; None when a
-    guarantee has no Renyi bound (a subsampled Gaussian)."""
+    guarantee has no Renyi bound."""
     terms = {g: renyi_terms(g) for g in scenario.table.kinds}
     seconds = budget(AUXILIARY_WEIGHT)
     if any(t is None for t in terms.values()):
@@ -571,7 +629,7 @@ def _baselines(scenario: Scenario, delta: float | None, epsilon: float | None,
     if decided is not None:
         out["classic"] = Baseline("classic", math.inf, delta, decided)
     else:
-        eps, d, name = _at(budget.compose(everything), delta, epsilon)
+        eps, d, name = _at(budget.compose(everything, auxiliary=True), delta, epsilon)
         out["classic"] = Baseline("classic", eps, d, name)
     if _parallel_applies(scenario):
         points = [kinds.point(g) for g in scenario.table.kinds]
@@ -628,7 +686,7 @@ def _solve_composite(scenario: Scenario, delta: float | None, epsilon: float | N
         restricted, preset, cover = _support_pairs(scenario)
         return WorstPair(_solve_pairs(restricted, delta, epsilon, budget), preset, cover)
 
-    context = RouteContext(scenario, worst_pair)
+    context = RouteContext(scenario, worst_pair, (delta, epsilon))
     answers = []
     for route in routes.ROUTES:  # read at call time: a row added to the table is tried
         if not route.exact and any(answer.exact for answer in answers):
@@ -652,6 +710,7 @@ def _solve_composite(scenario: Scenario, delta: float | None, epsilon: float | N
     if math.isinf(eps):
         notes.append(f"no finite epsilon at delta {delta:g}: the per-invocation deltas alone give delta >= "
                      f"{winner.curve.delta_floor:.4g}")
+    bracket = _route_bracket(winner, eps if epsilon is None else d, delta, epsilon, notes)
     pairs = context.worst_pair()
     if _parallel_applies(scenario):
         budget.plan(AUXILIARY_WEIGHT)
@@ -664,7 +723,23 @@ def _solve_composite(scenario: Scenario, delta: float | None, epsilon: float | N
         baselines["001 Cor. 7"] = Baseline("001 Cor. 7", cor7.epsilon, cor7.delta, cor7.label)
     return Report(epsilon=eps, delta=d, theorem=winner.name, exact=winner.exact, witness=None, differing=(),
                   curve=winner.curve, baselines=baselines, solver="composite", notes=tuple(notes),
-                  title=scenario.title)
+                  title=scenario.title, bracket=bracket)
+
+
+def _route_bracket(winner, upper: float, delta: float | None, epsilon: float | None,
+                   notes: list[str]) -> tuple[float, float] | None:
+    """(lower, upper) of the reported value when the winning route gave a certified lower curve, and the
+    route's own note; None otherwise."""
+    if winner.note:
+        notes.append(f"{winner.name}: {winner.note}")
+    if winner.exact or winner.lower is None or not math.isfinite(upper):
+        return None
+    low = float(winner.lower.epsilon(delta)) if epsilon is None else float(winner.lower.delta(epsilon))
+    low = min(max(low, 0.0), upper)
+    width = (upper - low) / upper if upper > 0 else 0.0
+    what = "epsilon" if epsilon is None else f"delta at epsilon {epsilon:g}"
+    notes.append(f"{winner.name}: {what} in [{low:.6g}, {upper:.6g}], bracket {width:.2%} wide")
+    return low, upper
 
 
 def _support_pairs(scenario: Scenario) -> tuple[Scenario, str, str | None]:

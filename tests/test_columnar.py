@@ -324,7 +324,7 @@ def _measured(path):
 def test_hospitals_at_scale(tmp_path, n):
     # 001 Sec. V-A Ex. 1 with n hospitals: the worst pair makes 365 queries differ, Kairouz's exact
     # composition of 365 (0.05, 1e-10) mechanisms (4.62025; README), the classic baseline infinite
-    # (1 - (1 - 1e-10)^n > 1e-6). Measured at 10^6: 0.02 s and 11 MiB traced; 10^7: 0.6 s, 114 MiB.
+    # (1 - (1 - 1e-10)^n > 1e-6). Measured at 10^6: 0.01 s and 11 MiB traced; 10^7: 0.07 s, 114 MiB.
     seconds, peak, scenario, report = _measured(_hospitals(tmp_path, n))
     assert len(scenario.invocations.groups) == 1 and scenario.invocations.groups[0].databases == range(n)
     assert report.epsilon == pytest.approx(float(canonical_composition([(0.05, 1e-10, 365)]).epsilon(1e-6)))

@@ -19,6 +19,7 @@ LAYERS = (
     ("files",),
     ("solving",),
     ("calibration", "plot", "progress", "membership"),
+    ("ledger",),
     ("cli", "__main__", ""),
 )
 

@@ -7,6 +7,7 @@ import io
 import json
 import pathlib
 import random
+import re
 
 import duckdb
 import pytest
@@ -119,3 +120,91 @@ def test_the_coverage_plot(tmp_path):
                             str(EXAMPLES / "store_chain.toml"), "--plot", str(plot)])
     assert status == 0, err
     assert out.endswith(f"plot written to {plot}\n") and plot.read_bytes()[:4] == b"\x89PNG"
+
+
+# ---------------------------------------------------------------------------
+# Progress on long scans: DuckDB's own progress, polled while the engine runs, on the terminal's progress line
+
+
+class Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def generated(path: pathlib.Path, rows: int) -> pathlib.Path:
+    """``rows`` rows of (customer, branch): rows / 10 customers, 1000 branches, written by DuckDB."""
+    con = duckdb.connect(config={"threads": 2})
+    con.execute(f"copy (select 'c' || (hash(i) % {rows // 10}) as customer, (hash(i * 7 + 3) % 1000)::integer as "
+                f"branch from range({rows}) t(i)) to '{path}' (format parquet)")
+    con.close()
+    return path
+
+
+@pytest.fixture(scope="module")
+def scanned(tmp_path_factory):
+    return generated(tmp_path_factory.mktemp("scan") / "m.parquet", 200_000)
+
+
+def test_a_scan_reports_duckdbs_progress(scanned, monkeypatch):
+    """The engine's progress reaches the callback while it scans (it never did with DuckDB's tracking off:
+    query_progress was -1 throughout)."""
+    from gce.constraints import tables
+
+    monkeypatch.setattr(tables, "_POLL", 0.001)  # a 0.2 s scan, polled about every millisecond
+    calls = []
+    stats = membership_statistics(MembershipTable((str(scanned),), label="m.parquet"), 1000,
+                                  progress=lambda *args: calls.append(args))
+    assert stats.rows == 200_000
+    assert calls and {(total, message) for _, total, message in calls} == {(100, "reading m.parquet")}
+    assert all(0 <= step <= 100 for step, _, _ in calls) and max(step for step, _, _ in calls) > 0
+
+
+def test_the_command_draws_progress_on_a_terminal_only(scanned, monkeypatch):
+    from gce.constraints import tables
+
+    monkeypatch.setattr(tables, "_POLL", 0.001)
+    for extra, drawn in (([], True), (["--quiet"], False), (["--json"], False)):
+        out, err = io.StringIO(), Terminal()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            assert main(["membership", str(scanned), "--databases", "1000", *extra]) == 0
+        text = err.getvalue()
+        assert bool(text) == drawn, extra
+        if drawn:  # one updating line: carriage returns, the line, erase to its end; a newline at the end
+            assert text.startswith("\rmembership ") and text.endswith("\x1b[K\n") and text.count("\n") == 1
+            for line in text[1:-1].split("\r"):
+                assert re.fullmatch(rf"membership \d+/100 \(\d+%\) reading {re.escape(str(scanned))}\x1b\[K", line)
+        assert out.getvalue().startswith(("memberships per individual", "{"))
+    status, out, err = run(["membership", str(scanned), "--databases", "1000"])
+    assert status == 0 and err == ""  # not a terminal: nothing
+
+
+@pytest.mark.slow
+def test_a_long_scan_shows_progress_on_a_real_terminal(tmp_path):
+    """``gce membership`` on 5 x 10^6 rows in a fresh interpreter, stderr a pseudo-terminal: the progress line
+    climbs while DuckDB scans, stdout stays the table."""
+    import os
+    import pty
+    import subprocess
+    import sys
+
+    path = generated(tmp_path / "big.parquet", 5_000_000)
+    master, slave = pty.openpty()
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)}
+    child = subprocess.Popen([sys.executable, "-m", "gce", "membership", str(path), "--databases", "1000"],
+                             stdout=subprocess.PIPE, stderr=slave, env=env, cwd=ROOT)
+    os.close(slave)
+    err = b""
+    while True:
+        try:
+            chunk = os.read(master, 4096)
+        except OSError:  # the child closed its end
+            break
+        if not chunk:
+            break
+        err += chunk
+    out = child.communicate(timeout=300)[0].decode()
+    os.close(master)
+    assert child.returncode == 0
+    assert out.startswith(f"memberships per individual in {path}: ") and "5,000,000 rows" in out
+    steps = [int(s) for s in re.findall(rb"\rmembership (\d+)/100 \(\d+%\) reading ", err)]
+    assert len(steps) >= 2 and max(steps) > 0, err[:500]

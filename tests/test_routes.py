@@ -28,6 +28,7 @@ from gce.model import Invocation, Scenario, invocation_multiset
 from gce.priors.hypotheses import Explicit, Point, Uniform
 from gce.priors.routes import (
     ROUTES,
+    AllocationRoute,
     CouplingRoute,
     Decline,
     ExactRoute,
@@ -95,14 +96,17 @@ def test_every_route_declares_name_limits_exactness_and_its_decline(route):
     assert callable(route.accepts) and callable(route.run)
 
 
-#: The routes for two different priors (the identical-hypotheses row declines them quietly).
-GENERAL = tuple(route for route in ROUTES if not isinstance(route, IdenticalRoute))
+#: The routes for two different priors (the identical-hypotheses row declines them quietly; the
+#: random-allocation row takes only "none" against "exactly k" with Gaussian mechanisms, and has its own
+#: tests against quadrature in test_allocation.py).
+GENERAL = tuple(route for route in ROUTES if not isinstance(route, (IdenticalRoute, AllocationRoute)))
 
 
 def test_the_table_holds_each_route_once_exact_first_and_the_worst_pair_last():
-    assert [type(r) for r in ROUTES] == [IdenticalRoute, ExactRoute, CouplingRoute, SubsamplingRoute, WorstPairRoute]
+    assert [type(r) for r in ROUTES] == [IdenticalRoute, ExactRoute, AllocationRoute, CouplingRoute, SubsamplingRoute,
+                                         WorstPairRoute]
     assert len({r.name for r in ROUTES}) == len(ROUTES)
-    assert [r.exact for r in ROUTES] == [True, True, False, False, False]
+    assert [r.exact for r in ROUTES] == [True, True, False, False, False, False]
     assert CouplingRoute.limits["pairs"] == CouplingRoute.PAIR_LIMIT == 250_000
     assert SubsamplingRoute.limits["databases with curve-only guarantees"] == SubsamplingRoute.CURVE_LIMIT == 32
 
@@ -123,7 +127,9 @@ def test_each_accepting_route_bounds_the_brute_force_curve(seed, none_vs_any):
         # Canonical guarantees on small supports: every route answers here, the subsampling route only
         # for "none vs at least one".
         declined = {t for t, o in outcomes.items() if isinstance(o, Decline)}
-        assert declined == ({IdenticalRoute} if none_vs_any else {IdenticalRoute, SubsamplingRoute})
+        # (the random-allocation row takes "none" against "exactly k" with Gaussian mechanisms only)
+        assert declined == ({IdenticalRoute, AllocationRoute} if none_vs_any
+                            else {IdenticalRoute, AllocationRoute, SubsamplingRoute})
         for route_type, outcome in outcomes.items():
             if isinstance(outcome, Decline):
                 continue

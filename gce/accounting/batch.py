@@ -76,6 +76,8 @@ dots: tighter discrete approximations of privacy loss distributions".
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import functools
 import math
 from collections.abc import Sequence
@@ -91,9 +93,11 @@ from . import kinds
 from . import pld as _pld
 from .curves import DiscreteLossCurve, PrivacyCurve, at_or_above
 from ..errors import NumericalLimitError, UnsupportedCombinationError
-from .guarantees import Guarantee
+from .guarantees import GaussianMechanism, Guarantee
 
-__all__ = ["BatchCurve", "LowerCurve", "batch_compose", "plan", "aligned_interval", "DEFAULT_RTOL", "TAIL", "GRID_LIMIT", "clear_caches"]
+__all__ = ["BatchCurve", "LowerCurve", "LawCurve", "batch_compose", "compose_laws", "loss_law", "plan", "log_mgf_bounds",
+           "auxiliary", "auxiliary_compositions", "auxiliary_interval", "merge_gaussians", "closed_form",
+           "aligned_interval", "DEFAULT_RTOL", "TAIL", "GRID_LIMIT", "clear_caches"]
 
 #: Default requested relative width of the epsilon bracket.
 DEFAULT_RTOL = 1e-2
@@ -139,6 +143,21 @@ class _Law:
         shift = np.maximum(t * x.max(), t * x.min())
         with np.errstate(over="ignore"):
             return np.log(np.exp(t[:, None] * x[None, :] - shift[:, None]) @ mass) + shift
+
+
+@dataclass(frozen=True)
+class _GaussianLaw(_Law):
+    """A Gaussian pair's loss law on the grid (:func:`_gaussian_law`): its log-MGF bounded in closed form."""
+
+    mu: float = 0.0
+
+    def log_mgf(self, t: NDArray[np.float64], h: float) -> NDArray[np.float64]:
+        """An upper bound on log E[e^{t L}; L finite]: the loss N(mu^2 / 2, mu^2) has log-MGF
+        t mu^2 / 2 + t^2 mu^2 / 2, and the grid moves each loss by at most h (up in the upper law,
+        down in the lower one; tails raised onto the window or dropped), which multiplies e^{tL} by
+        at most e^{|t| h}. Chernoff's bounds (:func:`_window`) hold with any upper bound."""
+        mu2 = self.mu * self.mu
+        return 0.5 * t * mu2 + 0.5 * t * t * mu2 + np.abs(t) * h
 
 
 # ---------------------------------------------------------------------------
@@ -235,14 +254,133 @@ def _dense_law(dense: _dpa.DensePMF, count: int, upper: bool) -> _Law:
     return _Law(nonzero.astype(np.int64) + dense.lower, mass, count, infinite)
 
 
+def _split_coarsen(law: _Law, k: int, h: float) -> _Law:
+    """An upper law on the grid of width ``k h`` from one on width ``h``: each atom at loss L between
+    grid points A < L < B is split into A and B, the mass p e^{... } at B being p (1 - e^{A-L}) /
+    (1 - e^{A-B}) (as :func:`_point_laws`), so that both its P- and Q-mass are kept: the law is that
+    of a pair of which the original is a post-processing (merge A and B), hence dominating, and its
+    losses differ from the original's by O(k^2 h^2) on average rather than O(k h) (module doc)."""
+    if k == 1 or not law.mass.size:
+        return law
+    a = np.floor_divide(law.index, k)
+    rest = (law.index - a * k).astype(float)
+    share = np.expm1(-rest * h) / math.expm1(-k * h)  # 0 on a grid point
+    low = int(a.min())
+    mass = np.bincount(a - low, weights=law.mass * (1.0 - share), minlength=int(a.max()) - low + 2)
+    mass += np.bincount(a + 1 - low, weights=law.mass * share, minlength=mass.size)
+    keep = np.flatnonzero(mass > 0)
+    return _Law(keep.astype(np.int64) + low, mass[keep], law.count, law.infinite)
+
+
+#: Mass of a Gaussian law's loss beyond its window on each side (charged at +inf above, or dropped).
+GAUSSIAN_TAIL = 1e-22
+
+
+def _gaussian_law(mu: float, h: float, upper: bool) -> _Law:
+    """The law of a mu-GDP pair's privacy loss, N(mu^2 / 2, mu^2) (DRS22 Sec. 2.2: the loss of
+    N(mu, 1) against N(0, 1) is mu x - mu^2 / 2, x ~ N(mu, 1)), on the grid in closed form: the mass of
+    each cell (a h, (a + 1) h] at (a + 1) h (upper: raised, the mass above the window at +inf, the
+    mass below it at its lowest point) or of [a h, (a + 1) h) at a h (lower: lowered, the mass
+    outside the window dropped). Both directions alike. One copy: the merged Gaussian mechanisms
+    (:func:`merge_gaussians`) round once, h at most."""
+    mean, sd = 0.5 * mu * mu, mu
+    reach = float(-special.ndtri(GAUSSIAN_TAIL))
+    if not (mean + reach * sd) / h < GRID_LIMIT:
+        raise NumericalLimitError(f"a Gaussian loss of mu = {mu:g} spans more than {GRID_LIMIT} grid points of width {h:g}")
+    lo, hi = math.floor((mean - reach * sd) / h), math.ceil((mean + reach * sd) / h)
+    edges = (np.arange(lo, hi + 1, dtype=float) * h - mean) / sd  # cell edges, standardised
+    # Cell masses without cancellation: lower-tail differences below the mean, upper-tail ones above.
+    below = special.ndtr(edges)
+    above = special.ndtr(-edges)
+    cells = np.where(edges[1:] <= 0.0, below[1:] - below[:-1], above[:-1] - above[1:])
+    cells = np.maximum(cells, 0.0)
+    if upper:  # cell (lo + j, lo + j + 1] at index lo + j + 1; below the window onto lo + 1
+        mass = cells.copy()
+        mass[0] += below[0]
+        index = np.arange(lo + 1, hi + 1, dtype=np.int64)
+        return _GaussianLaw(index, mass, 1, min(float(above[-1]), 1.0), mu)
+    return _GaussianLaw(np.arange(lo, hi, dtype=np.int64), cells, 1, 0.0, mu)
+
+
 def _laws(guarantee: Guarantee, count: int, h: float, upper: bool) -> list[_Law]:
-    """Upper or lower laws of ``count`` copies of ``guarantee``, one per direction (one when symmetric)."""
+    """Upper or lower laws of ``count`` copies of ``guarantee``, one per direction (one when symmetric).
+
+    An upper law of a noise mechanism on a whole multiple of dp-accounting's default interval is
+    split onto it from the pmfs on that interval when they are built (:func:`_split_coarsen`: no
+    new build)."""
     source = kinds.pld_source(guarantee)
     if source is None:
         raise UnsupportedCombinationError(f"no privacy-loss distribution for {guarantee!r}")
     if source.kind == "point":
         return [_point_laws(*source.parameters, count, h)[0 if upper else 1]]
+    if closed_form(guarantee):
+        return [_gaussian_law(math.sqrt(count) * kinds.gdp_mu(guarantee), h, upper)]
+    k = _multiple(h)
+    if upper and k > 1:
+        for j in range(1, k):  # the finest interval dividing h on which the pmfs are built already
+            fine = j * _pld.DISCRETIZATION
+            if k % j == 0 and _pld.build_seconds(guarantee, fine) == 0.0:
+                return [_split_coarsen(_dense_law(d, count, True), k // j, fine)
+                        for d in _noise_pmfs(guarantee, fine, True)]
     return [_dense_law(d, count, upper) for d in _noise_pmfs(guarantee, h, upper)]
+
+
+def closed_form(guarantee: Guarantee) -> bool:
+    """Whether the laws of ``guarantee`` are built here in closed form (:func:`_gaussian_law`: a Gaussian
+    mechanism or GDP, not subsampled), not by dp-accounting."""
+    noise = kinds.pld_noise(guarantee)
+    return noise is not None and noise[0] == "gaussian" and noise[3] == 1.0 and kinds.gdp_mu(guarantee) is not None
+
+
+def _multiple(h: float) -> int:
+    """k when ``h`` is k > 1 times dp-accounting's default interval (to round-off), else 1."""
+    k = round(h / _pld.DISCRETIZATION)
+    return k if k > 1 and math.isclose(k * _pld.DISCRETIZATION, h, rel_tol=1e-9) else 1
+
+
+def log_mgf_bounds(guarantee: Guarantee, t: NDArray[np.float64]) -> tuple[NDArray[np.float64], float]:
+    """(log E[e^{t L}; L finite], P(L = inf)) of one invocation's upper law, the larger of its directions.
+
+    The upper law (a dominating pair's loss, rounded up to the interval of
+    the noise mechanisms' pmfs, then split onto a grid :data:`MGF_COARSENING`
+    times coarser: the law of a dominating pair still) bounds the
+    mechanism's moment-generating function at every t > 0, and every
+    composition of such laws is bounded through them by Chernoff: the
+    moment-generating function of a sum of independent losses is the
+    product (the Renyi bound of :mod:`gce.solvers.mixed`). For a noise
+    mechanism it reuses the pmfs the composition builds (cached).
+    """
+    t = np.asarray(t, dtype=float)
+    source = kinds.pld_source(guarantee)
+    if source is None:
+        raise UnsupportedCombinationError(f"no privacy-loss distribution for {guarantee!r}")
+    h = _summary_interval(guarantee)
+    laws = _laws(guarantee, 1, h, True)
+    return np.max([law.log_mgf(t, h) for law in laws], axis=0), max(law.infinite for law in laws)
+
+
+def _summary_interval(guarantee: Guarantee) -> float:
+    """The grid of the laws that summarise a guarantee (:func:`log_mgf_bounds`, :func:`_coarsening`):
+    split 4 times coarser from the default interval when built there (already, cheaply, or as Laplace
+    noise, whose pessimistic pmfs on a coarse interval are far above the mechanism), else built
+    :data:`MGF_COARSENING` times coarser (Gaussian noise: dp-accounting connects the dots, O(h^2))."""
+    fine = _pld.DISCRETIZATION
+    noise = kinds.pld_noise(guarantee)
+    if noise is None:
+        return fine
+    if noise[0] != "gaussian" or _pld.build_seconds(guarantee, fine) <= MGF_FINE_SECONDS:
+        _noise_pmfs(guarantee, fine, True)
+        return 4 * fine
+    return MGF_COARSENING * fine
+
+
+#: Intervals of dp-accounting's default width per grid point of the laws :func:`log_mgf_bounds` and
+#: :func:`_coarsening` read: pessimistic pmfs there cost a sixteenth of those on the default interval
+#: (dp-accounting's connect-the-dots pmfs: their error is O(h^2) per copy, as the split's).
+MGF_COARSENING = 16
+#: Largest estimated build on the default interval that :func:`log_mgf_bounds` makes rather than a coarser
+#: one (a Laplace mechanism's pmf: a few thousand points).
+MGF_FINE_SECONDS = 0.02
 
 
 # ---------------------------------------------------------------------------
@@ -306,9 +444,39 @@ def aligned_interval(ms: Sequence[tuple[Guarantee, int]], rtol: float = DEFAULT_
     return _pld.DISCRETIZATION / max(1, math.ceil(_pld.DISCRETIZATION / h * (1.0 - 1e-12)))
 
 
+#: Whether compositions may take a grid coarser than dp-accounting's interval (:func:`auxiliary`).
+_AUXILIARY: contextvars.ContextVar[bool] = contextvars.ContextVar("gce_batch_auxiliary", default=False)
+
+
+@contextlib.contextmanager
+def auxiliary():
+    """Within it, batch compositions of noise mechanisms are *auxiliary*: bounds that only have to be
+    within :data:`COARSENING_SHARE` of the requested accuracy (a witness's rival, a baseline), not as
+    tight as dp-accounting on its own interval, so their grid may be coarser (:func:`_coarsening`:
+    at most :data:`GRID_TARGET` points where the total is wide).
+
+    >>> with auxiliary():
+    ...     auxiliary_compositions()
+    True
+    >>> auxiliary_compositions()
+    False
+    """
+    token = _AUXILIARY.set(True)
+    try:
+        yield
+    finally:
+        _AUXILIARY.reset(token)
+
+
+def auxiliary_compositions() -> bool:
+    """Whether compositions made now are auxiliary (:func:`auxiliary`)."""
+    return _AUXILIARY.get()
+
+
 @functools.lru_cache(maxsize=32)
-def plan(ms: tuple[tuple[Guarantee, int], ...], rtol: float = DEFAULT_RTOL, interval: float | None = None) -> Plan:
-    """The grid and laws of a composition.
+def plan(ms: tuple[tuple[Guarantee, int], ...], rtol: float = DEFAULT_RTOL, interval: float | None = None,
+         coarsen: bool = False) -> Plan:
+    """The grid and laws of a composition; ``coarsen``: an auxiliary one (:func:`auxiliary`).
 
     Raises
     ------
@@ -319,8 +487,97 @@ def plan(ms: tuple[tuple[Guarantee, int], ...], rtol: float = DEFAULT_RTOL, inte
         dp-accounting cannot build a pmf, or a loss lies beyond the grid's integer range.
     """
     h = float(interval) if interval is not None else _interval(ms, rtol)
-    ms = tuple((g, int(n)) for g, n in ms if n > 0)
+    ms = merge_gaussians(tuple((g, int(n)) for g, n in ms if n > 0))
+    if coarsen and h == _pld.DISCRETIZATION:  # noise mechanisms' pmfs: a coarser grid where the total is wide
+        h *= _coarsening(ms, h, rtol)
     return Plan(ms, h, _directions([_laws(g, n, h, True) for g, n in ms]))
+
+
+#: Grid points a composition of noise mechanisms aims at (:func:`_coarsening`): a transform of 2^17
+#: points takes about 2 ms, one of dp-accounting's default interval over a wide total 50 times more.
+GRID_TARGET = 2**17
+#: Share of the requested bracket width that the coarser grid's own error may take.
+COARSENING_SHARE = 0.1
+
+
+def auxiliary_interval(ms: tuple[tuple[Guarantee, int], ...], rtol: float = DEFAULT_RTOL) -> float:
+    """The grid width of an auxiliary composition of noise mechanisms (:func:`auxiliary`)."""
+    try:
+        return _pld.DISCRETIZATION * _coarsening(merge_gaussians(tuple(ms)), _pld.DISCRETIZATION, rtol)
+    except (NumericalLimitError, UnsupportedCombinationError):
+        return _pld.DISCRETIZATION
+
+
+def _coarsening(ms: tuple[tuple[Guarantee, int], ...], h: float, rtol: float) -> int:
+    """How many intervals of dp-accounting's default width one grid point of a composition may span.
+
+    The total's window is about (2 sqrt(2 log(1 / TAIL)) + 4) standard deviations wide; a grid of
+    :data:`GRID_TARGET` points over it asks for k = width / (GRID_TARGET h). Splitting an atom onto a
+    grid of width w raises the mean loss by at most w^2 / 8 (the split of a loss L in [A, A + w]
+    moves P-mass s = (1 - e^{A-L}) / (1 - e^{-w}) to A + w, so the mean moves by s w - (L - A) <=
+    w^2 / 8 + O(w^3)), so the accuracy allows w^2 / 8 per split copy up to
+    :data:`COARSENING_SHARE` of ``rtol`` times the scale of epsilon (mean plus three standard
+    deviations); a closed-form Gaussian law is one copy rounded once (at most w). k is the smaller
+    of the two, at least 1. The moments: the closed forms of Gaussian and canonical laws, and the
+    pmfs on the default interval of the others (built once, shared with the composition).
+    """
+    directions: list[list[tuple[float, float]]] = [[], []]  # per direction: (mean, variance) per guarantee
+    copies, dense = 0, False
+    for g, n in ms:
+        if closed_form(g):
+            mu2 = n * kinds.gdp_mu(g) ** 2
+            parts, dense = [(0.5 * mu2, mu2)], True
+        elif kinds.pld_source(g) is None:
+            raise UnsupportedCombinationError(f"no privacy-loss distribution for {g!r}")
+        elif kinds.pld_source(g).kind == "point":
+            m, v = _point_moments(kinds.pld_source(g).parameters[0])
+            parts = [(n * m, n * v)]
+            copies += n
+        else:
+            coarse = _summary_interval(g)
+            parts = [_moments([law], coarse) for law in _laws(g, n, coarse, True)]
+            copies += n
+            dense = True
+        for d in range(2):
+            directions[d].append(parts[min(d, len(parts) - 1)])
+    if not dense:
+        return 1
+    worst = 1
+    for parts in directions:
+        mean, var = sum(p[0] for p in parts), sum(p[1] for p in parts)
+        sd = math.sqrt(max(var, 0.0))
+        width = 2.0 * (math.sqrt(2.0 * math.log(1.0 / TAIL)) + 2.0) * sd
+        k_grid = math.ceil(width / (GRID_TARGET * h))
+        scale = max(mean + 3.0 * sd, 1e-3)
+        budget = COARSENING_SHARE * rtol * scale
+        w_max = min(math.sqrt(8.0 * budget / copies) if copies else math.inf, budget)
+        worst = max(worst, min(k_grid, int(w_max / h)))
+    return 1 << (max(worst, 1).bit_length() - 1)  # a power of 2: compositions of one solve share builds
+
+
+def merge_gaussians(ms: tuple[tuple[Guarantee, int], ...]) -> tuple[tuple[Guarantee, int], ...]:
+    """The multiset with its Gaussian mechanisms (not subsampled; GDP alike) replaced by one Gaussian
+    mechanism of mu = sqrt(sum n mu_i^2): exactly their composition (DRS22 Cor. 3.3: the loss of
+    each is normal, N(mu_i^2 / 2, mu_i^2), and a sum of independent normals is normal), so one law
+    on the grid instead of one per mechanism.
+
+    >>> merge_gaussians(((GaussianMechanism(1.0), 3), (GaussianMechanism(2.0, 2.0), 1)))
+    ((GaussianMechanism(sigma=0.5, sensitivity=1.0), 1),)
+    """
+    gaussian, rest = [], []
+    for g, n in ms:
+        if closed_form(g) and kinds.gdp_mu(g) > 0:
+            mu = kinds.gdp_mu(g)
+            if not mu < 1e100:
+                raise NumericalLimitError(f"a Gaussian mechanism of mu = {mu:g} is beyond the grid")
+            gaussian.append((mu, n))
+        else:
+            rest.append((g, n))
+    if len(gaussian) <= 1 and all(n == 1 for _, n in gaussian):
+        return ms
+    top = max(mu for mu, _ in gaussian)  # scaled, so that tiny mu do not underflow to 0
+    mu = top * math.sqrt(math.fsum(n * (m / top) ** 2 for m, n in gaussian))
+    return tuple(rest) + ((GaussianMechanism(1.0 / mu), 1),)
 
 
 # ---------------------------------------------------------------------------
@@ -613,9 +870,9 @@ class BatchCurve(PrivacyCurve):
     True
     """
 
-    def __init__(self, guarantees, rtol: float = DEFAULT_RTOL, interval: float | None = None):
+    def __init__(self, guarantees, rtol: float = DEFAULT_RTOL, interval: float | None = None, coarsen: bool = False):
         self.guarantees = _multiset(guarantees)
-        self.plan = plan(self.guarantees, float(rtol), interval)
+        self.plan = plan(self.guarantees, float(rtol), interval, bool(coarsen))
         self.interval = self.plan.interval
         self._parts = tuple(_compose(laws, self.interval) for laws in self.plan.upper)
         self._slack = max(p.tail_above + p.round_off for p in self._parts)
@@ -637,8 +894,8 @@ class BatchCurve(PrivacyCurve):
         laws cost one transform)."""
         if self._lower is not None:
             return 0.0
-        return sum(_pld.build_seconds(g, self.interval, pessimistic=False) for g, _ in self.guarantees
-                   if (g, self.interval) not in _OPTIMISTIC_BUILT)
+        return sum(_pld.build_seconds(g, self.interval, pessimistic=False) for g, _ in self.plan.guarantees
+                   if (g, self.interval) not in _OPTIMISTIC_BUILT and not closed_form(g))
 
     @property
     def lower(self) -> LowerCurve:
@@ -687,3 +944,79 @@ def batch_compose(guarantees, rtol: float = DEFAULT_RTOL, interval: float | None
         The grid width itself, overriding ``rtol``.
     """
     return BatchCurve(guarantees, rtol, interval)
+
+
+# ---------------------------------------------------------------------------
+# Laws given as (loss, mass) pairs (random allocation, :mod:`gce.priors.allocation`)
+
+
+def loss_law(loss, mass, count: int, h: float, *, upper: bool, infinite: float = 0.0) -> _Law:
+    """``count`` copies of a discrete privacy-loss law (finite ``loss`` values with their masses under the
+    direction's first measure, plus ``infinite`` at +inf) on the grid ``{i h}``.
+
+    Upper: each atom split between its two grid neighbours keeping both measures' masses (the module doc's
+    split: the given pair is a post-processing of the split one). Lower: each atom rounded down. Losses
+    below the grid's integer range are rounded onto its lowest point (up: safe above; down: dropped below).
+    """
+    loss = np.asarray(loss, dtype=float)
+    mass = np.asarray(mass, dtype=float)
+    keep = (mass > 0) & np.isfinite(loss)
+    extra = float(mass[(mass > 0) & (loss == np.inf)].sum())
+    loss, mass = loss[keep], mass[keep]
+    floor = -_INDEX_LIMIT // 4
+    if upper:
+        b = np.ceil(loss / h)
+        b = np.where(b * h < loss, b + 1.0, b)
+        a = b - 1.0
+        share = np.clip(-np.expm1(a * h - loss) / -math.expm1(-h), 0.0, 1.0)
+        index = np.concatenate((a, b))
+        weights = np.concatenate((mass * (1.0 - share), mass * share))
+        index = np.maximum(index, floor)
+    else:
+        index = np.floor(loss / h)
+        index = np.where(index * h > loss, index - 1.0, index)
+        weights = mass
+        weights = np.where(index >= floor, weights, 0.0)
+        index = np.maximum(index, floor)
+    if np.any(np.abs(index) >= _INDEX_LIMIT):
+        raise NumericalLimitError(f"a privacy loss beyond {_INDEX_LIMIT} grid points of width {h}")
+    index = index.astype(np.int64)
+    if index.size:
+        lo = int(index.min())
+        summed = np.bincount(index - lo, weights=weights)
+        nonzero = np.flatnonzero(summed > 0)
+        index, weights = nonzero.astype(np.int64) + lo, summed[nonzero]
+    else:
+        index, weights = np.zeros(0, np.int64), np.zeros(0)
+    infinite = min(float(infinite) + extra if upper else float(infinite), 1.0)
+    return _Law(index, weights, int(count), infinite)
+
+
+class LawCurve(BatchCurve):
+    """:class:`BatchCurve` of laws given directly (:func:`loss_law`), per direction: the upper curve from
+    ``upper`` and the certified lower curve (:attr:`lower`) from ``lower`` (lists of laws, one list per
+    direction)."""
+
+    def __init__(self, upper: Sequence[Sequence[_Law]], lower: Sequence[Sequence[_Law]], interval: float):
+        self.guarantees = ()
+        self.interval = float(interval)
+        self._lower_laws = tuple(tuple(laws) for laws in lower)
+        self._parts = tuple(_compose(laws, self.interval) for laws in upper)
+        self._slack = max(p.tail_above + p.round_off for p in self._parts)
+        self._floor = max(p.curve.delta_floor for p in self._parts)
+        self.delta_floor = min(self._safe(np.array([self._floor]))[0], 1.0)
+        self._lower = None
+
+    def lower_seconds(self) -> float:
+        return 0.0
+
+    @property
+    def lower(self) -> LowerCurve:
+        if self._lower is None:
+            self._lower = LowerCurve([_compose(laws, self.interval) for laws in self._lower_laws])
+        return self._lower
+
+
+def compose_laws(upper: Sequence[Sequence[_Law]], lower: Sequence[Sequence[_Law]], interval: float) -> LawCurve:
+    """Compose given laws on one grid (:class:`LawCurve`)."""
+    return LawCurve(upper, lower, interval)

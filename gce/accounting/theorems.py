@@ -479,15 +479,16 @@ class BatchComposition(_OneTraversal):
         if not noise and len({s.parameters for s in sources}) < BATCH_MIN_POINTS:
             return None
         interval = _batch.aligned_interval(ms)
+        coarsen = _batch.auxiliary_compositions()
         try:
-            _batch.plan(ms, _batch.DEFAULT_RTOL, interval)
+            _batch.plan(ms, _batch.DEFAULT_RTOL, interval, coarsen)
         except (NumericalLimitError, UnsupportedCombinationError):
             return None
-        return ms, interval
+        return ms, interval, coarsen
 
     def _curve(self, inputs) -> PrivacyCurve:
-        ms, interval = inputs
-        return _batch.BatchCurve(ms, _batch.DEFAULT_RTOL, interval)
+        ms, interval, coarsen = inputs
+        return _batch.BatchCurve(ms, _batch.DEFAULT_RTOL, interval, coarsen)
 
 
 #: Every theorem, exact ones first (the selector stops at an exact one).
@@ -672,13 +673,26 @@ COSTLY_ROWS = frozenset({"pld", "batch"})
 COARSEST_FALLBACK = 0.05
 
 
+#: Seconds the batch engine's transforms take per noise mechanism of a composition (both directions, a
+#: grid of about batch.GRID_TARGET points), measured on 2 shared cores.
+TRANSFORM_SECONDS = 0.01
+
+
 def composition_seconds(guarantees, interval: float = _pld.DISCRETIZATION) -> float:
     """An estimate of the seconds :func:`compose` takes (at grid ``interval``): dp-accounting's builds
     of the noise mechanisms' distributions not built yet (:func:`gce.accounting.pld.build_seconds`),
     which dominate; 0 when an exact row answers (closed forms and enumeration, cheap) or no noise
     mechanism is left to build."""
     ms = as_multiset(guarantees)
-    cost = sum(_pld.build_seconds(g, interval) for g, _ in ms)
+    # Gaussian mechanisms are one law together (batch.merge_gaussians); a pmf built on the default
+    # interval is split onto a coarser one, not built again (batch._laws).
+    merged = _batch.merge_gaussians(tuple(ms))
+    if interval == _pld.DISCRETIZATION and _batch.auxiliary_compositions():
+        interval = _batch.auxiliary_interval(merged)  # the grid an auxiliary composition takes
+    cost = sum(0.0 if _pld.build_seconds(g) == 0.0 or _batch.closed_form(g) else _pld.build_seconds(g, interval)
+               for g, _ in merged)
+    noise = sum(1 for g, _ in merged if kinds.pld_noise(g) is not None)
+    cost += TRANSFORM_SECONDS * noise if len(ms) > 1 else 0.0
     if cost == 0.0:
         return 0.0
     for theorem in THEOREMS:

@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..errors import InvalidParameterError
+from ..validation import is_integer
 from .data import DatabaseIds, MembershipEstimate, _Resolver
 from .kinds import AtMost, Patterns
 
@@ -189,6 +190,70 @@ class MembershipStatistics:
     source: str
     patterns: tuple[tuple[frozenset[int], int], ...] | None = None
 
+    def __post_init__(self) -> None:
+        if not is_integer(self.n) or self.n < 1:
+            raise InvalidParameterError("databases", f"must be an integer >= 1, got {self.n!r}")
+        if not isinstance(self.histogram, dict) or not self.histogram:
+            raise InvalidParameterError("histogram", f"must be a non-empty mapping {{databases: individuals}}, "
+                                                     f"got {_shown(self.histogram)}")
+        for c, k in self.histogram.items():
+            if not (is_integer(c) and 1 <= c <= self.n and is_integer(k) and k >= 1):
+                raise InvalidParameterError("histogram", f"needs databases in 1..{self.n} and individuals >= 1, "
+                                                         f"got {c!r}: {k!r}")
+        object.__setattr__(self, "histogram", {int(c): int(self.histogram[c]) for c in sorted(self.histogram)})
+        if not is_integer(self.rows) or self.rows < self.memberships:
+            raise InvalidParameterError("rows", f"must be an integer >= the {self.memberships:,} distinct "
+                                                f"(individual, database) pairs, got {self.rows!r}")
+        if not isinstance(self.source, str):
+            raise InvalidParameterError("source", f"must be a string, got {self.source!r}")
+        if self.patterns is not None:
+            self._check_patterns()
+
+    def _check_patterns(self) -> None:
+        sizes: dict[int, int] = {}
+        for entry in self.patterns:
+            pattern, k = entry if isinstance(entry, tuple) and len(entry) == 2 else (None, None)
+            if not (isinstance(pattern, frozenset) and pattern and all(is_integer(i) and 0 <= i < self.n
+                                                                       for i in pattern)
+                    and is_integer(k) and k >= 1):
+                raise InvalidParameterError("patterns", f"each must be (a non-empty set of indices in "
+                                                        f"0..{self.n - 1}, individuals >= 1), got {_shown(entry)}")
+            sizes[len(pattern)] = sizes.get(len(pattern), 0) + k
+        if len({p for p, _ in self.patterns}) != len(self.patterns):
+            raise InvalidParameterError("patterns", "lists a membership set twice")
+        if sizes != self.histogram:
+            raise InvalidParameterError("patterns", f"count {dict(sorted(sizes.items()))} individuals by set size, "
+                                                    f"the histogram {self.histogram}")
+
+    @classmethod
+    def from_dict(cls, data: Any) -> "MembershipStatistics":
+        """The statistics from their JSON form (:meth:`to_dict`): computed on one machine (a Spark cluster,
+        :mod:`gce.constraints.spark`), used on another.
+
+        >>> stats = MembershipStatistics({1: 2, 2: 1}, 5, 3, "logs", ((frozenset({2}), 2), (frozenset({0, 1}), 1)))
+        >>> MembershipStatistics.from_dict(stats.to_dict()) == stats
+        True
+        """
+        if not isinstance(data, dict):
+            raise InvalidParameterError("statistics", f"must be a JSON object, got {_shown(data)}")
+        for key in ("source", "rows", "databases", "histogram"):
+            if key not in data:
+                raise InvalidParameterError(key, "is missing from the statistics")
+        try:
+            histogram = {entry["databases"]: entry["individuals"] for entry in data["histogram"]}
+            patterns = None if data.get("patterns") is None else tuple(
+                (frozenset(entry["set"]), entry["individuals"]) for entry in data["patterns"])
+        except (TypeError, KeyError):
+            raise InvalidParameterError("histogram", "entries must be {databases, individuals} (patterns: "
+                                                     "{set, individuals})") from None
+        if len(histogram) != len(data["histogram"]):
+            raise InvalidParameterError("histogram", "lists a number of databases twice")
+        stats = cls(histogram, data["rows"], data["databases"], data["source"], patterns)
+        for key in ("individuals", "memberships"):
+            if key in data and data[key] != getattr(stats, key):
+                raise InvalidParameterError(key, f"is {data[key]!r}, but the histogram gives {getattr(stats, key)}")
+        return stats
+
     @property
     def individuals(self) -> int:
         return sum(self.histogram.values())
@@ -244,7 +309,9 @@ def _connect(table: MembershipTable) -> duckdb.DuckDBPyConnection:
     """An in-memory engine; a DuckDB database file is attached read-only and used."""
     config = {"threads": ENGINE_THREADS, "memory_limit": ENGINE_MEMORY}
     con = _duckdb().connect(":memory:", config=config)
-    con.execute("set enable_progress_bar = false")
+    # progress is tracked (for query_progress, polled by _Watch) but never printed by DuckDB itself
+    con.execute("set enable_progress_bar = true")
+    con.execute("set enable_progress_bar_print = false")
     if table.format == "database" and not _is_sqlite(table.database):
         try:
             con.execute(f"attach {_literal(table.database)} as source (read_only)")
@@ -381,14 +448,30 @@ def _insert(con: duckdb.DuckDBPyConnection, individual: np.ndarray, database: np
     con.execute("insert into sqlite_rows select individual, database from frame")
 
 
-def _ids(con: duckdb.DuckDBPyConnection, resolve: _Resolver) -> None:
-    """The table ``ids(id, num, idx)``: each database id as text, as an integer when it is one, its index."""
+def id_columns(resolve: _Resolver) -> tuple[list[str], list[int | None], list[int]]:
+    """The ids table's columns ``(id, num, idx)``: each database id as text, as an integer when it is one
+    (else None), and its index; what DuckDB and Spark (:mod:`gce.constraints.spark`) join the rows to."""
     keys = [str(k) for k in resolve.by_id]
     nums = [int(k) if k.lstrip("-").isdigit() and str(int(k)) == k else None for k in keys]
+    return keys, nums, [int(i) for i in resolve.by_id.values()]
+
+
+def rows_sql(raw: str, ids: str, integer: bool) -> str:
+    """``rows(individual, database, origin, idx)``: the relation ``raw`` with each row's database index from
+    ``ids`` (null: unknown); an ``integer`` database column is matched by value, any other by its trimmed text.
+    DuckDB and Spark SQL both run it."""
+    on = f"{raw}.database = {ids}.num" if integer else f"trim(cast({raw}.database as string)) = {ids}.id"
+    return (f"select {raw}.individual, {raw}.database, {raw}.origin, {ids}.idx "
+            f"from {raw} left join {ids} on {on}")
+
+
+def _ids(con: duckdb.DuckDBPyConnection, resolve: _Resolver) -> None:
+    """The table ``ids(id, num, idx)`` (:func:`id_columns`)."""
+    keys, nums, indices = id_columns(resolve)
     frame = {"id": np.array(keys, dtype=object),  # noqa: F841 - read by DuckDB by its name
              "num": np.array([-1 if v is None else v for v in nums], dtype=np.int64),
              "has": np.array([v is not None for v in nums]),
-             "idx": np.array(list(resolve.by_id.values()), dtype=np.int64)}
+             "idx": np.array(indices, dtype=np.int64)}
     con.execute("create temp table ids as select id, case when has then num end as num, idx::integer as idx "
                 "from frame")
 
@@ -410,9 +493,7 @@ def _rows_view(con: duckdb.DuckDBPyConnection, table: MembershipTable, databases
     kind = con.execute("select typeof(database) from raw limit 1").fetchall()
     integer = bool(kind) and kind[0][0] in ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "UTINYINT", "USMALLINT",
                                             "UINTEGER", "UBIGINT", "HUGEINT")
-    on = "raw.database = ids.num" if integer else "trim(cast(raw.database as varchar)) = ids.id"
-    con.execute(f"create temp view rows as select raw.individual, raw.database, raw.origin, ids.idx "
-                f"from raw left join ids on {on}")
+    con.execute(f"create temp view rows as {rows_sql('raw', 'ids', integer)}")
     return resolve
 
 
@@ -421,22 +502,69 @@ def _where(table: MembershipTable, origin: str) -> str:
     return f"{table.name} ({origin})" if len(table.files) > 1 else table.name
 
 
-def _check_rows(con: duckdb.DuckDBPyConnection, table: MembershipTable, resolve: _Resolver,
-                missing: int, unknown: int) -> None:
-    """Raise the error for the first row with no individual, or an unknown or missing database."""
+def _check_rows(run: Callable[[str], list[tuple]], rows: str, where: Callable[[object], str],
+                resolve: _Resolver, missing: int, unknown: int) -> None:
+    """Raise the error for the first row of ``rows`` with no individual, or an unknown or missing database;
+    ``run`` runs a query (DuckDB or Spark SQL), ``where`` names the table from a row's origin."""
     if missing:
-        origin, database = con.execute("select origin, database from rows where individual is null "
-                                       "limit 1").fetchone()
-        raise InvalidParameterError(_where(table, origin), f"{missing:,} row(s) have no individual id (one with database "
+        origin, database = run(f"select origin, database from {rows} where individual is null limit 1")[0]
+        raise InvalidParameterError(where(origin), f"{missing:,} row(s) have no individual id (one with database "
                                     f"{_shown(database)})")
     if unknown:
-        origin, individual, database = con.execute("select origin, individual, database from rows where idx is "
-                                                   "null limit 1").fetchone()
-        where = _where(table, origin)
+        origin, individual, database = run(f"select origin, individual, database from {rows} where idx is null "
+                                           f"limit 1")[0]
         what = "no database id" if database is None else f"unknown database {_shown(database)}"
-        raise InvalidParameterError(where, f"{unknown:,} row(s) have an unknown or missing database; one has "
-                                           f"{what} (individual {_shown(individual)}; known ids: "
-                                           f"{resolve.known()})")
+        raise InvalidParameterError(where(origin), f"{unknown:,} row(s) have an unknown or missing database; one "
+                                                   f"has {what} (individual {_shown(individual)}; known ids: "
+                                                   f"{resolve.known()})")
+
+
+# ---------------------------------------------------------------------------
+# The statistics in SQL that DuckDB and Spark SQL both run (gce.constraints.spark is the other engine)
+
+
+def per_individual_sql(rows: str, patterns: bool) -> str:
+    """One row per individual of ``rows(individual, database, origin, idx)``.
+
+    Columns: ``missing`` (the individual is null), ``n_rows`` (its rows, duplicates included), ``unknown``
+    (its rows with no database index), ``c`` (its distinct known databases) and, when ``patterns``, ``pattern``
+    (those databases' indices, ascending). Duplicated rows count once in ``c`` and ``pattern``.
+    """
+    pattern = ", array_sort(array_agg(idx) filter (where idx is not null)) as pattern" if patterns else ""
+    return f"""
+        with pairs as (select individual, idx, count(*) as n from {rows} group by individual, idx)
+        select individual is null as missing, cast(sum(n) as bigint) as n_rows,
+               cast(coalesce(sum(n) filter (where idx is null), 0) as bigint) as unknown,
+               cast(count(idx) as bigint) as c{pattern}
+        from pairs group by individual"""
+
+
+def statistics_from_sql(run: Callable[[str], list[tuple]], rows: str, per: str, *, name: str,
+                        where: Callable[[object], str], resolve: _Resolver, patterns: bool,
+                        max_patterns: int) -> MembershipStatistics:
+    """The statistics from the relation ``per`` (:func:`per_individual_sql` of ``rows``), by queries ``run``
+    returns the rows of (DuckDB or Spark SQL): one pass for the counts and the histogram, the patterns
+    (capped at ``max_patterns``) when asked; the errors of :func:`membership_statistics`."""
+    summary = run(f"select missing, c, cast(count(*) as bigint), cast(sum(n_rows) as bigint), "
+                  f"cast(sum(unknown) as bigint) from {per} group by missing, c")
+    rows_read = sum(int(r[3]) for r in summary)
+    missing = sum(int(r[3]) for r in summary if r[0])
+    unknown = sum(int(r[4]) for r in summary)
+    _check_rows(run, rows, where, resolve, missing, unknown)
+    if rows_read == 0:
+        raise InvalidParameterError(name, "has no membership rows: there is nothing to estimate from")
+    histogram = {int(c): int(k) for _, c, k, _, _ in sorted(summary, key=lambda r: r[1])}
+    observed = None
+    if patterns:
+        found = run(f"select pattern, cast(count(*) as bigint) from {per} group by pattern limit {max_patterns + 1}")
+        if len(found) > max_patterns:
+            count = run(f"select cast(count(distinct pattern) as bigint) from {per}")[0][0]
+            raise InvalidParameterError(name, f"has {count:,} distinct membership sets, more than "
+                                              f"{max_patterns:,}; patterns = true would list them all: use "
+                                              f"at_most alone")
+        observed = tuple(sorted(((frozenset(int(i) for i in p), int(k)) for p, k in found),
+                                key=lambda x: (len(x[0]), sorted(x[0]))))
+    return MembershipStatistics(histogram, rows_read, resolve.n, name, observed)
 
 
 def membership_statistics(table: MembershipTable, databases: DatabaseIds, *, patterns: bool = False,
@@ -471,39 +599,20 @@ def membership_statistics(table: MembershipTable, databases: DatabaseIds, *, pat
     """
     if not isinstance(patterns, bool):
         raise InvalidParameterError("patterns", f"must be True or False, got {patterns!r}")
+    if not is_integer(max_patterns) or max_patterns < 1:
+        raise InvalidParameterError("max_patterns", f"must be an integer >= 1, got {max_patterns!r}")
     con = _connect(table)
     try:
         resolve = _rows_view(con, table, databases)
-        pattern_column = ", list_sort(list(idx) filter (where idx is not null)) as pattern" if patterns else ""
         with _Watch(con, progress, f"reading {table.name}"):
-            con.execute(f"""
-                create temp table per as
-                with pairs as (select individual, idx, count(*) as n from rows group by individual, idx)
-                select individual is null as missing, sum(n)::bigint as n_rows,
-                       coalesce(sum(n) filter (where idx is null), 0)::bigint as unknown,
-                       count(idx)::bigint as c {pattern_column}
-                from pairs group by individual""")
-        rows, missing, unknown = con.execute("select coalesce(sum(n_rows), 0)::bigint, "
-                                             "coalesce(sum(n_rows) filter (where missing), 0)::bigint, "
-                                             "coalesce(sum(unknown), 0)::bigint from per").fetchone()
-        _check_rows(con, table, resolve, missing, unknown)
-        if rows == 0:
-            raise InvalidParameterError(table.name, "has no membership rows: there is nothing to estimate from")
-        histogram = dict(con.execute("select c, count(*) from per group by c order by c").fetchall())
-        observed = None
-        if patterns:
-            count = con.execute("select count(distinct pattern) from per").fetchone()[0]
-            if count > max_patterns:
-                raise InvalidParameterError(table.name, f"has {count:,} distinct membership sets, more than "
-                                                        f"{max_patterns:,}; patterns = true would list them all: "
-                                                        f"use at_most alone")
-            found = con.execute("select pattern, count(*) from per group by pattern").fetchall()
-            observed = tuple(sorted(((frozenset(p), k) for p, k in found), key=lambda x: (len(x[0]), sorted(x[0]))))
+            con.execute(f"create temp table per as {per_individual_sql('rows', patterns)}")
+        return statistics_from_sql(lambda sql: con.execute(sql).fetchall(), "rows", "per", name=table.name,
+                                   where=lambda origin: _where(table, origin), resolve=resolve,
+                                   patterns=patterns, max_patterns=max_patterns)
     except _duckdb().Error as error:
         raise _engine_error(table, error) from None
     finally:
         con.close()
-    return MembershipStatistics(histogram, rows, resolve.n, table.name, observed)
 
 
 def _is_sqlite(path: str) -> bool:
@@ -549,8 +658,6 @@ def truncate_membership(table: MembershipTable, databases: DatabaseIds, m: int, 
     the columns ``individual`` and ``database`` as read. The share of memberships kept is exactly
     :meth:`MembershipStatistics.kept` at ``m``.
     """
-    from ..validation import is_integer
-
     if not is_integer(m) or m < 1:
         raise InvalidParameterError("m", f"must be an integer >= 1, got {m!r}")
     if not is_integer(seed) or not 0 <= seed < 2**63:
@@ -564,7 +671,8 @@ def truncate_membership(table: MembershipTable, databases: DatabaseIds, m: int, 
         resolve = _rows_view(con, table, databases, writes=True)
         missing, unknown = con.execute("select count(*) filter (where individual is null), "
                                        "count(*) filter (where idx is null) from rows").fetchone()
-        _check_rows(con, table, resolve, missing, unknown)
+        _check_rows(lambda sql: con.execute(sql).fetchall(), "rows", lambda origin: _where(table, origin), resolve,
+                    missing, unknown)
         with _Watch(con, progress, f"truncating {table.name}"):
             con.execute(f"""
                 create temp table chosen as

@@ -15,6 +15,8 @@ decline into the report's notes. Adding a route is adding a row.
 * :class:`CouplingRoute`: the best coupling of h0 and h1, joint convexity
   (:class:`gce.priors.coupling.CouplingCurve`; DESIGN.md's sound replacement of
   001's averaging formula);
+* :class:`AllocationRoute`: "in none" against "in exactly k", Gaussian mechanisms (random allocation:
+  :func:`gce.priors.allocation.allocation_curve`, a certified bracket);
 * :class:`SubsamplingRoute`: "none vs at least one" as amplification by
   subsampling (:class:`gce.priors.subsampling.SubsamplingCurve`; 001 Thm. 3 in
   the convexity form);
@@ -39,6 +41,8 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import TYPE_CHECKING, ClassVar
 
+import numpy as np
+
 from ..accounting.curves import PrivacyCurve
 from ..accounting import kinds
 from ..accounting.theorems import compose
@@ -49,12 +53,13 @@ from .coupling import CouplingCurve
 from .distributions import Distribution
 from .hypotheses import SUPPORT_LIMIT, Point, Uniform
 from .subsampling import SubsamplingCurve
+from . import allocation as allocation_module
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..report import Report
 
 __all__ = ["Route", "Decline", "RouteAnswer", "RouteContext", "WorstPair", "IdenticalRoute", "ExactRoute", "CouplingRoute",
-           "SubsamplingRoute", "WorstPairRoute", "ROUTES", "attempt", "none_vs_any"]
+           "AllocationRoute", "SubsamplingRoute", "WorstPairRoute", "ROUTES", "attempt", "none_vs_any"]
 
 
 @dataclass(frozen=True)
@@ -72,11 +77,18 @@ class Decline:
 @dataclass(frozen=True)
 class RouteAnswer:
     """A route's curve for the two priors: ``name`` as the report shows it (its ``theorem``), and
-    ``exact`` when the curve is the exact one (001 Def. 3), not only an upper bound."""
+    ``exact`` when the curve is the exact one (001 Def. 3), not only an upper bound.
+
+    ``lower``, when given, is a certified lower bound on the exact curve (``delta(eps)`` and
+    ``epsilon(delta)`` never above the truth): the report then carries the bracket. ``note`` is what the
+    report says about how the curve was computed (None: nothing).
+    """
 
     name: str
     curve: PrivacyCurve
     exact: bool
+    lower: object = None
+    note: str | None = None
 
 
 @dataclass(frozen=True)
@@ -105,10 +117,14 @@ class RouteContext:
         once, when a route or the report first asks.
     """
 
-    def __init__(self, scenario: Scenario, worst_pair: Callable[[], WorstPair]):
+    def __init__(self, scenario: Scenario, worst_pair: Callable[[], WorstPair],
+                 target: tuple[float | None, float | None] | None = None):
         self.scenario = scenario
         self._search = worst_pair
         self._worst_pair: WorstPair | None = None
+        #: (delta, epsilon) the answer is asked at (one of them None): routes that refine to a
+        #: requested accuracy refine there. Defaults to the scenario's own target.
+        self.target = (scenario.delta, scenario.epsilon) if target is None else target
 
     @property
     def hypotheses(self):
@@ -269,6 +285,85 @@ class CouplingRoute(Route):
         return RouteAnswer(self.name, CouplingCurve(d0, d1, context.scenario.invocations), False)
 
 
+class AllocationRoute(Route):
+    """Random allocation (:mod:`gce.priors.allocation`): h0 = in no database against h1 = uniform over the
+    allowed sets of exactly k members (or the two swapped: both directions are computed), every member's
+    database running Gaussian (or GDP) mechanisms. A certified bracket: the curve is a valid upper bound,
+    :attr:`RouteAnswer.lower` a certified lower one.
+
+    Under constraints: for k = 1 the support is the allowed singletons (databases outside it hold the target
+    under neither prior, so their outputs are alike and drop out); for k > 1 the constraints must allow every
+    k-set (cardinality bounds over all databases), else it declines and the coupling or worst-pair routes
+    answer. Databases of the support with different mu: the allocation with the largest mu bounds it above
+    and the one with the smallest below (each database's Gaussian pair is a post-processing of one with a
+    larger mu, the same map with and without the target).
+    """
+
+    name = "random allocation"
+    exact = False
+    limits = MappingProxyType({"grid points": allocation_module.GRID_LIMIT})
+    declined = "no random-allocation bound"
+    declines = (NumericalLimitError, UnsupportedCombinationError)
+
+    @staticmethod
+    def _members(context: RouteContext) -> int | None:
+        """k when the priors are point([]) and uniform(min_members = max_members = k), either way round."""
+        h0, h1 = context.hypotheses
+        empty = Point(())
+        other = h1 if h0 == empty else h0 if h1 == empty else None
+        if not isinstance(other, Uniform) or other.max_members is None or other.min_members != other.max_members:
+            return None
+        return other.min_members if other.min_members >= 1 else None
+
+    def _support(self, context: RouteContext, k: int) -> tuple[int, ...] | str:
+        """The databases the k-sets range over, or why the route does not apply."""
+        scenario = context.scenario
+        constraints = scenario.constraints
+        if k == 1:
+            return tuple(i for i in range(scenario.n) if not constraints.violated(frozenset((i,))))
+        h = Uniform(k, k)
+        if h.log_size_weights(constraints) is None:
+            return (f"with k = {k} members the constraints must allow every {k}-set (bounds on the number "
+                    f"of databases over all of them); these do not")
+        return tuple(range(scenario.n))
+
+    def accepts(self, context: RouteContext) -> Decline | None:
+        """Declines other priors (quietly), mechanisms other than Gaussian / GDP, and constraints that
+        break the exchangeability of k-sets (k > 1)."""
+        k = self._members(context)
+        if k is None:
+            return Decline("it takes h0 = point([]) against h1 = uniform(min_members = max_members = k)",
+                           quiet=True)
+        for guarantee in context.scenario.table.kinds:
+            if kinds.gdp_mu(guarantee) is None:
+                return Decline(f"it takes Gaussian and GDP mechanisms (a curve of the allocation's likelihood "
+                               f"ratio); {type(guarantee).__name__} is not one")
+        support = self._support(context, k)
+        if isinstance(support, str):
+            return Decline(support)
+        if len(support) < k:
+            return Decline(f"fewer than {k} databases can hold the target")
+        return None
+
+    def run(self, context: RouteContext) -> RouteAnswer:
+        """The allocation curve of the support's k-sets at the largest mu, bracketed below at the smallest."""
+        scenario = context.scenario
+        k = self._members(context)
+        support = self._support(context, k)
+        table = scenario.table
+        mu_squared = np.array([kinds.gdp_mu(g) ** 2 for g in table.kinds])
+        per_database = np.sqrt(table.weights(scenario.n, mu_squared))[list(support)]
+        delta, epsilon = context.target
+        high, low = float(per_database.max()), float(per_database.min())
+        curve = allocation_module.allocation_curve(high, len(support), k, delta=delta, epsilon=epsilon)
+        lower = curve.lower
+        note = curve.description
+        if low < high:
+            lower = allocation_module.allocation_curve(low, len(support), k, delta=delta, epsilon=epsilon).lower
+            note += f"; below at the smallest mu {low:g}"
+        return RouteAnswer(self.name, curve, False, lower=lower, note=note)
+
+
 class SubsamplingRoute(Route):
     """001 Thm. 3 in the convexity form (:class:`gce.priors.subsampling.SubsamplingCurve`): h0 = no database
     against h1 = uniform over the non-empty sets, as amplification by subsampling at rate 1/2."""
@@ -323,4 +418,5 @@ class WorstPairRoute(Route):
 
 
 #: The routes, in the order they are tried and their declines reported.
-ROUTES: tuple[Route, ...] = (IdenticalRoute(), ExactRoute(), CouplingRoute(), SubsamplingRoute(), WorstPairRoute())
+ROUTES: tuple[Route, ...] = (IdenticalRoute(), ExactRoute(), AllocationRoute(), CouplingRoute(), SubsamplingRoute(),
+                             WorstPairRoute())

@@ -18,6 +18,7 @@ same multiset twice.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -25,17 +26,18 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
+from ..accounting import batch
 from ..accounting import kinds as kind_table
 from ..accounting.curves import FunctionCurve, PrivacyCurve
 from ..accounting.guarantees import Guarantee
 from ..accounting.theorems import Composition, as_multiset, compose
 from ..constraints import ConstraintSet
-from ..errors import UnsupportedCombinationError
+from ..errors import NumericalLimitError, UnsupportedCombinationError
 from .base import WeightProblem
 from .weights import worst_pair
 
 __all__ = ["CompositionCache", "WorstOfCurve", "maximal_profiles", "worst_profile", "Profiles", "Worst",
-           "branch_and_bound", "Searched", "renyi_terms", "renyi_curve", "renyi_bound"]
+           "branch_and_bound", "Searched", "renyi_terms", "renyi_curve", "renyi_bound", "RenyiSearch"]
 
 #: Most blocks of databases (``together`` components) whose unions are listed: 2^16 sets checked (0.2 s).
 ENUMERATION_BLOCKS_MAX = 16
@@ -347,19 +349,39 @@ def renyi_terms(guarantee: Guarantee, alphas: NDArray[np.float64] = RENYI_ORDERS
     response at epsilon, whose divergence of order alpha (both directions
     alike) is log(p^a q^(1-a) + q^a p^(1-a)) / (a - 1), p = e^eps / (1 + e^eps).
     The leak is -log(1 - delta). Without a point, rho-zCDP (Gaussian, GDP:
-    rho = mu^2 / 2) gives alpha rho (BS16 Def. 1.1).
+    rho = mu^2 / 2) gives alpha rho (BS16 Def. 1.1); other noise mechanisms
+    (Laplace, subsampled Gaussian and Laplace) their upper privacy-loss law's
+    moment-generating function (:func:`gce.accounting.batch.log_mgf_bounds`).
     """
+    candidates = []  # (divergences, leak): each a valid bound; with equal leaks the elementwise minimum is too
+    rho = kind_table.zcdp_rho(guarantee)
+    if rho is not None:  # Gaussian, GDP: exact; pure DP (Laplace): rho = eps^2 / 2 (BS16 Prop. 1.4)
+        candidates.append((alphas * rho, 0.0))
+    source = kind_table.pld_source(guarantee)
+    if source is not None and source.kind != "point" and not (rho is not None and kind_table.point(guarantee) is None):
+        # A noise mechanism (Laplace, subsampled): through its upper privacy-loss law, whose losses are the
+        # mechanism's rounded up. With t = alpha - 1, m = P(L = inf) and leak = -log(1 - m), the divergence
+        # (log E[e^{tL}; L finite] + leak) / t makes renyi_curve's bound exactly Chernoff's bound on the
+        # composition of the laws (batch.log_mgf_bounds); raising it to 0 only raises the bound.
+        t = np.asarray(alphas, dtype=float) - 1.0
+        try:
+            log_mgf, infinite = batch.log_mgf_bounds(guarantee, t)
+        except (NumericalLimitError, UnsupportedCombinationError):
+            log_mgf, infinite = None, 1.0
+        if infinite < 1.0:
+            leak = -math.log1p(-infinite)
+            candidates.append((np.maximum((log_mgf + leak) / t, 0.0), leak))
     point = kind_table.point(guarantee)
-    if point is not None:
+    if point is not None and point[1] < 1.0:
         eps, delta = point
-        if delta >= 1.0:
-            return None
         log_p, log_q = -np.logaddexp(0.0, -eps), -np.logaddexp(0.0, eps)
         a = alphas
         terms = np.logaddexp(a * log_p + (1 - a) * log_q, a * log_q + (1 - a) * log_p) / (a - 1)
-        return np.maximum(terms, 0.0), -float(np.log1p(-delta))
-    rho = kind_table.zcdp_rho(guarantee)
-    return None if rho is None else (alphas * rho, 0.0)
+        candidates.append((np.maximum(terms, 0.0), -float(np.log1p(-delta))))
+    if not candidates:
+        return None
+    leak = min(c[1] for c in candidates)
+    return np.min([c[0] for c in candidates if c[1] == leak], axis=0), leak
 
 
 def renyi_curve(divergences: NDArray[np.float64], leak: float,
@@ -397,12 +419,30 @@ def renyi_curve(divergences: NDArray[np.float64], leak: float,
     return FunctionCurve(delta_fn, epsilon_fn=epsilon_fn, delta_floor=1.0 - survive)
 
 
+@dataclass(frozen=True)
+class RenyiSearch:
+    """:func:`renyi_bound`'s answer: the certified curve, the worst pair of each order's search (allowed
+    pairs, witnesses for the lower bound), and the per-database terms for ranking other pairs."""
+
+    curve: PrivacyCurve
+    witnesses: tuple[tuple[frozenset[int], frozenset[int]], ...]
+    divergences: NDArray[np.float64]
+    leaks: NDArray[np.float64]
+
+    def estimate(self, pair: tuple[frozenset[int], frozenset[int]]) -> PrivacyCurve:
+        """The Renyi curve of one pair (its differing databases' terms summed): a bound for that pair
+        alone, used to rank witnesses before composing them."""
+        differing = sorted(pair[0] ^ pair[1])
+        return renyi_curve(self.divergences[:, differing].sum(axis=1), float(self.leaks[differing].sum()))
+
+
 def renyi_bound(constraints: ConstraintSet, neighborhood: str, divergences: NDArray[np.float64],
-                leaks: NDArray[np.float64], seconds: float) -> PrivacyCurve:
+                leaks: NDArray[np.float64], seconds: float) -> RenyiSearch:
     """:func:`renyi_curve` of certified upper bounds, over the allowed pairs, on the sum of the per-database
     divergences at each order (``divergences[order, database]``) and on the sum of the leaks: each sum is a
     maximum-weight problem (:func:`~gce.solvers.weights.worst_pair`), and the curve increases in every one."""
     share = max(seconds / (len(divergences) + 1), 1e-3)
-    top = [worst_pair(WeightProblem(constraints, w, neighborhood), share).upper_bound for w in divergences]
+    results = [worst_pair(WeightProblem(constraints, w, neighborhood), share) for w in divergences]
     leak = worst_pair(WeightProblem(constraints, leaks, neighborhood), share).upper_bound if leaks.any() else 0.0
-    return renyi_curve(np.array(top), leak)
+    witnesses = tuple(dict.fromkeys(r.witness for r in results))
+    return RenyiSearch(renyi_curve(np.array([r.upper_bound for r in results]), leak), witnesses, divergences, leaks)

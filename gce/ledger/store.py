@@ -1,0 +1,240 @@
+"""Where a ledger lives: an SQLite file (standard library, no server).
+
+The :class:`Store` interface keeps the SQL in one dialect with ``?`` placeholders and the
+transaction in three calls, so that a server-backed store (PostgreSQL, for analysts on several
+machines) is one subclass; it is not written yet.
+
+Schema (version :data:`SCHEMA_VERSION`)::
+
+    gce_meta(key TEXT PRIMARY KEY, value TEXT)        -- format = "gce-ledger", schema_version, scenario
+                                                      -- (databases, constraints), filter, budget, created
+    gce_entries(seq PRIMARY KEY, at, analyst, databases, mechanism, repeat, admitted, weights, reach, answer)
+                                                      -- every spend asked for, admitted or refused, with
+                                                      -- the answer gce gave (JSON)
+    gce_checkpoints(seq PRIMARY KEY, sums BLOB)       -- per-database sums after entry seq (float64)
+
+Writes happen in one transaction that holds the ledger's write lock from the
+first read to the commit (SQLite ``BEGIN IMMEDIATE``), so a check and the record it leads to cannot
+interleave with another process's. SQLite runs in write-ahead-log mode with
+``synchronous = FULL``: a spend that returned is on disk, and a process killed
+at any point leaves either the whole entry or none of it.
+
+A file that is not an SQLite database, an SQLite database without gce's
+tables, a ledger written by a newer gce, and a truncated file are told apart
+with a one-line :class:`LedgerError` naming the file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sqlite3
+import struct
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from ..errors import GCEError
+
+__all__ = ["LedgerError", "Store", "SQLiteStore", "open_store", "FORMAT", "SCHEMA_VERSION"]
+
+#: The value of ``format`` in ``gce_meta``: what tells a gce ledger from any other database.
+FORMAT = "gce-ledger"
+#: The schema this gce writes and reads.
+SCHEMA_VERSION = 1
+#: Seconds a writer waits for another's lock before giving up with an error.
+LOCK_TIMEOUT = 60.0
+
+_SQLITE_MAGIC = b"SQLite format 3\x00"
+
+
+class LedgerError(GCEError):
+    """A ledger cannot be created, opened or written (missing, foreign, damaged, locked)."""
+
+
+def _tables(blob: str) -> tuple[str, ...]:
+    return (
+        "CREATE TABLE gce_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+        "CREATE TABLE gce_entries (seq BIGINT PRIMARY KEY, at TEXT NOT NULL, analyst TEXT NOT NULL, "
+        "databases TEXT NOT NULL, mechanism TEXT NOT NULL, repeat BIGINT NOT NULL, admitted INTEGER NOT NULL, "
+        "weights TEXT NOT NULL, reach DOUBLE PRECISION NOT NULL, answer TEXT NOT NULL)",
+        f"CREATE TABLE gce_checkpoints (seq BIGINT PRIMARY KEY, sums {blob} NOT NULL)",
+    )
+
+
+class Store:
+    """A connection to one ledger; subclasses speak one database's dialect."""
+
+    label: str
+    placeholder = "?"
+    blob = "BLOB"
+
+    def sql(self, text: str) -> str:
+        return text if self.placeholder == "?" else text.replace("?", self.placeholder)
+
+    def rows(self, text: str, params: Sequence[Any] = ()) -> list[tuple]:
+        return self._run(lambda: self._cursor_rows(self.sql(text), params))
+
+    def run(self, text: str, params: Sequence[Any] = ()) -> None:
+        self._run(lambda: self._execute(self.sql(text), params))
+
+    def _run(self, action):
+        raise NotImplementedError
+
+    def _cursor_rows(self, text: str, params: Sequence[Any]) -> list[tuple]:
+        raise NotImplementedError
+
+    def _execute(self, text: str, params: Sequence[Any]) -> None:
+        raise NotImplementedError
+
+    @contextlib.contextmanager
+    def transaction(self, write: bool) -> Iterator[None]:
+        """One transaction; ``write`` takes the ledger's write lock first. Rolled back on any exception."""
+        self._begin(write)
+        try:
+            yield
+        except BaseException:
+            with contextlib.suppress(Exception):
+                self._rollback()
+            raise
+        self._commit()
+
+    def _begin(self, write: bool) -> None:
+        raise NotImplementedError
+
+    def _commit(self) -> None:
+        raise NotImplementedError
+
+    def _rollback(self) -> None:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    # -- schema -----------------------------------------------------------
+
+    def create(self, meta: dict[str, str]) -> None:
+        """Create the tables and the meta rows (the store must be empty)."""
+        with self.transaction(write=True):
+            if self._has_meta():
+                raise LedgerError(f"{self.label}: a ledger already exists here")
+            for statement in _tables(self.blob):
+                self.run(statement)
+            for key, value in {"format": FORMAT, "schema_version": str(SCHEMA_VERSION), **meta}.items():
+                self.run("INSERT INTO gce_meta (key, value) VALUES (?, ?)", (key, value))
+
+    def _has_meta(self) -> bool:
+        raise NotImplementedError
+
+    def meta(self) -> dict[str, str]:
+        """The meta rows, checked: a gce ledger of a schema this gce reads."""
+        if not self._has_meta():
+            raise LedgerError(f"{self.label}: not a gce ledger (a database without gce's tables)")
+        try:
+            meta = dict(self.rows("SELECT key, value FROM gce_meta"))
+        except LedgerError:
+            raise
+        if meta.get("format") != FORMAT:
+            raise LedgerError(f"{self.label}: not a gce ledger (format {meta.get('format')!r})")
+        version = meta.get("schema_version", "")
+        if not version.isdigit() or int(version) > SCHEMA_VERSION:
+            raise LedgerError(f"{self.label}: written by a newer gce (ledger schema {version}, this gce reads "
+                              f"schema {SCHEMA_VERSION})")
+        return meta
+
+
+class SQLiteStore(Store):
+    """A ledger in an SQLite file (write-ahead log, ``synchronous = FULL``)."""
+
+    def __init__(self, path: str, *, create: bool):
+        self.label = path
+        self.path = path
+        if create:
+            if os.path.exists(path):
+                raise LedgerError(f"{path}: already exists (a ledger is never overwritten; remove it first)")
+        else:
+            self._check_file(path)
+        try:
+            self.connection = sqlite3.connect(path, isolation_level=None, timeout=LOCK_TIMEOUT,
+                                              check_same_thread=False)
+            self.connection.execute("PRAGMA journal_mode = WAL")
+            self.connection.execute("PRAGMA synchronous = FULL")
+        except sqlite3.Error as error:
+            raise self._damaged(error) from None
+
+    @staticmethod
+    def _check_file(path: str) -> None:
+        """Refuse what is not an SQLite file, or is shorter than its own header says (truncated)."""
+        try:
+            size = os.path.getsize(path)
+            with open(path, "rb") as handle:
+                header = handle.read(100)
+        except FileNotFoundError:
+            raise LedgerError(f"{path}: no ledger here (create one with gce ledger init)") from None
+        except OSError as error:
+            raise LedgerError(f"{path}: cannot read: {error.strerror or error}") from None
+        if size == 0:
+            raise LedgerError(f"{path}: is empty, not a gce ledger")
+        if not header.startswith(_SQLITE_MAGIC):
+            if _SQLITE_MAGIC.startswith(header[:len(_SQLITE_MAGIC)]):
+                raise LedgerError(f"{path}: truncated ({size} bytes: not even the SQLite header)")
+            raise LedgerError(f"{path}: not a gce ledger (not an SQLite database)")
+        if len(header) < 100:
+            raise LedgerError(f"{path}: truncated ({size} bytes: not even the SQLite header)")
+        page_size = struct.unpack(">H", header[16:18])[0]
+        page_size = 65536 if page_size == 1 else page_size
+        pages, counter, valid_for = (struct.unpack(">I", header[i:i + 4])[0] for i in (28, 24, 92))
+        wal = path + "-wal"
+        wal_pending = os.path.exists(wal) and os.path.getsize(wal) > 0
+        if counter == valid_for and not wal_pending and size < pages * page_size:
+            raise LedgerError(f"{path}: truncated ({size} bytes; its header says {pages * page_size})")
+
+    def _damaged(self, error: Exception) -> LedgerError:
+        text = str(error)
+        if "not a database" in text:
+            return LedgerError(f"{self.label}: not a gce ledger (not an SQLite database)")
+        if "locked" in text or "busy" in text:
+            return LedgerError(f"{self.label}: locked by another process for more than {LOCK_TIMEOUT:g} s")
+        return LedgerError(f"{self.label}: damaged ({text})")
+
+    def _run(self, action):
+        try:
+            return action()
+        except sqlite3.Error as error:
+            raise self._damaged(error) from None
+
+    def _cursor_rows(self, text: str, params: Sequence[Any]) -> list[tuple]:
+        return self.connection.execute(text, tuple(params)).fetchall()
+
+    def _execute(self, text: str, params: Sequence[Any]) -> None:
+        self.connection.execute(text, tuple(params))
+
+    def _begin(self, write: bool) -> None:
+        self._run(lambda: self.connection.execute("BEGIN IMMEDIATE" if write else "BEGIN"))
+
+    def _commit(self) -> None:
+        self._run(lambda: self.connection.execute("COMMIT"))
+
+    def _rollback(self) -> None:
+        self.connection.execute("ROLLBACK")
+
+    def _has_meta(self) -> bool:
+        return bool(self.rows("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'gce_meta'"))
+
+    def close(self) -> None:
+        with contextlib.suppress(sqlite3.Error):
+            self.connection.close()
+
+
+def is_url(location: str) -> bool:
+    return location.startswith(("postgresql://", "postgres://"))
+
+
+def open_store(location: object, *, create: bool) -> Store:
+    """The store at ``location``: an SQLite file path (a ``postgresql://`` URL is refused: not yet)."""
+    if isinstance(location, os.PathLike):
+        location = os.fspath(location)
+    if not isinstance(location, str) or not location:
+        raise LedgerError(f"ledger: must be a file path or a postgresql:// URL, got {location!r}")
+    if is_url(location):
+        raise LedgerError("ledger: PostgreSQL ledgers are not available yet; give an SQLite file path")
+    return SQLiteStore(location, create=create)

@@ -1,0 +1,678 @@
+"""Random allocation with curve mechanisms: the privacy curve of "in none" against "in exactly k of t".
+
+An adversary prior that puts the target in exactly ``k`` of ``t`` databases, uniformly, against "in none"
+(``h0 = point([])``, ``h1 = uniform(min_members=k, max_members=k)``) is what the DP-SGD literature calls
+*random allocation* or balls-and-bins batching (Feldman and Shenfeld, arXiv 2502.08202; Chua et al.,
+AISTATS 2025; "Efficient privacy loss accounting for subsampling and random allocation", arXiv 2602.17284).
+This module computes its curve, both directions, as a certified bracket.
+
+The pair, written under Q (k = 1)
+---------------------------------
+Database ``i`` runs a mechanism whose output law is ``P_i`` with the target and ``Q_i`` without; write
+``W_i = dP_i / dQ_i`` (its *likelihood ratio*; for a Gaussian of ``mu = sensitivity / sigma``,
+``W = exp(mu Z - mu^2 / 2)`` with ``Z ~ N(0, 1)`` under ``Q_i``, a lognormal of mean 1). The two priors give
+``Q = prod_i Q_i`` and ``P = (1/t) sum_i P_i x prod_{j != i} Q_j``, so ``dP/dQ = S / t`` with
+``S = sum_i W_i``, the ``W_i`` independent under Q. Both directions of the hockey-stick divergence are then
+expectations *under Q* of convex functions of ``S`` (with ``gamma = e^eps``)::
+
+    delta_PQ(eps) = c + E_Q[(S/t - gamma)_+],      delta_QP(eps) = E_Q[(1 - gamma S/t)_+],
+
+``c`` the mass of P outside Q's support (0 for Gaussians). The law of ``S`` is the convolution of the
+``W_i``'s laws: one grid, one FFT, powers for equal databases.
+
+Certified rounding: a spread above, a garbling below
+----------------------------------------------------
+*Upper.* Each ``W_i`` (clamped at ``B``) is replaced by a mean-preserving spread ``W~_i`` onto the grid
+``{j dx}``: the mass at ``w`` in ``[j dx, (j+1) dx)`` goes to ``j dx`` and ``(j+1) dx`` with weights that keep
+its mean. Then ``E[S~ | S] = S``, and Jensen's inequality for the convex functions above gives
+``E h(S~) >= E h(S)`` for every ``gamma > 0``: the spread pair dominates the true one in the Blackwell order
+(the likelihood ratio of one experiment is a mean-preserving spread of the other's), so it also dominates it
+under composition. Clamping at ``B``: the mass of ``W >= B`` keeps Q-mass ``q`` at ``B`` (P-mass ``B q``) and
+its remaining P-mass ``E_Q[(W - B)_+]`` becomes mass outside Q's support: the true pair is the post-processing
+"merge the two" of that one. For the direction Q||P the clamp is exact once ``B >= t`` (then ``S >= t`` and
+the integrand is 0 either way).
+
+*Lower.* The statistic ``S_J = sum_i floor(W_i / dx)`` (cells, the last one ``[B, inf)``) is a function of
+the output, so the pair of its laws under P and Q is a post-processing of the true pair, and its divergence
+is a lower bound (data processing). Its laws are convolutions too: under Q of the cell masses ``q_j``, under
+P of ``q_j`` for ``t - k`` terms and of the tilted cell masses ``p_j = P_i(cell j) = E_Q[W; cell j]`` for
+``k`` terms (by exchangeability the member's coordinate can be taken to be the first ones).
+For k = 1 this equals Jensen's bound ``E h(E[S | S_J])``: the bracket is of second order in ``dx``.
+
+The cyclic FFT: a garbling below, a charge above
+------------------------------------------------
+The FFT of size ``N`` adds up the mass of ``S_J = s`` and ``s + N``: merging outcomes, a post-processing
+again, so the lower bound stays valid. Above, the mass of ``S~ >= N dx`` lands too low; its amount under P is
+at most ``(E_P[S~] - sum_s s dx P~(s)) / (N dx)``, both terms known (the first from the moments of one term),
+and it is charged as mass at infinite loss.
+
+Floating point
+--------------
+The transforms' round-off is covered by an allowance (:data:`ROUND_OFF`): per law, an estimate of the L1
+error (square root of the grid times the L2 error of an FFT power, Higham, "Accuracy and Stability of
+Numerical Algorithms", Sec. 24.1), charged at infinite loss above and subtracted below (times ``e^eps`` for
+the other measure's mass). As for :mod:`gce.accounting.batch`, this is an estimate checked by the tests
+against direct convolution and quadrature, not a proof.
+
+k > 1: decomposition above, a garbling below
+--------------------------------------------
+*Upper* (Feldman and Shenfeld, arXiv 2502.08202, the decomposition of k-of-t allocation; proof here):
+draw a uniformly random ordered partition of the ``t`` databases into ``k`` blocks, ``r = t mod k`` of
+size ``ceil(t / k)`` and ``k - r`` of size ``floor(t / k)``, and put the target in one database of each
+block, uniformly. The law of the resulting set is invariant under permutations of the databases and it has
+``k`` members, so it is the uniform law over k-sets: the true prior. Revealing the partition to the
+adversary can only help (post-processing: forgetting it), and given the partition, ``P`` is the product over
+blocks of 1-of-(block size) allocations while ``Q`` does not depend on it. So the curve of k-of-t is at most
+the composition of ``k - r`` allocations of 1 of ``floor(t/k)`` and ``r`` of 1 of ``ceil(t/k)``, for
+every ``k <= t`` (divisible or not), both directions, adaptive mechanisms included (each database's
+mechanism is a post-processing of its dominating pair, the same map with or without the target).
+*Lower*: the garbling by ``S_J`` above, with ``k`` tilted terms. ``exact`` is never claimed; the report
+gives the gap.
+
+Repeats
+-------
+``epochs`` independent allocations (fresh each epoch, as DP-SGD reshuffles) compose: the dominating pairs
+above and the garbled pairs below are composed by the batch engine
+(:func:`gce.accounting.batch.compose_laws`). Several invocations on one database (``repeat``) are one
+Gaussian of ``mu = sqrt(sum mu_i^2)`` (Dong, Roth and Su): the same allocation, not a fresh one.
+
+References
+----------
+Feldman, Shenfeld, "Privacy amplification by random allocation", arXiv 2502.08202.
+"Efficient privacy loss accounting for subsampling and random allocation", arXiv 2602.17284.
+Chua, Ghazi, Kamath, Kumar, Manurangsi, Sinha, Zhang, "Balls-and-bins sampling for DP-SGD", AISTATS 2025.
+Blackwell, "Equivalent comparisons of experiments", Ann. Math. Stat. 1953 (garblings and dominance).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+from scipy import fft as _fft
+from scipy import special
+
+from ..accounting import batch
+from ..accounting.curves import DiscreteLossCurve, PrivacyCurve, at_or_above
+from ..errors import InvalidParameterError, NumericalLimitError
+from ..validation import is_integer, is_number
+
+__all__ = ["GaussianRatio", "allocation_curve", "AllocationCurve", "LowerBound", "DEFAULT_RTOL", "TAIL",
+           "GRID_LIMIT"]
+
+#: Default requested relative width of the epsilon (or delta) bracket at the target.
+DEFAULT_RTOL = 0.005
+#: P-mass of one database's likelihood ratio beyond the clamp ``B`` (charged at infinite loss).
+TAIL = 1e-14
+#: With a target delta, the clamp's charge may reach this share of it (:func:`allocation_curve`).
+_TAIL_SHARE = 1e-4
+#: Largest single-term grid (points) and FFT size: beyond it the computation declines.
+GRID_LIMIT = 2**22
+#: Points of the first grid; each refinement doubles them.
+START_POINTS = 2**12
+#: Safety factor of the round-off allowance (module doc).
+ROUND_OFF = 8.0
+#: Cells of the garbled k-of-t pair (the lower bound when k > 1 or several epochs).
+_LOWER_POINTS = 2**15
+#: Loss grid of the composition (k > 1, epochs): relative to the requested width.
+_LOSS_GRID_SHARE = 0.25
+
+
+# ---------------------------------------------------------------------------
+# One database: the law of its likelihood ratio under Q
+
+
+def _phi_between(lo: NDArray[np.float64], hi: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Phi(hi) - Phi(lo) for lo <= hi, accurate in both tails (upper tail by survival functions)."""
+    return np.where(lo > 0, special.ndtr(-lo) - special.ndtr(-hi), special.ndtr(hi) - special.ndtr(lo))
+
+
+@dataclass(frozen=True)
+class GaussianRatio:
+    """The likelihood ratio ``W = dP/dQ`` of the Gaussian pair ``P = N(mu, 1)``, ``Q = N(0, 1)``, under Q:
+    ``W = exp(mu Z - mu^2 / 2)``, lognormal with mean 1 (``mu = 0``: ``W = 1``).
+
+    Every Gaussian mechanism of L2 sensitivity ``c`` and noise ``sigma`` is a post-processing of this pair with
+    ``mu = c / sigma``, the same map with and without the target (Dong, Roth and Su 2022).
+    """
+
+    mu: float
+
+    def __post_init__(self) -> None:
+        if not is_number(self.mu) or not 0.0 <= self.mu < 40.0:
+            raise InvalidParameterError("mu", f"must be a number in [0, 40), got {self.mu!r}")
+        object.__setattr__(self, "mu", float(self.mu))
+
+    def _z(self, w: NDArray[np.float64]) -> NDArray[np.float64]:
+        with np.errstate(divide="ignore"):
+            return (np.log(w) + 0.5 * self.mu**2) / self.mu
+
+    def cells(self, edges: NDArray[np.float64]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """(Q(W in [e_j, e_{j+1})), P(W in [e_j, e_{j+1}))) for ascending edges (the last may be inf);
+        P(cell) = E_Q[W; cell]."""
+        edges = np.asarray(edges, dtype=float)
+        if self.mu == 0.0:  # W = 1
+            q = ((edges[:-1] <= 1.0) & (1.0 < edges[1:])).astype(float)
+            return q, q.copy()
+        z = self._z(edges)
+        return _phi_between(z[:-1], z[1:]), _phi_between(z[:-1] - self.mu, z[1:] - self.mu)
+
+    def excess(self, b: float) -> float:
+        """E_Q[(W - b)_+] = P(W >= b) - b Q(W >= b): the P-mass left over by clamping W at b."""
+        if self.mu == 0.0:
+            return max(1.0 - b, 0.0)
+        z = float(self._z(np.array([b]))[0])
+        return max(float(special.ndtr(self.mu - z)) - b * float(special.ndtr(-z)), 0.0)
+
+    def clamp(self, tail: float) -> float:
+        """The smallest b (to 1%) with ``excess(b) <= tail``."""
+        if self.mu == 0.0:
+            return 1.0
+        lo, hi = 0.0, 1.0
+        while self.excess(math.exp(hi)) > tail:
+            lo, hi = hi, 2.0 * hi
+            if hi > 700:
+                raise NumericalLimitError(f"mu = {self.mu:g}: the likelihood ratio's tail reaches beyond e^700")
+        while hi - lo > 0.01:
+            mid = 0.5 * (lo + hi)
+            lo, hi = (mid, hi) if self.excess(math.exp(mid)) > tail else (lo, mid)
+        return math.exp(hi)
+
+    def variance(self) -> float:
+        """Var_Q(W) = e^{mu^2} - 1."""
+        return math.expm1(min(self.mu**2, 700.0))
+
+
+# ---------------------------------------------------------------------------
+# One grid: the laws of S
+
+
+@dataclass(frozen=True)
+class _Grid:
+    """Cells of width ``dx`` up to the clamp ``B = points * dx`` and the FFT size ``size``."""
+
+    dx: float
+    points: int
+    size: int
+
+    @property
+    def clamp(self) -> float:
+        return self.points * self.dx
+
+
+def _spread(ratio: GaussianRatio, grid: _Grid) -> tuple[NDArray[np.float64], NDArray[np.float64], float]:
+    """The mean-preserving spread of ``min(W, B)`` onto ``{0, dx, ..., B}``: (Q-masses, first-moment masses
+    ``j dx Q(j)``, P-mass left outside Q's support ``E[(W - B)_+]``) (module doc)."""
+    m, dx = grid.points, grid.dx
+    edges = np.append(np.arange(m + 1) * dx, np.inf)
+    q, p = ratio.cells(edges)
+    j = np.arange(m, dtype=float)
+    law = np.zeros(m + 1)
+    law[:-1] += (j + 1.0) * q[:-1] - p[:-1] / dx  # the share of cell j kept at j dx
+    law[1:] += p[:-1] / dx - j * q[:-1]           # the share moved to (j + 1) dx
+    law[-1] += q[-1]                               # W >= B: clamped at B
+    law = np.maximum(law, 0.0)
+    return law, law * (np.arange(m + 1) * dx), ratio.excess(grid.clamp)
+
+
+def _cells(ratio: GaussianRatio, grid: _Grid) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Q- and P-masses of the cells ``[j dx, (j+1) dx)``, j < points, and ``[B, inf)`` (the garbling)."""
+    edges = np.append(np.arange(grid.points + 1) * grid.dx, np.inf)
+    return ratio.cells(edges)
+
+
+@dataclass(frozen=True)
+class _Law:
+    """One direction's law for composition: finite losses with their masses (under the direction's first
+    measure), mass at +inf, and the L1 allowance for round-off already included in ``infinite`` (upper) or
+    to subtract (lower: ``slack`` plus ``slack_other`` times e^eps)."""
+
+    loss: NDArray[np.float64]
+    mass: NDArray[np.float64]
+    infinite: float
+    slack: float = 0.0
+    slack_other: float = 0.0
+
+    def curve(self) -> DiscreteLossCurve:
+        with np.errstate(divide="ignore"):
+            return DiscreteLossCurve(self.loss, np.log(self.mass), infinite_mass=min(self.infinite, 1.0))
+
+
+def _noise(size: int, terms: int, laws: Sequence[NDArray[np.float64]]) -> float:
+    """Estimated L1 error of the inverse transform of a product of ``terms`` transformed laws
+    (module doc, "Floating point")."""
+    l2 = max(float(np.linalg.norm(x)) for x in laws)
+    return ROUND_OFF * np.finfo(float).eps * max(math.log2(size), 1.0) * (terms + 2) * l2 * math.sqrt(size)
+
+
+def _power(spectra: Sequence[tuple[NDArray[np.complex128], int]]) -> NDArray[np.complex128]:
+    out = None
+    for spectrum, count in spectra:
+        if count == 0:
+            continue
+        factor = spectrum if count == 1 else np.power(spectrum, count)
+        out = factor if out is None else out * factor
+    return out
+
+
+def _upper_laws(ratio: GaussianRatio, t: int, grid: _Grid) -> tuple[_Law, _Law]:
+    """The dominating pair of the 1-of-t allocation on ``grid`` (spread, clamp, wrap charged): its laws in
+    the directions P||Q and Q||P."""
+    law, moment, excess = _spread(ratio, grid)
+    n, dx = grid.size, grid.dx
+    f_law = _fft.rfft(law, n)
+    f_moment = _fft.rfft(moment, n)
+    rest = _power([(f_law, t - 1)]) if t > 1 else np.ones_like(f_law)
+    q = np.maximum(_fft.irfft(rest * f_law, n), 0.0)              # Q(S~ = s dx)
+    # P(S~ = s dx) = Q(s) s dx / t = E_Q[W~_1; S~ = s dx] (exchangeable terms): the moment law once
+    p = np.maximum(_fft.irfft(rest * f_moment, n), 0.0)
+    noise = _noise(n, t, (law,))
+    noise_p = _noise(n, t, (moment,))
+    # The wrap: P-mass of S~ >= N dx is at most (E_P[S~] - sum_s s dx p(s)) / (N dx) (module doc).
+    m1 = math.fsum(moment)                           # E[W~]
+    m2 = math.fsum(moment * (np.arange(law.size) * dx))  # E[W~^2]
+    e_p = (m2 + (t - 1) * m1 * m1) / t               # E_P[S~] = E_Q[S~^2] / t
+    s = np.arange(n) * dx
+    computed = math.fsum(p * s)
+    wrapped = max(e_p - computed, 0.0) / (n * dx) + noise_p * 2.0 + 4.0 * np.finfo(float).eps * e_p / (n * dx)
+    with np.errstate(divide="ignore"):
+        ratio_loss = np.log(s / t)
+    finite = s > 0
+    singular = excess  # P-mass outside Q's support: (1/t) sum_i E[(W_i - B)_+]
+    remove = _Law(ratio_loss[finite], p[finite], min(singular + wrapped + noise_p, 1.0))
+    add = _Law(-ratio_loss[finite], q[finite], min(q[0] + noise + wrapped, 1.0))
+    return remove, add
+
+
+def _lower_laws(ratio: GaussianRatio, t: int, k: int, grid: _Grid) -> tuple[_Law, _Law]:
+    """The garbled pair (laws of S_J under P and Q; module doc): its laws in both directions, with the
+    round-off to subtract."""
+    q_cells, p_cells = _cells(ratio, grid)
+    n = grid.size
+    f_q = _fft.rfft(q_cells, n)
+    f_p = _fft.rfft(p_cells, n)
+    q = _fft.irfft(_power([(f_q, t)]), n)
+    p = _fft.irfft(_power([(f_p, k), (f_q, t - k)]), n)
+    noise = _noise(n, t, (q_cells, p_cells))
+    q, p = np.maximum(q, 0.0), np.maximum(p, 0.0)
+    keep_pq = p > 0
+    keep_qp = q > 0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        loss = np.log(p) - np.log(q)
+    remove = _Law(loss[keep_pq], p[keep_pq], 0.0, noise, noise)
+    add = _Law(-loss[keep_qp], q[keep_qp], 0.0, noise, noise)
+    return remove, add
+
+
+# ---------------------------------------------------------------------------
+# Curves
+
+
+class LowerBound:
+    """A certified *lower* bound on an exact privacy curve (never a guarantee): the maximum over directions
+    of each direction's delta minus its allowance ``a + b e^eps``.
+
+    ``delta(eps)`` is at most the exact delta; ``epsilon(delta)`` at most the exact epsilon.
+    """
+
+    def __init__(self, parts: Sequence[tuple[PrivacyCurve, float, float]]):
+        self._parts = tuple(parts)
+
+    def delta(self, epsilon):
+        eps = np.atleast_1d(np.asarray(epsilon, dtype=float))
+        raw = [np.atleast_1d(c.delta(eps)) - a - b * np.exp(np.minimum(eps, 700.0)) for c, a, b in self._parts]
+        out = np.maximum(np.max(raw, axis=0), 0.0)
+        return float(out[0]) if np.ndim(epsilon) == 0 else out
+
+    def epsilon(self, delta):
+        d = np.atleast_1d(np.asarray(delta, dtype=float))
+        out = np.array([self._epsilon(float(x)) for x in d])
+        return float(out[0]) if np.ndim(delta) == 0 else out
+
+    def _epsilon(self, target: float) -> float:
+        """The largest eps with delta(eps) > target (0 if none): every smaller eps is certified too small."""
+        if self.delta(0.0) <= target:
+            return 0.0
+        lo, hi = 0.0, 1.0
+        while self.delta(hi) > target:
+            lo, hi = hi, 2.0 * hi
+            if hi > 2.0**20:
+                return math.inf
+        while hi - lo > 1e-12 * hi:
+            mid = 0.5 * (lo + hi)
+            lo, hi = (mid, hi) if self.delta(mid) > target else (lo, mid)
+        return lo
+
+
+class AllocationCurve(PrivacyCurve):
+    """The upper curve of a random allocation (a valid guarantee: the maximum over both directions of the
+    dominating pairs' curves), with its certified lower curve :attr:`lower` and the brackets.
+
+    Built by :func:`allocation_curve`; ``description`` says what was computed (grids, decomposition).
+    """
+
+    def __init__(self, upper: Sequence[PrivacyCurve], lower: LowerBound, description: str):
+        self._upper = tuple(upper)
+        self.lower = lower
+        self.description = description
+        self.delta_floor = max(c.delta_floor for c in self._upper)
+
+    @property
+    def upper(self) -> "AllocationCurve":
+        return self
+
+    def _delta(self, eps: NDArray[np.float64]) -> NDArray[np.float64]:
+        return np.max([np.atleast_1d(c.delta(eps)) for c in self._upper], axis=0)
+
+    def _epsilon(self, d: NDArray[np.float64]) -> NDArray[np.float64]:
+        out = np.empty_like(d)
+        for i, target in enumerate(d):
+            if not at_or_above(target, self.delta_floor):
+                out[i] = math.inf
+                continue
+            out[i] = max(float(c.epsilon(target)) for c in self._upper)
+        return out
+
+    def epsilon_bracket(self, delta: float) -> tuple[float, float]:
+        """(lower, upper): the exact epsilon at ``delta`` lies between them."""
+        return min(float(self.lower.epsilon(delta)), float(self.epsilon(delta))), float(self.epsilon(delta))
+
+    def delta_bracket(self, epsilon: float) -> tuple[float, float]:
+        """(lower, upper): the exact delta at ``epsilon`` lies between them."""
+        return min(float(self.lower.delta(epsilon)), float(self.delta(epsilon))), float(self.delta(epsilon))
+
+    def lower_seconds(self) -> float:
+        """The lower curve is computed with the upper one: nothing left to spend."""
+        return 0.0
+
+
+# ---------------------------------------------------------------------------
+# Grids
+
+
+def _grid(t: int, clamp: float, points: int, mean: float, variance: float) -> _Grid:
+    """A grid of ``points`` cells up to ``clamp`` and an FFT window holding S's bulk plus one clamp."""
+    dx = clamp / points
+    window = t * mean + 12.0 * math.sqrt(t * variance) + clamp + 2.0 * dx
+    size = _fft.next_fast_len(int(math.ceil(window / dx)) + points + 2, real=True)
+    if size > GRID_LIMIT:
+        raise NumericalLimitError(f"random allocation: a grid of {size:,} points exceeds the limit of "
+                                  f"{GRID_LIMIT:,}")
+    return _Grid(dx, points, size)
+
+
+def _direction_grid(ratio: GaussianRatio, t: int, points: int, tail: float, which: str) -> _Grid:
+    """The grid of one direction: ``remove`` (P||Q) clamps where the tail budget ends, ``add`` (Q||P) at
+    ``min(that, t)`` (exact there: module doc)."""
+    clamp = ratio.clamp(tail)
+    if which == "add":
+        clamp = min(clamp, float(t))
+    return _grid(t, clamp, points, 1.0, min(ratio.variance(), clamp * clamp))
+
+
+def _width(low: float, high: float) -> float:
+    if not math.isfinite(high):
+        return 0.0 if not math.isfinite(low) else math.inf
+    return (high - low) / high if high > 0 else 0.0
+
+
+_WHICH = ("remove", "add")
+
+
+def _bracket_at(uppers: Sequence[_Law], lowers: Sequence[_Law], delta: float | None,
+                epsilon: float | None) -> tuple[list[float], list[float]]:
+    """Per direction, the (lower, upper) values at the target (epsilon at delta, or delta at epsilon)."""
+    lows, highs = [], []
+    for upper, lower in zip(uppers, lowers):
+        low = LowerBound([(lower.curve(), lower.slack, lower.slack_other)])
+        up = upper.curve()
+        if epsilon is None:
+            lows.append(float(low.epsilon(delta)))
+            highs.append(float(up.epsilon(delta)))
+        else:
+            lows.append(float(low.delta(epsilon)))
+            highs.append(float(up.delta(epsilon)))
+    return lows, highs
+
+
+def _single(ratio: GaussianRatio, t: int, rtol: float, delta: float | None, epsilon: float | None,
+            tail: float) -> dict[str, tuple[_Law, _Law, int]]:
+    """The 1-of-t laws per direction, ``{"remove": (upper, lower, points), "add": (...)}``, each direction on
+    its own grid. The grids are refined (points doubled) while the bracket of the larger direction at the
+    target is wider than ``rtol``, each direction only while it could decide the answer (its upper value
+    above the other's lower one) and its own bracket is too wide; up to :data:`GRID_LIMIT` (the finest grid
+    that fits is kept)."""
+    points = {w: START_POINTS for w in _WHICH}
+    laws: dict[str, tuple[_Law, _Law, int]] = {}
+    todo = set(_WHICH)
+    while todo:
+        for d, which in enumerate(_WHICH):
+            if which not in todo:
+                continue
+            try:
+                grid = _direction_grid(ratio, t, points[which], tail, which)
+            except NumericalLimitError:
+                if which not in laws:
+                    raise
+                todo.discard(which)
+                continue
+            laws[which] = (_upper_laws(ratio, t, grid)[d], _lower_laws(ratio, t, 1, grid)[d], points[which])
+        lows, highs = _bracket_at([laws[w][0] for w in _WHICH], [laws[w][1] for w in _WHICH], delta, epsilon)
+        if _width(max(lows), max(highs)) <= rtol:
+            break
+        refine = {w for d, w in enumerate(_WHICH) if w in todo and highs[d] > max(lows)
+                  and _width(lows[d], highs[d]) > rtol / 2}
+        for which in refine:
+            points[which] *= 2
+        todo = refine
+    return laws
+
+
+# ---------------------------------------------------------------------------
+# The public entry point
+
+
+def _check_count(value: object, name: str, low: int = 1) -> int:
+    if not is_integer(value) or value < low:
+        raise InvalidParameterError(name, f"must be an integer >= {low}, got {value!r}")
+    return int(value)
+
+
+def allocation_curve(mu: float, t: int, k: int = 1, epochs: int = 1, rtol: float = DEFAULT_RTOL,
+                     delta: float | None = 1e-6, epsilon: float | None = None,
+                     tail: float = TAIL) -> AllocationCurve:
+    """The curve of "in none" against "in exactly k of t" databases, each running a Gaussian of ``mu``,
+    allocations repeated ``epochs`` times (fresh each time): an upper curve with its certified lower curve.
+
+    Parameters
+    ----------
+    mu : float
+        Each database's mechanism is mu-GDP (a Gaussian of ``sensitivity / sigma``; several on one database
+        combine to ``sqrt(sum mu_i^2)``).
+    t, k : int
+        Databases (steps) and members (1 <= k <= t).
+    epochs : int
+        Independent allocations composed.
+    rtol : float
+        Requested relative width of the bracket at the target (grids are refined until it holds, or up to
+        :data:`GRID_LIMIT`).
+    delta, epsilon : float
+        The target the width refers to: epsilon at ``delta`` (default) or, if ``epsilon`` is given, delta
+        at ``epsilon``.
+    tail : float
+        P-mass beyond the clamp of one database's ratio, charged at infinite loss (with a delta target, up
+        to ``1e-4 * delta``: it then costs at most that share of the bracket).
+
+    Returns
+    -------
+    AllocationCurve
+        A valid curve (both directions); ``.lower`` a certified lower curve; ``epsilon_bracket(delta)``.
+
+    Raises
+    ------
+    InvalidParameterError
+        Naming ``mu``, ``t``, ``k``, ``epochs`` or ``rtol``.
+    NumericalLimitError
+        When even the first grid exceeds :data:`GRID_LIMIT` (very small noise).
+
+    Examples
+    --------
+    >>> c = allocation_curve(1.0, 10)
+    >>> low, high = c.epsilon_bracket(1e-6)
+    >>> 2.6507 <= low <= high <= 2.6588
+    True
+    """
+    ratio = GaussianRatio(mu)
+    t = _check_count(t, "t")
+    k = _check_count(k, "k")
+    epochs = _check_count(epochs, "epochs")
+    if k > t:
+        raise InvalidParameterError("k", f"must be <= t = {t}, got {k}")
+    if not is_number(rtol) or not 0.0 < rtol < 1.0:
+        raise InvalidParameterError("rtol", f"must be a number in (0, 1), got {rtol!r}")
+    if epsilon is None and delta is None:
+        delta = 1e-6
+    if epsilon is None and delta > 0:
+        # The clamp's charge only has to be small against the target: a smaller clamp, a finer grid.
+        tail = max(tail, _TAIL_SHARE * delta)
+    if mu == 0.0 or t == k:
+        return _plain(mu, k, epochs)
+    if k == 1 and epochs == 1:
+        laws = _single(ratio, t, rtol, delta, epsilon, tail)
+        upper = [laws[w][0].curve() for w in ("remove", "add")]
+        lower = LowerBound([(laws[w][1].curve(), laws[w][1].slack, laws[w][1].slack_other)
+                            for w in ("remove", "add")])
+        grids = ", ".join(f"{w}: {laws[w][2]:,} cells" for w in ("remove", "add"))
+        return AllocationCurve(upper, lower, f"1 of {t}, mu {mu:g} ({grids})")
+    return _composed(ratio, t, k, epochs, rtol, delta, epsilon, tail)
+
+
+def _plain(mu: float, k: int, epochs: int) -> AllocationCurve:
+    """k of k (every database a member) or mu = 0: the composition of k epochs Gaussians, exactly."""
+    from ..accounting.curves import GaussianCurve
+    curve = GaussianCurve(mu * math.sqrt(k * epochs))
+    return AllocationCurve([curve], LowerBound([(curve, 0.0, 0.0)]), f"every database a member: GDP "
+                                                                     f"mu {mu * math.sqrt(k * epochs):g}")
+
+
+def _blocks(t: int, k: int) -> list[tuple[int, int]]:
+    """(block size, count) of the decomposition of k of t (module doc): r blocks of ceil(t/k), k - r of
+    floor(t/k)."""
+    small, r = divmod(t, k)
+    return [(size, count) for size, count in ((small, k - r), (small + 1, r)) if count > 0]
+
+
+def _block_laws(ratio: GaussianRatio, size: int, points: int, tail: float) -> tuple[tuple[_Law, _Law],
+                                                                                   tuple[_Law, _Law]]:
+    """((upper remove, upper add), (lower remove, lower add)) of 1 of ``size`` on ``points`` cells."""
+    if size == 1:  # a block of one database: the Gaussian itself
+        return _gaussian_laws(ratio), _gaussian_laws(ratio, upper=False)
+    uppers, lowers = [], []
+    for d, which in enumerate(_WHICH):
+        grid = _direction_grid(ratio, size, points, tail, which)
+        uppers.append(_upper_laws(ratio, size, grid)[d])
+        lowers.append(_lower_laws(ratio, size, 1, grid)[d])
+    return tuple(uppers), tuple(lowers)
+
+
+def _compose_blocks(blocks, epochs: int, interval: float):
+    """The decomposition's blocks composed (upper, and their garbled pairs below: a lower bound on the
+    decomposition, which measures its discretisation; for k = 1 a lower bound on the allocation itself)."""
+    ups = [[batch.loss_law(up[d].loss, up[d].mass, count * epochs, interval, upper=True,
+                           infinite=up[d].infinite) for (up, _), count in blocks] for d in range(2)]
+    lows = [[batch.loss_law(low[d].loss, low[d].mass, count * epochs, interval, upper=False)
+             for (_, low), count in blocks] for d in range(2)]
+    slack = max(low[d].slack for (_, low), _ in blocks for d in range(2))
+    return batch.compose_laws(ups, lows, interval), slack
+
+
+def _at(curve, lower, delta: float | None, epsilon: float | None) -> tuple[float, float]:
+    if epsilon is None:
+        return float(lower.epsilon(delta)), float(curve.epsilon(delta))
+    return float(lower.delta(epsilon)), float(curve.delta(epsilon))
+
+
+def _composed(ratio: GaussianRatio, t: int, k: int, epochs: int, rtol: float, delta: float | None,
+              epsilon: float | None, tail: float) -> AllocationCurve:
+    """k of t and/or several epochs: the decomposition's 1-of-m pairs composed above, a garbled pair composed
+    below (module doc), on the batch engine's loss grid. The cells and the loss grid are refined together
+    while the decomposition's own discretisation bracket is wider than ``rtol / 8``."""
+    sizes = _blocks(t, k)
+    copies = sum(count for _, count in sizes) * epochs
+    points = START_POINTS
+    interval = None
+    while True:
+        try:
+            blocks = [(_block_laws(ratio, size, points, tail), count) for size, count in sizes]
+        except NumericalLimitError:
+            if interval is None:
+                raise
+            break
+        if interval is None:
+            interval = _loss_interval([(up, count * epochs) for (up, _), count in blocks], rtol, delta, epsilon)
+        composed, slack = _compose_blocks(blocks, epochs, interval)
+        grow = copies * (1.0 + slack) ** max(copies - 1, 0)
+        blocks_lower = LowerBound([(_DirectionLower(composed.lower), slack * grow, slack * grow)])
+        low, high = _at(composed, blocks_lower, delta, epsilon)
+        if _width(low, high) <= rtol / 8 or points >= GRID_LIMIT // 8:
+            break
+        points *= 2
+        interval /= 2
+    if k == 1:
+        lower = blocks_lower  # the blocks are 1-of-t allocations: their garbled pairs composed bound it below
+        how = "garbled pairs composed"
+    else:
+        lows = []
+        for d, which in enumerate(_WHICH):
+            grid = _direction_grid(ratio, t, _LOWER_POINTS, tail, which)
+            lows.append(_lower_laws(ratio, t, k, grid)[d])
+        laws = [[batch.loss_law(low.loss, low.mass, epochs, interval, upper=False)] for low in lows]
+        garbled = batch.compose_laws(laws, laws, interval)
+        slack = max(low.slack for low in lows)
+        grow = epochs * (1.0 + slack) ** max(epochs - 1, 0)
+        lower = LowerBound([(_DirectionLower(garbled.lower), slack * grow, slack * grow)])
+        how = f"the {k}-of-{t} pair garbled by sum_i W_i, composed"
+    blocks_text = " + ".join(f"{count * epochs} x (1 of {size})" for size, count in sizes)
+    return AllocationCurve([composed], lower, f"{k} of {t}, mu {ratio.mu:g}, {epochs} epoch(s): upper "
+                                              f"{blocks_text} composed (Feldman and Shenfeld decomposition), "
+                                              f"{points:,} cells, loss grid {interval:.3g}; lower: {how}")
+
+
+class _DirectionLower(PrivacyCurve):
+    """The batch engine's lower curve seen as a curve (only to be wrapped in :class:`LowerBound`)."""
+
+    def __init__(self, lower):
+        self._lower = lower
+
+    def _delta(self, eps):
+        return np.atleast_1d(self._lower.delta(eps))
+
+
+def _gaussian_laws(ratio: GaussianRatio, upper: bool = True) -> tuple[_Law, _Law]:
+    """The Gaussian pair's own law (a block of one database; symmetric, so one law for both directions):
+    its loss ``mu z + mu^2 / 2`` (z ~ N(0, 1) under P) on cells of ``z``, each cell's P-mass at its largest
+    loss (upper; beyond |z| = 12 at +inf) or its smallest (lower; beyond: dropped)."""
+    mu = max(ratio.mu, 1e-9)
+    z = np.linspace(-12.0, 12.0, 2**16 + 1)
+    mass = _phi_between(z[:-1], z[1:])
+    edge = z[1:] if upper else z[:-1]
+    infinite = 2.0 * float(special.ndtr(-12.0)) if upper else 0.0
+    law = _Law(mu * edge + 0.5 * mu * mu, mass, infinite)
+    return law, law
+
+
+def _loss_interval(uppers, rtol: float, delta: float | None, epsilon: float | None) -> float:
+    """Loss grid of the composition: the split (upper) costs O(h^2) per copy and the rounding down (lower)
+    h per copy; h = share * rtol * scale / copies, scale about the composed epsilon (sum of the parts')."""
+    copies = sum(count for _, count in uppers)
+    scale = 0.0
+    for (remove, _), count in uppers:
+        curve = remove.curve()
+        target = 1e-6 if delta is None else delta
+        scale += count * max(min(float(curve.epsilon(min(target * 10, 0.5))), 50.0), 1e-3) / max(copies, 1)
+    scale = max(scale * math.sqrt(copies), 1e-2)
+    h = _LOSS_GRID_SHARE * rtol * scale / copies
+    return float(min(max(h, 1e-6), 0.05))
