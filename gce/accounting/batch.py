@@ -204,7 +204,15 @@ def _point_laws(eps: float, delta: float, count: int, h: float) -> tuple[_Law, _
 
 @functools.lru_cache(maxsize=256)
 def _noise_pmfs(guarantee: Guarantee, h: float, pessimistic: bool) -> tuple[_dpa.DensePMF, ...]:
-    """dp-accounting's dense pmfs (one per direction) of a noise mechanism at interval h."""
+    """dp-accounting's dense pmfs (one per direction) of a noise mechanism at interval h.
+
+    Raises NumericalLimitError before building when the mechanism's losses span more than
+    :data:`~gce.accounting.pld.MECHANISM_GRID_LIMIT` points of width h (dp-accounting would allocate them).
+    """
+    points = 2.0 * _pld._half_width(guarantee) / h + 1.0
+    if not points <= _pld.MECHANISM_GRID_LIMIT:
+        raise NumericalLimitError(f"the privacy losses of {guarantee!r} span {points:.3g} points of width {h:g} "
+                                  f"(limit {_pld.MECHANISM_GRID_LIMIT})")
     if pessimistic:
         distribution = _pld.guarantee_pld(guarantee, h)
     else:
