@@ -555,6 +555,8 @@ def _coarsening(ms: tuple[tuple[Guarantee, int], ...], h: float, rtol: float) ->
         mean, var = sum(p[0] for p in parts), sum(p[1] for p in parts)
         sd = math.sqrt(max(var, 0.0))
         width = 2.0 * (math.sqrt(2.0 * math.log(1.0 / TAIL)) + 2.0) * sd
+        if not (math.isfinite(width) and math.isfinite(mean)):
+            continue  # moments beyond floating point: the default grid (whose own checks decide)
         k_grid = math.ceil(width / (GRID_TARGET * h))
         scale = max(mean + 3.0 * sd, 1e-3)
         budget = COARSENING_SHARE * rtol * scale
