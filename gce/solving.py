@@ -106,6 +106,10 @@ def _symmetric_for_bounded(scenario: Scenario) -> tuple[Scenario, list[str]]:
     invocations = scenario.invocations.with_guarantees(swap)
     notes = [f"bounded pairs: {g!r} composed through its point {s!r} (its privacy-loss distribution "
              f"covers one direction at a time)" for g, s in swap.items()]
+    if len(notes) > 3:  # one note for many: the first as an example
+        (g, s), = list(swap.items())[:1]
+        notes = [f"bounded pairs: {len(swap)} subsampled noise mechanisms composed through their points, e.g. "
+                 f"{g!r} through {s!r} (their privacy-loss distributions cover one direction at a time)"]
     return replace(scenario, invocations=invocations), notes
 
 
@@ -331,8 +335,13 @@ def _solve_pairs(scenario: Scenario, delta: float | None, epsilon: float | None,
         value = w_eps if epsilon is None else w_delta
         if value > best_eps:
             best_pair, best_eps, best_ms = pair, value, ms
-    w_eps, w_delta, _ = _at(budget.compose(best_ms), delta, epsilon)  # the worst one on dp-accounting's grid
-    best_eps = w_eps if epsilon is None else w_delta
+    # The worst one on dp-accounting's grid, unless the Renyi bound is already further above it than the
+    # batch bracket is wide and it is not the per-guarantee maxima' multiset (then it cannot become exact).
+    index = 0 if epsilon is None else 1
+    fine = (renyi is None or Counter(dict(best_ms)) == +upper
+            or _curve_at(renyi.curve, delta, epsilon)[index] <= best_eps * (1 + batch.DEFAULT_RTOL))
+    witness = lambda: budget.compose(best_ms, auxiliary=not fine)
+    best_eps = _at(witness(), delta, epsilon)[index]
 
     candidates = [upper]
     if chain is not None and len(chain) > 1:  # the chain's multiset first: the per-kind one only if time is left
@@ -358,16 +367,16 @@ def _solve_pairs(scenario: Scenario, delta: float | None, epsilon: float | None,
                                          all(r.exact for r in by_kind.values()))
         else:  # the per-guarantee bounds of a node fall only once a guarantee's databases are all fixed
             met = best_eps >= _at(bound, delta, epsilon)[0 if epsilon is None else 1]
-            searched = Searched(best_pair, best_eps, budget.compose(best_ms), math.inf, bound.curve, met, 0)
+            searched = Searched(best_pair, best_eps, witness(), math.inf, bound.curve, True, 0)
             if not met:
                 notes.append(f"branch and bound skipped: {len(kinds)} distinct guarantees (more than "
                              f"{BRANCH_KINDS_MAX}: its per-guarantee bounds would not fall within the time limit)")
-        index = 0 if epsilon is None else 1
         if searched.lower > best_eps:
             best_pair, best_eps, best_ms = searched.pair, searched.lower, dict(searched.lower_composition.guarantees)
             best_exact = searched.lower_composition.exact
+            fine = True
         else:
-            best_exact = budget.compose(best_ms).exact
+            best_exact = witness().exact
         bounds = [(_at(bound, delta, epsilon)[index], bound.curve, theorem, "the per-guarantee maxima")]
         if searched.upper < bounds[0][0]:
             bounds.append((searched.upper, searched.curve, theorem, "the branch and bound"))
@@ -381,7 +390,7 @@ def _solve_pairs(scenario: Scenario, delta: float | None, epsilon: float | None,
         if len(bounds) > 1 and upper_value < bounds[0][0]:
             curve = EnvelopeCurve([b[1] for b in bounds])
             eps, d = (float(curve.epsilon(delta)), delta) if epsilon is None else (epsilon, float(curve.delta(epsilon)))
-            theorem = _at(budget.compose(best_ms), delta, epsilon)[2] if exact else winner
+            theorem = _at(witness(), delta, epsilon)[2] if exact else winner
             report_curve = curve
         gap = 0.0 if upper_value <= best_eps else upper_value / best_eps - 1.0 if best_eps > 0 else math.inf
         what = "epsilon" if epsilon is None else f"delta at epsilon {epsilon:g}"
@@ -394,7 +403,7 @@ def _solve_pairs(scenario: Scenario, delta: float | None, epsilon: float | None,
         notes.append(f"no finite epsilon: the per-invocation deltas alone give delta >= {floor:.4g} "
                      f"> target {delta:g} for the worst-case pair")
     report_baselines = _baselines(scenario, delta, epsilon, budget, solved=solved)
-    bracket = _bracket(budget.compose(best_ms), eps if epsilon is None else d, delta, epsilon, exact, theorem,
+    bracket = _bracket(witness(), eps if epsilon is None else d, delta, epsilon, exact, theorem,
                        budget, notes)
     notes += budget.compose.summary()
     differing, count = _differing(scenario, best_pair)
@@ -408,6 +417,8 @@ def _solve_pairs(scenario: Scenario, delta: float | None, epsilon: float | None,
     )
 
 
+#: Largest expected epsilon drop of a bracket's lower curve, relative to the answer, worth composing it for.
+BRACKET_LOOSENESS = 0.25
 #: Share of the time left that composing a bracket's lower curve may take.
 BRACKET_SHARE = AUXILIARY_WEIGHT
 
@@ -429,6 +440,13 @@ def _bracket(witness: Composition, upper: float, delta: float | None, epsilon: f
     if not curves:
         return None
     curve = curves[0]
+    # Rounded down, each copy's loss drops by up to the grid width: on a coarse grid over many copies the
+    # lower curve says little (an epsilon drop of about half of that, summed), and is not composed.
+    drop = 0.5 * curve.interval * sum(n for g, n in curve.plan.guarantees if not batch.closed_form(g))
+    if epsilon is None and drop > BRACKET_LOOSENESS * upper:
+        notes.append(f"bracket: not composed (on this composition's grid, of width {curve.interval:g}, the "
+                     f"rounded-down losses would lower epsilon by about {drop:.2g})")
+        return None
     cost, left = curve.lower_seconds(), max(budget.left(), 0.0)
     if cost > BRACKET_SHARE * left:
         notes.append(f"bracket: the certified lower curve was not composed (its distributions would take about "

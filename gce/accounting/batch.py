@@ -526,7 +526,8 @@ def _coarsening(ms: tuple[tuple[Guarantee, int], ...], h: float, rtol: float) ->
     w^2 / 8 + O(w^3)), so the accuracy allows w^2 / 8 per split copy up to
     :data:`COARSENING_SHARE` of ``rtol`` times the scale of epsilon (mean plus three standard
     deviations); a closed-form Gaussian law is one copy rounded once (at most w). k is the smaller
-    of the two, at least 1. The moments: the closed forms of Gaussian and canonical laws, and the
+    of the two (the first at least :data:`MGF_COARSENING`, the grid of the summaries' pmfs, built
+    already), at least 1, rounded down to a power of 2. The moments: the closed forms of Gaussian and canonical laws, and the
     pmfs on the default interval of the others (built once, shared with the composition).
     """
     directions: list[list[tuple[float, float]]] = [[], []]  # per direction: (mean, variance) per guarantee
@@ -561,7 +562,8 @@ def _coarsening(ms: tuple[tuple[Guarantee, int], ...], h: float, rtol: float) ->
         scale = max(mean + 3.0 * sd, 1e-3)
         budget = COARSENING_SHARE * rtol * scale
         w_max = min(math.sqrt(8.0 * budget / copies) if copies else math.inf, budget)
-        worst = max(worst, min(k_grid, int(w_max / h)))
+        # At least the summaries' grid where the accuracy allows it: their pmfs are built already.
+        worst = max(worst, min(max(k_grid, MGF_COARSENING), int(w_max / h)))
     return 1 << (max(worst, 1).bit_length() - 1)  # a power of 2: compositions of one solve share builds
 
 
