@@ -135,12 +135,12 @@ def _ledger_parser(commands) -> None:
         "ledger", help="the online accountant: check and record queries against a budget",
         description="An online privacy accountant: a filter valid for adaptively chosen queries whose statistic "
                     "is the worst case over the membership sets the constraints allow, on a ledger (an SQLite "
-                    "file). A refused check or spend exits with 1.")
+                    "file or a postgresql:// URL). A refused check or spend exits with 1.")
     actions = ledger.add_subparsers(dest="action", required=True, parser_class=_Parser, metavar="ACTION")
 
     def common(action: argparse.ArgumentParser, run, *, json_flag: bool = True) -> None:
         action.add_argument("--ledger", default=DEFAULT_LEDGER, metavar="L",
-                            help=f"the ledger: an SQLite file (default {DEFAULT_LEDGER})")
+                            help=f"the ledger: an SQLite file or a postgresql:// URL (default {DEFAULT_LEDGER})")
         if json_flag:
             action.add_argument("--json", action="store_true", help="print one JSON object")
         action.add_argument("--time-limit", type=float, default=None, metavar="S",

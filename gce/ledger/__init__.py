@@ -4,7 +4,7 @@
   composition, Renyi at fixed orders, zCDP, GDP through sum mu^2), one statistic each per invocation.
 * :mod:`gce.ledger.worst`: the filter statistic, the maximum over allowed membership sets of the
   per-database sums, as a certified bracket kept up to date incrementally.
-* :mod:`gce.ledger.store`: the ledger itself, in SQLite.
+* :mod:`gce.ledger.store`: the ledger itself, in SQLite; :mod:`gce.ledger.postgres`: on a PostgreSQL server.
 * :mod:`gce.ledger.accountant`: :class:`Accountant` (check, spend, status, history, offline).
 """
 

@@ -271,13 +271,15 @@ class Accountant:
     """An online privacy accountant over a ledger: :meth:`check`, :meth:`spend`, :meth:`status`,
     :meth:`history`, and :meth:`offline` beside them.
 
-    ``Accountant(location)`` opens an existing ledger (an SQLite file path); :meth:`create` makes one. One object may serve one thread at a time (a lock
-    serialises its calls); processes and machines each open their own and share the ledger.
+    ``Accountant(location)`` opens an existing ledger (an SQLite file path, or a ``postgresql://`` URL with the
+    ``gce[postgres]`` extra: :mod:`gce.ledger.postgres`); :meth:`create` makes one. One object may serve one
+    thread at a time (a lock serialises its calls); processes and machines each open their own and share the
+    ledger.
 
     Parameters
     ----------
     location : str or path
-        The ledger.
+        The ledger: an SQLite file, or a PostgreSQL database URL (``postgresql://user@host:port/database``).
     time_limit : float
         Seconds the worst-case solvers may search when a decision is not settled by the cheap bounds.
 

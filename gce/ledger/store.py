@@ -1,10 +1,10 @@
-"""Where a ledger lives: an SQLite file (standard library, no server).
+"""Where a ledger lives: an SQLite file (standard library, no server), or a PostgreSQL database.
 
 The :class:`Store` interface keeps the SQL in one dialect with ``?`` placeholders and the
-transaction in three calls, so that a server-backed store (PostgreSQL, for analysts on several
-machines) is one subclass; it is not written yet.
+transaction in three calls, so that the server-backed store (PostgreSQL, for analysts on several
+machines: :mod:`gce.ledger.postgres`) is one subclass.
 
-Schema (version :data:`SCHEMA_VERSION`)::
+Schema (version :data:`SCHEMA_VERSION`, the same on both stores; ``BYTEA`` for ``BLOB`` on PostgreSQL)::
 
     gce_meta(key TEXT PRIMARY KEY, value TEXT)        -- format = "gce-ledger", schema_version, scenario
                                                       -- (databases, constraints), filter, budget, created
@@ -13,7 +13,7 @@ Schema (version :data:`SCHEMA_VERSION`)::
                                                       -- the answer gce gave (JSON)
     gce_checkpoints(seq PRIMARY KEY, sums BLOB)       -- per-database sums after entry seq (float64)
 
-Writes happen in one transaction that holds the ledger's write lock from the
+On SQLite, writes happen in one transaction that holds the ledger's write lock from the
 first read to the commit (SQLite ``BEGIN IMMEDIATE``), so a check and the record it leads to cannot
 interleave with another process's. SQLite runs in write-ahead-log mode with
 ``synchronous = FULL``: a spend that returned is on disk, and a process killed
@@ -21,7 +21,8 @@ at any point leaves either the whole entry or none of it.
 
 A file that is not an SQLite database, an SQLite database without gce's
 tables, a ledger written by a newer gce, and a truncated file are told apart
-with a one-line :class:`LedgerError` naming the file.
+with a one-line :class:`LedgerError` naming the file (the PostgreSQL store tells apart a missing
+database, a database without gce's tables, a foreign ``gce_meta`` and a newer schema the same way).
 """
 
 from __future__ import annotations
@@ -230,11 +231,14 @@ def is_url(location: str) -> bool:
 
 
 def open_store(location: object, *, create: bool) -> Store:
-    """The store at ``location``: an SQLite file path (a ``postgresql://`` URL is refused: not yet)."""
+    """The store at ``location``: a ``postgresql://`` URL (:class:`gce.ledger.postgres.PostgresStore`, the
+    ``gce[postgres]`` extra) or an SQLite file path."""
     if isinstance(location, os.PathLike):
         location = os.fspath(location)
     if not isinstance(location, str) or not location:
         raise LedgerError(f"ledger: must be a file path or a postgresql:// URL, got {location!r}")
     if is_url(location):
-        raise LedgerError("ledger: PostgreSQL ledgers are not available yet; give an SQLite file path")
+        from .postgres import PostgresStore
+
+        return PostgresStore(location, create=create)
     return SQLiteStore(location, create=create)
