@@ -14,16 +14,23 @@ b. ``status`` with 10^5 recorded spends: 2,000 written through the API, copied t
    composed events.
 
 Run: python benchmarks/bench_ledger.py   (about a minute; not collected by pytest)
+
+``--postgres postgresql://user@host:port/db`` runs both cases on PostgreSQL ledgers instead (the
+``gce[postgres]`` extra; databases ``db_bench_*`` are created on that server and dropped at the end, so the
+role needs CREATEDB), and prints one durable PostgreSQL commit round trip as the storage's share.
 """
 
 from __future__ import annotations
 
+import argparse
+import contextlib
 import os
 import sqlite3
 import statistics
 import sys
 import tempfile
 import time
+import urllib.parse
 
 import dp_accounting
 import numpy as np
@@ -35,6 +42,35 @@ from gce.ledger import Accountant
 N = 10_000
 CALLS = 3_000
 BUDGET = 15.0
+#: The PostgreSQL server (a URL) when --postgres is given, else None (SQLite files in a temporary folder).
+POSTGRES: str | None = None
+_CREATED: list[str] = []
+
+
+def _location(folder: str, name: str) -> str:
+    """Where ledger ``name`` lives: an SQLite file in ``folder``, or a fresh database on the server."""
+    if POSTGRES is None:
+        return os.path.join(folder, f"{name}.sqlite")
+    parts = urllib.parse.urlsplit(POSTGRES)
+    database = f"{parts.path.strip('/') or 'gce'}_bench_{name}_{os.getpid()}"
+    _CREATED.append(database)
+    return urllib.parse.urlunsplit(parts._replace(path="/" + database))
+
+
+def _server(database: str = "postgres"):
+    import psycopg
+
+    parts = urllib.parse.urlsplit(POSTGRES)
+    return psycopg.connect(urllib.parse.urlunsplit(parts._replace(path="/" + database)), autocommit=True)
+
+
+def _drop_created() -> None:
+    if POSTGRES is None:
+        return
+    with _server() as admin:
+        for database in _CREATED:
+            with contextlib.suppress(Exception):
+                admin.execute(f'DROP DATABASE IF EXISTS "{database}"')
 
 
 def _scenario(constrained: bool) -> gce.Scenario:
@@ -72,7 +108,20 @@ def _run(path: str, constrained: bool) -> tuple[list[float], list[float], float,
 
 
 def _commit_cost(folder: str) -> float:
-    """One durable commit (WAL, synchronous = FULL) of a small row: the disk's share of every spend."""
+    """One durable commit (WAL, synchronous = FULL; on PostgreSQL a round trip and synchronous_commit) of a
+    small row: the storage's share of every spend."""
+    if POSTGRES is not None:
+        table = f"gce_bench_commit_{os.getpid()}"  # a logged table (a temporary one is not made durable)
+        with _server() as raw:
+            raw.execute(f"CREATE TABLE {table} (a TEXT)")
+            try:
+                start = time.perf_counter()
+                for _ in range(200):
+                    with raw.transaction():
+                        raw.execute(f"INSERT INTO {table} VALUES (%s)", ("x" * 300,))
+                return (time.perf_counter() - start) / 200
+            finally:
+                raw.execute(f"DROP TABLE {table}")
     raw = sqlite3.connect(os.path.join(folder, "commit.sqlite"), isolation_level=None)
     raw.execute("PRAGMA journal_mode = WAL")
     raw.execute("PRAGMA synchronous = FULL")
@@ -105,12 +154,12 @@ def _summary(times: list[float]) -> str:
 
 def case_a(folder: str) -> bool:
     print(f"a. check + spend, {N:,} databases, at_most 365 and 5,000 conflicts, {CALLS:,} queries")
-    ours, checks, warm, solves, admitted, ledger = _run(os.path.join(folder, "a.sqlite"), True)
+    ours, checks, warm, solves, admitted, ledger = _run(_location(folder, "a"), True)
     status = ledger.status()
     ledger.close()
     print(f"   gce (constraints): {_summary(ours)}; warm-up {warm:.2f} s; {admitted:,} admitted, "
           f"{CALLS - admitted:,} refused; {solves} searches; worst case {status.upper[0]:.4g} of {status.budgets[0]:g}")
-    plain, plain_checks, _, _, plain_admitted, plain_ledger = _run(os.path.join(folder, "plain.sqlite"), False)
+    plain, plain_checks, _, _, plain_admitted, plain_ledger = _run(_location(folder, "plain"), False)
     plain_ledger.close()
     print(f"   of which check (the decision, a read transaction, no commit): {_summary(checks)}")
     print(f"   filter ignoring the constraints (same storage): {_summary(plain)}; {plain_admitted:,} admitted "
@@ -119,7 +168,8 @@ def case_a(folder: str) -> bool:
     commit = _commit_cost(folder)
     print(f"   of which check: {_summary(plain_checks)}")
     print(f"   dp-accounting RdpAccountant (compose + get_epsilon, memory only): {_summary(peer)}")
-    print(f"   one durable SQLite commit on this disk: {commit * 1e3:.2f} ms")
+    store = "SQLite commit on this disk" if POSTGRES is None else "PostgreSQL commit (round trip) on this server"
+    print(f"   one durable {store}: {commit * 1e3:.2f} ms")
     print(f"   ratio (mean, ours / no-constraint filter): {np.mean(ours) / np.mean(plain):.2f}; "
           f"ours / dp-accounting: {np.mean(ours) / np.mean(peer):.2f}")
     ok = float(np.mean(ours)) < 5e-3
@@ -131,20 +181,28 @@ def case_a(folder: str) -> bool:
 def case_b(folder: str) -> bool:
     total = 100_000
     print(f"b. status with {total:,} recorded spends")
-    path = os.path.join(folder, "b.sqlite")
+    path = _location(folder, "b")
     ledger = Accountant.create(path, _scenario(True), budget_epsilon=1e6, budget_delta=0.0)
     for i, eps in _queries(2)[:2000]:
         ledger.spend(i, gce.PureDP(eps), analyst="bench")
     ledger.close()
-    raw = sqlite3.connect(path, isolation_level=None)
-    raw.execute("BEGIN IMMEDIATE")
+    copy = ("INSERT INTO gce_entries SELECT seq + ?, at, analyst, databases, mechanism, repeat, admitted, weights, "
+            "reach, answer FROM gce_entries WHERE seq <= ?")
+    if POSTGRES is None:
+        raw = sqlite3.connect(path, isolation_level=None)
+        raw.execute("BEGIN IMMEDIATE")
+    else:
+        raw = _server(path.rsplit("/", 1)[1])
+        raw.execute("BEGIN")
+        copy = copy.replace("?", "%s")
     have = raw.execute("SELECT MAX(seq) FROM gce_entries").fetchone()[0]
     while have < total:
         step = min(have, total - have)
-        raw.execute("INSERT INTO gce_entries SELECT seq + ?, at, analyst, databases, mechanism, repeat, admitted, "
-                    "weights, reach, answer FROM gce_entries WHERE seq <= ?", (have, step))
+        raw.execute(copy, (have, step))
         have += step
     raw.execute("COMMIT")
+    if POSTGRES is not None:
+        raw.execute("ANALYZE gce_entries")
     raw.close()
 
     def status():
@@ -171,9 +229,17 @@ def case_b(folder: str) -> bool:
     return ok
 
 
-def main() -> int:
-    with tempfile.TemporaryDirectory() as folder:
-        results = [case_a(folder), case_b(folder)]
+def main(argv: list[str] | None = None) -> int:
+    global POSTGRES
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--postgres", metavar="URL", help="run on PostgreSQL ledgers on this server")
+    POSTGRES = parser.parse_args(argv).postgres
+    print(f"ledgers: {'SQLite files' if POSTGRES is None else 'PostgreSQL databases on ' + POSTGRES}")
+    try:
+        with tempfile.TemporaryDirectory() as folder:
+            results = [case_a(folder), case_b(folder)]
+    finally:
+        _drop_created()
     return 0 if all(results) else 1
 
 

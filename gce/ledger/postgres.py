@@ -37,8 +37,10 @@ __all__ = ["PostgresStore", "masked_url"]
 
 #: Seconds to wait for the server when connecting.
 CONNECT_TIMEOUT = 10
-#: Seconds a client may sit idle inside a transaction before the server ends it (freeing the ledger's lock).
-IDLE_IN_TRANSACTION_TIMEOUT = 60.0
+#: Seconds a client may sit idle inside a transaction before the server ends it (freeing the ledger's lock from
+#: a client that hangs). A spend holds its transaction while it decides, which may search for up to a few time
+#: limits (``--time-limit``): this is well above them.
+IDLE_IN_TRANSACTION_TIMEOUT = 600.0
 #: The advisory lock of a ledger: a 64-bit hash of this text and the schema its tables live in.
 _LOCK = "SELECT pg_advisory_xact_lock(hashtextextended('gce-ledger ' || coalesce(current_schema(), ''), 0))"
 #: SQLSTATE codes told apart.
@@ -149,9 +151,8 @@ class PostgresStore(Store):
 
     def _begin(self, write: bool) -> None:
         def begin() -> None:
-            if write:
-                self._execute("BEGIN ISOLATION LEVEL READ COMMITTED", ())
-                self._execute(_LOCK, ())
+            if write:  # one round trip: the lock is the transaction's first statement
+                self._execute(f"BEGIN ISOLATION LEVEL READ COMMITTED; {_LOCK}", ())
             else:
                 self._execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", ())
 
