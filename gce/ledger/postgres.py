@@ -44,7 +44,7 @@ IDLE_IN_TRANSACTION_TIMEOUT = 600.0
 #: The advisory lock of a ledger: a 64-bit hash of this text and the schema its tables live in.
 _LOCK = "SELECT pg_advisory_xact_lock(hashtextextended('gce-ledger ' || coalesce(current_schema(), ''), 0))"
 #: SQLSTATE codes told apart.
-_LOCK_NOT_AVAILABLE, _QUERY_CANCELED, _DUPLICATE_DATABASE = "55P03", "57014", "42P04"
+_LOCK_NOT_AVAILABLE, _DUPLICATE_DATABASE = "55P03", "42P04"
 
 
 def _psycopg():
@@ -100,9 +100,8 @@ class PostgresStore(Store):
         except self.psycopg.Error as error:
             raise LedgerError(f"{self.label}: cannot connect ({_one_line(error)})") from None
         try:
-            self._execute(f"SET lock_timeout = {int(LOCK_TIMEOUT * 1000)}", ())
-            self._execute(f"SET idle_in_transaction_session_timeout = {int(IDLE_IN_TRANSACTION_TIMEOUT * 1000)}",
-                          ())
+            self._execute(f"SET lock_timeout = {int(LOCK_TIMEOUT * 1000)}; SET idle_in_transaction_session_timeout = "
+                          f"{int(IDLE_IN_TRANSACTION_TIMEOUT * 1000)}", ())
             if self._cursor_rows("SHOW synchronous_commit", ())[0][0] in ("off", "local"):
                 self._execute("SET synchronous_commit = on", ())
         except self.psycopg.Error as error:
@@ -189,5 +188,4 @@ class PostgresStore(Store):
 
 
 def _missing_database(error: BaseException) -> bool:
-    text = str(error)
-    return "database" in text and "does not exist" in text
+    return re.search(r'database ".*" does not exist', str(error)) is not None
