@@ -501,3 +501,29 @@ def test_unreachable_server_and_unknown_role_give_one_line_errors(server, capsys
     stranger = f"postgresql://nobody_here@127.0.0.1:{server.port}/postgres"
     with pytest.raises(LedgerError, match="cannot connect .*nobody_here"):
         Accountant(stranger)
+
+
+def _creator(url: str, barrier, out) -> None:
+    barrier.wait()
+    try:
+        reliability._create(url)
+        out.put("created")
+    except LedgerError as error:
+        out.put(str(error))
+
+
+@SLOW
+def test_racing_inits_make_one_ledger_and_tell_the_others(url, server):
+    # four machines run `gce ledger init` on the same new URL at once: the database is created once (a racing
+    # CREATE DATABASE is not an error), the tables once (under the ledger's lock), the others are told
+    barrier = reliability._FORK.Barrier(4)
+    out = reliability._FORK.Queue()
+    workers = [reliability._FORK.Process(target=_creator, args=(url, barrier, out)) for _ in range(4)]
+    for w in workers:
+        w.start()
+    outcomes = [out.get(timeout=120) for _ in workers]
+    for w in workers:
+        w.join(timeout=60)
+    assert outcomes.count("created") == 1, outcomes
+    assert all(o.endswith("a ledger already exists here") for o in outcomes if o != "created"), outcomes
+    assert _entries(server, url) == {1: 1}

@@ -44,7 +44,9 @@ IDLE_IN_TRANSACTION_TIMEOUT = 600.0
 #: The advisory lock of a ledger: a 64-bit hash of this text and the schema its tables live in.
 _LOCK = "SELECT pg_advisory_xact_lock(hashtextextended('gce-ledger ' || coalesce(current_schema(), ''), 0))"
 #: SQLSTATE codes told apart.
-_LOCK_NOT_AVAILABLE, _DUPLICATE_DATABASE = "55P03", "42P04"
+_LOCK_NOT_AVAILABLE = "55P03"
+#: What a CREATE DATABASE racing another one for the same name meets: the name taken, or its catalog row.
+_DATABASE_TAKEN = ("42P04", "23505")
 
 
 def _psycopg():
@@ -123,7 +125,7 @@ class PostgresStore(Store):
                                       connect_timeout=CONNECT_TIMEOUT) as admin:
                 admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(str(name))))
         except self.psycopg.Error as error:
-            if getattr(error, "sqlstate", None) == _DUPLICATE_DATABASE:
+            if getattr(error, "sqlstate", None) in _DATABASE_TAKEN:
                 return  # created meanwhile by another process: the ledger check follows in `create`
             raise LedgerError(f"{self.label}: the database does not exist and cannot be created "
                               f"({_one_line(error)}); create it first (createdb)") from None
