@@ -291,7 +291,7 @@ def test_heterogeneous_sigmas_bracket_between_largest_and_smallest_mu():
 
 def test_the_route_declines_other_priors_quietly():
     scenario = Scenario(3, tuple(Invocation(i, GaussianMechanism(1.0)) for i in range(3)),
-                        hypotheses=(Point(()), Uniform(1)), delta=1e-6)
+                        hypotheses=(Uniform(0, 1), Uniform(2, 2)), delta=1e-6)
     from gce.priors.routes import RouteContext
     decline = AllocationRoute().accepts(RouteContext(scenario, lambda: None))
     assert decline is not None and decline.quiet
@@ -304,3 +304,118 @@ def test_the_example_file_answers_one_epoch_of_dp_sgd_with_its_bracket():
     report = solve(load_scenario(Path(__file__).parent.parent / "examples" / "dp_sgd_allocation.toml"))
     low, high = report.bracket
     assert report.theorem == "random allocation" and 0.8561 <= low <= high <= 0.8639
+
+
+# ---------------------------------------------------------------------------
+# Per-database rates (Poisson subsampling) and uniform(min, max): references by quadrature
+
+
+def _product_reference(mu: float, affine, eps: float, dims: int) -> tuple[float, float]:
+    """(delta_PQ, delta_QP) of a ratio ``a(W_1..W_{d}) + b(W_1..W_{d}) W_{d+1}`` by quadrature over the first
+    ``dims`` coordinates and the closed-form lognormal call and put in the last."""
+    gamma = math.exp(eps)
+    opts = {"epsabs": 1e-13, "epsrel": 1e-9, "limit": 100}
+    lim = 9.0 + mu
+    out = []
+    for which in (0, 1):
+        def f(*z):
+            w = [math.exp(mu * zi - mu * mu / 2) for zi in z]
+            a, b = affine(w)
+            density = math.prod(math.exp(-zi * zi / 2) / math.sqrt(2 * math.pi) for zi in z)
+            return density * (_call(a, b, gamma, mu) if which == 0 else gamma * _put(a, b, 1.0 / gamma, mu))
+        if dims == 0:
+            out.append(f())
+        elif dims == 1:
+            out.append(integrate.quad(f, -lim, lim, **opts)[0])
+        else:
+            out.append(integrate.nquad(f, [(-lim, lim)] * dims, opts=[opts] * dims)[0])
+    return out[0], out[1]
+
+
+def _sandwich(curve, reference, epsilons):
+    for eps in epsilons:
+        truth = max(reference(eps))
+        low, high = curve.delta_bracket(eps)
+        assert high >= truth * (1 - 1e-9) - 1e-13, (eps, truth, high)
+        assert low <= truth * (1 + 1e-9) + 1e-13, (eps, truth, low)
+
+
+@pytest.mark.parametrize("mu, rates", [(1.0, (0.3,)), (1.0, (0.2, 0.5)), (2.0, (0.1, 0.1))])
+def test_rates_prior_is_bracketed_by_quadrature(mu, rates):
+    """The ratio is prod_i (1 - r_i + r_i W_i): affine in the last W (no code shared with gce)."""
+    from gce.priors.allocation import poisson_curve
+
+    first = rates[:-1]
+    last = rates[-1]
+
+    def affine(w):
+        v = math.prod(1 - r + r * wi for r, wi in zip(first, w))
+        return v * (1 - last), v * last
+
+    parts = [(mu, r, 1) for r in rates]
+    curve = poisson_curve(parts, epsilon=0.5)
+    _sandwich(curve, lambda eps: _product_reference(mu, affine, eps, len(first)), (0.0, 0.5, 1.5))
+
+
+def test_rates_prior_through_solve_is_poisson_subsampling_within_its_bracket():
+    """gce's Subsampled composition (dp-accounting's pessimistic subsampled Gaussian) lies in the bracket."""
+    from gce.accounting.guarantees import Subsampled
+    from gce.accounting.theorems import compose
+    from gce.priors.hypotheses import Rates
+
+    t = 20
+    scenario = Scenario(t, tuple(Invocation(i, GaussianMechanism(1.0)) for i in range(t)),
+                        hypotheses=(Point(()), Rates((1 / t,) * t)), delta=1e-6)
+    report = solve(scenario)
+    assert report.theorem == "Poisson subsampling (rates prior)" and not report.exact
+    low, high = report.bracket
+    assert high == report.epsilon and (high - low) / high <= 0.005
+    reference = compose({Subsampled(1 / t, GaussianMechanism(1.0)): t}).epsilon(1e-6)
+    assert low <= reference <= high * (1 + 1e-4)
+    assert report.to_dict()["bracket"] == {"lower": low, "upper": high}
+    # with a constraint the prior is no product law: the route declines with the reason
+    constrained = Scenario(4, tuple(Invocation(i, GaussianMechanism(1.0)) for i in range(4)),
+                           ConstraintSet(4, (Exclusive((0, 1)),)), hypotheses=(Point(()), Rates((0.1,) * 4)),
+                           delta=1e-6)
+    notes = solve(constrained).notes
+    assert any(n.startswith("no random-allocation bound: with rates") for n in notes)
+
+
+def test_none_vs_at_least_one_of_two_is_bracketed_by_quadrature():
+    """uniform(min_members=1) over 2 databases: dP/dQ = (W1 + W2 + W1 W2) / 3 (the empty set's share taken out
+    exactly); a prior holding less than half the subsets is refused (the charge would exceed 1)."""
+    from gce.priors.allocation import uniform_curve
+
+    mu = 1.0
+    curve = uniform_curve([mu, mu], 1)
+    _sandwich(curve, lambda eps: _product_reference(mu, lambda w: (w[0] / 3, (1 + w[0]) / 3), eps, 1),
+              (0.0, 0.5, 1.0, 2.0))
+    from gce.errors import NumericalLimitError
+    with pytest.raises(NumericalLimitError, match="holds only 0.375"):  # p = 3/8: a charge above 1
+        uniform_curve([mu, mu, mu], 1, 1)
+
+
+@pytest.mark.slow
+def test_uniform_min_max_of_three_is_bracketed_by_quadrature():
+    """uniform(1, 2) of 3: dP/dQ = (e_1 + e_2) / 6, affine in W3 (2-d quadrature); the charged bound."""
+    from gce.priors.allocation import uniform_curve
+
+    mu = 0.5
+    curve = uniform_curve([mu] * 3, 1, 2)
+    affine = lambda w: ((w[0] + w[1] + w[0] * w[1]) / 6, (1 + w[0] + w[1]) / 6)
+    _sandwich(curve, lambda eps: _product_reference(mu, affine, eps, 2), (0.0, 1.0))
+    full = uniform_curve([mu] * 3, 1)
+    affine = lambda w: ((w[0] + w[1] + w[0] * w[1]) / 7, (1 + w[0] + w[1] + w[0] * w[1]) / 7)
+    _sandwich(full, lambda eps: _product_reference(mu, affine, eps, 2), (0.0, 0.5, 1.5))
+
+
+def test_none_vs_at_least_one_through_solve_at_scale():
+    """60 databases: beyond the subsampling route's 32; the empty set's share 2^-60."""
+    scenario = Scenario(60, tuple(Invocation(i, GaussianMechanism(4.0)) for i in range(60)),
+                        hypotheses=(Point(()), Uniform(1)), delta=1e-6)
+    report = solve(scenario)
+    assert report.theorem == "Poisson subsampling at rate 1/2 (uniform prior)"
+    low, high = report.bracket
+    from gce.priors.allocation import poisson_curve
+    half = poisson_curve([(0.25, 0.5, 60)]).epsilon_bracket(1e-6)
+    assert low <= half[1] and high >= half[0] and high < report.baselines["worst pair"].epsilon

@@ -100,7 +100,8 @@ from ..accounting.curves import DiscreteLossCurve, PrivacyCurve, at_or_above
 from ..errors import InvalidParameterError, NumericalLimitError
 from ..validation import is_integer, is_number
 
-__all__ = ["GaussianRatio", "allocation_curve", "AllocationCurve", "LowerBound", "DEFAULT_RTOL", "TAIL",
+__all__ = ["GaussianRatio", "allocation_curve", "poisson_curve", "uniform_curve", "log_size_mass_outside",
+           "AllocationCurve", "LowerBound", "DEFAULT_RTOL", "TAIL",
            "GRID_LIMIT"]
 
 #: Default requested relative width of the epsilon (or delta) bracket at the target.
@@ -117,6 +118,8 @@ START_POINTS = 2**12
 ROUND_OFF = 8.0
 #: Cells of the garbled k-of-t pair (the lower bound when k > 1 or several epochs).
 _LOWER_POINTS = 2**15
+#: Cells of one subsampled database's ratio, uniform in log W (:func:`poisson_curve`; refined by doubling).
+_POISSON_POINTS = 2**12
 #: Loss grid of the composition (k > 1, epochs): relative to the requested width.
 _LOSS_GRID_SHARE = 0.25
 
@@ -676,3 +679,255 @@ def _loss_interval(uppers, rtol: float, delta: float | None, epsilon: float | No
     scale = max(scale * math.sqrt(copies), 1e-2)
     h = _LOSS_GRID_SHARE * rtol * scale / copies
     return float(min(max(h, 1e-6), 0.05))
+
+
+# ---------------------------------------------------------------------------
+# Per-database rates (Poisson subsampling) and uniform(min, max) priors
+
+
+def _log_grid(ratio: GaussianRatio, points: int, tail: float) -> NDArray[np.float64]:
+    """Grid points ``0 = g_0 < g_1 < ... < g_m = B`` of one database's ratio W, uniform in ``log W`` from
+    ``z = -12`` up to the clamp ``B`` (a privacy-loss grid: the loss ``log(1 - r + r W)`` moves little
+    within a cell)."""
+    clamp = ratio.clamp(tail)
+    z_top = float(ratio._z(np.array([clamp]))[0])
+    z = np.linspace(min(-12.0, z_top - 1.0), z_top, points)
+    inner = np.exp(ratio.mu * z - 0.5 * ratio.mu**2)
+    inner[-1] = clamp
+    return np.concatenate(([0.0], inner))
+
+
+def _poisson_laws(ratio: GaussianRatio, rate: float, points: int, tail: float) -> tuple[tuple[_Law, _Law],
+                                                                                        tuple[_Law, _Law]]:
+    """((upper remove, upper add), (lower remove, lower add)) of one database subsampled at ``rate``: the pair
+    ``((1 - r) Q_i + r P_i, Q_i)``, whose likelihood ratio is ``V = 1 - r + r W``.
+
+    Upper: the mean-preserving spread of ``min(W, B)`` onto the grid (each cell's mass to its two endpoints,
+    keeping its mean; W >= B clamped at B, the P-mass ``r E[(W - B)_+]`` left outside Q's support), so
+    ``E[V~ | V] = V``: a dominating pair (module doc, "Certified rounding"). Lower: the garbling by the cell
+    of W (a post-processing), whose masses are ``Q_i(cell)`` and ``(1 - r) Q_i(cell) + r P_i(cell)``.
+    """
+    grid = _log_grid(ratio, points, tail)
+    q, p = ratio.cells(np.append(grid, np.inf))  # cells [g_j, g_{j+1}), the last [B, inf)
+    width = np.diff(grid)
+    law = np.zeros(grid.size)
+    law[:-1] += (grid[1:] * q[:-1] - p[:-1]) / width   # kept at the cell's left end
+    law[1:] += (p[:-1] - grid[:-1] * q[:-1]) / width   # moved to its right end
+    law[-1] += q[-1]
+    law = np.maximum(law, 0.0)
+    value = 1.0 - rate + rate * grid
+    with np.errstate(divide="ignore"):
+        loss = np.log(value)
+    excess = rate * ratio.excess(float(grid[-1]))
+    upper = (_Law(loss, law * value, excess), _Law(-loss, law, 0.0))
+    mixed = (1.0 - rate) * q + rate * p
+    with np.errstate(divide="ignore", invalid="ignore"):
+        cell_loss = np.log(mixed) - np.log(q)
+    keep_pq, keep_qp = mixed > 0, q > 0
+    lower = (_Law(cell_loss[keep_pq], mixed[keep_pq], 0.0), _Law(-cell_loss[keep_qp], q[keep_qp], 0.0))
+    return upper, lower
+
+
+def _check_rate(value: object, name: str) -> float:
+    if not is_number(value) or not 0.0 <= value <= 1.0:
+        raise InvalidParameterError(name, f"must be a probability in [0, 1], got {value!r}")
+    return float(value)
+
+
+def poisson_curve(parts: Sequence[tuple[float, float, int]], rtol: float = DEFAULT_RTOL,
+                  delta: float | None = 1e-6, epsilon: float | None = None, tail: float = TAIL) -> AllocationCurve:
+    """The curve of "in none" against "in each database independently at its rate" (the per-database-rate
+    prior: Poisson subsampling of the target's record, database by database), each database running a
+    Gaussian of its ``mu``: an upper curve with its certified lower curve.
+
+    Without constraints the rates prior is a product law, so ``P = prod_i ((1 - r_i) Q_i + r_i P_i)``
+    against ``Q = prod_i Q_i``: the composition of the databases' subsampled Gaussian pairs (001 Sec. V-B;
+    Balle, Barthe and Gaboardi 2018). Each pair is rounded to a dominating one above and garbled below
+    (:func:`_poisson_laws`), and the pairs are composed by the batch engine
+    (:func:`gce.accounting.batch.compose_laws`), both directions. The grids are refined while the bracket at
+    the target is wider than ``rtol``.
+
+    Parameters
+    ----------
+    parts : sequence of (mu, rate, count)
+        ``count`` databases running a mu-GDP mechanism each (several on one database: one Gaussian of
+        ``sqrt(sum mu_i^2)``), each holding the target with probability ``rate``.
+    rtol, delta, epsilon, tail
+        As in :func:`allocation_curve`.
+
+    Examples
+    --------
+    >>> low, high = poisson_curve([(1.0, 0.01, 100)]).epsilon_bracket(1e-6)
+    >>> 0.94 < low <= high < 0.96
+    True
+    """
+    if isinstance(parts, (str, bytes)) or not isinstance(parts, Sequence) or not parts:
+        raise InvalidParameterError("parts", f"must be a non-empty list of (mu, rate, count), got {parts!r}")
+    clean = []
+    for i, part in enumerate(parts):
+        if not isinstance(part, Sequence) or len(part) != 3:
+            raise InvalidParameterError(f"parts[{i}]", f"must be (mu, rate, count), got {part!r}")
+        mu, rate, count = part
+        ratio = GaussianRatio(mu)
+        rate = _check_rate(rate, f"parts[{i}].rate")
+        count = _check_count(count, f"parts[{i}].count")
+        if rate > 0.0 and ratio.mu > 0.0:
+            clean.append((ratio, rate, count))
+    if not is_number(rtol) or not 0.0 < rtol < 1.0:
+        raise InvalidParameterError("rtol", f"must be a number in (0, 1), got {rtol!r}")
+    if epsilon is None and delta is None:
+        delta = 1e-6
+    if epsilon is None and delta > 0:
+        tail = max(tail, _TAIL_SHARE * delta / max(sum(c for _, _, c in clean), 1))
+    if not clean:  # nobody can hold the target, or no database's output depends on it
+        from ..accounting.curves import GaussianCurve
+        curve = GaussianCurve(0.0)
+        return AllocationCurve([curve], LowerBound([(curve, 0.0, 0.0)]), "no database depends on the target")
+    copies = sum(count for _, _, count in clean)
+    points = _POISSON_POINTS
+    interval = None
+    done = None
+    while True:
+        try:
+            blocks = [(_poisson_laws(ratio, rate, points, tail), count) for ratio, rate, count in clean]
+        except NumericalLimitError:
+            if done is None:
+                raise
+            break
+        if interval is None:
+            interval = _loss_interval([(up, count) for (up, _), count in blocks], rtol, delta, epsilon)
+        try:
+            composed, _ = _compose_blocks(blocks, 1, interval)
+            lower = LowerBound([(_DirectionLower(composed.lower), 0.0, 0.0)])
+            low, high = _at(composed, lower, delta, epsilon)
+        except NumericalLimitError:
+            # The composed window exceeds the batch engine's grid: a coarser loss grid (a wider bracket).
+            if done is not None or interval >= 0.05:
+                if done is None:
+                    raise
+                break
+            interval *= 2.0
+            continue
+        done = (composed, lower, points, interval)
+        if _width(low, high) <= rtol or points >= GRID_LIMIT // 8:
+            break
+        points *= 2
+        interval /= 2
+    composed, lower, points, interval = done
+    shown = ", ".join(f"{count} x (mu {ratio.mu:g} at rate {rate:g})" for ratio, rate, count in clean[:4])
+    more = ", ..." if len(clean) > 4 else ""
+    return AllocationCurve([composed], lower, f"Poisson subsampling, {copies} database(s): {shown}{more}; "
+                                              f"{points:,} cells each, loss grid {interval:.3g}")
+
+
+class _Charged(PrivacyCurve):
+    """``delta(eps) + e^(eps + log_b)`` (capped at 1): an upper curve moved up by a charge
+    (:func:`uniform_curve`); in log space, as the charge ``2^-n`` underflows for large n."""
+
+    def __init__(self, curve: PrivacyCurve, a: float, log_b: float):
+        self._curve, self._a, self._log_b = curve, float(a), float(log_b)
+        self.delta_floor = min(curve.delta_floor + self._a, 1.0)
+
+    def _delta(self, eps: NDArray[np.float64]) -> NDArray[np.float64]:
+        charge = self._a + np.exp(np.minimum(eps + self._log_b, 700.0))
+        return np.minimum(np.atleast_1d(self._curve.delta(eps)) + charge, 1.0)
+
+
+def log_size_mass_outside(n: int, min_members: int, max_members: int | None) -> float:
+    """``log(1 - p)``: the log of the Binomial(n, 1/2) mass of sizes outside ``[min_members, max_members]``
+    (``-inf`` when every size is allowed), rounded up; in log space, as ``2^-n`` underflows for large n."""
+    high = n if max_members is None else min(max_members, n)
+    sizes = np.arange(n + 1)
+    log_pmf = special.gammaln(n + 1) - special.gammaln(sizes + 1) - special.gammaln(n - sizes + 1) - n * math.log(2)
+    outside = (sizes < min_members) | (sizes > high)
+    if not outside.any():
+        return -math.inf
+    return float(special.logsumexp(log_pmf[outside])) + 1e-9
+
+
+def uniform_curve(mus: Sequence[float], min_members: int, max_members: int | None = None,
+                  rtol: float = DEFAULT_RTOL, delta: float | None = 1e-6,
+                  epsilon: float | None = None) -> AllocationCurve:
+    """The curve of "in none" against uniform over the sets of ``min_members`` to ``max_members`` of the
+    ``n = len(mus)`` databases (001's "in at least one" for ``min_members = 1``), database ``i`` running a
+    Gaussian of ``mus[i]``: an upper curve with its certified lower curve.
+
+    The uniform law over all subsets is Poisson subsampling at rate 1/2, ``P_1/2 = p P_U + (1 - p) P_R``
+    with ``P_U`` the prior's output law, ``p`` the Binomial(n, 1/2) mass of the allowed sizes and ``P_R``
+    the rest. Hence, for every event A, ``P_U(A) <= P_1/2(A) / p <= P_1/2(A) + (1 - p) / p`` and
+    ``P_U(A) >= P_1/2(A) - (1 - p)``, so both directions obey
+
+        delta_1/2(eps) - (1 - p) - e^eps (1 - p) / p  <=  delta_U(eps)  <=  delta_1/2(eps) + e^eps (1 - p) / p,
+
+    with ``delta_1/2`` the curve of :func:`poisson_curve` at rate 1/2 (its own bracket carried through).
+    For "none vs at least one", ``1 - p = 2^-n``: tight for all but a few databases. When ``1 - p`` is large
+    the bound is valid but loose (a charge near 1).
+    """
+    mus = [float(GaussianRatio(m).mu) for m in mus]
+    n = len(mus)
+    if n == 0:
+        raise InvalidParameterError("mus", "needs one mu per database, got none")
+    min_members = _check_count(min_members, "min_members", low=0)
+    if max_members is not None:
+        max_members = _check_count(max_members, "max_members", low=min_members)
+    log_outside = log_size_mass_outside(n, min_members, max_members)
+    outside = math.exp(log_outside)
+    if outside >= 0.5:
+        raise NumericalLimitError(f"uniform({min_members}, {max_members}) holds only {1.0 - outside:.3g} of "
+                                  f"the subsets of {n} databases: the rate-1/2 bound would charge more than 1")
+    values, counts = np.unique(np.array(mus), return_counts=True)
+    half = poisson_curve([(float(m), 0.5, int(c)) for m, c in zip(values, counts)], rtol=rtol, delta=delta,
+                         epsilon=epsilon)
+    log_b = log_outside - math.log1p(-outside)  # log((1 - p) / p)
+    if min_members <= 1 and (max_members is None or max_members >= n):
+        composed = half._upper[0]  # the batch engine's LawCurve: directions P||Q (0) and Q||P (1)
+        remove, add = composed.direction(0), composed.direction(1)
+        floor = max(remove.delta_floor / (1.0 - outside), add.delta_floor * (1.0 + 1.0 / (1.0 - outside)))
+        upper = _WithoutEmpty(remove.delta, add.delta, outside, floor)
+        below = composed.lower
+        lower = LowerBound([(_WithoutEmpty(lambda e: below.direction_delta(0, e),
+                                           lambda e: below.direction_delta(1, e), outside, upper=False),
+                              0.0, 0.0)])
+        how = f"less the empty set's share {outside:.3g} (exactly)"
+    else:
+        upper = _Charged(half, 0.0, log_b)
+        how = f"conditioned on the size (charge e^(eps {log_b:+.4g}))"
+        lower = LowerBound([(half.lower, outside, math.exp(log_b))])
+    shown = max_members if max_members is not None else n
+    return AllocationCurve([upper], lower, f"uniform({min_members}..{shown}) of {n} as Poisson subsampling at "
+                                           f"rate 1/2 {how}; {half.description}")
+
+
+class _WithoutEmpty(PrivacyCurve):
+    """The rate-1/2 curve with the empty set's share ``c`` taken out exactly (:func:`uniform_curve` with only
+    the empty set excluded, whose output law is Q itself): ``P_U = (P_1/2 - c Q) / (1 - c)``, so for every A
+
+        P_U(A) - e^eps Q(A) = (P_1/2(A) - e^eps' Q(A)) / (1 - c),            e^eps' = c + (1 - c) e^eps,
+        Q(A) - e^eps P_U(A) = (1 + e^eps c / (1 - c)) (Q(A) - e^eps'' P_1/2(A)),  e^eps'' = e^eps / (1 - c + c e^eps),
+
+    so delta_U(eps) is the larger of ``delta_1/2,PQ(eps') / (1 - c)`` and
+    ``(1 + e^eps c / (1 - c)) delta_1/2,QP(eps'')`` (eps', eps'' in [0, eps] for eps >= 0), each direction's
+    upper curve bounding its own term (the same identities turn each direction's lower curve into a lower
+    curve of P_U's).
+
+    ``remove`` and ``add``: each direction's delta as a function of eps (upper, or lower)."""
+
+    def __init__(self, remove, add, c: float, floor: float = 0.0, upper: bool = True):
+        self._remove, self._add, self._c, self._upper = remove, add, float(c), bool(upper)
+        self.delta_floor = min(float(floor), 1.0)
+
+    def _delta(self, eps: NDArray[np.float64]) -> NDArray[np.float64]:
+        eps = np.atleast_1d(np.asarray(eps, dtype=float))
+        c = self._c
+        log_c = math.log(c) if c > 0 else -np.inf
+        e = np.minimum(eps, 700.0)
+        # log(c + (1 - c) e^eps), in log space (c may underflow to 0).
+        first = np.maximum(np.logaddexp(log_c, math.log1p(-c) + e), 0.0)
+        pq = np.atleast_1d(self._remove(first)) / (1.0 - c)
+        # Q||P: the true delta does not increase with eps, so the term at min(eps, log(1/c)) bounds it too
+        # (there the factor 1 + e^eps c / (1 - c) is at most 1 + 1 / (1 - c)); not for a lower curve.
+        qp = np.full_like(e, np.inf)
+        for x in (e, np.minimum(e, -log_c)) if self._upper else (e,):
+            second = np.maximum(x - np.logaddexp(math.log1p(-c), log_c + x), 0.0)
+            qp = np.minimum(qp, (1.0 + np.exp(x + log_c) / (1.0 - c)) * np.atleast_1d(self._add(second)))
+        return np.minimum(np.maximum(pq, qp), 1.0)

@@ -16,7 +16,9 @@ decline into the report's notes. Adding a route is adding a row.
   (:class:`gce.priors.coupling.CouplingCurve`; DESIGN.md's sound replacement of
   001's averaging formula);
 * :class:`AllocationRoute`: "in none" against "in exactly k", Gaussian mechanisms (random allocation:
-  :func:`gce.priors.allocation.allocation_curve`, a certified bracket);
+  :func:`gce.priors.allocation.allocation_curve`, a certified bracket), and against a rates prior or
+  uniform(min, max) without constraints (Poisson subsampling: :func:`~gce.priors.allocation.poisson_curve`,
+  :func:`~gce.priors.allocation.uniform_curve`, certified brackets);
 * :class:`SubsamplingRoute`: "none vs at least one" as amplification by
   subsampling (:class:`gce.priors.subsampling.SubsamplingCurve`; 001 Thm. 3 in
   the convexity form);
@@ -51,7 +53,7 @@ from ..model import Scenario
 from . import exact as exact_module
 from .coupling import CouplingCurve
 from .distributions import Distribution
-from .hypotheses import SUPPORT_LIMIT, Point, Uniform
+from .hypotheses import SUPPORT_LIMIT, Point, Rates, Uniform
 from .subsampling import SubsamplingCurve
 from . import allocation as allocation_module
 
@@ -327,17 +329,34 @@ class AllocationRoute(Route):
                     f"of databases over all of them); these do not")
         return tuple(range(scenario.n))
 
+    @staticmethod
+    def _other(context: RouteContext):
+        """The prior that is not point([]) (either way round), or None when neither is."""
+        h0, h1 = context.hypotheses
+        empty = Point(())
+        return h1 if h0 == empty else h0 if h1 == empty else None
+
     def accepts(self, context: RouteContext) -> Decline | None:
-        """Declines other priors (quietly), mechanisms other than Gaussian / GDP, and constraints that
-        break the exchangeability of k-sets (k > 1)."""
+        """Declines other priors (quietly), mechanisms other than Gaussian / GDP, constraints that break the
+        exchangeability of k-sets (k > 1), and any constraint with a rates or uniform(min, max) prior."""
         k = self._members(context)
-        if k is None:
-            return Decline("it takes h0 = point([]) against h1 = uniform(min_members = max_members = k)",
-                           quiet=True)
+        other = self._other(context)
+        product = isinstance(other, Rates) or (isinstance(other, Uniform) and k is None)
+        if k is None and not product:
+            return Decline("it takes h0 = point([]) against h1 = uniform(min_members = max_members = k), "
+                           "uniform(min, max) or rates", quiet=True)
         for guarantee in context.scenario.table.kinds:
             if kinds.gdp_mu(guarantee) is None:
+                # quiet for the product priors: the exact, coupling and subsampling routes take them
                 return Decline(f"it takes Gaussian and GDP mechanisms (a curve of the allocation's likelihood "
-                               f"ratio); {type(guarantee).__name__} is not one")
+                               f"ratio); {type(guarantee).__name__} is not one", quiet=product)
+        if product:
+            if not context.scenario.constraints.is_unconstrained:
+                return Decline(f"with {other.describe()} it takes no constraints (the prior is then a product "
+                               f"law: Poisson subsampling)")
+            if isinstance(other, Rates) and len(other.rates) != context.scenario.n:
+                return Decline(f"rates: {len(other.rates)} rates for {context.scenario.n} databases")
+            return None
         support = self._support(context, k)
         if isinstance(support, str):
             return Decline(support)
@@ -345,15 +364,38 @@ class AllocationRoute(Route):
             return Decline(f"fewer than {k} databases can hold the target")
         return None
 
-    def run(self, context: RouteContext) -> RouteAnswer:
-        """The allocation curve of the support's k-sets at the largest mu, bracketed below at the smallest."""
+    @staticmethod
+    def _mus(context: RouteContext) -> np.ndarray:
+        """Each database's combined mu (several Gaussians on one database: sqrt(sum mu_i^2))."""
         scenario = context.scenario
-        k = self._members(context)
-        support = self._support(context, k)
         table = scenario.table
         mu_squared = np.array([kinds.gdp_mu(g) ** 2 for g in table.kinds])
-        per_database = np.sqrt(table.weights(scenario.n, mu_squared))[list(support)]
+        return np.sqrt(table.weights(scenario.n, mu_squared))
+
+    def run(self, context: RouteContext) -> RouteAnswer:
+        """The allocation curve of the support's k-sets at the largest mu, bracketed below at the smallest;
+        for a rates prior the composition of the databases' subsampled Gaussians
+        (:func:`gce.priors.allocation.poisson_curve`), for uniform(min, max) its rate-1/2 bound
+        (:func:`gce.priors.allocation.uniform_curve`)."""
         delta, epsilon = context.target
+        other = self._other(context)
+        mus = self._mus(context)
+        if isinstance(other, Rates):
+            pairs = {}
+            for mu, rate in zip(mus.tolist(), other.rates):
+                pairs[(mu, rate)] = pairs.get((mu, rate), 0) + 1
+            curve = allocation_module.poisson_curve([(m, r, c) for (m, r), c in sorted(pairs.items())],
+                                                    delta=delta, epsilon=epsilon)
+            return RouteAnswer("Poisson subsampling (rates prior)", curve, False, lower=curve.lower,
+                               note=curve.description)
+        k = self._members(context)
+        if k is None:
+            curve = allocation_module.uniform_curve(mus.tolist(), other.min_members, other.max_members,
+                                                    delta=delta, epsilon=epsilon)
+            return RouteAnswer("Poisson subsampling at rate 1/2 (uniform prior)", curve, False,
+                               lower=curve.lower, note=curve.description)
+        support = self._support(context, k)
+        per_database = mus[list(support)]
         high, low = float(per_database.max()), float(per_database.min())
         curve = allocation_module.allocation_curve(high, len(support), k, delta=delta, epsilon=epsilon)
         lower = curve.lower
