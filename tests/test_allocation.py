@@ -419,3 +419,22 @@ def test_none_vs_at_least_one_through_solve_at_scale():
     from gce.priors.allocation import poisson_curve
     half = poisson_curve([(0.25, 0.5, 60)]).epsilon_bracket(1e-6)
     assert low <= half[1] and high >= half[0] and high < report.baselines["worst pair"].epsilon
+
+
+def test_taking_out_the_empty_set_is_the_identity_when_its_share_underflows_even_beyond_eps_700():
+    """With c = 0 (2^-n below the smallest double) both directions are the rate-1/2 curve itself; a curve
+    whose epsilon exceeds 700 (GDP of mu 40: epsilon about 990) must come back unchanged, not capped."""
+    from gce.accounting.curves import GaussianCurve
+    from gce.priors.allocation import _WithoutEmpty
+
+    g = GaussianCurve(40.0)
+    curve = _WithoutEmpty(g.delta, g.delta, 0.0, floor=0.0)
+    assert float(g.epsilon(1e-6)) > 900
+    assert float(curve.epsilon(1e-6)) == pytest.approx(float(g.epsilon(1e-6)), rel=1e-9)
+    # c = 1/4 (two databases) against the identities by hand at eps = 1: e^eps' = 1/4 + 3/4 e
+    c, eps = 0.25, 1.0
+    g = GaussianCurve(1.0)
+    first = math.log(c + (1 - c) * math.e)
+    second = eps - math.log(1 - c + c * math.e)
+    expected = max(float(g.delta(first)) / (1 - c), (1 + math.e * c / (1 - c)) * float(g.delta(second)))
+    assert float(_WithoutEmpty(g.delta, g.delta, c).delta(eps)) == pytest.approx(expected, rel=1e-12)

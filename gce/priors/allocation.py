@@ -888,7 +888,7 @@ def uniform_curve(mus: Sequence[float], min_members: int, max_members: int | Non
         lower = LowerBound([(_WithoutEmpty(lambda e: below.direction_delta(0, e),
                                            lambda e: below.direction_delta(1, e), outside, upper=False),
                               0.0, 0.0)])
-        how = f"less the empty set's share {outside:.3g} (exactly)"
+        how = f"less the empty set's share e^{log_outside:.6g} (exactly)"
     else:
         upper = _Charged(half, 0.0, log_b)
         how = f"conditioned on the size (charge e^(eps {log_b:+.4g}))"
@@ -920,8 +920,8 @@ class _WithoutEmpty(PrivacyCurve):
         eps = np.atleast_1d(np.asarray(eps, dtype=float))
         c = self._c
         log_c = math.log(c) if c > 0 else -np.inf
-        e = np.minimum(eps, 700.0)
-        # log(c + (1 - c) e^eps), in log space (c may underflow to 0).
+        e = eps
+        # log(c + (1 - c) e^eps), in log space (c may underflow to 0; eps may exceed e^eps's range).
         first = np.maximum(np.logaddexp(log_c, math.log1p(-c) + e), 0.0)
         pq = np.atleast_1d(self._remove(first)) / (1.0 - c)
         # Q||P: the true delta does not increase with eps, so the term at min(eps, log(1/c)) bounds it too
@@ -929,5 +929,6 @@ class _WithoutEmpty(PrivacyCurve):
         qp = np.full_like(e, np.inf)
         for x in (e, np.minimum(e, -log_c)) if self._upper else (e,):
             second = np.maximum(x - np.logaddexp(math.log1p(-c), log_c + x), 0.0)
-            qp = np.minimum(qp, (1.0 + np.exp(x + log_c) / (1.0 - c)) * np.atleast_1d(self._add(second)))
+            factor = 1.0 + np.exp(np.minimum(x + log_c, 700.0)) / (1.0 - c)
+            qp = np.minimum(qp, factor * np.atleast_1d(self._add(second)))
         return np.minimum(np.maximum(pq, qp), 1.0)
