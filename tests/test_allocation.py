@@ -438,3 +438,118 @@ def test_taking_out_the_empty_set_is_the_identity_when_its_share_underflows_even
     second = eps - math.log(1 - c + c * math.e)
     expected = max(float(g.delta(first)) / (1 - c), (1 + math.e * c / (1 - c)) * float(g.delta(second)))
     assert float(_WithoutEmpty(g.delta, g.delta, c).delta(eps)) == pytest.approx(expected, rel=1e-12)
+
+
+# ---------------------------------------------------------------------------
+# Laplace and subsampled mechanisms through the allocation: quadrature with hand-derived closed forms
+
+
+def _laplace_call(a: float, b: float, strike: float, e: float) -> float:
+    """E[(a + b W - strike)_+] for the Laplace pair's ratio W under Q (b > 0): atoms e^-e (mass 1/2) and e^e
+    (mass e^-e / 2), and W = e^{2u - e} on u in (0, e) with density e^-u / 2."""
+    w_star = (strike - a) / b
+    total = 0.0
+    for w, m in ((math.exp(-e), 0.5), (math.exp(e), 0.5 * math.exp(-e))):
+        total += m * max(a + b * w - strike, 0.0)
+    u = min(max((math.log(w_star) + e) / 2 if w_star > 0 else 0.0, 0.0), e)
+    total += (a - strike) / 2 * (math.exp(-u) - math.exp(-e)) + b / 2 * math.exp(-e) * (math.exp(e) - math.exp(u))
+    return total
+
+
+def laplace_reference(e: float, t: int, k: int, eps: float, rate: float = 1.0) -> tuple[float, float]:
+    """(delta_PQ, delta_QP) of k of t Laplace pairs (scale 1, sensitivity e), each subsampled at ``rate``:
+    quadrature over x_1..x_{t-1} ~ Lap(0, 1) and the closed-form call in the last; the put by parity
+    (E W = 1)."""
+    gamma = math.exp(eps)
+    norm = math.comb(t, k)
+
+    def ratio(x):
+        return 1 - rate + rate * math.exp(abs(x) - abs(x - e))
+
+    def inner(which, *x):
+        w = [ratio(xi) for xi in x]
+        a, b = _esym(w, k) / norm, _esym(w, k - 1) / norm   # affine in the last ratio 1 - r + r W
+        a, b = a + b * (1 - rate), b * rate
+        density = math.prod(0.5 * math.exp(-abs(xi)) for xi in x)
+        if which == 0:
+            return density * _laplace_call(a, b, gamma, e)
+        strike = 1.0 / gamma
+        return density * gamma * (_laplace_call(a, b, strike, e) - a - b + strike)
+
+    opts = {"epsabs": 1e-13, "epsrel": 1e-10, "limit": 200, "points": [0.0, e]}
+    out = []
+    for which in (0, 1):
+        f = lambda *x: inner(which, *x)
+        if t == 1:
+            out.append(f())
+        elif t == 2:
+            out.append(integrate.quad(f, -40, 40, **opts)[0])
+        else:
+            out.append(integrate.nquad(f, [(-40, 40)] * (t - 1), opts=[opts] * (t - 1))[0])
+    return out[0], out[1]
+
+
+def test_the_laplace_reference_meets_the_laplace_curve():
+    """1 of 1 is the Laplace mechanism: delta(eps') = 1 - e^{(eps' - e)/2} for 0 <= eps' <= e (both ways)."""
+    e = 1.0
+    for eps in (0.0, 0.4):
+        pq, qp = laplace_reference(e, 1, 1, eps)
+        assert pq == pytest.approx(1 - math.exp((eps - e) / 2), rel=1e-12)
+        assert qp == pytest.approx(pq, rel=1e-12)
+
+
+@pytest.mark.parametrize("e, t, k, rate", [(1.0, 2, 1, 1.0), (2.0, 2, 1, 1.0), (1.0, 2, 1, 0.3), (1.0, 2, 2, 1.0)])
+def test_laplace_allocation_is_bracketed_by_quadrature(e, t, k, rate):
+    from gce.priors.allocation import LaplaceRatio, SubsampledRatio
+
+    ratio = LaplaceRatio(e) if rate == 1.0 else SubsampledRatio(LaplaceRatio(e), rate)
+    curve = allocation_curve(ratio, t, k, epsilon=0.3)
+    _sandwich(curve, lambda eps: laplace_reference(e, t, k, eps, rate), (0.0, 0.3, 0.8))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("e, t, k, rate", [(1.0, 3, 1, 1.0), (1.0, 3, 2, 1.0), (1.5, 3, 1, 0.5)])
+def test_laplace_allocation_of_three_is_bracketed_by_quadrature(e, t, k, rate):
+    from gce.priors.allocation import LaplaceRatio, SubsampledRatio
+
+    ratio = LaplaceRatio(e) if rate == 1.0 else SubsampledRatio(LaplaceRatio(e), rate)
+    curve = allocation_curve(ratio, t, k, epsilon=0.3)
+    _sandwich(curve, lambda eps: laplace_reference(e, t, k, eps, rate), (0.1, 0.6))
+
+
+def test_subsampled_gaussian_allocation_is_bracketed_by_quadrature():
+    """1 of 2 with each Gaussian (mu 1) on a rate-0.5 subsample: the ratio 1 - r + r W, affine in W."""
+    from gce.priors.allocation import GaussianRatio, SubsampledRatio
+
+    mu, r = 1.0, 0.5
+
+    def affine(w):
+        v = 1 - r + r * w[0]
+        a, b = v / 2, 0.5   # (V1 + V2) / 2, V2 = 1 - r + r W2
+        return a + b * (1 - r), b * r
+
+    curve = allocation_curve(SubsampledRatio(GaussianRatio(mu), r), 2, 1, epsilon=0.3)
+    _sandwich(curve, lambda eps: _product_reference(mu, affine, eps, 1), (0.0, 0.3, 1.0))
+
+
+def test_solve_takes_laplace_and_subsampled_mechanisms_through_the_allocation():
+    """1 of 10 Laplace steps (epsilon 1): the allocation's bracket (quadrature-tested above), below the
+    exact-count route's bound through the (1, 0) points; two invocations on a database, or two families,
+    decline with the reason."""
+    from gce.accounting.guarantees import LaplaceMechanism, Subsampled
+    from gce.priors.allocation import GaussianRatio, LaplaceRatio, SubsampledRatio
+
+    report = solve(_scenario(10, 1, mechanism=LaplaceMechanism(1.0)))
+    assert report.theorem == "random allocation"
+    assert report.bracket == pytest.approx(allocation_curve(LaplaceRatio(1.0), 10, 1).epsilon_bracket(1e-6),
+                                           rel=1e-12)
+    assert report.epsilon < 1.0  # the pure bound of one step: the allocation is below it at 1e-6
+    sub = solve(_scenario(10, 1, mechanism=Subsampled(0.5, GaussianMechanism(1.0))))
+    expected = allocation_curve(SubsampledRatio(GaussianRatio(1.0), 0.5), 10, 1).epsilon_bracket(1e-6)
+    assert sub.theorem == "random allocation" and sub.bracket == pytest.approx(expected, rel=1e-12)
+    twice = Scenario(4, tuple(Invocation(i, LaplaceMechanism(1.0), repeat=2) for i in range(4)),
+                     hypotheses=(Point(()), Uniform(1, 1)), delta=1e-6)
+    assert any("one invocation per database" in n for n in solve(twice).notes)
+    mixed = Scenario(4, tuple(Invocation(i, LaplaceMechanism(1.0) if i else Subsampled(0.5, LaplaceMechanism(1.0)))
+                              for i in range(4)), hypotheses=(Point(()), Uniform(1, 1)), delta=1e-6)
+    assert any("one mechanism family" in n for n in solve(mixed).notes)

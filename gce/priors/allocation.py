@@ -100,7 +100,7 @@ from ..accounting.curves import DiscreteLossCurve, PrivacyCurve, at_or_above
 from ..errors import InvalidParameterError, NumericalLimitError
 from ..validation import is_integer, is_number
 
-__all__ = ["GaussianRatio", "allocation_curve", "poisson_curve", "uniform_curve", "log_size_mass_outside",
+__all__ = ["GaussianRatio", "LaplaceRatio", "SubsampledRatio", "allocation_curve", "poisson_curve", "uniform_curve", "log_size_mass_outside",
            "AllocationCurve", "LowerBound", "DEFAULT_RTOL", "TAIL",
            "GRID_LIMIT"]
 
@@ -149,6 +149,14 @@ class GaussianRatio:
             raise InvalidParameterError("mu", f"must be a number in [0, 40), got {self.mu!r}")
         object.__setattr__(self, "mu", float(self.mu))
 
+    @property
+    def label(self) -> str:
+        return f"mu {self.mu:g}"
+
+    @property
+    def trivial(self) -> bool:
+        return self.mu == 0.0
+
     def _z(self, w: NDArray[np.float64]) -> NDArray[np.float64]:
         with np.errstate(divide="ignore"):
             return (np.log(w) + 0.5 * self.mu**2) / self.mu
@@ -187,6 +195,117 @@ class GaussianRatio:
     def variance(self) -> float:
         """Var_Q(W) = e^{mu^2} - 1."""
         return math.expm1(min(self.mu**2, 700.0))
+
+
+@dataclass(frozen=True)
+class LaplaceRatio:
+    """The likelihood ratio ``W = dP/dQ`` of the Laplace pair ``P = Lap(s, b)``, ``Q = Lap(0, b)`` under Q,
+    with ``epsilon = s / b``: ``W = exp((|x| - |x - s|) / b)``, an atom ``e^-eps`` of Q-mass 1/2 (x <= 0), an
+    atom ``e^eps`` of Q-mass ``e^-eps / 2`` (x >= s) and ``exp((2x - s) / b)`` in between.
+
+    Every Laplace mechanism of L1 sensitivity ``s`` and scale ``b`` is a post-processing of this pair (its
+    output is x itself); a pair of smaller epsilon is a garbling of it (its curve lies below in both
+    directions: Blackwell's theorem for binary experiments).
+    """
+
+    epsilon: float
+
+    def __post_init__(self) -> None:
+        if not is_number(self.epsilon) or not 0.0 <= self.epsilon < 700.0:
+            raise InvalidParameterError("epsilon", f"must be a number in [0, 700), got {self.epsilon!r}")
+        object.__setattr__(self, "epsilon", float(self.epsilon))
+
+    @property
+    def label(self) -> str:
+        return f"Laplace epsilon {self.epsilon:g}"
+
+    @property
+    def trivial(self) -> bool:
+        return self.epsilon == 0.0
+
+    def cells(self, edges: NDArray[np.float64]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """(Q(W in [e_j, e_{j+1})), P(W in [e_j, e_{j+1}))) for ascending edges (the last may be inf)."""
+        edges = np.asarray(edges, dtype=float)
+        e = self.epsilon
+        lo_edge, hi_edge = edges[:-1], edges[1:]
+        if e == 0.0:
+            q = ((lo_edge <= 1.0) & (1.0 < hi_edge)).astype(float)
+            return q, q.copy()
+        low, high = math.exp(-e), math.exp(e)
+        # the open middle, in u = x / b in (0, e): W = exp(2u - e); clip each cell's u-range to it
+        with np.errstate(divide="ignore"):
+            u = np.clip((np.log(np.maximum(edges, 0.0)) + e) / 2.0, 0.0, e)
+        u0, u1 = u[:-1], u[1:]
+        q = 0.5 * (np.exp(-u0) - np.exp(-u1))                 # Q density e^{-u} / 2 on (0, e)
+        p = 0.5 * (np.exp(u1 - e) - np.exp(u0 - e))           # P density e^{-(e - u)} / 2 on (0, e)
+        at_low = (lo_edge <= low) & (low < hi_edge)
+        at_high = (lo_edge <= high) & (high < hi_edge)
+        q = q + 0.5 * at_low + 0.5 * math.exp(-e) * at_high
+        p = p + 0.5 * math.exp(-e) * at_low + 0.5 * at_high
+        return q, p
+
+    def excess(self, b: float) -> float:
+        """E_Q[(W - b)_+] (0 once b >= e^eps), by the cells above b."""
+        if b >= math.exp(self.epsilon):
+            return 0.0
+        q, p = self.cells(np.array([b, np.inf]))
+        return max(float(p[0] - b * q[0]), 0.0)
+
+    def clamp(self, tail: float) -> float:
+        """W <= e^eps: the clamp is exact."""
+        return math.exp(self.epsilon)
+
+    def variance(self) -> float:
+        """Var_Q(W) = e^{-2eps} / 2 + e^eps / 2 + (e^eps - e^{-2eps}) / 6 - 1."""
+        e = self.epsilon
+        return max(0.5 * math.exp(-2 * e) + 0.5 * math.exp(e) + (math.exp(e) - math.exp(-2 * e)) / 6 - 1, 0.0)
+
+
+@dataclass(frozen=True)
+class SubsampledRatio:
+    """The ratio of a mechanism run on a Poisson subsample at ``rate``: the pair ``((1 - r) Q + r P, Q)``,
+    whose likelihood ratio is ``1 - r + r W`` (``inner`` the mechanism's ratio W)."""
+
+    inner: object
+    rate: float
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.inner, (GaussianRatio, LaplaceRatio)):
+            raise InvalidParameterError("inner", f"must be a Gaussian or Laplace ratio, got {self.inner!r}")
+        if not is_number(self.rate) or not 0.0 < self.rate <= 1.0:
+            raise InvalidParameterError("rate", f"must be a probability in (0, 1], got {self.rate!r}")
+        object.__setattr__(self, "rate", float(self.rate))
+
+    @property
+    def label(self) -> str:
+        return f"{self.inner.label} subsampled at {self.rate:g}"
+
+    @property
+    def trivial(self) -> bool:
+        return self.inner.trivial
+
+    def _inner_edges(self, edges: NDArray[np.float64]) -> NDArray[np.float64]:
+        r = self.rate
+        with np.errstate(invalid="ignore"):
+            return np.maximum((np.asarray(edges, dtype=float) - (1.0 - r)) / r, 0.0)
+
+    def cells(self, edges: NDArray[np.float64]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        q, p = self.inner.cells(self._inner_edges(edges))
+        return q, (1.0 - self.rate) * q + self.rate * p
+
+    def excess(self, b: float) -> float:
+        r = self.rate
+        return r * self.inner.excess(max((b - (1.0 - r)) / r, 0.0))
+
+    def clamp(self, tail: float) -> float:
+        r = self.rate
+        return 1.0 - r + r * self.inner.clamp(tail / r)
+
+    def variance(self) -> float:
+        return self.rate**2 * self.inner.variance()
+
+
+_RATIOS = (GaussianRatio, LaplaceRatio, SubsampledRatio)
 
 
 # ---------------------------------------------------------------------------
@@ -492,9 +611,11 @@ def allocation_curve(mu: float, t: int, k: int = 1, epochs: int = 1, rtol: float
 
     Parameters
     ----------
-    mu : float
+    mu : float or ratio
         Each database's mechanism is mu-GDP (a Gaussian of ``sensitivity / sigma``; several on one database
-        combine to ``sqrt(sum mu_i^2)``).
+        combine to ``sqrt(sum mu_i^2)``); or the likelihood ratio of its pair: :class:`GaussianRatio`,
+        :class:`LaplaceRatio`, :class:`SubsampledRatio` (the method holds for any ratio law: spread above,
+        garbling below).
     t, k : int
         Databases (steps) and members (1 <= k <= t).
     epochs : int
@@ -528,7 +649,7 @@ def allocation_curve(mu: float, t: int, k: int = 1, epochs: int = 1, rtol: float
     >>> 2.6507 <= low <= high <= 2.6588
     True
     """
-    ratio = GaussianRatio(mu)
+    ratio = mu if isinstance(mu, _RATIOS) else GaussianRatio(mu)
     t = _check_count(t, "t")
     k = _check_count(k, "k")
     epochs = _check_count(epochs, "epochs")
@@ -541,15 +662,17 @@ def allocation_curve(mu: float, t: int, k: int = 1, epochs: int = 1, rtol: float
     if epsilon is None and delta > 0:
         # The clamp's charge only has to be small against the target: a smaller clamp, a finer grid.
         tail = max(tail, _TAIL_SHARE * delta)
-    if mu == 0.0 or t == k:
-        return _plain(mu, k, epochs)
+    if isinstance(ratio, GaussianRatio) and (ratio.mu == 0.0 or t == k):
+        return _plain(ratio.mu, k, epochs)
+    if ratio.trivial:
+        return _plain(0.0, k, epochs)
     if k == 1 and epochs == 1:
         laws = _single(ratio, t, rtol, delta, epsilon, tail)
         upper = [laws[w][0].curve() for w in ("remove", "add")]
         lower = LowerBound([(laws[w][1].curve(), laws[w][1].slack, laws[w][1].slack_other)
                             for w in ("remove", "add")])
         grids = ", ".join(f"{w}: {laws[w][2]:,} cells" for w in ("remove", "add"))
-        return AllocationCurve(upper, lower, f"1 of {t}, mu {mu:g} ({grids})")
+        return AllocationCurve(upper, lower, f"1 of {t}, {ratio.label} ({grids})")
     return _composed(ratio, t, k, epochs, rtol, delta, epsilon, tail)
 
 
@@ -571,8 +694,10 @@ def _blocks(t: int, k: int) -> list[tuple[int, int]]:
 def _block_laws(ratio: GaussianRatio, size: int, points: int, tail: float) -> tuple[tuple[_Law, _Law],
                                                                                    tuple[_Law, _Law]]:
     """((upper remove, upper add), (lower remove, lower add)) of 1 of ``size`` on ``points`` cells."""
-    if size == 1:  # a block of one database: the Gaussian itself
+    if size == 1 and isinstance(ratio, GaussianRatio):  # a block of one database: the Gaussian itself
         return _gaussian_laws(ratio), _gaussian_laws(ratio, upper=False)
+    if size == 1 and isinstance(ratio, LaplaceRatio):  # the Laplace pair itself
+        return _laplace_laws(ratio), _laplace_laws(ratio, upper=False)
     uppers, lowers = [], []
     for d, which in enumerate(_WHICH):
         grid = _direction_grid(ratio, size, points, tail, which)
@@ -639,7 +764,7 @@ def _composed(ratio: GaussianRatio, t: int, k: int, epochs: int, rtol: float, de
         lower = LowerBound([(_DirectionLower(garbled.lower), slack * grow, slack * grow)])
         how = f"the {k}-of-{t} pair garbled by sum_i W_i, composed"
     blocks_text = " + ".join(f"{count * epochs} x (1 of {size})" for size, count in sizes)
-    return AllocationCurve([composed], lower, f"{k} of {t}, mu {ratio.mu:g}, {epochs} epoch(s): upper "
+    return AllocationCurve([composed], lower, f"{k} of {t}, {ratio.label}, {epochs} epoch(s): upper "
                                               f"{blocks_text} composed (Feldman and Shenfeld decomposition), "
                                               f"{points:,} cells, loss grid {interval:.3g}; lower: {how}")
 
@@ -664,6 +789,19 @@ def _gaussian_laws(ratio: GaussianRatio, upper: bool = True) -> tuple[_Law, _Law
     edge = z[1:] if upper else z[:-1]
     infinite = 2.0 * float(special.ndtr(-12.0)) if upper else 0.0
     law = _Law(mu * edge + 0.5 * mu * mu, mass, infinite)
+    return law, law
+
+
+def _laplace_laws(ratio: LaplaceRatio, upper: bool = True) -> tuple[_Law, _Law]:
+    """The Laplace pair's own law (a block of one database; symmetric, so one law for both directions): the
+    loss ``e`` (P-mass 1/2), ``-e`` (P-mass e^-e / 2) and ``2u - e`` on u in (0, e) with P-density
+    ``e^{u - e} / 2``, on cells of u, each cell's P-mass at its largest loss (upper) or its smallest (lower)."""
+    e = ratio.epsilon
+    u = np.linspace(0.0, e, 2**14 + 1)
+    mass = 0.5 * (np.exp(u[1:] - e) - np.exp(u[:-1] - e))
+    edge = u[1:] if upper else u[:-1]
+    loss = np.concatenate(([-e, e], 2.0 * edge - e))
+    law = _Law(loss, np.concatenate(([0.5 * math.exp(-e), 0.5], mass)), 0.0)
     return law, law
 
 

@@ -345,11 +345,13 @@ class AllocationRoute(Route):
         if k is None and not product:
             return Decline("it takes h0 = point([]) against h1 = uniform(min_members = max_members = k), "
                            "uniform(min, max) or rates", quiet=True)
-        for guarantee in context.scenario.table.kinds:
-            if kinds.gdp_mu(guarantee) is None:
-                # quiet for the product priors: the exact, coupling and subsampling routes take them
-                return Decline(f"it takes Gaussian and GDP mechanisms (a curve of the allocation's likelihood "
-                               f"ratio); {type(guarantee).__name__} is not one", quiet=product)
+        gaussian = all(kinds.gdp_mu(g) is not None for g in context.scenario.table.kinds)
+        if not gaussian:
+            if product:  # quiet: the exact, coupling and subsampling routes take them
+                return Decline("with a rates or uniform prior it takes Gaussian and GDP mechanisms", quiet=True)
+            ratios = self._ratios(context)
+            if isinstance(ratios, str):
+                return Decline(ratios)
         if product:
             if not context.scenario.constraints.is_unconstrained:
                 return Decline(f"with {other.describe()} it takes no constraints (the prior is then a product "
@@ -363,6 +365,44 @@ class AllocationRoute(Route):
         if len(support) < k:
             return Decline(f"fewer than {k} databases can hold the target")
         return None
+
+    @staticmethod
+    def _ratio(guarantee):
+        """The likelihood ratio of one Laplace or subsampled (Gaussian, Laplace) mechanism's pair, or None."""
+        from ..accounting.guarantees import GaussianMechanism, LaplaceMechanism, Subsampled
+        rate, inner = (guarantee.rate, guarantee.mechanism) if isinstance(guarantee, Subsampled) else (1.0, guarantee)
+        if isinstance(inner, LaplaceMechanism):
+            base = allocation_module.LaplaceRatio(inner.sensitivity / inner.scale)
+        elif isinstance(inner, GaussianMechanism) and rate < 1.0:
+            base = allocation_module.GaussianRatio(inner.sensitivity / inner.sigma)
+        else:
+            return None
+        return base if rate == 1.0 else allocation_module.SubsampledRatio(base, rate)
+
+    def _ratios(self, context: RouteContext) -> list | str:
+        """Per database, the ratio of its one Laplace or subsampled mechanism (None: no invocation), or why
+        the route does not apply: one invocation per database, one family (Laplace, subsampled Gaussian or
+        subsampled Laplace, one rate), so that the family's largest parameter dominates every database and
+        the smallest is dominated."""
+        scenario = context.scenario
+        table = scenario.table
+        counts = table.weights(scenario.n, np.ones(len(table.kinds)))
+        if counts.max() > 1:
+            return ("with Laplace or subsampled mechanisms it takes one invocation per database (several do "
+                    "not combine into one mechanism of the family)")
+        family = set()
+        out: list = [None] * scenario.n
+        for database, kind in zip(table.database.tolist(), table.kind.tolist()):
+            ratio = self._ratio(table.kinds[kind])
+            if ratio is None:
+                return (f"it takes Gaussian, GDP, Laplace or subsampled (Gaussian, Laplace) mechanisms; "
+                        f"{type(table.kinds[kind]).__name__} is not one")
+            inner = getattr(ratio, "inner", ratio)
+            family.add((type(inner).__name__, getattr(ratio, "rate", 1.0)))
+            out[database] = ratio
+        if len(family) > 1:
+            return "it takes one mechanism family at one sampling rate across the databases"
+        return out
 
     @staticmethod
     def _mus(context: RouteContext) -> np.ndarray:
@@ -379,6 +419,9 @@ class AllocationRoute(Route):
         (:func:`gce.priors.allocation.uniform_curve`)."""
         delta, epsilon = context.target
         other = self._other(context)
+        k = self._members(context)
+        if k is not None and not all(kinds.gdp_mu(g) is not None for g in context.scenario.table.kinds):
+            return self._run_family(context, k, self._support(context, k), delta, epsilon)
         mus = self._mus(context)
         if isinstance(other, Rates):
             pairs = {}
@@ -388,7 +431,6 @@ class AllocationRoute(Route):
                                                     delta=delta, epsilon=epsilon)
             return RouteAnswer("Poisson subsampling (rates prior)", curve, False, lower=curve.lower,
                                note=curve.description)
-        k = self._members(context)
         if k is None:
             curve = allocation_module.uniform_curve(mus.tolist(), other.min_members, other.max_members,
                                                     delta=delta, epsilon=epsilon)
@@ -403,6 +445,28 @@ class AllocationRoute(Route):
         if low < high:
             lower = allocation_module.allocation_curve(low, len(support), k, delta=delta, epsilon=epsilon).lower
             note += f"; below at the smallest mu {low:g}"
+        return RouteAnswer(self.name, curve, False, lower=lower, note=note)
+
+
+    def _run_family(self, context: RouteContext, k: int, support, delta, epsilon) -> RouteAnswer:
+        """Laplace or subsampled mechanisms: the allocation of the family's largest parameter above, its
+        smallest below (a database without an invocation: parameter 0)."""
+        ratios = self._ratios(context)
+        chosen = [ratios[i] for i in support]
+        present = [r for r in chosen if r is not None]
+        key = lambda r: getattr(r, "inner", r).epsilon if isinstance(getattr(r, "inner", r),
+                                                                       allocation_module.LaplaceRatio) \
+            else getattr(r, "inner", r).mu
+        high = max(present, key=key)
+        curve = allocation_module.allocation_curve(high, len(support), k, delta=delta, epsilon=epsilon)
+        lower, note = curve.lower, curve.description
+        if len(present) < len(chosen):
+            lower, note = None, note + "; a database without an invocation: no certified lower curve"
+        else:
+            low = min(present, key=key)
+            if key(low) < key(high):
+                lower = allocation_module.allocation_curve(low, len(support), k, delta=delta, epsilon=epsilon).lower
+                note += f"; below at the smallest ({low.label})"
         return RouteAnswer(self.name, curve, False, lower=lower, note=note)
 
 
