@@ -553,3 +553,32 @@ def test_solve_takes_laplace_and_subsampled_mechanisms_through_the_allocation():
     mixed = Scenario(4, tuple(Invocation(i, LaplaceMechanism(1.0) if i else Subsampled(0.5, LaplaceMechanism(1.0)))
                               for i in range(4)), hypotheses=(Point(()), Uniform(1, 1)), delta=1e-6)
     assert any("one mechanism family" in n for n in solve(mixed).notes)
+
+
+def test_a_time_budget_stops_the_refinement_and_the_bracket_stays_certified():
+    """mu 3, 1 of 2 with a 1 ms budget: no refinement, a wider bracket still around the quadrature."""
+    curve = allocation_curve(3.0, 2, 1, epsilon=2.0, rtol=1e-4, seconds=1e-3)
+    assert "stopped by the time budget" in curve.description
+    pq, qp = reference_deltas(3.0, 2, 1, 2.0)
+    low, high = curve.delta_bracket(2.0)
+    assert low <= max(pq, qp) <= high and (high - low) > 1e-4 * high
+    with pytest.raises(InvalidParameterError) as info:
+        allocation_curve(1.0, 2, seconds=0.0)
+    assert info.value.field == "seconds"
+
+
+def test_solve_gives_the_route_a_share_of_its_time_budget():
+    """sigma 0.5, 1 of 100 refines for about 9 s without a budget; within 2 s it stops and says so, and its
+    upper value is at most the single Gaussian's (mu 2; joint convexity over the singletons)."""
+    from gce.accounting.curves import GaussianCurve
+    import time as _time
+
+    scenario = Scenario(100, tuple(Invocation(i, GaussianMechanism(0.5)) for i in range(100)),
+                        hypotheses=(Point(()), Uniform(1, 1)), delta=1e-6)
+    start = _time.perf_counter()
+    report = solve(scenario, time_limit=2.0)
+    assert _time.perf_counter() - start < 3.0
+    assert report.theorem == "random allocation"
+    assert any("stopped by the time budget" in n for n in report.notes)
+    low, high = report.bracket
+    assert low <= high <= float(GaussianCurve(2.0).epsilon(1e-6))

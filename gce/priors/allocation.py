@@ -87,6 +87,7 @@ Blackwell, "Equivalent comparisons of experiments", Ann. Math. Stat. 1953 (garbl
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -561,7 +562,7 @@ def _bracket_at(uppers: Sequence[_Law], lowers: Sequence[_Law], delta: float | N
 
 
 def _single(ratio: GaussianRatio, t: int, rtol: float, delta: float | None, epsilon: float | None,
-            tail: float) -> dict[str, tuple[_Law, _Law, int]]:
+            tail: float, clock: _Clock | None = None) -> dict[str, tuple[_Law, _Law, int]]:
     """The 1-of-t laws per direction, ``{"remove": (upper, lower, points), "add": (...)}``, each direction on
     its own grid. The grids are refined (points doubled) while the bracket of the larger direction at the
     target is wider than ``rtol``, each direction only while it could decide the answer (its upper value
@@ -570,7 +571,9 @@ def _single(ratio: GaussianRatio, t: int, rtol: float, delta: float | None, epsi
     points = {w: START_POINTS for w in _WHICH}
     laws: dict[str, tuple[_Law, _Law, int]] = {}
     todo = set(_WHICH)
+    clock = clock or _Clock(None)
     while todo:
+        step = time.perf_counter()
         for d, which in enumerate(_WHICH):
             if which not in todo:
                 continue
@@ -587,10 +590,38 @@ def _single(ratio: GaussianRatio, t: int, rtol: float, delta: float | None, epsi
             break
         refine = {w for d, w in enumerate(_WHICH) if w in todo and highs[d] > max(lows)
                   and _width(lows[d], highs[d]) > rtol / 2}
+        if refine and not clock.another(time.perf_counter() - step):
+            break
         for which in refine:
             points[which] *= 2
         todo = refine
     return laws
+
+
+class _Clock:
+    """The time a computation may take (None: no limit): refinements stop when the next one, estimated at
+    :data:`_STEP_GROWTH` times the last, would overrun it (the grid kept is coarser: the bracket wider,
+    still certified)."""
+
+    def __init__(self, seconds: float | None):
+        self.start = time.perf_counter()
+        self.seconds = seconds
+        self.stopped = False
+
+    def another(self, last_step: float) -> bool:
+        """Whether a step estimated from ``last_step`` fits in the time left (records when it does not)."""
+        if self.seconds is None:
+            return True
+        fits = time.perf_counter() - self.start + _STEP_GROWTH * last_step <= self.seconds
+        self.stopped = self.stopped or not fits
+        return fits
+
+    def note(self) -> str:
+        return "; refinement stopped by the time budget (a wider bracket)" if self.stopped else ""
+
+
+#: A refinement (points doubled) costs about this many times the previous step.
+_STEP_GROWTH = 2.5
 
 
 # ---------------------------------------------------------------------------
@@ -605,7 +636,7 @@ def _check_count(value: object, name: str, low: int = 1) -> int:
 
 def allocation_curve(mu: float, t: int, k: int = 1, epochs: int = 1, rtol: float = DEFAULT_RTOL,
                      delta: float | None = 1e-6, epsilon: float | None = None,
-                     tail: float = TAIL) -> AllocationCurve:
+                     tail: float = TAIL, seconds: float | None = None) -> AllocationCurve:
     """The curve of "in none" against "in exactly k of t" databases, each running a Gaussian of ``mu``,
     allocations repeated ``epochs`` times (fresh each time): an upper curve with its certified lower curve.
 
@@ -629,6 +660,9 @@ def allocation_curve(mu: float, t: int, k: int = 1, epochs: int = 1, rtol: float
     tail : float
         P-mass beyond the clamp of one database's ratio, charged at infinite loss (with a delta target, up
         to ``1e-4 * delta``: it then costs at most that share of the bracket).
+    seconds : float, optional
+        Time the refinements may take: a refinement estimated to overrun it is not made (the bracket is
+        then wider than ``rtol``, still certified, and the description says so).
 
     Returns
     -------
@@ -666,14 +700,45 @@ def allocation_curve(mu: float, t: int, k: int = 1, epochs: int = 1, rtol: float
         return _plain(ratio.mu, k, epochs)
     if ratio.trivial:
         return _plain(0.0, k, epochs)
+    if seconds is not None and (not is_number(seconds) or seconds <= 0):
+        raise InvalidParameterError("seconds", f"must be a positive number of seconds, got {seconds!r}")
+    clock = _Clock(seconds)
     if k == 1 and epochs == 1:
-        laws = _single(ratio, t, rtol, delta, epsilon, tail)
+        laws = _single(ratio, t, rtol, delta, epsilon, tail, clock)
         upper = [laws[w][0].curve() for w in ("remove", "add")]
         lower = LowerBound([(laws[w][1].curve(), laws[w][1].slack, laws[w][1].slack_other)
                             for w in ("remove", "add")])
         grids = ", ".join(f"{w}: {laws[w][2]:,} cells" for w in ("remove", "add"))
-        return AllocationCurve(upper, lower, f"1 of {t}, {ratio.label} ({grids})")
-    return _composed(ratio, t, k, epochs, rtol, delta, epsilon, tail)
+        curve = AllocationCurve(upper, lower, f"1 of {t}, {ratio.label} ({grids}){clock.note()}")
+    else:
+        curve = _composed(ratio, t, k, epochs, rtol, delta, epsilon, tail, clock)
+    if isinstance(ratio, GaussianRatio):
+        return _no_worse_than_composition(curve, ratio.mu * math.sqrt(k * epochs))
+    return curve
+
+
+class _Least(PrivacyCurve):
+    """The pointwise least of valid upper curves (each a guarantee, so their minimum at every eps is one)."""
+
+    def __init__(self, curves: Sequence[PrivacyCurve]):
+        self._curves = tuple(curves)
+        self.delta_floor = min(c.delta_floor for c in self._curves)
+
+    def _delta(self, eps: NDArray[np.float64]) -> NDArray[np.float64]:
+        return np.min([np.atleast_1d(c.delta(eps)) for c in self._curves], axis=0)
+
+    def _epsilon(self, d: NDArray[np.float64]) -> NDArray[np.float64]:
+        # nonincreasing curves: the least reaches d at the smallest of their epsilons
+        return np.min([np.atleast_1d(c.epsilon(d)) for c in self._curves], axis=0)
+
+
+def _no_worse_than_composition(curve: AllocationCurve, mu: float) -> AllocationCurve:
+    """The allocation's upper curve, or the composition of its k members' Gaussians over the epochs where
+    that is less (joint convexity: the k-set prior is a mixture of point masses, each a GDP(mu sqrt(k))
+    pair per epoch; coarse grids at small noise can be looser than that)."""
+    from ..accounting.curves import GaussianCurve
+    least = _Least([curve, GaussianCurve(mu)])
+    return AllocationCurve([least], curve.lower, curve.description)
 
 
 def _plain(mu: float, k: int, epochs: int) -> AllocationCurve:
@@ -724,7 +789,7 @@ def _at(curve, lower, delta: float | None, epsilon: float | None) -> tuple[float
 
 
 def _composed(ratio: GaussianRatio, t: int, k: int, epochs: int, rtol: float, delta: float | None,
-              epsilon: float | None, tail: float) -> AllocationCurve:
+              epsilon: float | None, tail: float, clock: _Clock | None = None) -> AllocationCurve:
     """k of t and/or several epochs: the decomposition's 1-of-m pairs composed above, a garbled pair composed
     below (module doc), on the batch engine's loss grid. The cells and the loss grid are refined together
     while the decomposition's own discretisation bracket is wider than ``rtol / 8``."""
@@ -732,7 +797,9 @@ def _composed(ratio: GaussianRatio, t: int, k: int, epochs: int, rtol: float, de
     copies = sum(count for _, count in sizes) * epochs
     points = START_POINTS
     interval = None
+    clock = clock or _Clock(None)
     while True:
+        step = time.perf_counter()
         try:
             blocks = [(_block_laws(ratio, size, points, tail), count) for size, count in sizes]
         except NumericalLimitError:
@@ -745,7 +812,7 @@ def _composed(ratio: GaussianRatio, t: int, k: int, epochs: int, rtol: float, de
         grow = copies * (1.0 + slack) ** max(copies - 1, 0)
         blocks_lower = LowerBound([(_DirectionLower(composed.lower), slack * grow, slack * grow)])
         low, high = _at(composed, blocks_lower, delta, epsilon)
-        if _width(low, high) <= rtol / 8 or points >= GRID_LIMIT // 8:
+        if _width(low, high) <= rtol / 8 or points >= GRID_LIMIT // 8 or not clock.another(time.perf_counter() - step):
             break
         points *= 2
         interval /= 2
@@ -766,7 +833,7 @@ def _composed(ratio: GaussianRatio, t: int, k: int, epochs: int, rtol: float, de
     blocks_text = " + ".join(f"{count * epochs} x (1 of {size})" for size, count in sizes)
     return AllocationCurve([composed], lower, f"{k} of {t}, {ratio.label}, {epochs} epoch(s): upper "
                                               f"{blocks_text} composed (Feldman and Shenfeld decomposition), "
-                                              f"{points:,} cells, loss grid {interval:.3g}; lower: {how}")
+                                              f"{points:,} cells, loss grid {interval:.3g}; lower: {how}{clock.note()}")
 
 
 class _DirectionLower(PrivacyCurve):

@@ -120,8 +120,11 @@ class RouteContext:
     """
 
     def __init__(self, scenario: Scenario, worst_pair: Callable[[], WorstPair],
-                 target: tuple[float | None, float | None] | None = None):
+                 target: tuple[float | None, float | None] | None = None,
+                 seconds_left: Callable[[], float] | None = None):
         self.scenario = scenario
+        #: Seconds left of the solve's time budget (None: no budget), for routes that refine.
+        self.seconds_left = seconds_left
         self._search = worst_pair
         self._worst_pair: WorstPair | None = None
         #: (delta, epsilon) the answer is asked at (one of them None): routes that refine to a
@@ -404,6 +407,14 @@ class AllocationRoute(Route):
             return "it takes one mechanism family at one sampling rate across the databases"
         return out
 
+    #: Share of the solve's time left that one allocation curve may take (the other routes follow).
+    TIME_SHARE = 0.5
+
+    def _seconds(self, context: RouteContext) -> float | None:
+        """The time one allocation curve may take: a share of the solve's time left (at least 0.1 s)."""
+        left = None if context.seconds_left is None else context.seconds_left()
+        return None if left is None else max(self.TIME_SHARE * left, 0.1)
+
     @staticmethod
     def _mus(context: RouteContext) -> np.ndarray:
         """Each database's combined mu (several Gaussians on one database: sqrt(sum mu_i^2))."""
@@ -439,11 +450,14 @@ class AllocationRoute(Route):
         support = self._support(context, k)
         per_database = mus[list(support)]
         high, low = float(per_database.max()), float(per_database.min())
-        curve = allocation_module.allocation_curve(high, len(support), k, delta=delta, epsilon=epsilon)
+        seconds = self._seconds(context)
+        curve = allocation_module.allocation_curve(high, len(support), k, delta=delta, epsilon=epsilon,
+                                                   seconds=seconds)
         lower = curve.lower
         note = curve.description
         if low < high:
-            lower = allocation_module.allocation_curve(low, len(support), k, delta=delta, epsilon=epsilon).lower
+            lower = allocation_module.allocation_curve(low, len(support), k, delta=delta, epsilon=epsilon,
+                                                       seconds=self._seconds(context)).lower
             note += f"; below at the smallest mu {low:g}"
         return RouteAnswer(self.name, curve, False, lower=lower, note=note)
 
@@ -458,14 +472,16 @@ class AllocationRoute(Route):
                                                                        allocation_module.LaplaceRatio) \
             else getattr(r, "inner", r).mu
         high = max(present, key=key)
-        curve = allocation_module.allocation_curve(high, len(support), k, delta=delta, epsilon=epsilon)
+        curve = allocation_module.allocation_curve(high, len(support), k, delta=delta, epsilon=epsilon,
+                                                   seconds=self._seconds(context))
         lower, note = curve.lower, curve.description
         if len(present) < len(chosen):
             lower, note = None, note + "; a database without an invocation: no certified lower curve"
         else:
             low = min(present, key=key)
             if key(low) < key(high):
-                lower = allocation_module.allocation_curve(low, len(support), k, delta=delta, epsilon=epsilon).lower
+                lower = allocation_module.allocation_curve(low, len(support), k, delta=delta, epsilon=epsilon,
+                                                           seconds=self._seconds(context)).lower
                 note += f"; below at the smallest ({low.label})"
         return RouteAnswer(self.name, curve, False, lower=lower, note=note)
 
