@@ -4,7 +4,9 @@ An adversary prior that puts the target in exactly ``k`` of ``t`` databases, uni
 (``h0 = point([])``, ``h1 = uniform(min_members=k, max_members=k)``) is what the DP-SGD literature calls
 *random allocation* or balls-and-bins batching (Feldman and Shenfeld, arXiv 2502.08202; Chua et al.,
 AISTATS 2025; "Efficient privacy loss accounting for subsampling and random allocation", arXiv 2602.17284).
-This module computes its curve, both directions, as a certified bracket.
+This module computes its curve, both directions, as a certified bracket, for Gaussian, Laplace and
+subsampled mechanisms, and the curves of the per-database-rate and uniform(min, max) priors (Poisson
+subsampling).
 
 The pair, written under Q (k = 1)
 ---------------------------------
@@ -75,6 +77,34 @@ Repeats
 above and the garbled pairs below are composed by the batch engine
 (:func:`gce.accounting.batch.compose_laws`). Several invocations on one database (``repeat``) are one
 Gaussian of ``mu = sqrt(sum mu_i^2)`` (Dong, Roth and Su): the same allocation, not a fresh one.
+
+Other mechanisms
+----------------
+Nothing above is particular to the Gaussian: the spread, the garbling and the decomposition need only the
+law of one database's ratio ``W`` under Q (its cell masses ``Q(cell)``, ``E_Q[W; cell]`` and its tail
+``E_Q[(W - B)_+]``). :class:`LaplaceRatio` is the Laplace pair's (two atoms, ``e^-eps`` and ``e^eps``, and
+a continuous part between, bounded: its clamp is exact), :class:`SubsampledRatio` any of them on a Poisson
+subsample (``1 - r + r W``). Databases with different parameters of one family: the largest dominates
+(a pair of smaller parameter is a garbling of it: Blackwell's theorem for binary experiments, the curves
+being ordered), so it bounds the allocation above and the smallest below.
+
+Gaussian allocations are also never reported above the composition of their k members' Gaussians over the
+epochs (joint convexity: the prior is a mixture of k-sets), which coarse grids at small noise can exceed.
+
+Per-database rates and uniform(min, max)
+----------------------------------------
+"In none" against a rates prior (each database independently at its rate ``r_i``, no constraints) is the
+composition of the databases' subsampled pairs ``((1 - r_i) Q_i + r_i P_i, Q_i)``: Poisson subsampling
+(001 Sec. V-B). :func:`poisson_curve` rounds each pair to a dominating one (the spread of ``W`` on a grid
+uniform in ``log W``) and garbles it by its cells below, and composes them on the batch engine, both
+directions. The uniform law over all subsets is rate 1/2; :func:`uniform_curve` takes the empty set's
+share out exactly for "none vs at least one" and charges the excluded sizes' mass otherwise.
+
+Time
+----
+The refinements (points doubled) stop when the next one, estimated from the last, would overrun the
+``seconds`` given (the route gives a share of solve's time left): the bracket is then wider, still
+certified, and the description says so.
 
 References
 ----------
@@ -940,7 +970,8 @@ def _check_rate(value: object, name: str) -> float:
 
 
 def poisson_curve(parts: Sequence[tuple[float, float, int]], rtol: float = DEFAULT_RTOL,
-                  delta: float | None = 1e-6, epsilon: float | None = None, tail: float = TAIL) -> AllocationCurve:
+                  delta: float | None = 1e-6, epsilon: float | None = None, tail: float = TAIL,
+                  seconds: float | None = None) -> AllocationCurve:
     """The curve of "in none" against "in each database independently at its rate" (the per-database-rate
     prior: Poisson subsampling of the target's record, database by database), each database running a
     Gaussian of its ``mu``: an upper curve with its certified lower curve.
@@ -957,13 +988,13 @@ def poisson_curve(parts: Sequence[tuple[float, float, int]], rtol: float = DEFAU
     parts : sequence of (mu, rate, count)
         ``count`` databases running a mu-GDP mechanism each (several on one database: one Gaussian of
         ``sqrt(sum mu_i^2)``), each holding the target with probability ``rate``.
-    rtol, delta, epsilon, tail
+    rtol, delta, epsilon, tail, seconds
         As in :func:`allocation_curve`.
 
     Examples
     --------
-    >>> low, high = poisson_curve([(1.0, 0.01, 100)]).epsilon_bracket(1e-6)
-    >>> 0.94 < low <= high < 0.96
+    >>> low, high = poisson_curve([(1.0, 0.1, 10)]).epsilon_bracket(1e-6)
+    >>> 3.46 < low <= high < 3.47
     True
     """
     if isinstance(parts, (str, bytes)) or not isinstance(parts, Sequence) or not parts:
@@ -992,7 +1023,9 @@ def poisson_curve(parts: Sequence[tuple[float, float, int]], rtol: float = DEFAU
     points = _POISSON_POINTS
     interval = None
     done = None
+    clock = _Clock(seconds)
     while True:
+        step = time.perf_counter()
         try:
             blocks = [(_poisson_laws(ratio, rate, points, tail), count) for ratio, rate, count in clean]
         except NumericalLimitError:
@@ -1014,7 +1047,7 @@ def poisson_curve(parts: Sequence[tuple[float, float, int]], rtol: float = DEFAU
             interval *= 2.0
             continue
         done = (composed, lower, points, interval)
-        if _width(low, high) <= rtol or points >= GRID_LIMIT // 8:
+        if _width(low, high) <= rtol or points >= GRID_LIMIT // 8 or not clock.another(time.perf_counter() - step):
             break
         points *= 2
         interval /= 2
@@ -1022,7 +1055,7 @@ def poisson_curve(parts: Sequence[tuple[float, float, int]], rtol: float = DEFAU
     shown = ", ".join(f"{count} x (mu {ratio.mu:g} at rate {rate:g})" for ratio, rate, count in clean[:4])
     more = ", ..." if len(clean) > 4 else ""
     return AllocationCurve([composed], lower, f"Poisson subsampling, {copies} database(s): {shown}{more}; "
-                                              f"{points:,} cells each, loss grid {interval:.3g}")
+                                              f"{points:,} cells each, loss grid {interval:.3g}{clock.note()}")
 
 
 class _Charged(PrivacyCurve):
@@ -1052,7 +1085,7 @@ def log_size_mass_outside(n: int, min_members: int, max_members: int | None) -> 
 
 def uniform_curve(mus: Sequence[float], min_members: int, max_members: int | None = None,
                   rtol: float = DEFAULT_RTOL, delta: float | None = 1e-6,
-                  epsilon: float | None = None) -> AllocationCurve:
+                  epsilon: float | None = None, seconds: float | None = None) -> AllocationCurve:
     """The curve of "in none" against uniform over the sets of ``min_members`` to ``max_members`` of the
     ``n = len(mus)`` databases (001's "in at least one" for ``min_members = 1``), database ``i`` running a
     Gaussian of ``mus[i]``: an upper curve with its certified lower curve.
@@ -1082,7 +1115,7 @@ def uniform_curve(mus: Sequence[float], min_members: int, max_members: int | Non
                                   f"the subsets of {n} databases: the rate-1/2 bound would charge more than 1")
     values, counts = np.unique(np.array(mus), return_counts=True)
     half = poisson_curve([(float(m), 0.5, int(c)) for m, c in zip(values, counts)], rtol=rtol, delta=delta,
-                         epsilon=epsilon)
+                         epsilon=epsilon, seconds=seconds)
     log_b = log_outside - math.log1p(-outside)  # log((1 - p) / p)
     if min_members <= 1 and (max_members is None or max_members >= n):
         composed = half._upper[0]  # the batch engine's LawCurve: directions P||Q (0) and Q||P (1)

@@ -439,12 +439,12 @@ class AllocationRoute(Route):
             for mu, rate in zip(mus.tolist(), other.rates):
                 pairs[(mu, rate)] = pairs.get((mu, rate), 0) + 1
             curve = allocation_module.poisson_curve([(m, r, c) for (m, r), c in sorted(pairs.items())],
-                                                    delta=delta, epsilon=epsilon)
+                                                    delta=delta, epsilon=epsilon, seconds=self._seconds(context))
             return RouteAnswer("Poisson subsampling (rates prior)", curve, False, lower=curve.lower,
                                note=curve.description)
         if k is None:
             curve = allocation_module.uniform_curve(mus.tolist(), other.min_members, other.max_members,
-                                                    delta=delta, epsilon=epsilon)
+                                                    delta=delta, epsilon=epsilon, seconds=self._seconds(context))
             return RouteAnswer("Poisson subsampling at rate 1/2 (uniform prior)", curve, False,
                                lower=curve.lower, note=curve.description)
         support = self._support(context, k)
