@@ -371,13 +371,16 @@ class AllocationRoute(Route):
 
     @staticmethod
     def _ratio(guarantee):
-        """The likelihood ratio of one Laplace or subsampled (Gaussian, Laplace) mechanism's pair, or None."""
-        from ..accounting.guarantees import GaussianMechanism, LaplaceMechanism, Subsampled
-        rate, inner = (guarantee.rate, guarantee.mechanism) if isinstance(guarantee, Subsampled) else (1.0, guarantee)
-        if isinstance(inner, LaplaceMechanism):
-            base = allocation_module.LaplaceRatio(inner.sensitivity / inner.scale)
-        elif isinstance(inner, GaussianMechanism) and rate < 1.0:
-            base = allocation_module.GaussianRatio(inner.sensitivity / inner.sigma)
+        """The likelihood ratio of one Laplace or subsampled (Gaussian, Laplace) mechanism's pair, or None
+        (the kind's noise from :func:`gce.accounting.kinds.pld_noise`)."""
+        noise = kinds.pld_noise(guarantee)
+        if noise is None:
+            return None
+        kind, scale, sensitivity, rate = noise
+        if kind == "laplace":
+            base = allocation_module.LaplaceRatio(sensitivity / scale)
+        elif kind == "gaussian" and rate < 1.0:
+            base = allocation_module.GaussianRatio(sensitivity / scale)
         else:
             return None
         return base if rate == 1.0 else allocation_module.SubsampledRatio(base, rate)
