@@ -363,7 +363,7 @@ def test_rates_prior_through_solve_is_poisson_subsampling_within_its_bracket():
     from gce.accounting.theorems import compose
     from gce.priors.hypotheses import Rates
 
-    t = 20
+    t = 10
     scenario = Scenario(t, tuple(Invocation(i, GaussianMechanism(1.0)) for i in range(t)),
                         hypotheses=(Point(()), Rates((1 / t,) * t)), delta=1e-6)
     report = solve(scenario)
@@ -391,13 +391,14 @@ def test_none_vs_at_least_one_of_two_is_bracketed_by_quadrature():
     _sandwich(curve, lambda eps: _product_reference(mu, lambda w: (w[0] / 3, (1 + w[0]) / 3), eps, 1),
               (0.0, 0.5, 1.0, 2.0))
     from gce.errors import NumericalLimitError
-    with pytest.raises(NumericalLimitError, match="holds only 0.375"):  # p = 3/8: a charge above 1
-        uniform_curve([mu, mu, mu], 1, 1)
+    with pytest.raises(NumericalLimitError, match="holds only 0.0494"):  # 10 sizes of 30: refused
+        uniform_curve([mu] * 30, 1, 10)
 
 
 @pytest.mark.slow
 def test_uniform_min_max_of_three_is_bracketed_by_quadrature():
-    """uniform(1, 2) of 3: dP/dQ = (e_1 + e_2) / 6, affine in W3 (2-d quadrature); the charged bound."""
+    """uniform(1, 2) of 3: dP/dQ = (e_1 + e_2) / 6, affine in W3 (2-d quadrature; joint convexity over the
+    sizes); uniform(1, 3) of 3: the empty set's share taken out."""
     from gce.priors.allocation import uniform_curve
 
     mu = 0.5
@@ -544,8 +545,8 @@ def test_solve_takes_laplace_and_subsampled_mechanisms_through_the_allocation():
     assert report.bracket == pytest.approx(allocation_curve(LaplaceRatio(1.0), 10, 1).epsilon_bracket(1e-6),
                                            rel=1e-12)
     assert report.epsilon < 1.0  # the pure bound of one step: the allocation is below it at 1e-6
-    sub = solve(_scenario(10, 1, mechanism=Subsampled(0.5, GaussianMechanism(1.0))))
-    expected = allocation_curve(SubsampledRatio(GaussianRatio(1.0), 0.5), 10, 1).epsilon_bracket(1e-6)
+    sub = solve(_scenario(6, 1, mechanism=Subsampled(0.5, GaussianMechanism(1.0))))
+    expected = allocation_curve(SubsampledRatio(GaussianRatio(1.0), 0.5), 6, 1).epsilon_bracket(1e-6)
     assert sub.theorem == "random allocation" and sub.bracket == pytest.approx(expected, rel=1e-12)
     twice = Scenario(4, tuple(Invocation(i, LaplaceMechanism(1.0), repeat=2) for i in range(4)),
                      hypotheses=(Point(()), Uniform(1, 1)), delta=1e-6)
@@ -582,3 +583,15 @@ def test_solve_gives_the_route_a_share_of_its_time_budget():
     assert any("stopped by the time budget" in n for n in report.notes)
     low, high = report.bracket
     assert low <= high <= float(GaussianCurve(2.0).epsilon(1e-6))
+
+
+def test_uniform_over_few_sizes_is_bracketed_by_quadrature():
+    """uniform(0, 1) of 2 (sizes 0 and 1, weights 1/3 and 2/3): dP/dQ = (1 + W1 + W2) / 3, by joint convexity
+    over the sizes above and the garbled mixture below."""
+    from gce.priors.allocation import uniform_curve
+
+    mu = 1.0
+    curve = uniform_curve([mu, mu], 0, 1)
+    assert "joint convexity over its 2 sizes" in curve.description
+    _sandwich(curve, lambda eps: _product_reference(mu, lambda w: ((1 + w[0]) / 3, 1 / 3), eps, 1),
+              (0.0, 0.5, 1.5))

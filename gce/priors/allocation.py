@@ -1098,8 +1098,9 @@ def uniform_curve(mus: Sequence[float], min_members: int, max_members: int | Non
         delta_1/2(eps) - (1 - p) - e^eps (1 - p) / p  <=  delta_U(eps)  <=  delta_1/2(eps) + e^eps (1 - p) / p,
 
     with ``delta_1/2`` the curve of :func:`poisson_curve` at rate 1/2 (its own bracket carried through).
-    For "none vs at least one", ``1 - p = 2^-n``: tight for all but a few databases. When ``1 - p`` is large
-    the bound is valid but loose (a charge near 1).
+    For "none vs at least one" (and uniform(0..n)) the empty set's share is taken out exactly
+    (:class:`_WithoutEmpty`). Other priors of at most :data:`SIZES_LIMIT` sizes: joint convexity over the
+    sizes (:func:`_sizes_curve`); more sizes: the charge above (refused when ``1 - p >= 1/2``).
     """
     mus = [float(GaussianRatio(m).mu) for m in mus]
     n = len(mus)
@@ -1110,14 +1111,19 @@ def uniform_curve(mus: Sequence[float], min_members: int, max_members: int | Non
         max_members = _check_count(max_members, "max_members", low=min_members)
     log_outside = log_size_mass_outside(n, min_members, max_members)
     outside = math.exp(log_outside)
+    high = n if max_members is None else min(max_members, n)
+    without_empty = min_members <= 1 and high >= n
+    if not without_empty and high - min_members + 1 <= SIZES_LIMIT:
+        return _sizes_curve(mus, min_members, high, rtol, delta, epsilon, seconds)
     if outside >= 0.5:
         raise NumericalLimitError(f"uniform({min_members}, {max_members}) holds only {1.0 - outside:.3g} of "
-                                  f"the subsets of {n} databases: the rate-1/2 bound would charge more than 1")
+                                  f"the subsets of {n} databases (the rate-1/2 bound would charge more than "
+                                  f"1) over more than {SIZES_LIMIT} sizes (joint convexity over the sizes)")
     values, counts = np.unique(np.array(mus), return_counts=True)
     half = poisson_curve([(float(m), 0.5, int(c)) for m, c in zip(values, counts)], rtol=rtol, delta=delta,
                          epsilon=epsilon, seconds=seconds)
     log_b = log_outside - math.log1p(-outside)  # log((1 - p) / p)
-    if min_members <= 1 and (max_members is None or max_members >= n):
+    if without_empty:
         composed = half._upper[0]  # the batch engine's LawCurve: directions P||Q (0) and Q||P (1)
         remove, add = composed.direction(0), composed.direction(1)
         floor = max(remove.delta_floor / (1.0 - outside), add.delta_floor * (1.0 + 1.0 / (1.0 - outside)))
@@ -1170,3 +1176,70 @@ class _WithoutEmpty(PrivacyCurve):
             factor = 1.0 + np.exp(np.minimum(x + log_c, 700.0)) / (1.0 - c)
             qp = np.minimum(qp, factor * np.atleast_1d(self._add(second)))
         return np.minimum(np.maximum(pq, qp), 1.0)
+
+
+#: Most sizes of a uniform(min, max) prior bounded by joint convexity over its sizes (:func:`_sizes_curve`).
+SIZES_LIMIT = 8
+
+
+class _Mixed(PrivacyCurve):
+    """``sum_s w_s delta_s(eps)``: joint convexity over a mixture's components (:func:`_sizes_curve`)."""
+
+    def __init__(self, curves: Sequence[PrivacyCurve], weights: Sequence[float]):
+        self._curves, self._weights = tuple(curves), tuple(float(w) for w in weights)
+        self.delta_floor = min(sum(w * c.delta_floor for c, w in zip(self._curves, self._weights)), 1.0)
+
+    def _delta(self, eps: NDArray[np.float64]) -> NDArray[np.float64]:
+        total = sum(w * np.atleast_1d(c.delta(eps)) for c, w in zip(self._curves, self._weights))
+        return np.minimum(total * (1.0 + 1e-12), 1.0)
+
+
+def _mixture_lower_laws(ratio: GaussianRatio, n: int, weights: dict[int, float], grid: _Grid) -> tuple[_Law, _Law]:
+    """The mixture prior's pair garbled by the cells of each ``W_i`` summed (as :func:`_lower_laws`, module
+    doc): under P the law of ``S_J`` is ``sum_s w_s`` (s tilted terms, ``n - s`` plain), a post-processing of
+    the true pair, so its divergence is a lower bound."""
+    q_cells, p_cells = _cells(ratio, grid)
+    size = grid.size
+    f_q = _fft.rfft(q_cells, size)
+    f_p = _fft.rfft(p_cells, size)
+    q = _fft.irfft(_power([(f_q, n)]), size)
+    p = sum(w * _fft.irfft(_power([(f_p, s), (f_q, n - s)]), size) for s, w in weights.items() if w > 0)
+    noise = _noise(size, n, (q_cells, p_cells))
+    q, p = np.maximum(q, 0.0), np.maximum(p, 0.0)
+    keep_pq, keep_qp = p > 0, q > 0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        loss = np.log(p) - np.log(q)
+    return (_Law(loss[keep_pq], p[keep_pq], 0.0, noise, noise), _Law(-loss[keep_qp], q[keep_qp], 0.0, noise, noise))
+
+
+def _sizes_curve(mus: Sequence[float], low: int, high: int, rtol: float, delta: float | None,
+                 epsilon: float | None, seconds: float | None) -> AllocationCurve:
+    """uniform(low..high) of n = len(mus) databases by joint convexity over its sizes: the prior is the
+    mixture ``sum_s w_s U_s`` (w_s proportional to C(n, s), U_s uniform over the s-sets), and hockey-stick
+    divergences are jointly convex, so in both directions ``delta <= sum_s w_s delta_s`` with ``delta_s`` the
+    s-of-n allocation's upper curve at the largest mu (0 for s = 0: the same law as "in none"). Below: the
+    mixture garbled by the summed cells at the smallest mu (:func:`_mixture_lower_laws`)."""
+    n = len(mus)
+    sizes = np.arange(low, high + 1)
+    log_w = special.gammaln(n + 1) - special.gammaln(sizes + 1) - special.gammaln(n - sizes + 1)
+    weights = np.exp(log_w - special.logsumexp(log_w))
+    top, bottom = max(mus), min(mus)
+    curves = []
+    share = None if seconds is None else seconds / max(len(sizes), 1)
+    from ..accounting.curves import GaussianCurve
+    for s in sizes.tolist():
+        curves.append(GaussianCurve(0.0) if s == 0 or top == 0.0
+                      else allocation_curve(top, n, s, rtol=rtol, delta=delta, epsilon=epsilon, seconds=share))
+    upper = _Mixed(curves, weights)
+    ratio = GaussianRatio(bottom)
+    parts = []
+    if bottom > 0.0:
+        tail = TAIL if delta is None else max(TAIL, _TAIL_SHARE * delta)
+        for d, which in enumerate(_WHICH):
+            grid = _direction_grid(ratio, n, _LOWER_POINTS, tail, which)
+            law = _mixture_lower_laws(ratio, n, dict(zip(sizes.tolist(), weights.tolist())), grid)[d]
+            parts.append((law.curve(), law.slack, law.slack_other))
+    lower = LowerBound(parts or [(GaussianCurve(0.0), 0.0, 0.0)])
+    return AllocationCurve([upper], lower, f"uniform({low}..{high}) of {n}: joint convexity over its "
+                                           f"{len(sizes)} sizes (allocations at mu {top:g}); below: the "
+                                           f"mixture garbled by sum_i W_i at mu {bottom:g}")
