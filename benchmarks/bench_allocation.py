@@ -7,6 +7,7 @@ Cases (delta 1e-6, Gaussian noise sigma, t steps, each record in k of them, one 
 (d) none vs at least one, 10,000 databases, identical Gaussians (sigma 1): target under 10 s, through solve()
     (the route's rate-1/2 Poisson bound with the empty set's share taken out).
 (e) the rates prior (Poisson subsampling at rate 1/t) through solve(), t = 100: gce's own certified bracket.
+(f) sigma 0.5, 1 of 100 through solve() with its default time budget (the route's refinements stop in it).
 Peers measured in the same run:
 * dp-accounting's Poisson-subsampled Gaussian at rate k/t, composed t times (the reference point: the same
   expected batch size; its epsilon is printed, and its time);
@@ -78,6 +79,16 @@ def poisson_rate(sigma: float, t: int, rate: float) -> float:
     return float(one.self_compose(t).get_epsilon_for_delta(DELTA))
 
 
+def small_noise() -> None:
+    """sigma 0.5, 1 of 100 through solve() with its default time budget: refinements stop within it."""
+    scenario = Scenario(100, tuple(Invocation(i, GaussianMechanism(0.5)) for i in range(100)),
+                        hypotheses=(Point(()), Uniform(1, 1)), delta=DELTA)
+    seconds, report = best_of(lambda: solve(scenario), repeat=1)
+    stopped = any("time budget" in note for note in report.notes)
+    print(f"solve(): 1 of 100, sigma 0.5: {report.theorem}, bracket [{report.bracket[0]:.4f}, "
+          f"{report.bracket[1]:.4f}] in {seconds:.2f} s" + (" (refinement stopped by the time budget)" if stopped else ""))
+
+
 def pld_accounting() -> None:
     if importlib.util.find_spec("PLD_accounting") is None:
         print("PLD_accounting (PyPI) is not installed here: no peer measurement of arXiv 2602.17284's code "
@@ -92,6 +103,7 @@ if __name__ == "__main__":
     for args in ((1.0, 10, 1), (1.0, 100, 1), (3.0, 100, 10), (1.0, 20, 2)):
         case(*args)
     through_solve()
+    small_noise()
     n = 10_000
     results.append(product_prior(f"none vs at least one, {n:,} databases, sigma 1",
                                  Scenario(n, tuple(Invocation(i, GaussianMechanism(1.0)) for i in range(n)),
