@@ -58,7 +58,7 @@ from .constraints import (
     estimate_membership,
 )
 from .priors.hypotheses import Explicit, Point, Rates, Uniform
-from .model import Databases, Invocation, Scenario
+from .model import Databases, Invocation, InvocationGroup, Scenario
 from .report import Report
 from .files.scenario import load_scenario
 from .solving import solve
@@ -97,6 +97,7 @@ __all__ = [
     "Exclusive",
     "Explicit",
     "Invocation",
+    "InvocationGroup",
     "MembershipEstimate",
     "Patterns",
     "Point",

@@ -37,7 +37,8 @@ import numpy as np
 from .accounting import batch, kinds
 from .accounting.curves import EnvelopeCurve, PrivacyCurve
 from .accounting.guarantees import ApproxDP, Guarantee, PureDP
-from .accounting.theorems import Composition, as_multiset, compose, compose_within, composition_seconds
+from .accounting.theorems import (COSTLY_ROWS, THEOREMS, Composition, as_multiset, compose, compose_within,
+                                  composition_seconds)
 from .constraints import ConstraintSet
 from .errors import InfeasibleConstraintsError, InvalidParameterError, UnsupportedCombinationError
 from .model import Scenario, check_target
@@ -73,8 +74,11 @@ def _weights(scenario: Scenario, keep) -> np.ndarray:
     return scenario.table.weights(scenario.n, per_kind)
 
 
-def _differing(scenario: Scenario, pair: tuple[frozenset[int], frozenset[int]]) -> tuple[int, ...]:
-    return tuple(int(i) for i in np.flatnonzero(scenario.table.on(pair[0] ^ pair[1])))
+def _differing(scenario: Scenario, pair: tuple[frozenset[int], frozenset[int]]) -> tuple[tuple[int, ...], int]:
+    """The indices of the invocation records on the databases where the pair differs, and how many
+    invocations (repeats counted) they are: from the groups, the set converted once."""
+    members = scenario.table.members(pair[0] ^ pair[1])
+    return tuple(scenario.table.positions_on(members).tolist()), scenario.table.count_on(members)
 
 
 def _symmetric_for_bounded(scenario: Scenario) -> tuple[Scenario, list[str]]:
@@ -99,10 +103,13 @@ def _symmetric_for_bounded(scenario: Scenario) -> tuple[Scenario, list[str]]:
                     f"neighborhood: bounded pairs with {g!r} need a curve that covers adding and removing "
                     f"records in one run; give its (epsilon, delta) guarantee instead")
             swap[g] = PureDP(point[0]) if point[1] == 0.0 else ApproxDP(*point)
-    invocations = tuple(replace(inv, guarantee=swap.get(inv.guarantee, inv.guarantee))
-                        for inv in scenario.invocations)
+    invocations = scenario.invocations.with_guarantees(swap)
     notes = [f"bounded pairs: {g!r} composed through its point {s!r} (its privacy-loss distribution "
              f"covers one direction at a time)" for g, s in swap.items()]
+    if len(notes) > 3:  # one note for many: the first as an example
+        (g, s), = list(swap.items())[:1]
+        notes = [f"bounded pairs: {len(swap)} subsampled noise mechanisms composed through their points, e.g. "
+                 f"{g!r} through {s!r} (their privacy-loss distributions cover one direction at a time)"]
     return replace(scenario, invocations=invocations), notes
 
 
@@ -323,13 +330,18 @@ def _solve_pairs(scenario: Scenario, delta: float | None, epsilon: float | None,
             continue  # its own Renyi bound is below the worst pair found: it cannot be worse
         if best_pair is not None and rank >= WITNESSES_COMPOSED and math.isfinite(estimate):
             break  # ranked by finite Renyi bounds: the likeliest worst are composed
-        ms = scenario.table.multiset(scenario.table.on(pair[0] ^ pair[1]))
+        ms = scenario.table.multiset_on(pair[0] ^ pair[1])
         w_eps, w_delta, _ = _at(budget.compose(ms, auxiliary=True), delta, epsilon)  # ranking: a coarser grid
         value = w_eps if epsilon is None else w_delta
         if value > best_eps:
             best_pair, best_eps, best_ms = pair, value, ms
-    w_eps, w_delta, _ = _at(budget.compose(best_ms), delta, epsilon)  # the worst one on dp-accounting's grid
-    best_eps = w_eps if epsilon is None else w_delta
+    # The worst one on dp-accounting's grid, unless the Renyi bound is already further above it than the
+    # batch bracket is wide and it is not the per-guarantee maxima' multiset (then it cannot become exact).
+    index = 0 if epsilon is None else 1
+    fine = (renyi is None or Counter(dict(best_ms)) == +upper
+            or _curve_at(renyi.curve, delta, epsilon)[index] <= best_eps * (1 + batch.DEFAULT_RTOL))
+    witness = lambda: budget.compose(best_ms, auxiliary=not fine)
+    best_eps = _at(witness(), delta, epsilon)[index]
 
     candidates = [upper]
     if chain is not None and len(chain) > 1:  # the chain's multiset first: the per-kind one only if time is left
@@ -355,16 +367,16 @@ def _solve_pairs(scenario: Scenario, delta: float | None, epsilon: float | None,
                                          all(r.exact for r in by_kind.values()))
         else:  # the per-guarantee bounds of a node fall only once a guarantee's databases are all fixed
             met = best_eps >= _at(bound, delta, epsilon)[0 if epsilon is None else 1]
-            searched = Searched(best_pair, best_eps, budget.compose(best_ms), math.inf, bound.curve, met, 0)
+            searched = Searched(best_pair, best_eps, witness(), math.inf, bound.curve, True, 0)
             if not met:
                 notes.append(f"branch and bound skipped: {len(kinds)} distinct guarantees (more than "
                              f"{BRANCH_KINDS_MAX}: its per-guarantee bounds would not fall within the time limit)")
-        index = 0 if epsilon is None else 1
         if searched.lower > best_eps:
             best_pair, best_eps, best_ms = searched.pair, searched.lower, dict(searched.lower_composition.guarantees)
             best_exact = searched.lower_composition.exact
+            fine = True
         else:
-            best_exact = budget.compose(best_ms).exact
+            best_exact = witness().exact
         bounds = [(_at(bound, delta, epsilon)[index], bound.curve, theorem, "the per-guarantee maxima")]
         if searched.upper < bounds[0][0]:
             bounds.append((searched.upper, searched.curve, theorem, "the branch and bound"))
@@ -378,7 +390,7 @@ def _solve_pairs(scenario: Scenario, delta: float | None, epsilon: float | None,
         if len(bounds) > 1 and upper_value < bounds[0][0]:
             curve = EnvelopeCurve([b[1] for b in bounds])
             eps, d = (float(curve.epsilon(delta)), delta) if epsilon is None else (epsilon, float(curve.delta(epsilon)))
-            theorem = _at(budget.compose(best_ms), delta, epsilon)[2] if exact else winner
+            theorem = _at(witness(), delta, epsilon)[2] if exact else winner
             report_curve = curve
         gap = 0.0 if upper_value <= best_eps else upper_value / best_eps - 1.0 if best_eps > 0 else math.inf
         what = "epsilon" if epsilon is None else f"delta at epsilon {epsilon:g}"
@@ -391,13 +403,13 @@ def _solve_pairs(scenario: Scenario, delta: float | None, epsilon: float | None,
         notes.append(f"no finite epsilon: the per-invocation deltas alone give delta >= {floor:.4g} "
                      f"> target {delta:g} for the worst-case pair")
     report_baselines = _baselines(scenario, delta, epsilon, budget, solved=solved)
-    bracket = _bracket(budget.compose(best_ms), eps if epsilon is None else d, delta, epsilon, exact, theorem,
+    bracket = _bracket(witness(), eps if epsilon is None else d, delta, epsilon, exact, theorem,
                        budget, notes)
     notes += budget.compose.summary()
-    differing = _differing(scenario, best_pair)
+    differing, count = _differing(scenario, best_pair)
     return Report(
         epsilon=eps, delta=d, theorem=theorem, exact=exact, witness=best_pair,
-        differing=differing, differing_count=int(scenario.table.repeat[list(differing)].sum()),
+        differing=differing, differing_count=count,
         curve=report_curve, baselines=report_baselines,
         solver="+".join(sorted(solver_names)),
         lower_bound_epsilon=best_eps if epsilon is None else None, notes=tuple(notes), title=scenario.title,
@@ -405,6 +417,8 @@ def _solve_pairs(scenario: Scenario, delta: float | None, epsilon: float | None,
     )
 
 
+#: Largest expected epsilon drop of a bracket's lower curve, relative to the answer, worth composing it for.
+BRACKET_LOOSENESS = 0.25
 #: Share of the time left that composing a bracket's lower curve may take.
 BRACKET_SHARE = AUXILIARY_WEIGHT
 
@@ -426,6 +440,13 @@ def _bracket(witness: Composition, upper: float, delta: float | None, epsilon: f
     if not curves:
         return None
     curve = curves[0]
+    # Rounded down, each copy's loss drops by up to the grid width: on a coarse grid over many copies the
+    # lower curve says little (an epsilon drop of about half of that, summed), and is not composed.
+    drop = 0.5 * curve.interval * sum(n for g, n in curve.plan.guarantees if not batch.closed_form(g))
+    if epsilon is None and drop > BRACKET_LOOSENESS * upper:
+        notes.append(f"bracket: not composed (on this composition's grid, of width {curve.interval:g}, the "
+                     f"rounded-down losses would lower epsilon by about {drop:.2g})")
+        return None
     cost, left = curve.lower_seconds(), max(budget.left(), 0.0)
     if cost > BRACKET_SHARE * left:
         notes.append(f"bracket: the certified lower curve was not composed (its distributions would take about "
@@ -460,7 +481,7 @@ def _ranked_witnesses(scenario: Scenario, witnesses: list, renyi: RenyiSearch | 
     order with the scalar score's witness (last, weighing every guarantee) first."""
     distinct = {}
     for pair in witnesses:
-        key = frozenset(scenario.table.multiset(scenario.table.on(pair[0] ^ pair[1])))
+        key = frozenset(scenario.table.multiset_on(pair[0] ^ pair[1]))
         distinct.setdefault(key, pair)
     top = [pair for key, pair in distinct.items() if Counter(dict(key)) == maxima]
     pairs = [pair for pair in distinct.values() if pair not in top]
@@ -492,7 +513,7 @@ def _branch_and_bound(scenario: Scenario, kinds: list, delta: float | None, epsi
     return branch_and_bound(
         scenario.constraints, scenario.neighborhood, counts, kinds, budget.compose,
         lambda c: _at(c, delta, epsilon)[index],
-        lambda pair: scenario.table.multiset(scenario.table.on(pair[0] ^ pair[1])),
+        lambda pair: scenario.table.multiset_on(pair[0] ^ pair[1]),
         (bound, witnesses, exact_searches), deadline)
 
 
@@ -526,14 +547,14 @@ def _enumerated(scenario: Scenario, kinds: list, delta: float | None, epsilon: f
     if math.isinf(eps):
         notes.append(f"no finite epsilon: the per-invocation deltas alone give delta >= "
                      f"{worst.composition.curve.delta_floor:.4g} > target {delta:g} for the worst-case pair")
-    differing = _differing(scenario, worst.pair)
+    differing, count = _differing(scenario, worst.pair)
     baselines = _baselines(scenario, delta, epsilon, budget, solved=solved)
     bracket = _bracket(worst.composition, eps if epsilon is None else d, delta, epsilon,
                        worst.exact and not substituted, theorem, budget, notes)
     notes += budget.compose.summary()
     return Report(
         epsilon=eps, delta=d, theorem=theorem, exact=worst.exact and not substituted, witness=worst.pair,
-        differing=differing, differing_count=int(scenario.table.repeat[list(differing)].sum()),
+        differing=differing, differing_count=count,
         curve=worst.curve, baselines=baselines,
         solver="enumeration", lower_bound_epsilon=eps if epsilon is None else None, notes=tuple(notes),
         title=scenario.title, bracket=bracket,
@@ -567,6 +588,45 @@ def _chain_bound(chain, problem, budget, weakest) -> Counter:
     return +counts
 
 
+#: The classic baseline's theorem when its infinite epsilon is decided from the counts and no exact theorem
+#: accepts the list (:func:`_classic_beyond_floor`).
+FLOOR_THEOREM = "per-invocation deltas (infinite-loss mass)"
+#: Relative margin below the infinite-loss mass within which the classic baseline is composed after all
+#: (the theorems' own floors carry round-off: :data:`gce.accounting.curves.FLOOR_RTOL`).
+FLOOR_MARGIN = 1e-9
+
+
+def _infinite_loss_mass(ms) -> float:
+    """1 - prod_i (1 - delta_i)^{n_i} over the canonical (epsilon, delta) guarantees of ``ms``.
+
+    The canonical pair of an (epsilon_i, delta_i) guarantee (002, eqs. 9-10) puts mass delta_i on an output
+    that the other hypothesis never gives; composed with the others (each at least a constant mechanism),
+    the outputs of infinite privacy loss carry this mass, so every valid curve of the composition has
+    delta(epsilon) >= it at every finite epsilon (002, Thm. III.3 at epsilon -> infinity).
+    """
+    log_survival = 0.0
+    for g, count in ms:
+        point = kinds.point(g)
+        if point is not None and point[1] > 0.0 and kinds.is_canonical(g):
+            log_survival += count * math.log1p(-point[1])
+    return -math.expm1(log_survival)
+
+
+def _classic_beyond_floor(ms, delta: float) -> str | None:
+    """The theorem to name when composing every invocation is decided infinite from the counts alone, else None.
+
+    When the target ``delta`` lies below the infinite-loss mass (:func:`_infinite_loss_mass`), the exact
+    classic epsilon is infinite and so is every valid theorem's: nothing is composed (10^6 invocations took
+    30 ms to say so, issue 13). The name is the exact theorem's that :func:`~gce.accounting.theorems.compose`
+    would use (those rows are cheap to ask), else :data:`FLOOR_THEOREM`.
+    """
+    if not delta < _infinite_loss_mass(ms) * (1.0 - FLOOR_MARGIN):
+        return None
+    # The rows that build privacy-loss distributions are never exact, and their ``accepts`` can take seconds.
+    return next((t.name for t in THEOREMS if t.name not in COSTLY_ROWS and t.accepts(ms) and t.is_exact(ms)),
+                FLOOR_THEOREM)
+
+
 def _parallel_applies(scenario: Scenario) -> bool:
     """Whether the ``parallel`` baseline applies: pure guarantees only."""
     points = [kinds.point(g) for g in scenario.table.kinds]
@@ -582,9 +642,13 @@ def _baselines(scenario: Scenario, delta: float | None, epsilon: float | None,
     ``solved`` had the same weights up to a factor (the same invocations on every
     database)."""
     out: dict[str, Baseline] = {}
-    classic = budget.compose(scenario.table.multiset(), auxiliary=True)
-    eps, d, name = _at(classic, delta, epsilon)
-    out["classic"] = Baseline("classic", eps, d, name)
+    everything = scenario.table.multiset()
+    decided = _classic_beyond_floor(everything, delta) if epsilon is None else None
+    if decided is not None:
+        out["classic"] = Baseline("classic", math.inf, delta, decided)
+    else:
+        eps, d, name = _at(budget.compose(everything, auxiliary=True), delta, epsilon)
+        out["classic"] = Baseline("classic", eps, d, name)
     if _parallel_applies(scenario):
         points = [kinds.point(g) for g in scenario.table.kinds]
         per_db = scenario.table.weights(scenario.n, np.array([p[0] for p in points]))
@@ -735,9 +799,9 @@ def _corollary7(scenario: Scenario):
     """001 Cor. 7 as printed, for comparison, where it applies: none vs at least one, one identical
     (eps', delta') invocation per database. A labelled reproduction, never the returned guarantee."""
     table = scenario.table
-    if not none_vs_any(scenario) or len(table.kinds) != 1 or len(table.database) != scenario.n:
+    if not none_vs_any(scenario) or len(table.kinds) != 1 or len(table) != scenario.n:
         return None
-    if not (table.repeat == 1).all():
+    if any(group.repeat != 1 for group in table.groups):
         return None
     point = kinds.point(table.kinds[0])
     return None if point is None else corollary7(scenario.n, *point)

@@ -204,7 +204,15 @@ def _point_laws(eps: float, delta: float, count: int, h: float) -> tuple[_Law, _
 
 @functools.lru_cache(maxsize=256)
 def _noise_pmfs(guarantee: Guarantee, h: float, pessimistic: bool) -> tuple[_dpa.DensePMF, ...]:
-    """dp-accounting's dense pmfs (one per direction) of a noise mechanism at interval h."""
+    """dp-accounting's dense pmfs (one per direction) of a noise mechanism at interval h.
+
+    Raises NumericalLimitError before building when the mechanism's losses span more than
+    :data:`~gce.accounting.pld.MECHANISM_GRID_LIMIT` points of width h (dp-accounting would allocate them).
+    """
+    points = 2.0 * _pld._half_width(guarantee) / h + 1.0
+    if not points <= _pld.MECHANISM_GRID_LIMIT:
+        raise NumericalLimitError(f"the privacy losses of {guarantee!r} span {points:.3g} points of width {h:g} "
+                                  f"(limit {_pld.MECHANISM_GRID_LIMIT})")
     if pessimistic:
         distribution = _pld.guarantee_pld(guarantee, h)
     else:
@@ -518,7 +526,8 @@ def _coarsening(ms: tuple[tuple[Guarantee, int], ...], h: float, rtol: float) ->
     w^2 / 8 + O(w^3)), so the accuracy allows w^2 / 8 per split copy up to
     :data:`COARSENING_SHARE` of ``rtol`` times the scale of epsilon (mean plus three standard
     deviations); a closed-form Gaussian law is one copy rounded once (at most w). k is the smaller
-    of the two, at least 1. The moments: the closed forms of Gaussian and canonical laws, and the
+    of the two (the first at least :data:`MGF_COARSENING`, the grid of the summaries' pmfs, built
+    already), at least 1, rounded down to a power of 2. The moments: the closed forms of Gaussian and canonical laws, and the
     pmfs on the default interval of the others (built once, shared with the composition).
     """
     directions: list[list[tuple[float, float]]] = [[], []]  # per direction: (mean, variance) per guarantee
@@ -547,11 +556,14 @@ def _coarsening(ms: tuple[tuple[Guarantee, int], ...], h: float, rtol: float) ->
         mean, var = sum(p[0] for p in parts), sum(p[1] for p in parts)
         sd = math.sqrt(max(var, 0.0))
         width = 2.0 * (math.sqrt(2.0 * math.log(1.0 / TAIL)) + 2.0) * sd
+        if not (math.isfinite(width) and math.isfinite(mean)):
+            continue  # moments beyond floating point: the default grid (whose own checks decide)
         k_grid = math.ceil(width / (GRID_TARGET * h))
         scale = max(mean + 3.0 * sd, 1e-3)
         budget = COARSENING_SHARE * rtol * scale
         w_max = min(math.sqrt(8.0 * budget / copies) if copies else math.inf, budget)
-        worst = max(worst, min(k_grid, int(w_max / h)))
+        # At least the summaries' grid where the accuracy allows it: their pmfs are built already.
+        worst = max(worst, min(max(k_grid, MGF_COARSENING), int(w_max / h)))
     return 1 << (max(worst, 1).bit_length() - 1)  # a power of 2: compositions of one solve share builds
 
 

@@ -673,8 +673,8 @@ COSTLY_ROWS = frozenset({"pld", "batch"})
 COARSEST_FALLBACK = 0.05
 
 
-#: Seconds the batch engine's transforms take per noise mechanism of a composition (both directions, a
-#: grid of about batch.GRID_TARGET points), measured on 2 shared cores.
+#: Seconds the batch engine's transforms take per law of a composition on dp-accounting's interval (both
+#: directions, a wide total), measured on 2 shared cores; a coarser grid takes proportionally less.
 TRANSFORM_SECONDS = 0.01
 
 
@@ -691,8 +691,8 @@ def composition_seconds(guarantees, interval: float = _pld.DISCRETIZATION) -> fl
         interval = _batch.auxiliary_interval(merged)  # the grid an auxiliary composition takes
     cost = sum(0.0 if _pld.build_seconds(g) == 0.0 or _batch.closed_form(g) else _pld.build_seconds(g, interval)
                for g, _ in merged)
-    noise = sum(1 for g, _ in merged if kinds.pld_noise(g) is not None)
-    cost += TRANSFORM_SECONDS * noise if len(ms) > 1 else 0.0
+    if len(ms) > 1:  # every law is transformed over the whole grid, whose size goes as 1 / interval
+        cost += TRANSFORM_SECONDS * len(merged) * _pld.DISCRETIZATION / interval
     if cost == 0.0:
         return 0.0
     for theorem in THEOREMS:

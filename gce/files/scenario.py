@@ -56,6 +56,8 @@ import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+import numpy as np
+
 from ..constraints import ConstraintSet, estimate_membership
 from ..constraints.tables import MembershipTable, membership_statistics
 from ..constraints.neighborhood import NEIGHBORHOODS
@@ -66,7 +68,7 @@ from ..accounting.guarantees import Guarantee
 from ..accounting.kinds import KINDS
 from ..priors.hypotheses import Hypothesis
 from .hypotheses import hypothesis_from_dict
-from ..model import Databases, Invocation, Scenario, check_target
+from ..model import Databases, InvocationGroup, Invocations, Scenario, check_target
 from .tables import TableKind, key_path, read_kind_table, read_number, toml_value
 
 __all__ = [
@@ -281,15 +283,27 @@ def _constraint_value(refs: _Refs, key: str, value: object, path: str) -> object
 # Invocations
 
 
-def _members(refs: _Refs, value: object, path: str) -> list[int]:
-    """The databases an invocation table lists: "all", one reference, or a non-empty list of them."""
+def _members(refs: _Refs, value: object, path: str) -> range | np.ndarray:
+    """The databases an invocation table lists: "all", one reference, or a non-empty list of them.
+
+    A range for "all" and for one database (nothing per database is built), else an index array:
+    a list of integers is checked and converted in one vectorised pass, a list with names one by one.
+    """
     if value == "all":
-        return list(range(refs.n))
+        return range(refs.n)
     if isinstance(value, list):
         if not value:
             raise InvalidScenarioError(path, "the list is empty")
-        return [refs.index(r, f"{path}[{j}]") for j, r in enumerate(value)]
-    return [refs.index(value, path)]
+        if set(map(type, value)) == {int}:  # indices only (TOML integers fit in 64 bits): checked at once
+            indices = np.array(value, dtype=np.int64)
+            outside = (indices < 0) | (indices >= refs.n)
+            if outside.any():
+                j = int(np.argmax(outside))
+                refs.index(value[j], f"{path}[{j}]")  # raises, naming the entry
+            return indices
+        return np.array([refs.index(r, f"{path}[{j}]") for j, r in enumerate(value)], dtype=np.int64)
+    index = refs.index(value, path)
+    return range(index, index + 1)
 
 
 def _repeat(value: object, path: str) -> int:
@@ -304,7 +318,7 @@ def _entries(refs: _Refs, value: object) -> int:
     return refs.n if value == "all" else len(value) if isinstance(value, list) else 1
 
 
-def _invocation_table(refs: _Refs, table: object, path: str) -> tuple[list[int], Guarantee, int]:
+def _invocation_table(refs: _Refs, table: object, path: str) -> InvocationGroup:
     if not isinstance(table, Mapping):
         raise InvalidScenarioError(path, f"must be a table, got {toml_value(table)}")
     for key in table:
@@ -316,10 +330,12 @@ def _invocation_table(refs: _Refs, table: object, path: str) -> tuple[list[int],
             raise InvalidScenarioError(f"{path}.{key}", "is missing")
     repeat = _repeat(table.get("repeat", 1), f"{path}.repeat")
     guarantee = mechanism_from_dict(table["mechanism"], f"{path}.mechanism")
-    return _members(refs, table["databases"], f"{path}.databases"), guarantee, repeat
+    return InvocationGroup(_members(refs, table["databases"], f"{path}.databases"), guarantee, repeat)
 
 
-def _invocations(refs: _Refs, tables: object) -> tuple[Invocation, ...]:
+def _invocations(refs: _Refs, tables: object) -> Invocations:
+    """One :class:`~gce.model.InvocationGroup` per ``[[invocations]]`` table: the columnar form, never one
+    object per database (issue 13)."""
     if not isinstance(tables, list) or not tables:
         raise InvalidScenarioError("invocations", "needs at least one [[invocations]] table")
     total = 0
@@ -330,11 +346,7 @@ def _invocations(refs: _Refs, tables: object) -> tuple[Invocation, ...]:
                                        f"the invocation tables up to here list {total:,} (database, invocation) "
                                        f"pairs; at most {MAX_INVOCATION_ENTRIES:,} are supported (use repeat "
                                        f"for repeated runs)")
-    out: list[Invocation] = []
-    for i, table in enumerate(tables):
-        members, guarantee, repeat = _invocation_table(refs, table, f"invocations[{i}]")
-        out.extend(Invocation(database, guarantee, repeat) for database in members)
-    return tuple(out)
+    return Invocations(_invocation_table(refs, table, f"invocations[{i}]") for i, table in enumerate(tables))
 
 
 # ---------------------------------------------------------------------------
@@ -614,11 +626,27 @@ def scenario_from_dict(table: Mapping[str, object], folder: str | os.PathLike[st
 # Reading the file
 
 
+#: Bytes read at a time: ``read(64 MiB)`` would allocate its whole buffer up front, even for a file of 300 bytes.
+_CHUNK = 2**16
+
+
+def _read_at_most(handle, limit: int) -> bytes:
+    """Up to ``limit`` bytes of an open binary file or pipe, in chunks (memory: what the file holds)."""
+    chunks, size = [], 0
+    while size < limit:
+        chunk = handle.read(min(_CHUNK, limit - size))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        size += len(chunk)
+    return b"".join(chunks)
+
+
 def _read_bytes(path: pathlib.Path) -> bytes:
     """At most :data:`MAX_SCENARIO_BYTES` bytes of the file (one more is read to tell a larger one)."""
     try:
         with open(path, "rb") as handle:
-            data = handle.read(MAX_SCENARIO_BYTES + 1)
+            data = _read_at_most(handle, MAX_SCENARIO_BYTES + 1)
     except OSError as error:
         raise InvalidScenarioError("file", f"cannot read {str(path)!r}: {error.strerror or error}") from None
     except ValueError:  # a NUL character in the path

@@ -80,7 +80,7 @@ class WeightProblem:
             raise InvalidParameterError("weights", f"must be numbers, one per database, got {self.weights!r}") from None
         if w.shape != (self.constraints.n,):
             raise InvalidParameterError("weights", f"needs one weight per database ({self.constraints.n}), got {w.size}")
-        if np.any(~np.isfinite(w)) or np.any(w < 0):
+        if w.size and not (w.min() >= 0.0 and np.isfinite(w.max())):  # NaN fails both; no array allocated
             raise InvalidParameterError("weights", "must be finite and >= 0")
         w.setflags(write=False)
         object.__setattr__(self, "weights", w)

@@ -50,21 +50,59 @@ def _kinds(problem: WeightProblem) -> set[str]:
     return {c.kind for c in problem.constraints.constraints if not c.is_vacuous(problem.n)}
 
 
+#: A capacity group of :class:`TopM`: its members (sorted indices; ``None`` for every database, with no
+#: index array built) and how many of them one membership set may hold.
+Group = tuple["np.ndarray | None", int]
+
+
 @functools.lru_cache(maxsize=32)
-def _disjoint_groups(constraints: ConstraintSet) -> dict[frozenset[int], int] | None:
-    """The (among, m) bounds of ``at_most``/``exclusive`` constraints on pairwise disjoint groups,
-    or None when other kinds are present or groups overlap (cached: a solve asks several times)."""
-    if not {c.kind for c in constraints.constraints if not c.is_vacuous(constraints.n)} <= {"at_most", "exclusive"}:
+def _disjoint_groups(constraints: ConstraintSet) -> tuple[Group, ...] | None:
+    """The (members, m) bounds of ``at_most``/``exclusive`` constraints on pairwise disjoint groups,
+    or None when other kinds are present or groups overlap (cached: a solve asks several times).
+
+    An ``at_most`` over every database is kept as ``None`` (issue 13: a million databases are not listed
+    as a set of a million indices); an explicit group of all n databases is the same group.
+    """
+    n = constraints.n
+    if not {c.kind for c in constraints.constraints if not c.is_vacuous(n)} <= {"at_most", "exclusive"}:
         return None
-    groups: dict[frozenset[int], int] = {}
-    for bound in constraints.at_most_bounds():
-        groups[bound.among] = min(bound.m, groups.get(bound.among, bound.m))
-    seen: set[int] = set()
-    for among in groups:
-        if seen & among:
+    groups: dict[bytes | None, Group] = {}
+    for c in constraints.constraints:
+        if c.kind == "at_most" and getattr(c, "among", ()) is None:  # the record's "all databases"
+            bounds = [(None, c.m)]
+        else:
+            bounds = []
+            for bound in c.at_most_bounds(n):
+                members = np.sort(np.fromiter(bound.among, dtype=np.intp, count=len(bound.among)))
+                bounds.append((None if members.size == n else members, bound.m))
+        for members, m in bounds:
+            key = None if members is None else members.tobytes()
+            found = groups.get(key)
+            groups[key] = (members, m if found is None else min(found[1], m))
+    if None in groups and len(groups) > 1:
+        return None  # every database's group overlaps any other
+    listed = [members for members, _ in groups.values() if members is not None]
+    if listed:
+        everything = np.concatenate(listed)
+        if np.unique(everything).size != everything.size:
             return None
-        seen |= among
-    return groups
+    return tuple(groups.values())
+
+
+def _heaviest(values: np.ndarray, k: int) -> np.ndarray:
+    """Positions (ascending) of the ``k`` largest ``values``, ties to the smaller position: the first k of a
+    stable sort by decreasing value, found in O(len) (a partition) instead of a sort."""
+    size = values.size
+    if k >= size:
+        return np.arange(size)
+    if k <= 0:
+        return np.empty(0, dtype=np.intp)
+    if values.min() == values.max():  # equal weights (one query per database): the first k
+        return np.arange(k)
+    threshold = np.partition(values, size - k)[size - k]
+    above = np.flatnonzero(values > threshold)
+    tied = np.flatnonzero(values == threshold)[: k - above.size]
+    return np.sort(np.concatenate([above, tied]))
 
 
 class Unconstrained(Solver):
@@ -97,13 +135,17 @@ class TopM(Solver):
     def solve(self, problem: WeightProblem, time_limit: float) -> WeightResult:
         w = problem.weights
         grouped, b0, b1 = (np.zeros(problem.n, dtype=bool) for _ in range(3))
-        for among, m in self._groups(problem).items():
-            members = np.sort(np.fromiter(among, dtype=np.int64, count=len(among)))
-            grouped[members] = True
-            ranked = members[np.argsort(-w[members], kind="stable")]  # heaviest first, ties by index
-            b1[ranked[:m]] = True
-            if problem.neighborhood == "bounded":
-                b0[ranked[m:2 * m]] = True
+        for members, m in self._groups(problem):
+            values = w if members is None else w[members]
+            index = (lambda p: p) if members is None else (lambda p, members=members: members[p])
+            grouped[slice(None) if members is None else members] = True
+            if problem.neighborhood == "bounded":  # the 2m heaviest, split: the m heaviest in b1, the rest in b0
+                both = _heaviest(values, 2 * m)
+                first = both[_heaviest(values[both], m)]
+                b1[index(first)] = True
+                b0[index(np.setdiff1d(both, first, assume_unique=True))] = True
+            else:
+                b1[index(_heaviest(values, m))] = True
         b1 |= ~grouped
         witness = (_as_set(b0), _as_set(b1))
         value = float(w[b0].sum() + w[b1].sum())

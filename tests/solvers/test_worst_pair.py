@@ -11,7 +11,7 @@ import pytest
 import tiers
 from gce.constraints import AtMost, Conflicts, ConstraintSet, Exclusive, Patterns, Together
 from gce.solvers import SOLVERS, MILP, PlainMILP, WeightProblem, worst_pair
-from gce.solvers.weights import TopM
+from gce.solvers.weights import TopM, _disjoint_groups, _heaviest
 
 #: Solvers outside the dispatcher's list, held to the same contract on part of the cases.
 REFERENCE_SOLVERS = (PlainMILP(), MILP(strengthen=False))
@@ -109,3 +109,42 @@ def test_milp_reports_a_sound_bound_when_stopped_early():
     found = max(len(nx.maximal_independent_set(g, seed=s)) for s in range(50))
     assert found <= result.upper_bound
     assert result.value >= found * 0.8  # and the witness is a decent one
+
+
+@tiers.parametrize("seed", range(400), default=40)
+def test_heaviest_by_partition_is_the_stable_sort(seed):
+    # TopM picks the k heaviest by a partition (O(n)); the reference is the former stable sort by
+    # decreasing weight, ties to the smaller index. Few distinct weights make ties common.
+    rng = np.random.default_rng(seed)
+    size = int(rng.integers(1, 60))
+    values = rng.choice([0.0, 1.0, 2.0, 2.5, 7.0], size=size, p=[0.1, 0.4, 0.3, 0.1, 0.1]) \
+        if seed % 3 else np.full(size, 3.0)
+    for k in range(size + 2):
+        expected = np.sort(np.argsort(-values, kind="stable")[:k])
+        assert _heaviest(values, k).tolist() == expected.tolist()
+
+
+@pytest.mark.parametrize("neighborhood", ["unbounded", "bounded"])
+def test_top_m_over_every_database_builds_no_index_set(neighborhood):
+    # at_most over all databases is one group kept as None (no set of n indices), equal to an explicit
+    # group of all n databases, merged with it at the smaller m; the witness is the former stable sort's.
+    n = 50
+    rng = random.Random(7)
+    weights = np.array([rng.choice([1.0, 2.0, 3.0]) for _ in range(n)])
+    implicit = ConstraintSet(n, (AtMost(9),))
+    explicit = ConstraintSet(n, (AtMost(12, among=tuple(range(n))), AtMost(9)))
+    assert _disjoint_groups(implicit) == ((None, 9),)
+    assert _disjoint_groups(explicit) == ((None, 9),)
+    ranked = np.argsort(-weights, kind="stable")
+    b1, b0 = frozenset(ranked[:9].tolist()), frozenset(ranked[9:18].tolist()) if neighborhood == "bounded" \
+        else frozenset()
+    for cs in (implicit, explicit):
+        result = TopM().solve(WeightProblem(cs, weights, neighborhood), 1.0)
+        assert result.witness == (b0, b1)
+        assert result.value == brute_force_top(weights, 9 if neighborhood == "unbounded" else 18)
+    # Overlapping groups (every database and a part): not TopM's (the MILP takes them).
+    assert _disjoint_groups(ConstraintSet(n, (AtMost(9), Exclusive((0, 1))))) is None
+
+
+def brute_force_top(weights: np.ndarray, k: int) -> float:
+    return float(np.sort(weights)[::-1][:k].sum())
