@@ -704,7 +704,7 @@ def _solve_composite(scenario: Scenario, delta: float | None, epsilon: float | N
         restricted, preset, cover = _support_pairs(scenario)
         return WorstPair(_solve_pairs(restricted, delta, epsilon, budget), preset, cover)
 
-    context = RouteContext(scenario, worst_pair, (delta, epsilon))
+    context = RouteContext(scenario, worst_pair, (delta, epsilon), budget.left)
     answers = []
     for route in routes.ROUTES:  # read at call time: a row added to the table is tried
         if not route.exact and any(answer.exact for answer in answers):

@@ -291,7 +291,7 @@ def test_heterogeneous_sigmas_bracket_between_largest_and_smallest_mu():
 
 def test_the_route_declines_other_priors_quietly():
     scenario = Scenario(3, tuple(Invocation(i, GaussianMechanism(1.0)) for i in range(3)),
-                        hypotheses=(Point(()), Uniform(1)), delta=1e-6)
+                        hypotheses=(Uniform(0, 1), Uniform(2, 2)), delta=1e-6)
     from gce.priors.routes import RouteContext
     decline = AllocationRoute().accepts(RouteContext(scenario, lambda: None))
     assert decline is not None and decline.quiet
@@ -304,3 +304,294 @@ def test_the_example_file_answers_one_epoch_of_dp_sgd_with_its_bracket():
     report = solve(load_scenario(Path(__file__).parent.parent / "examples" / "dp_sgd_allocation.toml"))
     low, high = report.bracket
     assert report.theorem == "random allocation" and 0.8561 <= low <= high <= 0.8639
+
+
+# ---------------------------------------------------------------------------
+# Per-database rates (Poisson subsampling) and uniform(min, max): references by quadrature
+
+
+def _product_reference(mu: float, affine, eps: float, dims: int) -> tuple[float, float]:
+    """(delta_PQ, delta_QP) of a ratio ``a(W_1..W_{d}) + b(W_1..W_{d}) W_{d+1}`` by quadrature over the first
+    ``dims`` coordinates and the closed-form lognormal call and put in the last."""
+    gamma = math.exp(eps)
+    opts = {"epsabs": 1e-13, "epsrel": 1e-9, "limit": 100}
+    lim = 9.0 + mu
+    out = []
+    for which in (0, 1):
+        def f(*z):
+            w = [math.exp(mu * zi - mu * mu / 2) for zi in z]
+            a, b = affine(w)
+            density = math.prod(math.exp(-zi * zi / 2) / math.sqrt(2 * math.pi) for zi in z)
+            return density * (_call(a, b, gamma, mu) if which == 0 else gamma * _put(a, b, 1.0 / gamma, mu))
+        if dims == 0:
+            out.append(f())
+        elif dims == 1:
+            out.append(integrate.quad(f, -lim, lim, **opts)[0])
+        else:
+            out.append(integrate.nquad(f, [(-lim, lim)] * dims, opts=[opts] * dims)[0])
+    return out[0], out[1]
+
+
+def _sandwich(curve, reference, epsilons):
+    for eps in epsilons:
+        truth = max(reference(eps))
+        low, high = curve.delta_bracket(eps)
+        assert high >= truth * (1 - 1e-9) - 1e-13, (eps, truth, high)
+        assert low <= truth * (1 + 1e-9) + 1e-13, (eps, truth, low)
+
+
+@pytest.mark.parametrize("mu, rates", [(1.0, (0.3,)), (1.0, (0.2, 0.5)), (2.0, (0.1, 0.1))])
+def test_rates_prior_is_bracketed_by_quadrature(mu, rates):
+    """The ratio is prod_i (1 - r_i + r_i W_i): affine in the last W (no code shared with gce)."""
+    from gce.priors.allocation import poisson_curve
+
+    first = rates[:-1]
+    last = rates[-1]
+
+    def affine(w):
+        v = math.prod(1 - r + r * wi for r, wi in zip(first, w))
+        return v * (1 - last), v * last
+
+    parts = [(mu, r, 1) for r in rates]
+    curve = poisson_curve(parts, epsilon=0.5)
+    _sandwich(curve, lambda eps: _product_reference(mu, affine, eps, len(first)), (0.0, 0.5, 1.5))
+
+
+def test_rates_prior_through_solve_is_poisson_subsampling_within_its_bracket():
+    """gce's Subsampled composition (dp-accounting's pessimistic subsampled Gaussian) lies in the bracket."""
+    from gce.accounting.guarantees import Subsampled
+    from gce.accounting.theorems import compose
+    from gce.priors.hypotheses import Rates
+
+    t = 10
+    scenario = Scenario(t, tuple(Invocation(i, GaussianMechanism(1.0)) for i in range(t)),
+                        hypotheses=(Point(()), Rates((1 / t,) * t)), delta=1e-6)
+    report = solve(scenario)
+    assert report.theorem == "Poisson subsampling (rates prior)" and not report.exact
+    low, high = report.bracket
+    assert high == report.epsilon and (high - low) / high <= 0.005
+    reference = compose({Subsampled(1 / t, GaussianMechanism(1.0)): t}).epsilon(1e-6)
+    assert low <= reference <= high * (1 + 1e-4)
+    assert report.to_dict()["bracket"] == {"lower": low, "upper": high}
+    # with a constraint the prior is no product law: the route declines with the reason
+    constrained = Scenario(4, tuple(Invocation(i, GaussianMechanism(1.0)) for i in range(4)),
+                           ConstraintSet(4, (Exclusive((0, 1)),)), hypotheses=(Point(()), Rates((0.1,) * 4)),
+                           delta=1e-6)
+    notes = solve(constrained).notes
+    assert any(n.startswith("no random-allocation bound: with rates") for n in notes)
+
+
+def test_none_vs_at_least_one_of_two_is_bracketed_by_quadrature():
+    """uniform(min_members=1) over 2 databases: dP/dQ = (W1 + W2 + W1 W2) / 3 (the empty set's share taken out
+    exactly); a prior holding less than half the subsets is refused (the charge would exceed 1)."""
+    from gce.priors.allocation import uniform_curve
+
+    mu = 1.0
+    curve = uniform_curve([mu, mu], 1)
+    _sandwich(curve, lambda eps: _product_reference(mu, lambda w: (w[0] / 3, (1 + w[0]) / 3), eps, 1),
+              (0.0, 0.5, 1.0, 2.0))
+    from gce.errors import NumericalLimitError
+    with pytest.raises(NumericalLimitError, match="holds only 0.0494"):  # 10 sizes of 30: refused
+        uniform_curve([mu] * 30, 1, 10)
+
+
+@pytest.mark.slow
+def test_uniform_min_max_of_three_is_bracketed_by_quadrature():
+    """uniform(1, 2) of 3: dP/dQ = (e_1 + e_2) / 6, affine in W3 (2-d quadrature; joint convexity over the
+    sizes); uniform(1, 3) of 3: the empty set's share taken out."""
+    from gce.priors.allocation import uniform_curve
+
+    mu = 0.5
+    curve = uniform_curve([mu] * 3, 1, 2)
+    affine = lambda w: ((w[0] + w[1] + w[0] * w[1]) / 6, (1 + w[0] + w[1]) / 6)
+    _sandwich(curve, lambda eps: _product_reference(mu, affine, eps, 2), (0.0, 1.0))
+    full = uniform_curve([mu] * 3, 1)
+    affine = lambda w: ((w[0] + w[1] + w[0] * w[1]) / 7, (1 + w[0] + w[1] + w[0] * w[1]) / 7)
+    _sandwich(full, lambda eps: _product_reference(mu, affine, eps, 2), (0.0, 0.5, 1.5))
+
+
+def test_none_vs_at_least_one_through_solve_at_scale():
+    """60 databases: beyond the subsampling route's 32; the empty set's share 2^-60."""
+    scenario = Scenario(60, tuple(Invocation(i, GaussianMechanism(4.0)) for i in range(60)),
+                        hypotheses=(Point(()), Uniform(1)), delta=1e-6)
+    report = solve(scenario)
+    assert report.theorem == "Poisson subsampling at rate 1/2 (uniform prior)"
+    low, high = report.bracket
+    from gce.priors.allocation import poisson_curve
+    half = poisson_curve([(0.25, 0.5, 60)]).epsilon_bracket(1e-6)
+    assert low <= half[1] and high >= half[0] and high < report.baselines["worst pair"].epsilon
+
+
+def test_taking_out_the_empty_set_is_the_identity_when_its_share_underflows_even_beyond_eps_700():
+    """With c = 0 (2^-n below the smallest double) both directions are the rate-1/2 curve itself; a curve
+    whose epsilon exceeds 700 (GDP of mu 40: epsilon about 990) must come back unchanged, not capped."""
+    from gce.accounting.curves import GaussianCurve
+    from gce.priors.allocation import _WithoutEmpty
+
+    g = GaussianCurve(40.0)
+    curve = _WithoutEmpty(g.delta, g.delta, 0.0, floor=0.0)
+    assert float(g.epsilon(1e-6)) > 900
+    assert float(curve.epsilon(1e-6)) == pytest.approx(float(g.epsilon(1e-6)), rel=1e-9)
+    # c = 1/4 (two databases) against the identities by hand at eps = 1: e^eps' = 1/4 + 3/4 e
+    c, eps = 0.25, 1.0
+    g = GaussianCurve(1.0)
+    first = math.log(c + (1 - c) * math.e)
+    second = eps - math.log(1 - c + c * math.e)
+    expected = max(float(g.delta(first)) / (1 - c), (1 + math.e * c / (1 - c)) * float(g.delta(second)))
+    assert float(_WithoutEmpty(g.delta, g.delta, c).delta(eps)) == pytest.approx(expected, rel=1e-12)
+
+
+# ---------------------------------------------------------------------------
+# Laplace and subsampled mechanisms through the allocation: quadrature with hand-derived closed forms
+
+
+def _laplace_call(a: float, b: float, strike: float, e: float) -> float:
+    """E[(a + b W - strike)_+] for the Laplace pair's ratio W under Q (b > 0): atoms e^-e (mass 1/2) and e^e
+    (mass e^-e / 2), and W = e^{2u - e} on u in (0, e) with density e^-u / 2."""
+    w_star = (strike - a) / b
+    total = 0.0
+    for w, m in ((math.exp(-e), 0.5), (math.exp(e), 0.5 * math.exp(-e))):
+        total += m * max(a + b * w - strike, 0.0)
+    u = min(max((math.log(w_star) + e) / 2 if w_star > 0 else 0.0, 0.0), e)
+    total += (a - strike) / 2 * (math.exp(-u) - math.exp(-e)) + b / 2 * math.exp(-e) * (math.exp(e) - math.exp(u))
+    return total
+
+
+def laplace_reference(e: float, t: int, k: int, eps: float, rate: float = 1.0) -> tuple[float, float]:
+    """(delta_PQ, delta_QP) of k of t Laplace pairs (scale 1, sensitivity e), each subsampled at ``rate``:
+    quadrature over x_1..x_{t-1} ~ Lap(0, 1) and the closed-form call in the last; the put by parity
+    (E W = 1)."""
+    gamma = math.exp(eps)
+    norm = math.comb(t, k)
+
+    def ratio(x):
+        return 1 - rate + rate * math.exp(abs(x) - abs(x - e))
+
+    def inner(which, *x):
+        w = [ratio(xi) for xi in x]
+        a, b = _esym(w, k) / norm, _esym(w, k - 1) / norm   # affine in the last ratio 1 - r + r W
+        a, b = a + b * (1 - rate), b * rate
+        density = math.prod(0.5 * math.exp(-abs(xi)) for xi in x)
+        if which == 0:
+            return density * _laplace_call(a, b, gamma, e)
+        strike = 1.0 / gamma
+        return density * gamma * (_laplace_call(a, b, strike, e) - a - b + strike)
+
+    opts = {"epsabs": 1e-13, "epsrel": 1e-10, "limit": 200, "points": [0.0, e]}
+    out = []
+    for which in (0, 1):
+        f = lambda *x: inner(which, *x)
+        if t == 1:
+            out.append(f())
+        elif t == 2:
+            out.append(integrate.quad(f, -40, 40, **opts)[0])
+        else:
+            out.append(integrate.nquad(f, [(-40, 40)] * (t - 1), opts=[opts] * (t - 1))[0])
+    return out[0], out[1]
+
+
+def test_the_laplace_reference_meets_the_laplace_curve():
+    """1 of 1 is the Laplace mechanism: delta(eps') = 1 - e^{(eps' - e)/2} for 0 <= eps' <= e (both ways)."""
+    e = 1.0
+    for eps in (0.0, 0.4):
+        pq, qp = laplace_reference(e, 1, 1, eps)
+        assert pq == pytest.approx(1 - math.exp((eps - e) / 2), rel=1e-12)
+        assert qp == pytest.approx(pq, rel=1e-12)
+
+
+@pytest.mark.parametrize("e, t, k, rate", [(1.0, 2, 1, 1.0), (2.0, 2, 1, 1.0), (1.0, 2, 1, 0.3), (1.0, 2, 2, 1.0)])
+def test_laplace_allocation_is_bracketed_by_quadrature(e, t, k, rate):
+    from gce.priors.allocation import LaplaceRatio, SubsampledRatio
+
+    ratio = LaplaceRatio(e) if rate == 1.0 else SubsampledRatio(LaplaceRatio(e), rate)
+    curve = allocation_curve(ratio, t, k, epsilon=0.3)
+    _sandwich(curve, lambda eps: laplace_reference(e, t, k, eps, rate), (0.0, 0.3, 0.8))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("e, t, k, rate", [(1.0, 3, 1, 1.0), (1.0, 3, 2, 1.0), (1.5, 3, 1, 0.5)])
+def test_laplace_allocation_of_three_is_bracketed_by_quadrature(e, t, k, rate):
+    from gce.priors.allocation import LaplaceRatio, SubsampledRatio
+
+    ratio = LaplaceRatio(e) if rate == 1.0 else SubsampledRatio(LaplaceRatio(e), rate)
+    curve = allocation_curve(ratio, t, k, epsilon=0.3)
+    _sandwich(curve, lambda eps: laplace_reference(e, t, k, eps, rate), (0.1, 0.6))
+
+
+def test_subsampled_gaussian_allocation_is_bracketed_by_quadrature():
+    """1 of 2 with each Gaussian (mu 1) on a rate-0.5 subsample: the ratio 1 - r + r W, affine in W."""
+    from gce.priors.allocation import GaussianRatio, SubsampledRatio
+
+    mu, r = 1.0, 0.5
+
+    def affine(w):
+        v = 1 - r + r * w[0]
+        a, b = v / 2, 0.5   # (V1 + V2) / 2, V2 = 1 - r + r W2
+        return a + b * (1 - r), b * r
+
+    curve = allocation_curve(SubsampledRatio(GaussianRatio(mu), r), 2, 1, epsilon=0.3)
+    _sandwich(curve, lambda eps: _product_reference(mu, affine, eps, 1), (0.0, 0.3, 1.0))
+
+
+def test_solve_takes_laplace_and_subsampled_mechanisms_through_the_allocation():
+    """1 of 10 Laplace steps (epsilon 1): the allocation's bracket (quadrature-tested above), below the
+    exact-count route's bound through the (1, 0) points; two invocations on a database, or two families,
+    decline with the reason."""
+    from gce.accounting.guarantees import LaplaceMechanism, Subsampled
+    from gce.priors.allocation import GaussianRatio, LaplaceRatio, SubsampledRatio
+
+    report = solve(_scenario(10, 1, mechanism=LaplaceMechanism(1.0)))
+    assert report.theorem == "random allocation"
+    assert report.bracket == pytest.approx(allocation_curve(LaplaceRatio(1.0), 10, 1).epsilon_bracket(1e-6),
+                                           rel=1e-12)
+    assert report.epsilon < 1.0  # the pure bound of one step: the allocation is below it at 1e-6
+    sub = solve(_scenario(6, 1, mechanism=Subsampled(0.5, GaussianMechanism(1.0))))
+    expected = allocation_curve(SubsampledRatio(GaussianRatio(1.0), 0.5), 6, 1).epsilon_bracket(1e-6)
+    assert sub.theorem == "random allocation" and sub.bracket == pytest.approx(expected, rel=1e-12)
+    twice = Scenario(4, tuple(Invocation(i, LaplaceMechanism(1.0), repeat=2) for i in range(4)),
+                     hypotheses=(Point(()), Uniform(1, 1)), delta=1e-6)
+    assert any("one invocation per database" in n for n in solve(twice).notes)
+    mixed = Scenario(4, tuple(Invocation(i, LaplaceMechanism(1.0) if i else Subsampled(0.5, LaplaceMechanism(1.0)))
+                              for i in range(4)), hypotheses=(Point(()), Uniform(1, 1)), delta=1e-6)
+    assert any("one mechanism family" in n for n in solve(mixed).notes)
+
+
+def test_a_time_budget_stops_the_refinement_and_the_bracket_stays_certified():
+    """mu 3, 1 of 2 with a 1 ms budget: no refinement, a wider bracket still around the quadrature."""
+    curve = allocation_curve(3.0, 2, 1, epsilon=2.0, rtol=1e-4, seconds=1e-3)
+    assert "stopped by the time budget" in curve.description
+    pq, qp = reference_deltas(3.0, 2, 1, 2.0)
+    low, high = curve.delta_bracket(2.0)
+    assert low <= max(pq, qp) <= high and (high - low) > 1e-4 * high
+    with pytest.raises(InvalidParameterError) as info:
+        allocation_curve(1.0, 2, seconds=0.0)
+    assert info.value.field == "seconds"
+
+
+def test_solve_gives_the_route_a_share_of_its_time_budget():
+    """sigma 0.5, 1 of 100 refines for about 9 s without a budget; within 2 s it stops and says so, and its
+    upper value is at most the single Gaussian's (mu 2; joint convexity over the singletons)."""
+    from gce.accounting.curves import GaussianCurve
+    import time as _time
+
+    scenario = Scenario(100, tuple(Invocation(i, GaussianMechanism(0.5)) for i in range(100)),
+                        hypotheses=(Point(()), Uniform(1, 1)), delta=1e-6)
+    start = _time.perf_counter()
+    report = solve(scenario, time_limit=2.0)
+    assert _time.perf_counter() - start < 3.0
+    assert report.theorem == "random allocation"
+    assert any("stopped by the time budget" in n for n in report.notes)
+    low, high = report.bracket
+    assert low <= high <= float(GaussianCurve(2.0).epsilon(1e-6))
+
+
+def test_uniform_over_few_sizes_is_bracketed_by_quadrature():
+    """uniform(0, 1) of 2 (sizes 0 and 1, weights 1/3 and 2/3): dP/dQ = (1 + W1 + W2) / 3, by joint convexity
+    over the sizes above and the garbled mixture below."""
+    from gce.priors.allocation import uniform_curve
+
+    mu = 1.0
+    curve = uniform_curve([mu, mu], 0, 1)
+    assert "joint convexity over its 2 sizes" in curve.description
+    _sandwich(curve, lambda eps: _product_reference(mu, lambda w: ((1 + w[0]) / 3, 1 / 3), eps, 1),
+              (0.0, 0.5, 1.5))

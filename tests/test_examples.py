@@ -178,3 +178,24 @@ def test_rates_prior_is_poisson_subsampling_exactly():
     truth = reference.mixture_delta([(frozenset(), 1.0)], h1, [(i, 1.0, 1e-8) for i in range(8)], 1.0)
     assert report.exact and report.delta == pytest.approx(truth, rel=1e-9)
     assert compose({Subsampled(0.1, ApproxDP(1.0, 1e-8)): 8}).delta(1.0) >= report.delta
+
+
+def test_dp_sgd_allocation_script_prints_both_brackets_and_saves_the_plot(capsys, tmp_path):
+    """examples/dp_sgd_allocation.py at 20 steps (the file's 100 take about 7 s): balls and bins against
+    Poisson subsampling at rate 1/20, each bracket around its reference (the allocation's own quadrature-
+    tested curve; dp-accounting's subsampled Gaussian composed), allocation below Poisson."""
+    from gce import GaussianMechanism, Subsampled, compose
+    from gce.priors.allocation import allocation_curve
+
+    module = runpy.run_path(str(EXAMPLES / "dp_sgd_allocation.py"), run_name="example")
+    allocation, poisson = module["main"](steps=20, plot=str(tmp_path / "curves.png")).values()
+    out = capsys.readouterr().out
+    assert (tmp_path / "curves.png").stat().st_size > 10_000 and f"plot: {tmp_path / 'curves.png'}" in out
+    a_low, a_high = allocation.bracket
+    assert (a_low, a_high) == pytest.approx(allocation_curve(1.0, 20, 1).epsilon_bracket(1e-6), rel=1e-12)
+    p_low, p_high = poisson.bracket
+    reference = compose({Subsampled(1 / 20, GaussianMechanism(1.0)): 20}).epsilon(1e-6)
+    assert p_low <= reference <= p_high * (1 + 1e-4)
+    assert a_high < p_low
+    assert f"epsilon {a_high:.4f}, bracket [{a_low:.4f}, {a_high:.4f}] (random allocation)" in out
+    assert f"bracket [{p_low:.4f}, {p_high:.4f}] (Poisson subsampling (rates prior))" in out

@@ -175,7 +175,11 @@ def test_every_decline_has_a_reason_and_the_report_gives_it():
     assert "limited to 32 databases" in outcomes[2].reason
     # In the table's order, right after the hypotheses line.
     assert list(report.notes[1:4]) == notes
-    assert report.theorem == outcomes[3].name == "worst pair (unbounded, gaussian-dp)"
+    assert outcomes[3].name == "worst pair (unbounded, gaussian-dp)"
+    # the allocation route (not in GENERAL) answers this prior as Poisson subsampling at rate 1/2, the
+    # empty set's share 2^-40 taken out: below the worst pair
+    assert report.theorem == "Poisson subsampling at rate 1/2 (uniform prior)"
+    assert report.epsilon < report.baselines["worst pair"].epsilon
     assert not report.exact
 
 

@@ -861,6 +861,11 @@ class LowerCurve:
         out = np.maximum(raw * (1.0 - ROUND_OFF) - self._slack, 0.0)
         return float(out[0]) if np.ndim(epsilon) == 0 else out
 
+    def direction_delta(self, which: int, epsilon) -> NDArray[np.float64]:
+        """The lower delta of one direction alone (``which`` indexes the parts; the same allowances)."""
+        raw = np.atleast_1d(self._parts[which].curve.delta(epsilon))
+        return np.maximum(raw * (1.0 - ROUND_OFF) - self._slack, 0.0)
+
     def epsilon(self, delta):
         d = np.atleast_1d(np.asarray(delta, dtype=float))
         target = np.minimum((d + self._slack) / (1.0 - ROUND_OFF), 1.0)
@@ -1027,6 +1032,22 @@ class LawCurve(BatchCurve):
         if self._lower is None:
             self._lower = LowerCurve([_compose(laws, self.interval) for laws in self._lower_laws])
         return self._lower
+
+    def direction(self, which: int) -> PrivacyCurve:
+        """The upper curve of one direction alone (``which`` indexes ``upper``; the same allowances)."""
+        return _DirectionUpper(self, which)
+
+
+class _DirectionUpper(PrivacyCurve):
+    """One direction of a :class:`LawCurve`'s upper curve (:meth:`LawCurve.direction`)."""
+
+    def __init__(self, curve: LawCurve, which: int):
+        self._curve, self._which = curve, int(which)
+        self.delta_floor = min(curve._safe(np.array([curve._parts[self._which].curve.delta_floor]))[0], 1.0)
+
+    def _delta(self, eps: NDArray[np.float64]) -> NDArray[np.float64]:
+        raw = np.atleast_1d(self._curve._parts[self._which].curve.delta(eps))
+        return np.minimum(self._curve._safe(raw), 1.0)
 
 
 def compose_laws(upper: Sequence[Sequence[_Law]], lower: Sequence[Sequence[_Law]], interval: float) -> LawCurve:

@@ -4,7 +4,9 @@ An adversary prior that puts the target in exactly ``k`` of ``t`` databases, uni
 (``h0 = point([])``, ``h1 = uniform(min_members=k, max_members=k)``) is what the DP-SGD literature calls
 *random allocation* or balls-and-bins batching (Feldman and Shenfeld, arXiv 2502.08202; Chua et al.,
 AISTATS 2025; "Efficient privacy loss accounting for subsampling and random allocation", arXiv 2602.17284).
-This module computes its curve, both directions, as a certified bracket.
+This module computes its curve, both directions, as a certified bracket, for Gaussian, Laplace and
+subsampled mechanisms, and the curves of the per-database-rate and uniform(min, max) priors (Poisson
+subsampling).
 
 The pair, written under Q (k = 1)
 ---------------------------------
@@ -76,6 +78,34 @@ above and the garbled pairs below are composed by the batch engine
 (:func:`gce.accounting.batch.compose_laws`). Several invocations on one database (``repeat``) are one
 Gaussian of ``mu = sqrt(sum mu_i^2)`` (Dong, Roth and Su): the same allocation, not a fresh one.
 
+Other mechanisms
+----------------
+Nothing above is particular to the Gaussian: the spread, the garbling and the decomposition need only the
+law of one database's ratio ``W`` under Q (its cell masses ``Q(cell)``, ``E_Q[W; cell]`` and its tail
+``E_Q[(W - B)_+]``). :class:`LaplaceRatio` is the Laplace pair's (two atoms, ``e^-eps`` and ``e^eps``, and
+a continuous part between, bounded: its clamp is exact), :class:`SubsampledRatio` any of them on a Poisson
+subsample (``1 - r + r W``). Databases with different parameters of one family: the largest dominates
+(a pair of smaller parameter is a garbling of it: Blackwell's theorem for binary experiments, the curves
+being ordered), so it bounds the allocation above and the smallest below.
+
+Gaussian allocations are also never reported above the composition of their k members' Gaussians over the
+epochs (joint convexity: the prior is a mixture of k-sets), which coarse grids at small noise can exceed.
+
+Per-database rates and uniform(min, max)
+----------------------------------------
+"In none" against a rates prior (each database independently at its rate ``r_i``, no constraints) is the
+composition of the databases' subsampled pairs ``((1 - r_i) Q_i + r_i P_i, Q_i)``: Poisson subsampling
+(001 Sec. V-B). :func:`poisson_curve` rounds each pair to a dominating one (the spread of ``W`` on a grid
+uniform in ``log W``) and garbles it by its cells below, and composes them on the batch engine, both
+directions. The uniform law over all subsets is rate 1/2; :func:`uniform_curve` takes the empty set's
+share out exactly for "none vs at least one" and charges the excluded sizes' mass otherwise.
+
+Time
+----
+The refinements (points doubled) stop when the next one, estimated from the last, would overrun the
+``seconds`` given (the route gives a share of solve's time left): the bracket is then wider, still
+certified, and the description says so.
+
 References
 ----------
 Feldman, Shenfeld, "Privacy amplification by random allocation", arXiv 2502.08202.
@@ -87,6 +117,7 @@ Blackwell, "Equivalent comparisons of experiments", Ann. Math. Stat. 1953 (garbl
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -100,7 +131,8 @@ from ..accounting.curves import DiscreteLossCurve, PrivacyCurve, at_or_above
 from ..errors import InvalidParameterError, NumericalLimitError
 from ..validation import is_integer, is_number
 
-__all__ = ["GaussianRatio", "allocation_curve", "AllocationCurve", "LowerBound", "DEFAULT_RTOL", "TAIL",
+__all__ = ["GaussianRatio", "LaplaceRatio", "SubsampledRatio", "allocation_curve", "poisson_curve", "uniform_curve", "log_size_mass_outside",
+           "AllocationCurve", "LowerBound", "DEFAULT_RTOL", "TAIL",
            "GRID_LIMIT"]
 
 #: Default requested relative width of the epsilon (or delta) bracket at the target.
@@ -117,6 +149,10 @@ START_POINTS = 2**12
 ROUND_OFF = 8.0
 #: Cells of the garbled k-of-t pair (the lower bound when k > 1 or several epochs).
 _LOWER_POINTS = 2**15
+#: Cells of one subsampled database's ratio, uniform in log W (:func:`poisson_curve`; refined by doubling).
+_POISSON_POINTS = 2**12
+#: The first loss grid of :func:`poisson_curve`, in multiples of its estimate (halved while needed).
+_POISSON_COARSE = 8.0
 #: Loss grid of the composition (k > 1, epochs): relative to the requested width.
 _LOSS_GRID_SHARE = 0.25
 
@@ -145,6 +181,14 @@ class GaussianRatio:
         if not is_number(self.mu) or not 0.0 <= self.mu < 40.0:
             raise InvalidParameterError("mu", f"must be a number in [0, 40), got {self.mu!r}")
         object.__setattr__(self, "mu", float(self.mu))
+
+    @property
+    def label(self) -> str:
+        return f"mu {self.mu:g}"
+
+    @property
+    def trivial(self) -> bool:
+        return self.mu == 0.0
 
     def _z(self, w: NDArray[np.float64]) -> NDArray[np.float64]:
         with np.errstate(divide="ignore"):
@@ -184,6 +228,117 @@ class GaussianRatio:
     def variance(self) -> float:
         """Var_Q(W) = e^{mu^2} - 1."""
         return math.expm1(min(self.mu**2, 700.0))
+
+
+@dataclass(frozen=True)
+class LaplaceRatio:
+    """The likelihood ratio ``W = dP/dQ`` of the Laplace pair ``P = Lap(s, b)``, ``Q = Lap(0, b)`` under Q,
+    with ``epsilon = s / b``: ``W = exp((|x| - |x - s|) / b)``, an atom ``e^-eps`` of Q-mass 1/2 (x <= 0), an
+    atom ``e^eps`` of Q-mass ``e^-eps / 2`` (x >= s) and ``exp((2x - s) / b)`` in between.
+
+    Every Laplace mechanism of L1 sensitivity ``s`` and scale ``b`` is a post-processing of this pair (its
+    output is x itself); a pair of smaller epsilon is a garbling of it (its curve lies below in both
+    directions: Blackwell's theorem for binary experiments).
+    """
+
+    epsilon: float
+
+    def __post_init__(self) -> None:
+        if not is_number(self.epsilon) or not 0.0 <= self.epsilon < 700.0:
+            raise InvalidParameterError("epsilon", f"must be a number in [0, 700), got {self.epsilon!r}")
+        object.__setattr__(self, "epsilon", float(self.epsilon))
+
+    @property
+    def label(self) -> str:
+        return f"Laplace epsilon {self.epsilon:g}"
+
+    @property
+    def trivial(self) -> bool:
+        return self.epsilon == 0.0
+
+    def cells(self, edges: NDArray[np.float64]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """(Q(W in [e_j, e_{j+1})), P(W in [e_j, e_{j+1}))) for ascending edges (the last may be inf)."""
+        edges = np.asarray(edges, dtype=float)
+        e = self.epsilon
+        lo_edge, hi_edge = edges[:-1], edges[1:]
+        if e == 0.0:
+            q = ((lo_edge <= 1.0) & (1.0 < hi_edge)).astype(float)
+            return q, q.copy()
+        low, high = math.exp(-e), math.exp(e)
+        # the open middle, in u = x / b in (0, e): W = exp(2u - e); clip each cell's u-range to it
+        with np.errstate(divide="ignore"):
+            u = np.clip((np.log(np.maximum(edges, 0.0)) + e) / 2.0, 0.0, e)
+        u0, u1 = u[:-1], u[1:]
+        q = 0.5 * (np.exp(-u0) - np.exp(-u1))                 # Q density e^{-u} / 2 on (0, e)
+        p = 0.5 * (np.exp(u1 - e) - np.exp(u0 - e))           # P density e^{-(e - u)} / 2 on (0, e)
+        at_low = (lo_edge <= low) & (low < hi_edge)
+        at_high = (lo_edge <= high) & (high < hi_edge)
+        q = q + 0.5 * at_low + 0.5 * math.exp(-e) * at_high
+        p = p + 0.5 * math.exp(-e) * at_low + 0.5 * at_high
+        return q, p
+
+    def excess(self, b: float) -> float:
+        """E_Q[(W - b)_+] (0 once b >= e^eps), by the cells above b."""
+        if b >= math.exp(self.epsilon):
+            return 0.0
+        q, p = self.cells(np.array([b, np.inf]))
+        return max(float(p[0] - b * q[0]), 0.0)
+
+    def clamp(self, tail: float) -> float:
+        """W <= e^eps: the clamp is exact."""
+        return math.exp(self.epsilon)
+
+    def variance(self) -> float:
+        """Var_Q(W) = e^{-2eps} / 2 + e^eps / 2 + (e^eps - e^{-2eps}) / 6 - 1."""
+        e = self.epsilon
+        return max(0.5 * math.exp(-2 * e) + 0.5 * math.exp(e) + (math.exp(e) - math.exp(-2 * e)) / 6 - 1, 0.0)
+
+
+@dataclass(frozen=True)
+class SubsampledRatio:
+    """The ratio of a mechanism run on a Poisson subsample at ``rate``: the pair ``((1 - r) Q + r P, Q)``,
+    whose likelihood ratio is ``1 - r + r W`` (``inner`` the mechanism's ratio W)."""
+
+    inner: object
+    rate: float
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.inner, (GaussianRatio, LaplaceRatio)):
+            raise InvalidParameterError("inner", f"must be a Gaussian or Laplace ratio, got {self.inner!r}")
+        if not is_number(self.rate) or not 0.0 < self.rate <= 1.0:
+            raise InvalidParameterError("rate", f"must be a probability in (0, 1], got {self.rate!r}")
+        object.__setattr__(self, "rate", float(self.rate))
+
+    @property
+    def label(self) -> str:
+        return f"{self.inner.label} subsampled at {self.rate:g}"
+
+    @property
+    def trivial(self) -> bool:
+        return self.inner.trivial
+
+    def _inner_edges(self, edges: NDArray[np.float64]) -> NDArray[np.float64]:
+        r = self.rate
+        with np.errstate(invalid="ignore"):
+            return np.maximum((np.asarray(edges, dtype=float) - (1.0 - r)) / r, 0.0)
+
+    def cells(self, edges: NDArray[np.float64]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        q, p = self.inner.cells(self._inner_edges(edges))
+        return q, (1.0 - self.rate) * q + self.rate * p
+
+    def excess(self, b: float) -> float:
+        r = self.rate
+        return r * self.inner.excess(max((b - (1.0 - r)) / r, 0.0))
+
+    def clamp(self, tail: float) -> float:
+        r = self.rate
+        return 1.0 - r + r * self.inner.clamp(tail / r)
+
+    def variance(self) -> float:
+        return self.rate**2 * self.inner.variance()
+
+
+_RATIOS = (GaussianRatio, LaplaceRatio, SubsampledRatio)
 
 
 # ---------------------------------------------------------------------------
@@ -439,7 +594,7 @@ def _bracket_at(uppers: Sequence[_Law], lowers: Sequence[_Law], delta: float | N
 
 
 def _single(ratio: GaussianRatio, t: int, rtol: float, delta: float | None, epsilon: float | None,
-            tail: float) -> dict[str, tuple[_Law, _Law, int]]:
+            tail: float, clock: _Clock | None = None) -> dict[str, tuple[_Law, _Law, int]]:
     """The 1-of-t laws per direction, ``{"remove": (upper, lower, points), "add": (...)}``, each direction on
     its own grid. The grids are refined (points doubled) while the bracket of the larger direction at the
     target is wider than ``rtol``, each direction only while it could decide the answer (its upper value
@@ -448,7 +603,9 @@ def _single(ratio: GaussianRatio, t: int, rtol: float, delta: float | None, epsi
     points = {w: START_POINTS for w in _WHICH}
     laws: dict[str, tuple[_Law, _Law, int]] = {}
     todo = set(_WHICH)
+    clock = clock or _Clock(None)
     while todo:
+        step = time.perf_counter()
         for d, which in enumerate(_WHICH):
             if which not in todo:
                 continue
@@ -465,10 +622,38 @@ def _single(ratio: GaussianRatio, t: int, rtol: float, delta: float | None, epsi
             break
         refine = {w for d, w in enumerate(_WHICH) if w in todo and highs[d] > max(lows)
                   and _width(lows[d], highs[d]) > rtol / 2}
+        if refine and not clock.another(time.perf_counter() - step):
+            break
         for which in refine:
             points[which] *= 2
         todo = refine
     return laws
+
+
+class _Clock:
+    """The time a computation may take (None: no limit): refinements stop when the next one, estimated at
+    :data:`_STEP_GROWTH` times the last, would overrun it (the grid kept is coarser: the bracket wider,
+    still certified)."""
+
+    def __init__(self, seconds: float | None):
+        self.start = time.perf_counter()
+        self.seconds = seconds
+        self.stopped = False
+
+    def another(self, last_step: float) -> bool:
+        """Whether a step estimated from ``last_step`` fits in the time left (records when it does not)."""
+        if self.seconds is None:
+            return True
+        fits = time.perf_counter() - self.start + _STEP_GROWTH * last_step <= self.seconds
+        self.stopped = self.stopped or not fits
+        return fits
+
+    def note(self) -> str:
+        return "; refinement stopped by the time budget (a wider bracket)" if self.stopped else ""
+
+
+#: A refinement (points doubled) costs about this many times the previous step.
+_STEP_GROWTH = 2.5
 
 
 # ---------------------------------------------------------------------------
@@ -483,15 +668,17 @@ def _check_count(value: object, name: str, low: int = 1) -> int:
 
 def allocation_curve(mu: float, t: int, k: int = 1, epochs: int = 1, rtol: float = DEFAULT_RTOL,
                      delta: float | None = 1e-6, epsilon: float | None = None,
-                     tail: float = TAIL) -> AllocationCurve:
+                     tail: float = TAIL, seconds: float | None = None) -> AllocationCurve:
     """The curve of "in none" against "in exactly k of t" databases, each running a Gaussian of ``mu``,
     allocations repeated ``epochs`` times (fresh each time): an upper curve with its certified lower curve.
 
     Parameters
     ----------
-    mu : float
+    mu : float or ratio
         Each database's mechanism is mu-GDP (a Gaussian of ``sensitivity / sigma``; several on one database
-        combine to ``sqrt(sum mu_i^2)``).
+        combine to ``sqrt(sum mu_i^2)``); or the likelihood ratio of its pair: :class:`GaussianRatio`,
+        :class:`LaplaceRatio`, :class:`SubsampledRatio` (the method holds for any ratio law: spread above,
+        garbling below).
     t, k : int
         Databases (steps) and members (1 <= k <= t).
     epochs : int
@@ -505,6 +692,9 @@ def allocation_curve(mu: float, t: int, k: int = 1, epochs: int = 1, rtol: float
     tail : float
         P-mass beyond the clamp of one database's ratio, charged at infinite loss (with a delta target, up
         to ``1e-4 * delta``: it then costs at most that share of the bracket).
+    seconds : float, optional
+        Time the refinements may take: a refinement estimated to overrun it is not made (the bracket is
+        then wider than ``rtol``, still certified, and the description says so).
 
     Returns
     -------
@@ -525,7 +715,7 @@ def allocation_curve(mu: float, t: int, k: int = 1, epochs: int = 1, rtol: float
     >>> 2.6507 <= low <= high <= 2.6588
     True
     """
-    ratio = GaussianRatio(mu)
+    ratio = mu if isinstance(mu, _RATIOS) else GaussianRatio(mu)
     t = _check_count(t, "t")
     k = _check_count(k, "k")
     epochs = _check_count(epochs, "epochs")
@@ -538,16 +728,49 @@ def allocation_curve(mu: float, t: int, k: int = 1, epochs: int = 1, rtol: float
     if epsilon is None and delta > 0:
         # The clamp's charge only has to be small against the target: a smaller clamp, a finer grid.
         tail = max(tail, _TAIL_SHARE * delta)
-    if mu == 0.0 or t == k:
-        return _plain(mu, k, epochs)
+    if isinstance(ratio, GaussianRatio) and (ratio.mu == 0.0 or t == k):
+        return _plain(ratio.mu, k, epochs)
+    if ratio.trivial:
+        return _plain(0.0, k, epochs)
+    if seconds is not None and (not is_number(seconds) or seconds <= 0):
+        raise InvalidParameterError("seconds", f"must be a positive number of seconds, got {seconds!r}")
+    clock = _Clock(seconds)
     if k == 1 and epochs == 1:
-        laws = _single(ratio, t, rtol, delta, epsilon, tail)
+        laws = _single(ratio, t, rtol, delta, epsilon, tail, clock)
         upper = [laws[w][0].curve() for w in ("remove", "add")]
         lower = LowerBound([(laws[w][1].curve(), laws[w][1].slack, laws[w][1].slack_other)
                             for w in ("remove", "add")])
         grids = ", ".join(f"{w}: {laws[w][2]:,} cells" for w in ("remove", "add"))
-        return AllocationCurve(upper, lower, f"1 of {t}, mu {mu:g} ({grids})")
-    return _composed(ratio, t, k, epochs, rtol, delta, epsilon, tail)
+        curve = AllocationCurve(upper, lower, f"1 of {t}, {ratio.label} ({grids}){clock.note()}")
+    else:
+        curve = _composed(ratio, t, k, epochs, rtol, delta, epsilon, tail, clock)
+    if isinstance(ratio, GaussianRatio):
+        return _no_worse_than_composition(curve, ratio.mu * math.sqrt(k * epochs))
+    return curve
+
+
+class _Least(PrivacyCurve):
+    """The pointwise least of valid upper curves (each a guarantee, so their minimum at every eps is one)."""
+
+    def __init__(self, curves: Sequence[PrivacyCurve]):
+        self._curves = tuple(curves)
+        self.delta_floor = min(c.delta_floor for c in self._curves)
+
+    def _delta(self, eps: NDArray[np.float64]) -> NDArray[np.float64]:
+        return np.min([np.atleast_1d(c.delta(eps)) for c in self._curves], axis=0)
+
+    def _epsilon(self, d: NDArray[np.float64]) -> NDArray[np.float64]:
+        # nonincreasing curves: the least reaches d at the smallest of their epsilons
+        return np.min([np.atleast_1d(c.epsilon(d)) for c in self._curves], axis=0)
+
+
+def _no_worse_than_composition(curve: AllocationCurve, mu: float) -> AllocationCurve:
+    """The allocation's upper curve, or the composition of its k members' Gaussians over the epochs where
+    that is less (joint convexity: the k-set prior is a mixture of point masses, each a GDP(mu sqrt(k))
+    pair per epoch; coarse grids at small noise can be looser than that)."""
+    from ..accounting.curves import GaussianCurve
+    least = _Least([curve, GaussianCurve(mu)])
+    return AllocationCurve([least], curve.lower, curve.description)
 
 
 def _plain(mu: float, k: int, epochs: int) -> AllocationCurve:
@@ -568,8 +791,10 @@ def _blocks(t: int, k: int) -> list[tuple[int, int]]:
 def _block_laws(ratio: GaussianRatio, size: int, points: int, tail: float) -> tuple[tuple[_Law, _Law],
                                                                                    tuple[_Law, _Law]]:
     """((upper remove, upper add), (lower remove, lower add)) of 1 of ``size`` on ``points`` cells."""
-    if size == 1:  # a block of one database: the Gaussian itself
+    if size == 1 and isinstance(ratio, GaussianRatio):  # a block of one database: the Gaussian itself
         return _gaussian_laws(ratio), _gaussian_laws(ratio, upper=False)
+    if size == 1 and isinstance(ratio, LaplaceRatio):  # the Laplace pair itself
+        return _laplace_laws(ratio), _laplace_laws(ratio, upper=False)
     uppers, lowers = [], []
     for d, which in enumerate(_WHICH):
         grid = _direction_grid(ratio, size, points, tail, which)
@@ -596,7 +821,7 @@ def _at(curve, lower, delta: float | None, epsilon: float | None) -> tuple[float
 
 
 def _composed(ratio: GaussianRatio, t: int, k: int, epochs: int, rtol: float, delta: float | None,
-              epsilon: float | None, tail: float) -> AllocationCurve:
+              epsilon: float | None, tail: float, clock: _Clock | None = None) -> AllocationCurve:
     """k of t and/or several epochs: the decomposition's 1-of-m pairs composed above, a garbled pair composed
     below (module doc), on the batch engine's loss grid. The cells and the loss grid are refined together
     while the decomposition's own discretisation bracket is wider than ``rtol / 8``."""
@@ -604,7 +829,9 @@ def _composed(ratio: GaussianRatio, t: int, k: int, epochs: int, rtol: float, de
     copies = sum(count for _, count in sizes) * epochs
     points = START_POINTS
     interval = None
+    clock = clock or _Clock(None)
     while True:
+        step = time.perf_counter()
         try:
             blocks = [(_block_laws(ratio, size, points, tail), count) for size, count in sizes]
         except NumericalLimitError:
@@ -617,7 +844,7 @@ def _composed(ratio: GaussianRatio, t: int, k: int, epochs: int, rtol: float, de
         grow = copies * (1.0 + slack) ** max(copies - 1, 0)
         blocks_lower = LowerBound([(_DirectionLower(composed.lower), slack * grow, slack * grow)])
         low, high = _at(composed, blocks_lower, delta, epsilon)
-        if _width(low, high) <= rtol / 8 or points >= GRID_LIMIT // 8:
+        if _width(low, high) <= rtol / 8 or points >= GRID_LIMIT // 8 or not clock.another(time.perf_counter() - step):
             break
         points *= 2
         interval /= 2
@@ -636,9 +863,9 @@ def _composed(ratio: GaussianRatio, t: int, k: int, epochs: int, rtol: float, de
         lower = LowerBound([(_DirectionLower(garbled.lower), slack * grow, slack * grow)])
         how = f"the {k}-of-{t} pair garbled by sum_i W_i, composed"
     blocks_text = " + ".join(f"{count * epochs} x (1 of {size})" for size, count in sizes)
-    return AllocationCurve([composed], lower, f"{k} of {t}, mu {ratio.mu:g}, {epochs} epoch(s): upper "
+    return AllocationCurve([composed], lower, f"{k} of {t}, {ratio.label}, {epochs} epoch(s): upper "
                                               f"{blocks_text} composed (Feldman and Shenfeld decomposition), "
-                                              f"{points:,} cells, loss grid {interval:.3g}; lower: {how}")
+                                              f"{points:,} cells, loss grid {interval:.3g}; lower: {how}{clock.note()}")
 
 
 class _DirectionLower(PrivacyCurve):
@@ -664,6 +891,19 @@ def _gaussian_laws(ratio: GaussianRatio, upper: bool = True) -> tuple[_Law, _Law
     return law, law
 
 
+def _laplace_laws(ratio: LaplaceRatio, upper: bool = True) -> tuple[_Law, _Law]:
+    """The Laplace pair's own law (a block of one database; symmetric, so one law for both directions): the
+    loss ``e`` (P-mass 1/2), ``-e`` (P-mass e^-e / 2) and ``2u - e`` on u in (0, e) with P-density
+    ``e^{u - e} / 2``, on cells of u, each cell's P-mass at its largest loss (upper) or its smallest (lower)."""
+    e = ratio.epsilon
+    u = np.linspace(0.0, e, 2**14 + 1)
+    mass = 0.5 * (np.exp(u[1:] - e) - np.exp(u[:-1] - e))
+    edge = u[1:] if upper else u[:-1]
+    loss = np.concatenate(([-e, e], 2.0 * edge - e))
+    law = _Law(loss, np.concatenate(([0.5 * math.exp(-e), 0.5], mass)), 0.0)
+    return law, law
+
+
 def _loss_interval(uppers, rtol: float, delta: float | None, epsilon: float | None) -> float:
     """Loss grid of the composition: the split (upper) costs O(h^2) per copy and the rounding down (lower)
     h per copy; h = share * rtol * scale / copies, scale about the composed epsilon (sum of the parts')."""
@@ -676,3 +916,333 @@ def _loss_interval(uppers, rtol: float, delta: float | None, epsilon: float | No
     scale = max(scale * math.sqrt(copies), 1e-2)
     h = _LOSS_GRID_SHARE * rtol * scale / copies
     return float(min(max(h, 1e-6), 0.05))
+
+
+# ---------------------------------------------------------------------------
+# Per-database rates (Poisson subsampling) and uniform(min, max) priors
+
+
+def _log_grid(ratio: GaussianRatio, points: int, tail: float) -> NDArray[np.float64]:
+    """Grid points ``0 = g_0 < g_1 < ... < g_m = B`` of one database's ratio W, uniform in ``log W`` from
+    ``z = -12`` up to the clamp ``B`` (a privacy-loss grid: the loss ``log(1 - r + r W)`` moves little
+    within a cell)."""
+    clamp = ratio.clamp(tail)
+    z_top = float(ratio._z(np.array([clamp]))[0])
+    z = np.linspace(min(-12.0, z_top - 1.0), z_top, points)
+    inner = np.exp(ratio.mu * z - 0.5 * ratio.mu**2)
+    inner[-1] = clamp
+    return np.concatenate(([0.0], inner))
+
+
+def _poisson_laws(ratio: GaussianRatio, rate: float, points: int, tail: float) -> tuple[tuple[_Law, _Law],
+                                                                                        tuple[_Law, _Law]]:
+    """((upper remove, upper add), (lower remove, lower add)) of one database subsampled at ``rate``: the pair
+    ``((1 - r) Q_i + r P_i, Q_i)``, whose likelihood ratio is ``V = 1 - r + r W``.
+
+    Upper: the mean-preserving spread of ``min(W, B)`` onto the grid (each cell's mass to its two endpoints,
+    keeping its mean; W >= B clamped at B, the P-mass ``r E[(W - B)_+]`` left outside Q's support), so
+    ``E[V~ | V] = V``: a dominating pair (module doc, "Certified rounding"). Lower: the garbling by the cell
+    of W (a post-processing), whose masses are ``Q_i(cell)`` and ``(1 - r) Q_i(cell) + r P_i(cell)``.
+    """
+    grid = _log_grid(ratio, points, tail)
+    q, p = ratio.cells(np.append(grid, np.inf))  # cells [g_j, g_{j+1}), the last [B, inf)
+    width = np.diff(grid)
+    law = np.zeros(grid.size)
+    law[:-1] += (grid[1:] * q[:-1] - p[:-1]) / width   # kept at the cell's left end
+    law[1:] += (p[:-1] - grid[:-1] * q[:-1]) / width   # moved to its right end
+    law[-1] += q[-1]
+    law = np.maximum(law, 0.0)
+    value = 1.0 - rate + rate * grid
+    with np.errstate(divide="ignore"):
+        loss = np.log(value)
+    excess = rate * ratio.excess(float(grid[-1]))
+    upper = (_Law(loss, law * value, excess), _Law(-loss, law, 0.0))
+    mixed = (1.0 - rate) * q + rate * p
+    with np.errstate(divide="ignore", invalid="ignore"):
+        cell_loss = np.log(mixed) - np.log(q)
+    keep_pq, keep_qp = mixed > 0, q > 0
+    lower = (_Law(cell_loss[keep_pq], mixed[keep_pq], 0.0), _Law(-cell_loss[keep_qp], q[keep_qp], 0.0))
+    return upper, lower
+
+
+def _check_rate(value: object, name: str) -> float:
+    if not is_number(value) or not 0.0 <= value <= 1.0:
+        raise InvalidParameterError(name, f"must be a probability in [0, 1], got {value!r}")
+    return float(value)
+
+
+def poisson_curve(parts: Sequence[tuple[float, float, int]], rtol: float = DEFAULT_RTOL,
+                  delta: float | None = 1e-6, epsilon: float | None = None, tail: float = TAIL,
+                  seconds: float | None = None) -> AllocationCurve:
+    """The curve of "in none" against "in each database independently at its rate" (the per-database-rate
+    prior: Poisson subsampling of the target's record, database by database), each database running a
+    Gaussian of its ``mu``: an upper curve with its certified lower curve.
+
+    Without constraints the rates prior is a product law, so ``P = prod_i ((1 - r_i) Q_i + r_i P_i)``
+    against ``Q = prod_i Q_i``: the composition of the databases' subsampled Gaussian pairs (001 Sec. V-B;
+    Balle, Barthe and Gaboardi 2018). Each pair is rounded to a dominating one above and garbled below
+    (:func:`_poisson_laws`), and the pairs are composed by the batch engine
+    (:func:`gce.accounting.batch.compose_laws`), both directions. The grids are refined while the bracket at
+    the target is wider than ``rtol``.
+
+    Parameters
+    ----------
+    parts : sequence of (mu, rate, count)
+        ``count`` databases running a mu-GDP mechanism each (several on one database: one Gaussian of
+        ``sqrt(sum mu_i^2)``), each holding the target with probability ``rate``.
+    rtol, delta, epsilon, tail, seconds
+        As in :func:`allocation_curve`.
+
+    Examples
+    --------
+    >>> low, high = poisson_curve([(1.0, 0.1, 10)]).epsilon_bracket(1e-6)
+    >>> 3.44 < low <= 3.4659 <= high < 3.47  # dp-accounting: 3.46598
+    True
+    """
+    if isinstance(parts, (str, bytes)) or not isinstance(parts, Sequence) or not parts:
+        raise InvalidParameterError("parts", f"must be a non-empty list of (mu, rate, count), got {parts!r}")
+    clean = []
+    for i, part in enumerate(parts):
+        if not isinstance(part, Sequence) or len(part) != 3:
+            raise InvalidParameterError(f"parts[{i}]", f"must be (mu, rate, count), got {part!r}")
+        mu, rate, count = part
+        ratio = GaussianRatio(mu)
+        rate = _check_rate(rate, f"parts[{i}].rate")
+        count = _check_count(count, f"parts[{i}].count")
+        if rate > 0.0 and ratio.mu > 0.0:
+            clean.append((ratio, rate, count))
+    if not is_number(rtol) or not 0.0 < rtol < 1.0:
+        raise InvalidParameterError("rtol", f"must be a number in (0, 1), got {rtol!r}")
+    if epsilon is None and delta is None:
+        delta = 1e-6
+    if epsilon is None and delta > 0:
+        tail = max(tail, _TAIL_SHARE * delta / max(sum(c for _, _, c in clean), 1))
+    if not clean:  # nobody can hold the target, or no database's output depends on it
+        from ..accounting.curves import GaussianCurve
+        curve = GaussianCurve(0.0)
+        return AllocationCurve([curve], LowerBound([(curve, 0.0, 0.0)]), "no database depends on the target")
+    copies = sum(count for _, _, count in clean)
+    points = _POISSON_POINTS
+    blocks = [(_poisson_laws(ratio, rate, points, tail), count) for ratio, rate, count in clean]
+    # Coarse to fine: the loss grid starts _POISSON_COARSE times the estimate and is halved while the
+    # bracket is too wide and the time allows (the lower curve's rounding down costs a grid step per copy).
+    target = _loss_interval([(up, count) for (up, _), count in blocks], rtol, delta, epsilon)
+    interval = min(target * _POISSON_COARSE, 0.05)
+    done = None
+    clock = _Clock(seconds)
+    while True:
+        step = time.perf_counter()
+        try:
+            composed, _ = _compose_blocks(blocks, 1, interval)
+            lower = LowerBound([(_DirectionLower(composed.lower), 0.0, 0.0)])
+            low, high = _at(composed, lower, delta, epsilon)
+        except NumericalLimitError:
+            # The composed window exceeds the batch engine's grid: keep the last (coarser) grid.
+            if done is not None:
+                break
+            if interval >= 0.05:
+                raise
+            interval *= 2.0
+            continue
+        done = (composed, lower, points, interval)
+        if _width(low, high) <= rtol or not clock.another(time.perf_counter() - step):
+            break
+        if interval > target / 2:
+            interval /= 2
+        elif points < GRID_LIMIT // 8:
+            points *= 2
+            blocks = [(_poisson_laws(ratio, rate, points, tail), count) for ratio, rate, count in clean]
+        else:
+            break
+    composed, lower, points, interval = done
+    shown = ", ".join(f"{count} x (mu {ratio.mu:g} at rate {rate:g})" for ratio, rate, count in clean[:4])
+    more = ", ..." if len(clean) > 4 else ""
+    return AllocationCurve([composed], lower, f"Poisson subsampling, {copies} database(s): {shown}{more}; "
+                                              f"{points:,} cells each, loss grid {interval:.3g}{clock.note()}")
+
+
+class _Charged(PrivacyCurve):
+    """``delta(eps) + e^(eps + log_b)`` (capped at 1): an upper curve moved up by a charge
+    (:func:`uniform_curve`); in log space, as the charge ``2^-n`` underflows for large n."""
+
+    def __init__(self, curve: PrivacyCurve, a: float, log_b: float):
+        self._curve, self._a, self._log_b = curve, float(a), float(log_b)
+        self.delta_floor = min(curve.delta_floor + self._a, 1.0)
+
+    def _delta(self, eps: NDArray[np.float64]) -> NDArray[np.float64]:
+        charge = self._a + np.exp(np.minimum(eps + self._log_b, 700.0))
+        return np.minimum(np.atleast_1d(self._curve.delta(eps)) + charge, 1.0)
+
+
+def log_size_mass_outside(n: int, min_members: int, max_members: int | None) -> float:
+    """``log(1 - p)``: the log of the Binomial(n, 1/2) mass of sizes outside ``[min_members, max_members]``
+    (``-inf`` when every size is allowed), rounded up; in log space, as ``2^-n`` underflows for large n."""
+    high = n if max_members is None else min(max_members, n)
+    sizes = np.arange(n + 1)
+    log_pmf = special.gammaln(n + 1) - special.gammaln(sizes + 1) - special.gammaln(n - sizes + 1) - n * math.log(2)
+    outside = (sizes < min_members) | (sizes > high)
+    if not outside.any():
+        return -math.inf
+    return float(special.logsumexp(log_pmf[outside])) + 1e-9
+
+
+def uniform_curve(mus: Sequence[float], min_members: int, max_members: int | None = None,
+                  rtol: float = DEFAULT_RTOL, delta: float | None = 1e-6,
+                  epsilon: float | None = None, seconds: float | None = None) -> AllocationCurve:
+    """The curve of "in none" against uniform over the sets of ``min_members`` to ``max_members`` of the
+    ``n = len(mus)`` databases (001's "in at least one" for ``min_members = 1``), database ``i`` running a
+    Gaussian of ``mus[i]``: an upper curve with its certified lower curve.
+
+    The uniform law over all subsets is Poisson subsampling at rate 1/2, ``P_1/2 = p P_U + (1 - p) P_R``
+    with ``P_U`` the prior's output law, ``p`` the Binomial(n, 1/2) mass of the allowed sizes and ``P_R``
+    the rest. Hence, for every event A, ``P_U(A) <= P_1/2(A) / p <= P_1/2(A) + (1 - p) / p`` and
+    ``P_U(A) >= P_1/2(A) - (1 - p)``, so both directions obey
+
+        delta_1/2(eps) - (1 - p) - e^eps (1 - p) / p  <=  delta_U(eps)  <=  delta_1/2(eps) + e^eps (1 - p) / p,
+
+    with ``delta_1/2`` the curve of :func:`poisson_curve` at rate 1/2 (its own bracket carried through).
+    For "none vs at least one" (and uniform(0..n)) the empty set's share is taken out exactly
+    (:class:`_WithoutEmpty`). Other priors of at most :data:`SIZES_LIMIT` sizes: joint convexity over the
+    sizes (:func:`_sizes_curve`); more sizes: the charge above (refused when ``1 - p >= 1/2``).
+    """
+    mus = [float(GaussianRatio(m).mu) for m in mus]
+    n = len(mus)
+    if n == 0:
+        raise InvalidParameterError("mus", "needs one mu per database, got none")
+    min_members = _check_count(min_members, "min_members", low=0)
+    if max_members is not None:
+        max_members = _check_count(max_members, "max_members", low=min_members)
+    log_outside = log_size_mass_outside(n, min_members, max_members)
+    outside = math.exp(log_outside)
+    high = n if max_members is None else min(max_members, n)
+    without_empty = min_members <= 1 and high >= n
+    if not without_empty and high - min_members + 1 <= SIZES_LIMIT:
+        return _sizes_curve(mus, min_members, high, rtol, delta, epsilon, seconds)
+    if outside >= 0.5:
+        raise NumericalLimitError(f"uniform({min_members}, {max_members}) holds only {1.0 - outside:.3g} of "
+                                  f"the subsets of {n} databases (the rate-1/2 bound would charge more than "
+                                  f"1) over more than {SIZES_LIMIT} sizes (joint convexity over the sizes)")
+    values, counts = np.unique(np.array(mus), return_counts=True)
+    half = poisson_curve([(float(m), 0.5, int(c)) for m, c in zip(values, counts)], rtol=rtol, delta=delta,
+                         epsilon=epsilon, seconds=seconds)
+    log_b = log_outside - math.log1p(-outside)  # log((1 - p) / p)
+    if without_empty:
+        composed = half._upper[0]  # the batch engine's LawCurve: directions P||Q (0) and Q||P (1)
+        remove, add = composed.direction(0), composed.direction(1)
+        floor = max(remove.delta_floor / (1.0 - outside), add.delta_floor * (1.0 + 1.0 / (1.0 - outside)))
+        upper = _WithoutEmpty(remove.delta, add.delta, outside, floor)
+        below = composed.lower
+        lower = LowerBound([(_WithoutEmpty(lambda e: below.direction_delta(0, e),
+                                           lambda e: below.direction_delta(1, e), outside, upper=False),
+                              0.0, 0.0)])
+        how = f"less the empty set's share e^{log_outside:.6g} (exactly)"
+    else:
+        upper = _Charged(half, 0.0, log_b)
+        how = f"conditioned on the size (charge e^(eps {log_b:+.4g}))"
+        lower = LowerBound([(half.lower, outside, math.exp(log_b))])
+    shown = max_members if max_members is not None else n
+    return AllocationCurve([upper], lower, f"uniform({min_members}..{shown}) of {n} as Poisson subsampling at "
+                                           f"rate 1/2 {how}; {half.description}")
+
+
+class _WithoutEmpty(PrivacyCurve):
+    """The rate-1/2 curve with the empty set's share ``c`` taken out exactly (:func:`uniform_curve` with only
+    the empty set excluded, whose output law is Q itself): ``P_U = (P_1/2 - c Q) / (1 - c)``, so for every A
+
+        P_U(A) - e^eps Q(A) = (P_1/2(A) - e^eps' Q(A)) / (1 - c),            e^eps' = c + (1 - c) e^eps,
+        Q(A) - e^eps P_U(A) = (1 + e^eps c / (1 - c)) (Q(A) - e^eps'' P_1/2(A)),  e^eps'' = e^eps / (1 - c + c e^eps),
+
+    so delta_U(eps) is the larger of ``delta_1/2,PQ(eps') / (1 - c)`` and
+    ``(1 + e^eps c / (1 - c)) delta_1/2,QP(eps'')`` (eps', eps'' in [0, eps] for eps >= 0), each direction's
+    upper curve bounding its own term (the same identities turn each direction's lower curve into a lower
+    curve of P_U's).
+
+    ``remove`` and ``add``: each direction's delta as a function of eps (upper, or lower)."""
+
+    def __init__(self, remove, add, c: float, floor: float = 0.0, upper: bool = True):
+        self._remove, self._add, self._c, self._upper = remove, add, float(c), bool(upper)
+        self.delta_floor = min(float(floor), 1.0)
+
+    def _delta(self, eps: NDArray[np.float64]) -> NDArray[np.float64]:
+        eps = np.atleast_1d(np.asarray(eps, dtype=float))
+        c = self._c
+        log_c = math.log(c) if c > 0 else -np.inf
+        e = eps
+        # log(c + (1 - c) e^eps), in log space (c may underflow to 0; eps may exceed e^eps's range).
+        first = np.maximum(np.logaddexp(log_c, math.log1p(-c) + e), 0.0)
+        pq = np.atleast_1d(self._remove(first)) / (1.0 - c)
+        # Q||P: the true delta does not increase with eps, so the term at min(eps, log(1/c)) bounds it too
+        # (there the factor 1 + e^eps c / (1 - c) is at most 1 + 1 / (1 - c)); not for a lower curve.
+        qp = np.full_like(e, np.inf)
+        for x in (e, np.minimum(e, -log_c)) if self._upper else (e,):
+            second = np.maximum(x - np.logaddexp(math.log1p(-c), log_c + x), 0.0)
+            factor = 1.0 + np.exp(np.minimum(x + log_c, 700.0)) / (1.0 - c)
+            qp = np.minimum(qp, factor * np.atleast_1d(self._add(second)))
+        return np.minimum(np.maximum(pq, qp), 1.0)
+
+
+#: Most sizes of a uniform(min, max) prior bounded by joint convexity over its sizes (:func:`_sizes_curve`).
+SIZES_LIMIT = 8
+
+
+class _Mixed(PrivacyCurve):
+    """``sum_s w_s delta_s(eps)``: joint convexity over a mixture's components (:func:`_sizes_curve`)."""
+
+    def __init__(self, curves: Sequence[PrivacyCurve], weights: Sequence[float]):
+        self._curves, self._weights = tuple(curves), tuple(float(w) for w in weights)
+        self.delta_floor = min(sum(w * c.delta_floor for c, w in zip(self._curves, self._weights)), 1.0)
+
+    def _delta(self, eps: NDArray[np.float64]) -> NDArray[np.float64]:
+        total = sum(w * np.atleast_1d(c.delta(eps)) for c, w in zip(self._curves, self._weights))
+        return np.minimum(total * (1.0 + 1e-12), 1.0)
+
+
+def _mixture_lower_laws(ratio: GaussianRatio, n: int, weights: dict[int, float], grid: _Grid) -> tuple[_Law, _Law]:
+    """The mixture prior's pair garbled by the cells of each ``W_i`` summed (as :func:`_lower_laws`, module
+    doc): under P the law of ``S_J`` is ``sum_s w_s`` (s tilted terms, ``n - s`` plain), a post-processing of
+    the true pair, so its divergence is a lower bound."""
+    q_cells, p_cells = _cells(ratio, grid)
+    size = grid.size
+    f_q = _fft.rfft(q_cells, size)
+    f_p = _fft.rfft(p_cells, size)
+    q = _fft.irfft(_power([(f_q, n)]), size)
+    p = sum(w * _fft.irfft(_power([(f_p, s), (f_q, n - s)]), size) for s, w in weights.items() if w > 0)
+    noise = _noise(size, n, (q_cells, p_cells))
+    q, p = np.maximum(q, 0.0), np.maximum(p, 0.0)
+    keep_pq, keep_qp = p > 0, q > 0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        loss = np.log(p) - np.log(q)
+    return (_Law(loss[keep_pq], p[keep_pq], 0.0, noise, noise), _Law(-loss[keep_qp], q[keep_qp], 0.0, noise, noise))
+
+
+def _sizes_curve(mus: Sequence[float], low: int, high: int, rtol: float, delta: float | None,
+                 epsilon: float | None, seconds: float | None) -> AllocationCurve:
+    """uniform(low..high) of n = len(mus) databases by joint convexity over its sizes: the prior is the
+    mixture ``sum_s w_s U_s`` (w_s proportional to C(n, s), U_s uniform over the s-sets), and hockey-stick
+    divergences are jointly convex, so in both directions ``delta <= sum_s w_s delta_s`` with ``delta_s`` the
+    s-of-n allocation's upper curve at the largest mu (0 for s = 0: the same law as "in none"). Below: the
+    mixture garbled by the summed cells at the smallest mu (:func:`_mixture_lower_laws`)."""
+    n = len(mus)
+    sizes = np.arange(low, high + 1)
+    log_w = special.gammaln(n + 1) - special.gammaln(sizes + 1) - special.gammaln(n - sizes + 1)
+    weights = np.exp(log_w - special.logsumexp(log_w))
+    top, bottom = max(mus), min(mus)
+    curves = []
+    share = None if seconds is None else seconds / max(len(sizes), 1)
+    from ..accounting.curves import GaussianCurve
+    for s in sizes.tolist():
+        curves.append(GaussianCurve(0.0) if s == 0 or top == 0.0
+                      else allocation_curve(top, n, s, rtol=rtol, delta=delta, epsilon=epsilon, seconds=share))
+    upper = _Mixed(curves, weights)
+    ratio = GaussianRatio(bottom)
+    parts = []
+    if bottom > 0.0:
+        tail = TAIL if delta is None else max(TAIL, _TAIL_SHARE * delta)
+        for d, which in enumerate(_WHICH):
+            grid = _direction_grid(ratio, n, _LOWER_POINTS, tail, which)
+            law = _mixture_lower_laws(ratio, n, dict(zip(sizes.tolist(), weights.tolist())), grid)[d]
+            parts.append((law.curve(), law.slack, law.slack_other))
+    lower = LowerBound(parts or [(GaussianCurve(0.0), 0.0, 0.0)])
+    return AllocationCurve([upper], lower, f"uniform({low}..{high}) of {n}: joint convexity over its "
+                                           f"{len(sizes)} sizes (allocations at mu {top:g}); below: the "
+                                           f"mixture garbled by sum_i W_i at mu {bottom:g}")

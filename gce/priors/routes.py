@@ -16,7 +16,9 @@ decline into the report's notes. Adding a route is adding a row.
   (:class:`gce.priors.coupling.CouplingCurve`; DESIGN.md's sound replacement of
   001's averaging formula);
 * :class:`AllocationRoute`: "in none" against "in exactly k", Gaussian mechanisms (random allocation:
-  :func:`gce.priors.allocation.allocation_curve`, a certified bracket);
+  :func:`gce.priors.allocation.allocation_curve`, a certified bracket), and against a rates prior or
+  uniform(min, max) without constraints (Poisson subsampling: :func:`~gce.priors.allocation.poisson_curve`,
+  :func:`~gce.priors.allocation.uniform_curve`, certified brackets);
 * :class:`SubsamplingRoute`: "none vs at least one" as amplification by
   subsampling (:class:`gce.priors.subsampling.SubsamplingCurve`; 001 Thm. 3 in
   the convexity form);
@@ -51,7 +53,7 @@ from ..model import Scenario
 from . import exact as exact_module
 from .coupling import CouplingCurve
 from .distributions import Distribution
-from .hypotheses import SUPPORT_LIMIT, Point, Uniform
+from .hypotheses import SUPPORT_LIMIT, Point, Rates, Uniform
 from .subsampling import SubsamplingCurve
 from . import allocation as allocation_module
 
@@ -118,8 +120,11 @@ class RouteContext:
     """
 
     def __init__(self, scenario: Scenario, worst_pair: Callable[[], WorstPair],
-                 target: tuple[float | None, float | None] | None = None):
+                 target: tuple[float | None, float | None] | None = None,
+                 seconds_left: Callable[[], float] | None = None):
         self.scenario = scenario
+        #: Seconds left of the solve's time budget (None: no budget), for routes that refine.
+        self.seconds_left = seconds_left
         self._search = worst_pair
         self._worst_pair: WorstPair | None = None
         #: (delta, epsilon) the answer is asked at (one of them None): routes that refine to a
@@ -327,17 +332,36 @@ class AllocationRoute(Route):
                     f"of databases over all of them); these do not")
         return tuple(range(scenario.n))
 
+    @staticmethod
+    def _other(context: RouteContext):
+        """The prior that is not point([]) (either way round), or None when neither is."""
+        h0, h1 = context.hypotheses
+        empty = Point(())
+        return h1 if h0 == empty else h0 if h1 == empty else None
+
     def accepts(self, context: RouteContext) -> Decline | None:
-        """Declines other priors (quietly), mechanisms other than Gaussian / GDP, and constraints that
-        break the exchangeability of k-sets (k > 1)."""
+        """Declines other priors (quietly), mechanisms other than Gaussian / GDP, constraints that break the
+        exchangeability of k-sets (k > 1), and any constraint with a rates or uniform(min, max) prior."""
         k = self._members(context)
-        if k is None:
-            return Decline("it takes h0 = point([]) against h1 = uniform(min_members = max_members = k)",
-                           quiet=True)
-        for guarantee in context.scenario.table.kinds:
-            if kinds.gdp_mu(guarantee) is None:
-                return Decline(f"it takes Gaussian and GDP mechanisms (a curve of the allocation's likelihood "
-                               f"ratio); {type(guarantee).__name__} is not one")
+        other = self._other(context)
+        product = isinstance(other, Rates) or (isinstance(other, Uniform) and k is None)
+        if k is None and not product:
+            return Decline("it takes h0 = point([]) against h1 = uniform(min_members = max_members = k), "
+                           "uniform(min, max) or rates", quiet=True)
+        gaussian = all(kinds.gdp_mu(g) is not None for g in context.scenario.table.kinds)
+        if not gaussian:
+            if product:  # quiet: the exact, coupling and subsampling routes take them
+                return Decline("with a rates or uniform prior it takes Gaussian and GDP mechanisms", quiet=True)
+            ratios = self._ratios(context)
+            if isinstance(ratios, str):
+                return Decline(ratios)
+        if product:
+            if not context.scenario.constraints.is_unconstrained:
+                return Decline(f"with {other.describe()} it takes no constraints (the prior is then a product "
+                               f"law: Poisson subsampling)")
+            if isinstance(other, Rates) and len(other.rates) != context.scenario.n:
+                return Decline(f"rates: {len(other.rates)} rates for {context.scenario.n} databases")
+            return None
         support = self._support(context, k)
         if isinstance(support, str):
             return Decline(support)
@@ -345,22 +369,123 @@ class AllocationRoute(Route):
             return Decline(f"fewer than {k} databases can hold the target")
         return None
 
-    def run(self, context: RouteContext) -> RouteAnswer:
-        """The allocation curve of the support's k-sets at the largest mu, bracketed below at the smallest."""
+    @staticmethod
+    def _ratio(guarantee):
+        """The likelihood ratio of one Laplace or subsampled (Gaussian, Laplace) mechanism's pair, or None
+        (the kind's noise from :func:`gce.accounting.kinds.pld_noise`)."""
+        noise = kinds.pld_noise(guarantee)
+        if noise is None:
+            return None
+        kind, scale, sensitivity, rate = noise
+        if kind == "laplace":
+            base = allocation_module.LaplaceRatio(sensitivity / scale)
+        elif kind == "gaussian" and rate < 1.0:
+            base = allocation_module.GaussianRatio(sensitivity / scale)
+        else:
+            return None
+        return base if rate == 1.0 else allocation_module.SubsampledRatio(base, rate)
+
+    def _ratios(self, context: RouteContext) -> list | str:
+        """Per database, the ratio of its one Laplace or subsampled mechanism (None: no invocation), or why
+        the route does not apply: one invocation per database, one family (Laplace, subsampled Gaussian or
+        subsampled Laplace, one rate), so that the family's largest parameter dominates every database and
+        the smallest is dominated."""
         scenario = context.scenario
-        k = self._members(context)
-        support = self._support(context, k)
+        table = scenario.table
+        counts = table.weights(scenario.n, np.ones(len(table.kinds)))
+        if counts.max() > 1:
+            return ("with Laplace or subsampled mechanisms it takes one invocation per database (several do "
+                    "not combine into one mechanism of the family)")
+        family = set()
+        out: list = [None] * scenario.n
+        for database, kind in zip(table.database.tolist(), table.kind.tolist()):
+            ratio = self._ratio(table.kinds[kind])
+            if ratio is None:
+                return (f"it takes Gaussian, GDP, Laplace or subsampled (Gaussian, Laplace) mechanisms; "
+                        f"{type(table.kinds[kind]).__name__} is not one")
+            inner = getattr(ratio, "inner", ratio)
+            family.add((type(inner).__name__, getattr(ratio, "rate", 1.0)))
+            out[database] = ratio
+        if len(family) > 1:
+            return "it takes one mechanism family at one sampling rate across the databases"
+        return out
+
+    #: Share of the solve's time left that one allocation curve may take (the other routes follow).
+    TIME_SHARE = 0.5
+
+    def _seconds(self, context: RouteContext) -> float | None:
+        """The time one allocation curve may take: a share of the solve's time left (at least 0.1 s)."""
+        left = None if context.seconds_left is None else context.seconds_left()
+        return None if left is None else max(self.TIME_SHARE * left, 0.1)
+
+    @staticmethod
+    def _mus(context: RouteContext) -> np.ndarray:
+        """Each database's combined mu (several Gaussians on one database: sqrt(sum mu_i^2))."""
+        scenario = context.scenario
         table = scenario.table
         mu_squared = np.array([kinds.gdp_mu(g) ** 2 for g in table.kinds])
-        per_database = np.sqrt(table.weights(scenario.n, mu_squared))[list(support)]
+        return np.sqrt(table.weights(scenario.n, mu_squared))
+
+    def run(self, context: RouteContext) -> RouteAnswer:
+        """The allocation curve of the support's k-sets at the largest mu, bracketed below at the smallest;
+        for a rates prior the composition of the databases' subsampled Gaussians
+        (:func:`gce.priors.allocation.poisson_curve`), for uniform(min, max) its rate-1/2 bound
+        (:func:`gce.priors.allocation.uniform_curve`)."""
         delta, epsilon = context.target
+        other = self._other(context)
+        k = self._members(context)
+        if k is not None and not all(kinds.gdp_mu(g) is not None for g in context.scenario.table.kinds):
+            return self._run_family(context, k, self._support(context, k), delta, epsilon)
+        mus = self._mus(context)
+        if isinstance(other, Rates):
+            pairs = {}
+            for mu, rate in zip(mus.tolist(), other.rates):
+                pairs[(mu, rate)] = pairs.get((mu, rate), 0) + 1
+            curve = allocation_module.poisson_curve([(m, r, c) for (m, r), c in sorted(pairs.items())],
+                                                    delta=delta, epsilon=epsilon, seconds=self._seconds(context))
+            return RouteAnswer("Poisson subsampling (rates prior)", curve, False, lower=curve.lower,
+                               note=curve.description)
+        if k is None:
+            curve = allocation_module.uniform_curve(mus.tolist(), other.min_members, other.max_members,
+                                                    delta=delta, epsilon=epsilon, seconds=self._seconds(context))
+            return RouteAnswer("Poisson subsampling at rate 1/2 (uniform prior)", curve, False,
+                               lower=curve.lower, note=curve.description)
+        support = self._support(context, k)
+        per_database = mus[list(support)]
         high, low = float(per_database.max()), float(per_database.min())
-        curve = allocation_module.allocation_curve(high, len(support), k, delta=delta, epsilon=epsilon)
+        seconds = self._seconds(context)
+        curve = allocation_module.allocation_curve(high, len(support), k, delta=delta, epsilon=epsilon,
+                                                   seconds=seconds)
         lower = curve.lower
         note = curve.description
         if low < high:
-            lower = allocation_module.allocation_curve(low, len(support), k, delta=delta, epsilon=epsilon).lower
+            lower = allocation_module.allocation_curve(low, len(support), k, delta=delta, epsilon=epsilon,
+                                                       seconds=self._seconds(context)).lower
             note += f"; below at the smallest mu {low:g}"
+        return RouteAnswer(self.name, curve, False, lower=lower, note=note)
+
+
+    def _run_family(self, context: RouteContext, k: int, support, delta, epsilon) -> RouteAnswer:
+        """Laplace or subsampled mechanisms: the allocation of the family's largest parameter above, its
+        smallest below (a database without an invocation: parameter 0)."""
+        ratios = self._ratios(context)
+        chosen = [ratios[i] for i in support]
+        present = [r for r in chosen if r is not None]
+        key = lambda r: getattr(r, "inner", r).epsilon if isinstance(getattr(r, "inner", r),
+                                                                       allocation_module.LaplaceRatio) \
+            else getattr(r, "inner", r).mu
+        high = max(present, key=key)
+        curve = allocation_module.allocation_curve(high, len(support), k, delta=delta, epsilon=epsilon,
+                                                   seconds=self._seconds(context))
+        lower, note = curve.lower, curve.description
+        if len(present) < len(chosen):
+            lower, note = None, note + "; a database without an invocation: no certified lower curve"
+        else:
+            low = min(present, key=key)
+            if key(low) < key(high):
+                lower = allocation_module.allocation_curve(low, len(support), k, delta=delta, epsilon=epsilon,
+                                                           seconds=self._seconds(context)).lower
+                note += f"; below at the smallest ({low.label})"
         return RouteAnswer(self.name, curve, False, lower=lower, note=note)
 
 
