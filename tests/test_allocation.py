@@ -111,10 +111,12 @@ def test_one_of_two_is_bracketed_by_quadrature(mu):
     _check_sandwich(mu, 2, 1, (0.0, 0.3, 1.0, 2.5))
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("case", [(1.0, 3, 1), (0.7, 3, 2), (1.5, 3, 1), (1.0, 4, 1), (1.0, 4, 2), (0.5, 4, 3)])
+@pytest.mark.parametrize("case", [pytest.param(c, marks=pytest.mark.slow if c[1] == 3 else pytest.mark.hours)
+                                  for c in [(1.0, 3, 1), (0.7, 3, 2), (1.5, 3, 1), (1.0, 4, 1), (1.0, 4, 2), (0.5, 4, 3)]])
 def test_k_of_t_is_bracketed_by_quadrature(case):
-    """t = 3 by 2-d quadrature and t = 4 by 3-d (slow tier; t = 2 is the default tier's twin above)."""
+    """t = 3 by 2-d quadrature (slow tier; t = 2 is the default tier's twin above) and t = 4 by 3-d nested
+    adaptive quadrature at 1e-9, which takes over half an hour a case on 2 cores: ``pytest -m hours``, not
+    run by CI (a vectorised tensor rule would bring it back)."""
     mu, t, k = case
     _check_sandwich(mu, t, k, (0.2, 1.0, 2.0))
 
