@@ -320,6 +320,7 @@ def _solve_pairs(scenario: Scenario, delta: float | None, epsilon: float | None,
 
     # Lower bound: the worst of the witness pairs, each composed on its own (first: at dp-accounting's
     # accuracy, which the bounds below share when their multiset is a witness's).
+    index = 0 if epsilon is None else 1  # what the target asks for: epsilon, or delta at epsilon
     best_pair, best_eps, best_ms = None, -1.0, None
     ranked = _ranked_witnesses(scenario, witnesses, renyi, delta, epsilon, +upper)
     for rank, (pair, estimate) in enumerate(ranked):
@@ -331,13 +332,11 @@ def _solve_pairs(scenario: Scenario, delta: float | None, epsilon: float | None,
         if best_pair is not None and rank >= WITNESSES_COMPOSED and math.isfinite(estimate):
             break  # ranked by finite Renyi bounds: the likeliest worst are composed
         ms = scenario.table.multiset_on(pair[0] ^ pair[1])
-        w_eps, w_delta, _ = _at(budget.compose(ms, auxiliary=True), delta, epsilon)  # ranking: a coarser grid
-        value = w_eps if epsilon is None else w_delta
+        value = _at(budget.compose(ms, auxiliary=True), delta, epsilon)[index]  # ranking: a coarser grid
         if value > best_eps:
             best_pair, best_eps, best_ms = pair, value, ms
     # The worst one on dp-accounting's grid, unless the Renyi bound is already further above it than the
     # batch bracket is wide and it is not the per-guarantee maxima' multiset (then it cannot become exact).
-    index = 0 if epsilon is None else 1
     fine = (renyi is None or Counter(dict(best_ms)) == +upper
             or _curve_at(renyi.curve, delta, epsilon)[index] <= best_eps * (1 + batch.DEFAULT_RTOL))
     witness = lambda: budget.compose(best_ms, auxiliary=not fine)
@@ -352,7 +351,7 @@ def _solve_pairs(scenario: Scenario, delta: float | None, epsilon: float | None,
             notes.append("time limit reached: the per-guarantee maxima were not composed (the chain bound was)")
             break
         options.append((budget.compose(c, auxiliary=True), c))
-    bound, upper = min(options, key=lambda o: _at(o[0], delta, epsilon)[0 if epsilon is None else 1])
+    bound, upper = min(options, key=lambda o: _at(o[0], delta, epsilon)[index])
     eps, d, theorem = _at(bound, delta, epsilon)
 
     exact = bound.exact and Counter(dict(best_ms)) == +upper and not substituted
@@ -366,7 +365,7 @@ def _solve_pairs(scenario: Scenario, delta: float | None, epsilon: float | None,
             searched = _branch_and_bound(scenario, kinds, delta, epsilon, budget, bound, [best_pair, *witnesses],
                                          all(r.exact for r in by_kind.values()))
         else:  # the per-guarantee bounds of a node fall only once a guarantee's databases are all fixed
-            met = best_eps >= _at(bound, delta, epsilon)[0 if epsilon is None else 1]
+            met = best_eps >= _at(bound, delta, epsilon)[index]
             searched = Searched(best_pair, best_eps, witness(), math.inf, bound.curve, True, 0)
             if not met:
                 notes.append(f"branch and bound skipped: {len(kinds)} distinct guarantees (more than "
@@ -381,9 +380,8 @@ def _solve_pairs(scenario: Scenario, delta: float | None, epsilon: float | None,
         if searched.upper < bounds[0][0]:
             bounds.append((searched.upper, searched.curve, theorem, "the branch and bound"))
         if renyi is not None:
-            curve = renyi.curve
-            bounds.append((float(curve.epsilon(delta)) if epsilon is None else float(curve.delta(epsilon)), curve,
-                           RENYI_THEOREM, "the Renyi bound"))
+            bounds.append((_curve_at(renyi.curve, delta, epsilon)[index], renyi.curve, RENYI_THEOREM,
+                           "the Renyi bound"))
         upper_value, _, winner, source = min(bounds, key=lambda b: b[0])
         # Exact when the worst pair found meets the least certified bound, whichever bound that is.
         exact = best_exact and not substituted and upper_value <= best_eps * (1 + 1e-9)

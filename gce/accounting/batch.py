@@ -359,11 +359,8 @@ def log_mgf_bounds(guarantee: Guarantee, t: NDArray[np.float64]) -> tuple[NDArra
     mechanism it reuses the pmfs the composition builds (cached).
     """
     t = np.asarray(t, dtype=float)
-    source = kinds.pld_source(guarantee)
-    if source is None:
-        raise UnsupportedCombinationError(f"no privacy-loss distribution for {guarantee!r}")
     h = _summary_interval(guarantee)
-    laws = _laws(guarantee, 1, h, True)
+    laws = _laws(guarantee, 1, h, True)  # raises UnsupportedCombinationError without a distribution
     return np.max([law.log_mgf(t, h) for law in laws], axis=0), max(law.infinite for law in laws)
 
 
@@ -533,13 +530,14 @@ def _coarsening(ms: tuple[tuple[Guarantee, int], ...], h: float, rtol: float) ->
     directions: list[list[tuple[float, float]]] = [[], []]  # per direction: (mean, variance) per guarantee
     copies, dense = 0, False
     for g, n in ms:
+        source = kinds.pld_source(g)
         if closed_form(g):
             mu2 = n * kinds.gdp_mu(g) ** 2
             parts, dense = [(0.5 * mu2, mu2)], True
-        elif kinds.pld_source(g) is None:
+        elif source is None:
             raise UnsupportedCombinationError(f"no privacy-loss distribution for {g!r}")
-        elif kinds.pld_source(g).kind == "point":
-            m, v = _point_moments(kinds.pld_source(g).parameters[0])
+        elif source.kind == "point":
+            m, v = _point_moments(source.parameters[0])
             parts = [(n * m, n * v)]
             copies += n
         else:
