@@ -368,22 +368,7 @@ def test_racing_spenders_never_overspend_and_every_admitted_spend_is_recorded(pr
 @pytest.mark.parametrize("trial", range(30))
 def test_kill_9_at_a_random_point_loses_nothing_committed(trial, url, server):
     reliability._create(url)
-    rng = random.Random(trial)
-    receive, send = reliability._FORK.Pipe(duplex=False)
-    worker = reliability._FORK.Process(target=reliability._killed_spender, args=(url, trial, send))
-    worker.start()
-    send.close()
-    receive.poll(60)  # the first spend is through: the ledger is open and spending
-    time.sleep(rng.uniform(0.0, 0.3))
-    os.kill(worker.pid, signal.SIGKILL)
-    worker.join(timeout=30)
-    assert worker.exitcode == -signal.SIGKILL
-    committed = []
-    while receive.poll(0):
-        try:
-            committed.append(receive.recv())
-        except EOFError:
-            break
+    committed = reliability.kill_a_spender(url, trial)
     assert committed
     rows = _entries(server, url)
     for seq, admitted in committed:

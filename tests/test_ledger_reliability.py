@@ -92,13 +92,13 @@ def _killed_spender(path: str, seed: int, pipe) -> None:
             pipe.send((decision.sequence, decision.admitted))  # after the commit: this spend is on disk
 
 
-@tiers.parametrize("trial", range(100), default=3)
-def test_kill_9_at_a_random_point_loses_nothing_committed(trial, tmp_path):
-    path = str(tmp_path / "kill.sqlite")
-    _create(path)
+def kill_a_spender(location: str, trial: int) -> list[tuple[int, bool]]:
+    """Start a spender on the ledger at ``location`` (a file or a PostgreSQL URL), kill -9 it at a random
+    point once its first spend is through, and return the (sequence, admitted) of every spend it saw
+    committed."""
     rng = random.Random(trial)
     receive, send = _FORK.Pipe(duplex=False)
-    worker = _FORK.Process(target=_killed_spender, args=(path, trial, send))
+    worker = _FORK.Process(target=_killed_spender, args=(location, trial, send))
     worker.start()
     send.close()
     receive.poll(60)  # the first spend is through: the ledger is open and spending
@@ -112,6 +112,14 @@ def test_kill_9_at_a_random_point_loses_nothing_committed(trial, tmp_path):
             committed.append(receive.recv())
         except EOFError:
             break
+    return committed
+
+
+@tiers.parametrize("trial", range(100), default=3)
+def test_kill_9_at_a_random_point_loses_nothing_committed(trial, tmp_path):
+    path = str(tmp_path / "kill.sqlite")
+    _create(path)
+    committed = kill_a_spender(path, trial)
     with sqlite3.connect(path) as raw:
         assert raw.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
         rows = dict(raw.execute("SELECT seq, admitted FROM gce_entries").fetchall())
