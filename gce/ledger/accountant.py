@@ -302,6 +302,7 @@ class Accountant:
             raise
         self._tracker: WorstCase | None = None
         self._seq = 0
+        self._admitted_total = 0  # admitted entries up to self._seq (each answer records it)
         self._reach_cache: dict[object, float] = {}
         #: (component, database) -> (weight, lower bound): a request of at least this weight on this database
         #: alone was certainly over budget, so every later one is (the per-database sums only grow).
@@ -429,6 +430,8 @@ class Accountant:
             sums[:, slice(None) if members is None else members] += np.array(json.loads(weights))[:, None]
         tracker.load(sums)
         self._seq, self._checkpoint_seq = int(last), int(start)
+        latest = self.store.rows("SELECT answer FROM gce_entries WHERE seq = ?", (last,)) if last else []
+        self._admitted_total = int(json.loads(latest[0][0])["admitted_total"]) if latest else 0
         return tracker
 
     def _stored_members(self, databases: str) -> NDArray[np.intp] | None:
@@ -444,9 +447,10 @@ class Accountant:
                                "WHERE seq > ? ORDER BY seq", (self._seq,))
         for seq, databases, weights, reach_bound, admitted, answer in rows:
             if admitted:
-                hint = json.loads(answer).get("state_upper")
+                recorded = json.loads(answer)
                 self._tracker.apply(self._stored_members(databases), np.array(json.loads(weights)),
-                                    float(reach_bound), upper_hint=hint)
+                                    float(reach_bound), upper_hint=recorded.get("state_upper"))
+                self._admitted_total = int(recorded["admitted_total"])
             self._seq = int(seq)
         return self._tracker
 
@@ -553,7 +557,10 @@ class Accountant:
         members, key, weights, repeat = self._request(databases, guarantee, repeat)
         reach_bound = self._reach(members, key)
         with self._lock:
-            with self.store.transaction(write=False):
+            if self._tracker is None:
+                with self.store.transaction(write=False):
+                    tracker = self._catch_up()
+            else:  # one statement (the entries recorded since): its own snapshot, no transaction to open
                 tracker = self._catch_up()
             decision, narrowed, _, _ = self._decision(tracker, members, weights, reach_bound, None)
             for k, bracket in narrowed:
@@ -581,8 +588,7 @@ class Accountant:
                 sequence = self._seq + 1
                 decision, narrowed, state_lower, state_upper = self._decision(tracker, members, weights,
                                                                               reach_bound, sequence)
-                previous = self.store.rows("SELECT answer FROM gce_entries WHERE seq = ?", (sequence - 1,))
-                admitted_total = (json.loads(previous[0][0])["admitted_total"] if previous else 0) + decision.admitted
+                admitted_total = self._admitted_total + decision.admitted
                 answer = {"admitted": decision.admitted, "reason": decision.reason, "admitted_total": admitted_total,
                           "lower": list(decision.lower), "upper": list(decision.upper),
                           "remaining": list(decision.remaining), "state_lower": state_lower.tolist(),
@@ -603,6 +609,7 @@ class Accountant:
                     self.store.run("DELETE FROM gce_checkpoints WHERE seq < ?", (self._checkpoint_seq,))
             # committed: only now does this process's state move
             self._seq = sequence
+            self._admitted_total = admitted_total
             if checkpoint:
                 self._checkpoint_seq = sequence
             if decision.admitted:

@@ -101,32 +101,38 @@ def _greedy(weights: NDArray[np.float64], group: NDArray[np.intp], capacity: NDA
     of the same group (or both ungrouped) that absorbed no other one (each such pair is a part of at most
     one member, used by the partition bound)."""
     n = weights.size
-    chosen = np.zeros(n, dtype=bool)
-    absorbed = np.zeros(n, dtype=bool)
-    partner_taken = np.zeros(n, dtype=bool)
-    count = np.zeros(capacity.size, dtype=np.int64)
+    positive = np.flatnonzero(weights > 0.0)
+    if banned is not None:
+        positive = positive[~banned[positive]]
+    order = positive[np.argsort(-weights[positive], kind="stable")]  # heaviest first, ties by index
     room = int(capacity.sum()) + int(np.count_nonzero(group < 0))
-    order = np.argsort(-weights, kind="stable")
-    for i in order.tolist():
-        if weights[i] <= 0.0 or room == 0:
+    count = capacity.tolist()  # room left per group
+    chosen_list: list[int] = []
+    chosen_set: set[int] = set()
+    absorbed_list: list[int] = []
+    partner_taken: set[int] = set()
+    for i, g in zip(order.tolist(), group[order].tolist()):  # plain Python values: no numpy scalars
+        if room == 0:
             break
-        if banned is not None and banned[i]:
+        if g >= 0 and count[g] == 0:
             continue
-        g = group[i]
-        if g >= 0 and count[g] >= capacity[g]:
-            continue
-        blockers = [u for u in neighbours.get(i, ()) if chosen[u]]
+        blockers = [u for u in neighbours.get(i, ()) if u in chosen_set]
         if blockers:
             for u in blockers:
-                if not partner_taken[u] and group[u] == g:
-                    partner_taken[u] = True
-                    absorbed[i] = True
+                if u not in partner_taken and group[u] == g:
+                    partner_taken.add(u)
+                    absorbed_list.append(i)
                     break
             continue
-        chosen[i] = True
+        chosen_list.append(i)
+        chosen_set.add(i)
         room -= 1
         if g >= 0:
-            count[g] += 1
+            count[g] -= 1
+    chosen = np.zeros(n, dtype=bool)
+    chosen[chosen_list] = True
+    absorbed = np.zeros(n, dtype=bool)
+    absorbed[absorbed_list] = True
     return chosen, absorbed
 
 
@@ -168,8 +174,8 @@ def packing_bracket(constraints: ConstraintSet, weights: NDArray[np.float64], ne
         sides = 2
     else:
         b0 = np.zeros_like(b1)
-    for side in (b0, b1):
-        if not constraints.satisfied(np.flatnonzero(side).tolist()):  # pragma: no cover - defensive
+    for side in (b0, b1):  # a frozenset of ints: checked at C speed
+        if not constraints.satisfied(frozenset(np.flatnonzero(side).tolist())):  # pragma: no cover - defensive
             raise GCEError("packing_bracket: the greedy witness violates the constraints")
     witness = b0 ^ b1
     lower = float(w[witness].sum())
