@@ -414,7 +414,8 @@ def test_a_writer_waits_for_the_lock_and_times_out_clearly(url, server, monkeypa
     reliability._create(url)
     holder = PostgresStore(url, create=False)
     try:
-        holder._begin(write=True)  # another machine in the middle of a spend
+        holder._begin(write=True)  # another machine in the middle of a spend: BEGIN and the lock travel
+        holder.rows("SELECT 1")     # with the transaction's first read
         monkeypatch.setattr("gce.ledger.postgres.LOCK_TIMEOUT", 0.3)
         with Accountant(url) as ledger:
             assert ledger.check(1, gce.ApproxDP(0.5, 0.0)).admitted

@@ -144,31 +144,55 @@ class PostgresStore(Store):
         except self.psycopg.Error as error:
             raise self._damaged(error) from None
 
+    #: Inside a transaction, the statements not sent yet (each with its parameters): the transaction's start
+    #: (BEGIN, the lock) and its writes travel with the next read or with the COMMIT, in one round trip
+    #: (libpq's pipeline mode), so a spend costs two round trips: begin, lock and read; write and commit.
+    _pending: list[tuple[str, tuple | None]] | None = None
+    #: Whether the open transaction's BEGIN has reached the server (a ROLLBACK is then owed).
+    _started = False
+
+    def _send(self, last: tuple[str, tuple | None], rows: bool) -> list[tuple]:
+        """The pending statements, then ``last`` (its rows returned if ``rows``), in one round trip. An error
+        in any of them is raised here (the statements after it are skipped by the server)."""
+        statements = [*(self._pending or ()), last]
+        self._pending = []
+        self._started = True
+        if len(statements) == 1:
+            cursor = self.connection.execute(*statements[0])
+        else:
+            with self.connection.pipeline():
+                for statement in statements:
+                    cursor = self.connection.execute(*statement)
+        return cursor.fetchall() if rows else []
+
     def _cursor_rows(self, text: str, params: Sequence[Any]) -> list[tuple]:
+        if self._pending is not None:
+            return self._send((text, tuple(params) or None), rows=True)
         return self.connection.execute(text, tuple(params) or None).fetchall()
 
     def _execute(self, text: str, params: Sequence[Any]) -> None:
-        self.connection.execute(text, tuple(params) or None)
+        if self._pending is not None:
+            self._pending.append((text, tuple(params) or None))
+        else:
+            self.connection.execute(text, tuple(params) or None)
 
     def _begin(self, write: bool) -> None:
-        def begin() -> None:
-            if write:  # one round trip: the lock is the transaction's first statement
-                self._execute(f"BEGIN ISOLATION LEVEL READ COMMITTED; {_LOCK}", ())
-            else:
-                self._execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", ())
-
-        try:
-            self._run(begin)
-        except BaseException:
-            with contextlib.suppress(Exception):
-                self._rollback()
-            raise
+        # A writer's first statement after BEGIN is the lock: every read after it sees every committed spend.
+        self._started = False
+        self._pending = ([("BEGIN ISOLATION LEVEL READ COMMITTED", None), (_LOCK, None)] if write
+                         else [("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", None)])
 
     def _commit(self) -> None:
-        self._run(lambda: self._execute("COMMIT", ()))
+        try:
+            self._run(lambda: self._send(("COMMIT", None), rows=False) if self._started or self._pending[1:]
+                      else None)
+        finally:
+            self._pending = None
 
     def _rollback(self) -> None:
-        self._execute("ROLLBACK", ())
+        started, self._pending, self._started = self._started, None, False
+        if started:
+            self.connection.execute("ROLLBACK")
 
     def _has_meta(self) -> bool:
         return bool(self.rows("SELECT to_regclass('gce_meta') IS NOT NULL")[0][0])

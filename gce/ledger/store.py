@@ -93,11 +93,11 @@ class Store:
         self._begin(write)
         try:
             yield
-        except BaseException:
+            self._commit()
+        except BaseException:  # a failed COMMIT too: the transaction must not stay open
             with contextlib.suppress(Exception):
                 self._rollback()
             raise
-        self._commit()
 
     def _begin(self, write: bool) -> None:
         raise NotImplementedError
