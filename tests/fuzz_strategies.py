@@ -332,7 +332,9 @@ def mutate(draw, doc: dict, files: dict[str, str]) -> tuple[dict, dict[str, str]
             key = path[-1]
             pool = SPECIAL.get(key, []) if isinstance(key, str) else []
             use_special = pool and draw(st.booleans())
-            parent[key] = draw(st.sampled_from(pool)) if use_special else draw(anything_bad)
+            # a copy: the pools' lists and tables are shared between examples (mutated in place later, one
+            # could end up inside itself: a cycle, RecursionError in toml_value)
+            parent[key] = copy.deepcopy(draw(st.sampled_from(pool)) if use_special else draw(anything_bad))
         elif action <= 7:  # delete a key or a list item
             paths = _paths(doc)
             if not paths:
@@ -447,6 +449,11 @@ def _binned(dist, shift: float, edges: np.ndarray) -> Instance:
     return Instance(_log_interval(dist, cuts[:-1], cuts[1:]), _log_interval(dist, cuts[:-1] - shift, cuts[1:] - shift))
 
 
+#: The constant output: a post-processing of every mechanism (contributes nothing to a lower bound), used
+#: where a noise pair's cell masses are not representable in floating point.
+_UNDERFLOW = Instance(np.array([0.0]), np.array([0.0]))
+
+
 def instance(guarantee, bins: int = 8) -> Instance | None:
     """A concrete mechanism satisfying ``guarantee`` (by class name: independent of gce's code)."""
     kind = type(guarantee).__name__
@@ -464,12 +471,18 @@ def instance(guarantee, bins: int = 8) -> Instance | None:
             elif kind == "GaussianDP":
                 sigma, shift = 1.0, guarantee.mu
             else:  # rho-zCDP: Gaussian noise with sensitivity / sigma = sqrt(2 rho) is exactly rho-zCDP
-                sigma, shift = 1.0, math.sqrt(2.0 * guarantee.rho)
+                sigma, shift = 1.0, math.sqrt(2.0) * math.sqrt(guarantee.rho)
             dist = stats.norm(scale=sigma)
             edges = shift / 2.0 + sigma * np.linspace(-3.0, 3.0, max(bins - 1, 1))
         if not math.isfinite(shift) or shift > 1e300 or not np.all(np.isfinite(edges)):
-            return Instance(np.array([0.0, -np.inf]), np.array([-np.inf, 0.0]))  # distinguishable outright
-        return _binned(dist, shift, edges)
+            return _UNDERFLOW
+        binned = _binned(dist, shift, edges)
+        if not (np.all(np.isfinite(binned.without)) and np.all(np.isfinite(binned.with_))):
+            # Every cell of a full-support noise has positive mass under both laws; one that underflowed
+            # to 0 would make the instance more distinguishable than any mechanism with the guarantee
+            # (a zCDP or Gaussian pair is never distinguishable outright), a false alarm at huge epsilon.
+            return _UNDERFLOW
+        return binned
     if kind == "Subsampled":
         inner = instance(guarantee.mechanism, bins)
         if inner is None:

@@ -779,6 +779,9 @@ def _blocks(laws: Sequence[_Law], size: int):
 
 def _compose(laws: Sequence[_Law], h: float) -> _Composed:
     lo, hi, tail_below, tail_above = _window(laws, h)
+    if max(abs(lo), abs(hi)) >= 2**62:  # counts of ~2**63 copies: grid indices beyond 64-bit integers
+        raise NumericalLimitError(f"a batch composition's window reaches grid index {max(abs(lo), abs(hi)):.3g} "
+                                  f"(beyond 64-bit integers)")
     size = _fft.next_fast_len(hi - lo + 1, real=True)
     if size > GRID_LIMIT:
         raise NumericalLimitError(f"a batch composition would span {size} grid points (limit {GRID_LIMIT})")
