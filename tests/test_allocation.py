@@ -63,7 +63,8 @@ def _esym(values, k):
 
 
 def reference_deltas(mu: float, t: int, k: int, eps: float) -> tuple[float, float]:
-    """(delta_PQ, delta_QP) of k of t by quadrature over t - 1 coordinates (module doc)."""
+    """(delta_PQ, delta_QP) of k of t by quadrature over t - 1 coordinates (module doc): quad at t = 2, nested
+    nquad beyond (6 to 30 s an epsilon at t = 3: kept as the tanh-sinh rule's cross-check, slow tier)."""
     gamma = math.exp(eps)
     norm = math.comb(t, k)
 
@@ -137,8 +138,9 @@ def test_one_of_two_is_bracketed_by_quadrature(mu):
 
 @tiers.parametrize("case", [(1.0, 3, 1), (0.7, 3, 2), (1.5, 3, 1), (1.0, 4, 1), (1.0, 4, 2), (0.5, 4, 3)], default=1)
 def test_k_of_t_is_bracketed_by_quadrature(case):
-    """t = 3 and t = 4 by the tanh-sinh rule (module doc): about 0.1 s a case at t = 3 and 10 s at t = 4 (its
-    6 expectations at 2 resolutions), plus gce's own curve (18 s for 2 of 4); 1 of 3 runs by default."""
+    """t = 3 and t = 4 by the tanh-sinh rule (module doc): about 0.2 s of CPU a case at t = 3 and 3 s at t = 4
+    (its 6 expectations at 2 resolutions; nquad took 20 to 60 s at t = 3 and over half an hour at t = 4), plus
+    gce's own curve (6 s for 2 of 4, under 0.3 s for the others); 1 of 3 runs by default."""
     mu, t, k = case
     _check_sandwich(mu, t, k, (0.2, 1.0, 2.0))
 
@@ -224,8 +226,8 @@ def test_k_of_t_upper_is_at_most_the_decomposition_and_never_below_the_true_lowe
 @pytest.mark.slow
 def test_epochs_compose_and_bracket_two_epochs_of_one_of_two():
     """Two fresh allocations of 1 of 2: dP/dQ = (W1 + W2)(W3 + W4) / 4, multi-affine: the tanh-sinh rule
-    (about 3 s an epsilon; nquad at 1e-7 took 2 minutes for one), gce's bracket around it within the rule's
-    estimate."""
+    (1.3 s of CPU an epsilon; nquad at 1e-7 took 2 minutes for one direction at one), gce's bracket (6 s)
+    around it within the rule's estimate."""
     mu = 1.0
     coefficients = np.zeros((2, 2, 2, 2))
     for first, second in itertools.product(((1, 0), (0, 1)), repeat=2):
