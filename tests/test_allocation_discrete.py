@@ -133,8 +133,10 @@ def _within(low: float, value: float, high: float) -> bool:
     return low <= value * (1 + 1e-9) + 1e-15 and value <= high * (1 + 1e-9) + 1e-15
 
 
-@pytest.mark.parametrize("eps, delta, t, k, rate", [(1.0, 0.0, 2, 1, 1.0), (0.5, 1e-3, 3, 1, 1.0),
-                                                    (2.0, 1e-6, 3, 2, 1.0), (1.0, 1e-4, 3, 1, 0.3)])
+@pytest.mark.parametrize("eps, delta, t, k, rate", [pytest.param(1.0, 0.0, 2, 1, 1.0, marks=pytest.mark.slow),
+                                                    (0.5, 1e-3, 3, 1, 1.0),
+                                                    pytest.param(2.0, 1e-6, 3, 2, 1.0, marks=pytest.mark.slow),
+                                                    (1.0, 1e-4, 3, 1, 0.3)])
 def test_the_bracket_contains_the_brute_force(eps, delta, t, k, rate):
     """Both targets (delta at eps, eps at delta), against the 4^t enumeration; subsampled too."""
     ratio = CanonicalRatio(eps, delta)
@@ -164,15 +166,15 @@ def _sweep_cases():
 
 
 _CASES = _sweep_cases()
-#: The decomposition above (Feldman and Shenfeld) is an upper bound, not the value: for k > 1 and delta at
-#: a given eps the bracket is as wide as it is loose (measured at most 0.19 on this sweep; 1e-4 to 4e-4
-#: where k divides t). Epsilon at delta and k = 1 meet the requested width.
-_DECOMPOSITION_WIDTH = 0.25
+#: The decomposition above (Feldman and Shenfeld) is an upper bound, not the value: for k > 1 the bracket is
+#: as wide as it is loose (measured on eps 0.1..2, delta 0..1e-4, t <= 10: delta at eps at most 0.19 wide,
+#: epsilon at delta at most 0.021; about 1e-4 where k divides t). k = 1 meets the requested width.
+_DECOMPOSITION_WIDTH = {"delta": 0.25, "epsilon": 0.05}
 
 
 @tiers.parametrize("eps, delta, t, k", _CASES,
                    default=lambda eps, delta, t, k: (eps, delta, t, k) in {(1.0, 0.0, 10, 1), (1.0, 1e-4, 5, 1),
-                                                                          (0.5, 1e-7, 4, 2)})
+                                                                          (2.0, 0.0, 5, 2)})
 def test_the_bracket_contains_the_exact_count_value(eps, delta, t, k):
     exact = _exact(eps, delta, t, k)
     ratio = CanonicalRatio(eps, delta)
@@ -180,12 +182,12 @@ def test_the_bracket_contains_the_exact_count_value(eps, delta, t, k):
     low, high = allocation_curve(ratio, t, k, epsilon=at).delta_bracket(at)
     value = float(exact.delta(at))
     assert _within(low, value, high)
-    assert high - low <= (DEFAULT_RTOL if k == 1 else _DECOMPOSITION_WIDTH) * high
+    assert high - low <= (DEFAULT_RTOL if k == 1 else _DECOMPOSITION_WIDTH["delta"]) * high
     target = 1e-5 if delta < 1e-5 else 1e-3
     low, high = allocation_curve(ratio, t, k, delta=target).epsilon_bracket(target)
     value = float(exact.epsilon(target))
     assert _within(low, value, high)
-    assert high - low <= DEFAULT_RTOL * high
+    assert high - low <= (DEFAULT_RTOL if k == 1 else _DECOMPOSITION_WIDTH["epsilon"]) * high
 
 
 # ---------------------------------------------------------------------------
@@ -231,6 +233,7 @@ def test_solve_through_the_route_carries_the_bracket_and_meets_exact_count(witho
     assert float(exact.epsilon(1e-4)) <= report.epsilon * (1 + 1e-9) and report.epsilon <= high * (1 + 1e-12)
 
 
+@pytest.mark.slow
 def test_subsampled_pure_dp_is_bracketed_and_beats_the_amplified_point():
     """Subsampled(0.3, PureDP(2)) on 6 databases, 1 of 6: the exact route takes it only through its amplified
     point (not exact); the allocation of the subsampled canonical pairs is tighter and contains the brute
@@ -280,6 +283,8 @@ def test_the_route_declines_with_the_reason():
     assert "one invocation per database" in reason(twice)
     mixed = _scenario(3, 1, lambda i: PureDP(1.0) if i else LaplaceMechanism(1.0))
     assert "one mechanism family" in reason(mixed)
+    huge = _scenario(3, 1, PureDP(800.0))
+    assert reason(huge).startswith("database 0: PureDP(epsilon=800.0) is beyond the allocation's range")
     # a crossed scenario still gets its exact answer (the exact route answers first)
     report = solve(crossed)
     assert report.exact and report.theorem.startswith("exact")

@@ -49,7 +49,7 @@ import numpy as np
 from ..accounting.curves import PrivacyCurve
 from ..accounting import kinds
 from ..accounting.theorems import compose
-from ..errors import NumericalLimitError, UnsupportedCombinationError
+from ..errors import InvalidParameterError, NumericalLimitError, UnsupportedCombinationError
 from ..model import Scenario
 from . import exact as exact_module
 from .coupling import CouplingCurve
@@ -414,7 +414,10 @@ class AllocationRoute(Route):
         family = set()
         out: list = [None] * scenario.n
         for database, kind in zip(table.database.tolist(), table.kind.tolist()):
-            ratio = self._ratio(table.kinds[kind])
+            try:
+                ratio = self._ratio(table.kinds[kind])
+            except InvalidParameterError as error:  # e.g. an epsilon beyond e^700
+                return f"database {database}: {table.kinds[kind]!r} is beyond the allocation's range ({error})"
             if ratio is None:
                 return (f"it takes Gaussian, GDP, Laplace, (epsilon, delta) or subsampled (Gaussian, Laplace, "
                         f"(epsilon, delta)) mechanisms; {type(table.kinds[kind]).__name__} is not one")
