@@ -129,6 +129,18 @@ def test_the_canonical_ratio_puts_its_masses_in_the_cells_and_keeps_delta_outsid
         assert info.value.field == field
 
 
+@pytest.mark.parametrize("k", [1, pytest.param(2, marks=pytest.mark.slow)])
+def test_delta_outside_q_is_counted_above_and_kept_below(k):
+    """Beyond k eps every finite loss is below the target: the curve is P's mass outside Q's support,
+    1 - (1 - delta)^k (a member showed output 0), exactly; the bracket holds it on both sides."""
+    eps, delta, at = 0.5, 1e-2, 2.0
+    exact = -math.expm1(k * math.log1p(-delta))
+    low, high = allocation_curve(CanonicalRatio(eps, delta), 3, k, epsilon=at).delta_bracket(at)
+    p, q = _brute_force([_pair(eps, delta)] * 3, k)
+    assert _delta(p, q, at) == pytest.approx(exact, rel=1e-12)
+    assert low <= exact <= high and high - low <= 1e-6 * exact
+
+
 def _within(low: float, value: float, high: float) -> bool:
     return low <= value * (1 + 1e-9) + 1e-15 and value <= high * (1 + 1e-9) + 1e-15
 
@@ -251,20 +263,24 @@ def test_heterogeneous_pairs_with_one_dominating_are_bracketed_by_the_largest_an
     smallest epsilon and delta (on different databases) below. The brute force over the actual pairs lies
     between."""
     points = [(1.0, 1e-3), (0.5, 0.0), (0.2, 1e-4)]
+    at = 0.1
     scenario = _scenario(3, 1, lambda i: ApproxDP(*points[i]) if points[i][1] else PureDP(points[i][0]),
-                         epsilon=0.3)
+                         epsilon=at)
     route = AllocationRoute()
     context = RouteContext(scenario, lambda: None)
     assert route.accepts(context) is None
     answer = route.run(context)
     p, q = _brute_force([_pair(*x) for x in points], 1)
-    low, high = float(answer.lower.delta(0.3)), float(answer.curve.delta(0.3))
-    assert _within(low, _delta(p, q, 0.3), high)
-    assert high == pytest.approx(float(allocation_curve(CanonicalRatio(1.0, 1e-3), 3, 1, epsilon=0.3).delta(0.3)),
+    low, high = float(answer.lower.delta(at)), float(answer.curve.delta(at))
+    assert 0.0 < low and _within(low, _delta(p, q, at), high)
+    assert high == pytest.approx(float(allocation_curve(CanonicalRatio(1.0, 1e-3), 3, 1, epsilon=at).delta(at)),
                                  rel=1e-12)
     assert "below at the smallest (pure epsilon 0.2)" in answer.note
-    least = allocation_curve(CanonicalRatio(0.2, 0.0), 3, 1, epsilon=0.3).lower
-    assert low == pytest.approx(float(least.delta(0.3)), rel=1e-12, abs=1e-15)
+    least = allocation_curve(CanonicalRatio(0.2, 0.0), 3, 1, epsilon=at).lower
+    assert low == pytest.approx(float(least.delta(at)), rel=1e-12)
+    # the lower pair's own allocation (brute force) is below the heterogeneous value: a garbling
+    p_low, q_low = _brute_force([_pair(0.2, 0.0)] * 3, 1)
+    assert low <= _delta(p_low, q_low, at) * (1 + 1e-9) <= _delta(p, q, at)
 
 
 def test_the_route_declines_with_the_reason():
