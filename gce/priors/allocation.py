@@ -921,7 +921,7 @@ def _block_laws(ratio: GaussianRatio, size: int, points: int, tail: float) -> tu
         return _gaussian_laws(ratio), _gaussian_laws(ratio, upper=False)
     if size == 1 and isinstance(ratio, LaplaceRatio):  # the Laplace pair itself
         return _laplace_laws(ratio), _laplace_laws(ratio, upper=False)
-    if isinstance(ratio, CanonicalRatio) and (size + 1) * (size + 2) // 2 <= _CANONICAL_BLOCK_ATOMS:
+    if _exact_blocks(ratio, size):
         laws = _canonical_block_laws(ratio, size)  # exact: a few atoms
         return laws, laws
     uppers, lowers = [], []
@@ -958,7 +958,7 @@ def _composed(ratio: GaussianRatio, t: int, k: int, epochs: int, rtol: float, de
     copies = sum(count for _, count in sizes) * epochs
     points = START_POINTS
     interval = None
-    blocks_lower = None
+    blocks_lower, kept = None, (points, interval)  # kept: the last grids that fit
     clock = clock or _Clock(None)
     while True:
         step = time.perf_counter()
@@ -971,8 +971,9 @@ def _composed(ratio: GaussianRatio, t: int, k: int, epochs: int, rtol: float, de
         except NumericalLimitError:
             if blocks_lower is None:
                 raise
-            points, interval = points // 2, interval * 2  # the last grids that fit, kept
+            points, interval = kept
             break
+        kept = (points, interval)
         grow = copies * (1.0 + slack) ** max(copies - 1, 0)
         blocks_lower = LowerBound([(_DirectionLower(composed.lower), slack * grow, slack * grow)])
         low, high = _at(composed, blocks_lower, delta, epsilon)
@@ -981,7 +982,7 @@ def _composed(ratio: GaussianRatio, t: int, k: int, epochs: int, rtol: float, de
         if _width(low, high) <= rtol / 8 or high - low <= _SETTLED * slack * grow or points >= GRID_LIMIT // 8 \
                 or not clock.another(time.perf_counter() - step):
             break
-        if not isinstance(ratio, CanonicalRatio):  # a canonical pair's blocks are fine at the first grid
+        if not all(_exact_blocks(ratio, size) for size, _ in sizes):  # exact blocks need no finer cells
             points *= 2
         interval /= 2
     if k == 1:
@@ -1050,6 +1051,11 @@ def _laplace_laws(ratio: LaplaceRatio, upper: bool = True) -> tuple[_Law, _Law]:
 
 #: Most atoms of a block's exact law with canonical pairs (:func:`_canonical_block_laws`); beyond, the grid.
 _CANONICAL_BLOCK_ATOMS = 2**20
+
+
+def _exact_blocks(ratio, size: int) -> bool:
+    """Whether a block of ``size`` is computed exactly (:func:`_canonical_block_laws`), not on cells."""
+    return isinstance(ratio, CanonicalRatio) and (size + 1) * (size + 2) // 2 <= _CANONICAL_BLOCK_ATOMS
 
 
 def _canonical_block_laws(ratio: CanonicalRatio, size: int) -> tuple[_Law, _Law]:
