@@ -4,8 +4,8 @@ An adversary prior that puts the target in exactly ``k`` of ``t`` databases, uni
 (``h0 = point([])``, ``h1 = uniform(min_members=k, max_members=k)``) is what the DP-SGD literature calls
 *random allocation* or balls-and-bins batching (Feldman and Shenfeld, arXiv 2502.08202; Chua et al.,
 AISTATS 2025; "Efficient privacy loss accounting for subsampling and random allocation", arXiv 2602.17284).
-This module computes its curve, both directions, as a certified bracket, for Gaussian, Laplace and
-subsampled mechanisms, and the curves of the per-database-rate and uniform(min, max) priors (Poisson
+This module computes its curve, both directions, as a certified bracket, for Gaussian, Laplace, (eps, delta)
+and subsampled mechanisms, and the curves of the per-database-rate and uniform(min, max) priors (Poisson
 subsampling).
 
 The pair, written under Q (k = 1)
@@ -83,10 +83,19 @@ Other mechanisms
 Nothing above is particular to the Gaussian: the spread, the garbling and the decomposition need only the
 law of one database's ratio ``W`` under Q (its cell masses ``Q(cell)``, ``E_Q[W; cell]`` and its tail
 ``E_Q[(W - B)_+]``). :class:`LaplaceRatio` is the Laplace pair's (two atoms, ``e^-eps`` and ``e^eps``, and
-a continuous part between, bounded: its clamp is exact), :class:`SubsampledRatio` any of them on a Poisson
-subsample (``1 - r + r W``). Databases with different parameters of one family: the largest dominates
-(a pair of smaller parameter is a garbling of it: Blackwell's theorem for binary experiments, the curves
-being ordered), so it bounds the allocation above and the smallest below.
+a continuous part between, bounded: its clamp is exact), :class:`CanonicalRatio` the canonical pair of an
+(eps, delta) guarantee's (002 eqs. 9-10: the atoms ``0``, ``e^-eps``, ``e^eps`` and P's own mass ``delta``),
+:class:`SubsampledRatio` any of them on a Poisson subsample (``1 - r + r W``). Databases with different
+parameters of one family: the largest dominates (a pair of smaller parameter is a garbling of it:
+Blackwell's theorem for binary experiments, the curves being ordered), so it bounds the allocation above and
+the smallest below; for (eps, delta) the order is partial (larger eps and larger delta).
+
+P-mass outside Q's support (``singular``: a canonical pair's ``delta``, W = +inf) is in no cell: above it is
+part of the clamp's leftover (``excess``), charged at infinite loss; below, "some member showed it" is an
+outcome of the garbling of its own (P-mass ``1 - (1 - singular)^k``, Q-mass 0), kept through the
+compositions. Q-mass outside P's support (W = 0) is an ordinary value of W (the spread keeps it at 0, where
+the direction Q||P charges ``Q(S = 0)`` at infinite loss). With canonical pairs the decomposition's blocks
+are computed exactly (``S`` over the multinomial counts of the three atoms: :func:`_canonical_block_laws`).
 
 Gaussian allocations are also never reported above the composition of their k members' Gaussians over the
 epochs (joint convexity: the prior is a mixture of k-sets), which coarse grids at small noise can exceed.
@@ -131,7 +140,7 @@ from ..accounting.curves import DiscreteLossCurve, PrivacyCurve, at_or_above
 from ..errors import InvalidParameterError, NumericalLimitError
 from ..validation import is_integer, is_number
 
-__all__ = ["GaussianRatio", "LaplaceRatio", "SubsampledRatio", "allocation_curve", "poisson_curve", "uniform_curve", "log_size_mass_outside",
+__all__ = ["GaussianRatio", "LaplaceRatio", "CanonicalRatio", "SubsampledRatio", "allocation_curve", "poisson_curve", "uniform_curve", "log_size_mass_outside",
            "AllocationCurve", "LowerBound", "DEFAULT_RTOL", "TAIL",
            "GRID_LIMIT"]
 
@@ -189,6 +198,11 @@ class GaussianRatio:
     @property
     def trivial(self) -> bool:
         return self.mu == 0.0
+
+    @property
+    def singular(self) -> float:
+        """P-mass outside Q's support: none."""
+        return 0.0
 
     def _z(self, w: NDArray[np.float64]) -> NDArray[np.float64]:
         with np.errstate(divide="ignore"):
@@ -256,6 +270,11 @@ class LaplaceRatio:
     def trivial(self) -> bool:
         return self.epsilon == 0.0
 
+    @property
+    def singular(self) -> float:
+        """P-mass outside Q's support: none."""
+        return 0.0
+
     def cells(self, edges: NDArray[np.float64]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
         """(Q(W in [e_j, e_{j+1})), P(W in [e_j, e_{j+1}))) for ascending edges (the last may be inf)."""
         edges = np.asarray(edges, dtype=float)
@@ -295,6 +314,99 @@ class LaplaceRatio:
 
 
 @dataclass(frozen=True)
+class CanonicalRatio:
+    """The likelihood ratio ``W = dP/dQ`` of the canonical pair of an ``(epsilon, delta)`` guarantee under Q
+    (002, eqs. 9-10; Kairouz, Oh and Viswanath 2015, Thm. 2.4; DESIGN.md, "Formulas worth having at hand").
+
+    With ``a = (1 - delta) e^eps / (1 + e^eps)`` and ``b = (1 - delta) / (1 + e^eps)`` the pair on the outputs
+    {0, 1, 2, 3} is ``P = (delta, a, b, 0)`` (with the target) and ``Q = (0, b, a, delta)`` (without), so under
+    Q the ratio takes the values ``e^eps`` (Q-mass b), ``e^-eps`` (Q-mass a) and ``0`` (Q-mass delta, output 3:
+    Q's only), and P has the mass ``delta`` where Q has none (output 0, ``W = +inf``): :attr:`singular`. Pure
+    DP is ``delta = 0`` (randomized response).
+
+    Every (epsilon, delta)-DP mechanism is a post-processing of this pair, the same map with and without the
+    target (002 Thm. II.5), so the allocation of canonical pairs is the worst case of (epsilon, delta)-DP
+    mechanisms, and the pair of ``(e2, d2)`` with ``e2 <= e1`` and ``d2 <= d1`` is a garbling of the pair of
+    ``(e1, d1)`` (its curve ``d + (1 - d)(e^e - e^eps')_+ / (1 + e^e)`` lies below in both directions:
+    Blackwell's theorem for binary experiments). Two pairs with the larger epsilon on one and the larger delta
+    on the other are not ordered.
+
+    P-mass outside Q's support (module doc): :meth:`cells` gives the absolutely continuous part only
+    (``P(cell) = E_Q[W; cell]``, the values of W on Q's support), :meth:`excess` counts ``delta`` in the mass
+    left over by any clamp (so the spread pair above charges it at infinite loss), and the garbled pair below
+    keeps the event "a member showed output 0" as an outcome of its own (its P-mass ``1 - (1 - delta)^k``, Q-mass
+    0: :func:`_lower_laws`). Q's only output (``W = 0``) is a value of W like the others: it stays at 0 in the
+    spread and in the first cell of the garbling.
+
+    Examples
+    --------
+    1 of 10 databases, each (1, 1e-6)-DP: exact-count (:func:`gce.priors.exact.exact_count_curve`) gives
+    delta 0.0181118702 at epsilon 0.5.
+
+    >>> low, high = allocation_curve(CanonicalRatio(1.0, 1e-6), 10, epsilon=0.5).delta_bracket(0.5)
+    >>> 0.01811186 < low <= 0.0181118702 <= high < 0.01811188
+    True
+    """
+
+    epsilon: float
+    delta: float = 0.0
+
+    def __post_init__(self) -> None:
+        if not is_number(self.epsilon) or not 0.0 <= self.epsilon < 700.0:
+            raise InvalidParameterError("epsilon", f"must be a number in [0, 700), got {self.epsilon!r}")
+        if not is_number(self.delta) or not 0.0 <= self.delta < 1.0:
+            raise InvalidParameterError("delta", f"must be a number in [0, 1), got {self.delta!r}")
+        object.__setattr__(self, "epsilon", float(self.epsilon))
+        object.__setattr__(self, "delta", float(self.delta))
+
+    @property
+    def label(self) -> str:
+        if self.delta == 0.0:
+            return f"pure epsilon {self.epsilon:g}"
+        return f"(epsilon {self.epsilon:g}, delta {self.delta:g})"
+
+    @property
+    def trivial(self) -> bool:
+        return self.epsilon == 0.0 and self.delta == 0.0
+
+    @property
+    def singular(self) -> float:
+        """P-mass outside Q's support (output 0, ``W = +inf``): ``delta``."""
+        return self.delta
+
+    def _atoms(self) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
+        """(values of W on Q's support, their Q-masses, their P-masses): ``0``, ``e^-eps``, ``e^eps``."""
+        e, keep = self.epsilon, 1.0 - self.delta
+        high, low = float(special.expit(e)), float(special.expit(-e))  # e^eps / (1 + e^eps), 1 / (1 + e^eps)
+        values = np.array([0.0, math.exp(-e), math.exp(e)])
+        return values, np.array([self.delta, keep * high, keep * low]), np.array([0.0, keep * low, keep * high])
+
+    def cells(self, edges: NDArray[np.float64]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """(Q(W in [e_j, e_{j+1})), P(W in [e_j, e_{j+1}))) for ascending edges (the last may be inf), P's part
+        on Q's support only (``E_Q[W; cell]``; the mass :attr:`singular` is in no cell)."""
+        edges = np.asarray(edges, dtype=float)
+        values, q_mass, p_mass = self._atoms()
+        inside = (edges[:-1, None] <= values[None, :]) & (values[None, :] < edges[1:, None])
+        return inside @ q_mass, inside @ p_mass
+
+    def excess(self, b: float) -> float:
+        """The P-mass left over by clamping W at b, ``P(W >= b) - b Q(W >= b) = E_Q[(W - b)_+] + delta``: the
+        singular mass is never clamped away."""
+        values, q_mass, _ = self._atoms()
+        return float(np.sum(q_mass * np.maximum(values - b, 0.0))) + self.delta
+
+    def clamp(self, tail: float) -> float:
+        """W <= e^eps on Q's support: the clamp is exact (what is left, ``delta``, is P's own mass)."""
+        return math.exp(self.epsilon)
+
+    def variance(self) -> float:
+        """Var_Q(W) = (1 - delta) (e^{2 eps} + e^{-eps}) / (1 + e^eps) - (1 - delta)^2."""
+        e, keep = self.epsilon, 1.0 - self.delta
+        second = math.exp(min(2.0 * e - float(np.logaddexp(0.0, e)), 700.0)) + math.exp(-e) * float(special.expit(-e))
+        return max(keep * second - keep * keep, 0.0)
+
+
+@dataclass(frozen=True)
 class SubsampledRatio:
     """The ratio of a mechanism run on a Poisson subsample at ``rate``: the pair ``((1 - r) Q + r P, Q)``,
     whose likelihood ratio is ``1 - r + r W`` (``inner`` the mechanism's ratio W)."""
@@ -303,8 +415,9 @@ class SubsampledRatio:
     rate: float
 
     def __post_init__(self) -> None:
-        if not isinstance(self.inner, (GaussianRatio, LaplaceRatio)):
-            raise InvalidParameterError("inner", f"must be a Gaussian or Laplace ratio, got {self.inner!r}")
+        if not isinstance(self.inner, (GaussianRatio, LaplaceRatio, CanonicalRatio)):
+            raise InvalidParameterError("inner", f"must be a Gaussian, Laplace or canonical ratio, got "
+                                                 f"{self.inner!r}")
         if not is_number(self.rate) or not 0.0 < self.rate <= 1.0:
             raise InvalidParameterError("rate", f"must be a probability in (0, 1], got {self.rate!r}")
         object.__setattr__(self, "rate", float(self.rate))
@@ -316,6 +429,11 @@ class SubsampledRatio:
     @property
     def trivial(self) -> bool:
         return self.inner.trivial
+
+    @property
+    def singular(self) -> float:
+        """P-mass outside Q's support: ``rate`` times the mechanism's."""
+        return self.rate * self.inner.singular
 
     def _inner_edges(self, edges: NDArray[np.float64]) -> NDArray[np.float64]:
         r = self.rate
@@ -338,7 +456,7 @@ class SubsampledRatio:
         return self.rate**2 * self.inner.variance()
 
 
-_RATIOS = (GaussianRatio, LaplaceRatio, SubsampledRatio)
+_RATIOS = (GaussianRatio, LaplaceRatio, CanonicalRatio, SubsampledRatio)
 
 
 # ---------------------------------------------------------------------------
@@ -457,7 +575,10 @@ def _lower_laws(ratio: GaussianRatio, t: int, k: int, grid: _Grid) -> tuple[_Law
     keep_qp = q > 0
     with np.errstate(divide="ignore", invalid="ignore"):
         loss = np.log(p) - np.log(q)
-    remove = _Law(loss[keep_pq], p[keep_pq], 0.0, noise, noise)
+    # P-mass outside Q's support (a canonical pair's output 0): the event "a member showed it" is an outcome
+    # of its own, P-mass 1 - (1 - singular)^k, Q-mass 0 (the cells hold the rest of each member's P-mass).
+    only_p = -math.expm1(k * math.log1p(-ratio.singular)) if ratio.singular > 0 else 0.0
+    remove = _Law(loss[keep_pq], p[keep_pq], only_p, noise, noise)
     add = _Law(-loss[keep_qp], q[keep_qp], 0.0, noise, noise)
     return remove, add
 
@@ -620,8 +741,11 @@ def _single(ratio: GaussianRatio, t: int, rtol: float, delta: float | None, epsi
         lows, highs = _bracket_at([laws[w][0] for w in _WHICH], [laws[w][1] for w in _WHICH], delta, epsilon)
         if _width(max(lows), max(highs)) <= rtol:
             break
+        # A direction whose bracket is within a few times its round-off allowance is done: refining only
+        # grows the allowance (a delta of 0 at the target, e.g. a pure pair beyond its epsilon).
         refine = {w for d, w in enumerate(_WHICH) if w in todo and highs[d] > max(lows)
-                  and _width(lows[d], highs[d]) > rtol / 2}
+                  and _width(lows[d], highs[d]) > rtol / 2
+                  and highs[d] - lows[d] > _SETTLED * (laws[w][1].slack + laws[w][1].slack_other)}
         if refine and not clock.another(time.perf_counter() - step):
             break
         for which in refine:
@@ -652,6 +776,8 @@ class _Clock:
         return "; refinement stopped by the time budget (a wider bracket)" if self.stopped else ""
 
 
+#: A direction's bracket within this many times its round-off allowance is not refined (:func:`_single`).
+_SETTLED = 16.0
 #: A refinement (points doubled) costs about this many times the previous step.
 _STEP_GROWTH = 2.5
 
@@ -677,8 +803,8 @@ def allocation_curve(mu: float, t: int, k: int = 1, epochs: int = 1, rtol: float
     mu : float or ratio
         Each database's mechanism is mu-GDP (a Gaussian of ``sensitivity / sigma``; several on one database
         combine to ``sqrt(sum mu_i^2)``); or the likelihood ratio of its pair: :class:`GaussianRatio`,
-        :class:`LaplaceRatio`, :class:`SubsampledRatio` (the method holds for any ratio law: spread above,
-        garbling below).
+        :class:`LaplaceRatio`, :class:`CanonicalRatio`, :class:`SubsampledRatio` (the method holds for any
+        ratio law: spread above, garbling below).
     t, k : int
         Databases (steps) and members (1 <= k <= t).
     epochs : int
@@ -795,6 +921,9 @@ def _block_laws(ratio: GaussianRatio, size: int, points: int, tail: float) -> tu
         return _gaussian_laws(ratio), _gaussian_laws(ratio, upper=False)
     if size == 1 and isinstance(ratio, LaplaceRatio):  # the Laplace pair itself
         return _laplace_laws(ratio), _laplace_laws(ratio, upper=False)
+    if _exact_blocks(ratio, size):
+        laws = _canonical_block_laws(ratio, size)  # exact: a few atoms
+        return laws, laws
     uppers, lowers = [], []
     for d, which in enumerate(_WHICH):
         grid = _direction_grid(ratio, size, points, tail, which)
@@ -808,8 +937,8 @@ def _compose_blocks(blocks, epochs: int, interval: float):
     decomposition, which measures its discretisation; for k = 1 a lower bound on the allocation itself)."""
     ups = [[batch.loss_law(up[d].loss, up[d].mass, count * epochs, interval, upper=True,
                            infinite=up[d].infinite) for (up, _), count in blocks] for d in range(2)]
-    lows = [[batch.loss_law(low[d].loss, low[d].mass, count * epochs, interval, upper=False)
-             for (_, low), count in blocks] for d in range(2)]
+    lows = [[batch.loss_law(low[d].loss, low[d].mass, count * epochs, interval, upper=False,
+                            infinite=low[d].infinite) for (_, low), count in blocks] for d in range(2)]
     slack = max(low[d].slack for (_, low), _ in blocks for d in range(2))
     return batch.compose_laws(ups, lows, interval), slack
 
@@ -829,24 +958,32 @@ def _composed(ratio: GaussianRatio, t: int, k: int, epochs: int, rtol: float, de
     copies = sum(count for _, count in sizes) * epochs
     points = START_POINTS
     interval = None
+    blocks_lower, kept = None, (points, interval)  # kept: the last grids that fit
     clock = clock or _Clock(None)
     while True:
         step = time.perf_counter()
         try:
             blocks = [(_block_laws(ratio, size, points, tail), count) for size, count in sizes]
-        except NumericalLimitError:
             if interval is None:
+                interval = _loss_interval([(up, count * epochs) for (up, _), count in blocks], rtol, delta,
+                                          epsilon)
+            composed, slack = _compose_blocks(blocks, epochs, interval)
+        except NumericalLimitError:
+            if blocks_lower is None:
                 raise
+            points, interval = kept
             break
-        if interval is None:
-            interval = _loss_interval([(up, count * epochs) for (up, _), count in blocks], rtol, delta, epsilon)
-        composed, slack = _compose_blocks(blocks, epochs, interval)
+        kept = (points, interval)
         grow = copies * (1.0 + slack) ** max(copies - 1, 0)
         blocks_lower = LowerBound([(_DirectionLower(composed.lower), slack * grow, slack * grow)])
         low, high = _at(composed, blocks_lower, delta, epsilon)
-        if _width(low, high) <= rtol / 8 or points >= GRID_LIMIT // 8 or not clock.another(time.perf_counter() - step):
+        # settled: within a few times the round-off allowance (e.g. a delta of 0 at the target), which
+        # refining only grows
+        if _width(low, high) <= rtol / 8 or high - low <= _SETTLED * slack * grow or points >= GRID_LIMIT // 8 \
+                or not clock.another(time.perf_counter() - step):
             break
-        points *= 2
+        if not all(_exact_blocks(ratio, size) for size, _ in sizes):  # exact blocks need no finer cells
+            points *= 2
         interval /= 2
     if k == 1:
         lower = blocks_lower  # the blocks are 1-of-t allocations: their garbled pairs composed bound it below
@@ -856,8 +993,16 @@ def _composed(ratio: GaussianRatio, t: int, k: int, epochs: int, rtol: float, de
         for d, which in enumerate(_WHICH):
             grid = _direction_grid(ratio, t, _LOWER_POINTS, tail, which)
             lows.append(_lower_laws(ratio, t, k, grid)[d])
-        laws = [[batch.loss_law(low.loss, low.mass, epochs, interval, upper=False)] for low in lows]
-        garbled = batch.compose_laws(laws, laws, interval)
+        garbled, coarse = None, interval
+        while garbled is None:  # a coarser loss grid below when the composition would not fit (still a lower)
+            laws = [[batch.loss_law(low.loss, low.mass, epochs, coarse, upper=False, infinite=low.infinite)]
+                    for low in lows]
+            try:
+                garbled = batch.compose_laws(laws, laws, coarse)
+            except NumericalLimitError:
+                if coarse >= 0.05:
+                    raise
+                coarse *= 2.0
         slack = max(low.slack for low in lows)
         grow = epochs * (1.0 + slack) ** max(epochs - 1, 0)
         lower = LowerBound([(_DirectionLower(garbled.lower), slack * grow, slack * grow)])
@@ -902,6 +1047,41 @@ def _laplace_laws(ratio: LaplaceRatio, upper: bool = True) -> tuple[_Law, _Law]:
     loss = np.concatenate(([-e, e], 2.0 * edge - e))
     law = _Law(loss, np.concatenate(([0.5 * math.exp(-e), 0.5], mass)), 0.0)
     return law, law
+
+
+#: Most atoms of a block's exact law with canonical pairs (:func:`_canonical_block_laws`); beyond, the grid.
+_CANONICAL_BLOCK_ATOMS = 2**20
+
+
+def _exact_blocks(ratio, size: int) -> bool:
+    """Whether a block of ``size`` is computed exactly (:func:`_canonical_block_laws`), not on cells."""
+    return isinstance(ratio, CanonicalRatio) and (size + 1) * (size + 2) // 2 <= _CANONICAL_BLOCK_ATOMS
+
+
+def _canonical_block_laws(ratio: CanonicalRatio, size: int) -> tuple[_Law, _Law]:
+    """1 of ``size`` with canonical pairs, exactly (both directions; the same laws above and below): W takes
+    the values 0, e^-eps, e^eps under Q (:class:`CanonicalRatio`), so ``S = n_1 e^-eps + n_2 e^eps`` over the
+    multinomial counts ``(n_0, n_1, n_2)`` of the databases at each value, ``dP/dQ = S / size`` on Q's support
+    (module doc), and P's mass outside it is ``delta`` (the member's output 0); Q's outside P's is
+    ``Q(S = 0) = delta^size`` (every database at output 3)."""
+    values, q_mass, _ = ratio._atoms()
+    n1, n2 = (a.ravel() for a in np.meshgrid(np.arange(size + 1), np.arange(size + 1)))
+    keep = n1 + n2 <= size
+    n1, n2 = n1[keep], n2[keep]
+    n0 = size - n1 - n2
+    with np.errstate(divide="ignore"):
+        log_m = np.log(q_mass)  # log 0 = -inf for delta = 0: those counts carry no mass
+    log_q = special.gammaln(size + 1.0) - special.gammaln(n0 + 1.0) - special.gammaln(n1 + 1.0) \
+        - special.gammaln(n2 + 1.0)
+    for count, log_mass in zip((n0, n1, n2), log_m):
+        some = count > 0
+        log_q[some] += count[some] * log_mass
+    s = (n1 * values[1] + n2 * values[2]) / size
+    finite = (s > 0) & (log_q > -np.inf)
+    loss = np.log(s[finite])
+    q = np.exp(log_q[finite])
+    only_q = ratio.delta**size  # Q(S = 0): every database at output 3
+    return _Law(loss, q * s[finite], ratio.singular), _Law(-loss, q, only_q)
 
 
 def _loss_interval(uppers, rtol: float, delta: float | None, epsilon: float | None) -> float:

@@ -15,7 +15,8 @@ decline into the report's notes. Adding a route is adding a row.
 * :class:`CouplingRoute`: the best coupling of h0 and h1, joint convexity
   (:class:`gce.priors.coupling.CouplingCurve`; DESIGN.md's sound replacement of
   001's averaging formula);
-* :class:`AllocationRoute`: "in none" against "in exactly k", Gaussian mechanisms (random allocation:
+* :class:`AllocationRoute`: "in none" against "in exactly k", Gaussian mechanisms, or one Laplace, (eps,
+  delta) or subsampled mechanism per database (random allocation:
   :func:`gce.priors.allocation.allocation_curve`, a certified bracket), and against a rates prior or
   uniform(min, max) without constraints (Poisson subsampling: :func:`~gce.priors.allocation.poisson_curve`,
   :func:`~gce.priors.allocation.uniform_curve`, certified brackets);
@@ -48,7 +49,7 @@ import numpy as np
 from ..accounting.curves import PrivacyCurve
 from ..accounting import kinds
 from ..accounting.theorems import compose
-from ..errors import NumericalLimitError, UnsupportedCombinationError
+from ..errors import InvalidParameterError, NumericalLimitError, UnsupportedCombinationError
 from ..model import Scenario
 from . import exact as exact_module
 from .coupling import CouplingCurve
@@ -293,8 +294,13 @@ class CouplingRoute(Route):
 class AllocationRoute(Route):
     """Random allocation (:mod:`gce.priors.allocation`): h0 = in no database against h1 = uniform over the
     allowed sets of exactly k members (or the two swapped: both directions are computed), every member's
-    database running Gaussian (or GDP) mechanisms. A certified bracket: the curve is a valid upper bound,
-    :attr:`RouteAnswer.lower` a certified lower one.
+    database running Gaussian (or GDP) mechanisms, or one Laplace, (epsilon, delta) (pure, approximate,
+    randomized response: their canonical pairs, :class:`~gce.priors.allocation.CanonicalRatio`) or subsampled
+    mechanism each. A certified bracket: the curve is a valid upper bound, :attr:`RouteAnswer.lower` a
+    certified lower one. With (epsilon, delta) guarantees the exact route (counting or enumeration) usually
+    answers exactly first, and this route is then not run (:func:`gce.solving.solve` skips the routes that are
+    not exact once one is); it answers where that one declines or is not exact (subsampled (epsilon, delta)
+    guarantees, which it takes through their amplified points only).
 
     Under constraints: for k = 1 the support is the allowed singletons (databases outside it hold the target
     under neither prior, so their outputs are alike and drop out); for k > 1 the constraints must allow every
@@ -340,8 +346,10 @@ class AllocationRoute(Route):
         return h1 if h0 == empty else h0 if h1 == empty else None
 
     def accepts(self, context: RouteContext) -> Decline | None:
-        """Declines other priors (quietly), mechanisms other than Gaussian / GDP, constraints that break the
-        exchangeability of k-sets (k > 1), and any constraint with a rates or uniform(min, max) prior."""
+        """Declines other priors (quietly), mechanisms other than Gaussian / GDP or one Laplace, (epsilon,
+        delta) or subsampled mechanism per database of one family (:meth:`_ratios`; (epsilon, delta) pairs of
+        which none dominates all), constraints that break the exchangeability of k-sets (k > 1), and any
+        constraint with a rates or uniform(min, max) prior."""
         k = self._members(context)
         other = self._other(context)
         product = isinstance(other, Rates) or (isinstance(other, Uniform) and k is None)
@@ -371,8 +379,14 @@ class AllocationRoute(Route):
 
     @staticmethod
     def _ratio(guarantee):
-        """The likelihood ratio of one Laplace or subsampled (Gaussian, Laplace) mechanism's pair, or None
-        (the kind's noise from :func:`gce.accounting.kinds.pld_noise`)."""
+        """The likelihood ratio of one Laplace, (epsilon, delta) or subsampled (Gaussian, Laplace, (epsilon,
+        delta)) mechanism's pair, or None (the kind's noise from :func:`gce.accounting.kinds.pld_noise`; a
+        pure, approximate or randomized-response guarantee by its canonical pair, 002 eqs. 9-10, the worst
+        case of its class, 002 Thm. II.5)."""
+        rate, inner = kinds.sampling(guarantee)
+        if kinds.is_canonical(inner):
+            base = allocation_module.CanonicalRatio(*kinds.point(inner))
+            return base if inner is guarantee else allocation_module.SubsampledRatio(base, rate)
         noise = kinds.pld_noise(guarantee)
         if noise is None:
             return None
@@ -386,29 +400,77 @@ class AllocationRoute(Route):
         return base if rate == 1.0 else allocation_module.SubsampledRatio(base, rate)
 
     def _ratios(self, context: RouteContext) -> list | str:
-        """Per database, the ratio of its one Laplace or subsampled mechanism (None: no invocation), or why
-        the route does not apply: one invocation per database, one family (Laplace, subsampled Gaussian or
-        subsampled Laplace, one rate), so that the family's largest parameter dominates every database and
-        the smallest is dominated."""
+        """Per database, the ratio of its one Laplace, (epsilon, delta) or subsampled mechanism (None: no
+        invocation), or why the route does not apply: one invocation per database, one family (Laplace,
+        (epsilon, delta), or one of them or the Gaussian subsampled, one rate), so that the family's largest
+        parameter dominates every database and the smallest is dominated; for (epsilon, delta) guarantees
+        one database's pair must have both the largest epsilon and the largest delta (:meth:`_dominating`)."""
         scenario = context.scenario
         table = scenario.table
         counts = table.weights(scenario.n, np.ones(len(table.kinds)))
         if counts.max() > 1:
-            return ("with Laplace or subsampled mechanisms it takes one invocation per database (several do "
-                    "not combine into one mechanism of the family)")
+            return ("with Laplace, (epsilon, delta) or subsampled mechanisms it takes one invocation per "
+                    "database (several do not combine into one mechanism of the family)")
         family = set()
         out: list = [None] * scenario.n
         for database, kind in zip(table.database.tolist(), table.kind.tolist()):
-            ratio = self._ratio(table.kinds[kind])
+            try:
+                ratio = self._ratio(table.kinds[kind])
+            except InvalidParameterError as error:  # e.g. an epsilon beyond e^700
+                return f"database {database}: {table.kinds[kind]!r} is beyond the allocation's range ({error})"
             if ratio is None:
-                return (f"it takes Gaussian, GDP, Laplace or subsampled (Gaussian, Laplace) mechanisms; "
-                        f"{type(table.kinds[kind]).__name__} is not one")
+                return (f"it takes Gaussian, GDP, Laplace, (epsilon, delta) or subsampled (Gaussian, Laplace, "
+                        f"(epsilon, delta)) mechanisms; {type(table.kinds[kind]).__name__} is not one")
             inner = getattr(ratio, "inner", ratio)
             family.add((type(inner).__name__, getattr(ratio, "rate", 1.0)))
             out[database] = ratio
         if len(family) > 1:
             return "it takes one mechanism family at one sampling rate across the databases"
+        present = [r for r in out if r is not None]
+        if present and isinstance(self._inner(present[0]), allocation_module.CanonicalRatio) \
+                and self._dominating(present) is None:
+            top_eps = max(present, key=lambda r: self._parameter(r))
+            top_delta = max(present, key=lambda r: self._parameter(r)[::-1])
+            return (f"with (epsilon, delta) guarantees of different epsilon and delta no database's canonical "
+                    f"pair dominates every other's (the largest epsilon, {self._inner(top_eps).label}, and the "
+                    f"largest delta, {self._inner(top_delta).label}, are on different databases; neither pair "
+                    f"is a post-processing of the other), so no one allocation bounds it above")
         return out
+
+    @staticmethod
+    def _inner(ratio):
+        """The mechanism's own ratio (a subsampled one's inner)."""
+        return getattr(ratio, "inner", ratio)
+
+    @classmethod
+    def _parameter(cls, ratio) -> tuple[float, ...]:
+        """The family's parameter: (epsilon, delta) of a canonical pair, epsilon of Laplace, mu of Gaussian."""
+        inner = cls._inner(ratio)
+        if isinstance(inner, allocation_module.CanonicalRatio):
+            return inner.epsilon, inner.delta
+        if isinstance(inner, allocation_module.LaplaceRatio):
+            return (inner.epsilon,)
+        return (inner.mu,)
+
+    @classmethod
+    def _dominating(cls, ratios: list):
+        """The ratio whose parameters are all the largest (each other pair a garbling of it: the canonical
+        pair of (e2, d2) is one of (e1, d1) when e2 <= e1 and d2 <= d1), or None when there is none."""
+        top = max(ratios, key=cls._parameter)
+        high = cls._parameter(top)
+        return top if all(all(p <= h for p, h in zip(cls._parameter(r), high)) for r in ratios) else None
+
+    @classmethod
+    def _dominated(cls, ratios: list):
+        """A pair that every ratio dominates: the smallest parameters (for (epsilon, delta) the canonical pair
+        of the smallest epsilon and the smallest delta, possibly on different databases, at the family's
+        rate)."""
+        low = min(ratios, key=cls._parameter)
+        inner = cls._inner(low)
+        if not isinstance(inner, allocation_module.CanonicalRatio):
+            return low
+        least = allocation_module.CanonicalRatio(*np.min([cls._parameter(r) for r in ratios], axis=0).tolist())
+        return least if low is inner else allocation_module.SubsampledRatio(least, low.rate)
 
     #: Share of the solve's time left that one allocation curve may take (the other routes follow).
     TIME_SHARE = 0.5
@@ -466,23 +528,26 @@ class AllocationRoute(Route):
 
 
     def _run_family(self, context: RouteContext, k: int, support, delta, epsilon) -> RouteAnswer:
-        """Laplace or subsampled mechanisms: the allocation of the family's largest parameter above, its
-        smallest below (a database without an invocation: parameter 0)."""
+        """Laplace, (epsilon, delta) or subsampled mechanisms: the allocation of the family's largest parameter
+        above, its smallest below (a database without an invocation: the trivial pair, W = 1, no lower)."""
         ratios = self._ratios(context)
+        if isinstance(ratios, str):
+            raise UnsupportedCombinationError(ratios)
         chosen = [ratios[i] for i in support]
         present = [r for r in chosen if r is not None]
-        key = lambda r: getattr(r, "inner", r).epsilon if isinstance(getattr(r, "inner", r),
-                                                                       allocation_module.LaplaceRatio) \
-            else getattr(r, "inner", r).mu
-        high = max(present, key=key)
+        if not present:
+            raise UnsupportedCombinationError("no database that can hold the target runs a mechanism")
+        # The support's dominating pair, else the scenario's (which :meth:`accepts` found; it dominates the
+        # support's pairs too, a looser bound).
+        high = self._dominating(present) or self._dominating([r for r in ratios if r is not None])
         curve = allocation_module.allocation_curve(high, len(support), k, delta=delta, epsilon=epsilon,
                                                    seconds=self._seconds(context))
         lower, note = curve.lower, curve.description
         if len(present) < len(chosen):
             lower, note = None, note + "; a database without an invocation: no certified lower curve"
         else:
-            low = min(present, key=key)
-            if key(low) < key(high):
+            low = self._dominated(present)
+            if self._parameter(low) != self._parameter(high):
                 lower = allocation_module.allocation_curve(low, len(support), k, delta=delta, epsilon=epsilon,
                                                            seconds=self._seconds(context)).lower
                 note += f"; below at the smallest ({low.label})"
