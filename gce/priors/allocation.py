@@ -363,7 +363,7 @@ class CanonicalRatio:
     def label(self) -> str:
         if self.delta == 0.0:
             return f"pure epsilon {self.epsilon:g}"
-        return f"(epsilon {self.epsilon:g}, delta {self.delta:g})"
+        return f"approx epsilon {self.epsilon:g}, delta {self.delta:g}"
 
     @property
     def trivial(self) -> bool:

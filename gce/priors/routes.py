@@ -347,8 +347,7 @@ class AllocationRoute(Route):
 
     def accepts(self, context: RouteContext) -> Decline | None:
         """Declines other priors (quietly), mechanisms other than Gaussian / GDP or one Laplace, (epsilon,
-        delta) or subsampled mechanism per database of one family (:meth:`_ratios`; (epsilon, delta) pairs of
-        which none dominates all), constraints that break the exchangeability of k-sets (k > 1), and any
+        delta) or subsampled mechanism per database of one family (:meth:`_ratios`), constraints that break the exchangeability of k-sets (k > 1), and any
         constraint with a rates or uniform(min, max) prior."""
         k = self._members(context)
         other = self._other(context)
@@ -403,8 +402,8 @@ class AllocationRoute(Route):
         """Per database, the ratio of its one Laplace, (epsilon, delta) or subsampled mechanism (None: no
         invocation), or why the route does not apply: one invocation per database, one family (Laplace,
         (epsilon, delta), or one of them or the Gaussian subsampled, one rate), so that the family's largest
-        parameter dominates every database and the smallest is dominated; for (epsilon, delta) guarantees
-        one database's pair must have both the largest epsilon and the largest delta (:meth:`_dominating`)."""
+        parameter dominates every database and the smallest is dominated (for (epsilon, delta) guarantees
+        the largest epsilon and the largest delta, possibly of different databases: :meth:`_dominating`)."""
         scenario = context.scenario
         table = scenario.table
         counts = table.weights(scenario.n, np.ones(len(table.kinds)))
@@ -426,15 +425,6 @@ class AllocationRoute(Route):
             out[database] = ratio
         if len(family) > 1:
             return "it takes one mechanism family at one sampling rate across the databases"
-        present = [r for r in out if r is not None]
-        if present and isinstance(self._inner(present[0]), allocation_module.CanonicalRatio) \
-                and self._dominating(present) is None:
-            top_eps = max(present, key=lambda r: self._parameter(r))
-            top_delta = max(present, key=lambda r: self._parameter(r)[::-1])
-            return (f"with (epsilon, delta) guarantees of different epsilon and delta no database's canonical "
-                    f"pair dominates every other's (the largest epsilon, {self._inner(top_eps).label}, and the "
-                    f"largest delta, {self._inner(top_delta).label}, are on different databases; neither pair "
-                    f"is a post-processing of the other), so no one allocation bounds it above")
         return out
 
     @staticmethod
@@ -454,11 +444,16 @@ class AllocationRoute(Route):
 
     @classmethod
     def _dominating(cls, ratios: list):
-        """The ratio whose parameters are all the largest (each other pair a garbling of it: the canonical
-        pair of (e2, d2) is one of (e1, d1) when e2 <= e1 and d2 <= d1), or None when there is none."""
+        """A pair that dominates every ratio: the largest parameters (for (epsilon, delta) the canonical pair
+        of the largest epsilon and the largest delta, possibly on different databases: every
+        (e, d)-DP pair is a post-processing of the canonical pair of (e1, d1) when e <= e1 and d <= d1,
+        Kairouz, Oh and Viswanath 2015 Thm. 2.1; at the family's rate)."""
         top = max(ratios, key=cls._parameter)
-        high = cls._parameter(top)
-        return top if all(all(p <= h for p, h in zip(cls._parameter(r), high)) for r in ratios) else None
+        inner = cls._inner(top)
+        if not isinstance(inner, allocation_module.CanonicalRatio):
+            return top
+        most = allocation_module.CanonicalRatio(*np.max([cls._parameter(r) for r in ratios], axis=0).tolist())
+        return most if top is inner else allocation_module.SubsampledRatio(most, top.rate)
 
     @classmethod
     def _dominated(cls, ratios: list):
@@ -537,9 +532,8 @@ class AllocationRoute(Route):
         present = [r for r in chosen if r is not None]
         if not present:
             raise UnsupportedCombinationError("no database that can hold the target runs a mechanism")
-        # The support's dominating pair, else the scenario's (which :meth:`accepts` found; it dominates the
-        # support's pairs too, a looser bound).
-        high = self._dominating(present) or self._dominating([r for r in ratios if r is not None])
+        # The pair of the support's largest parameters dominates every database of the support.
+        high = self._dominating(present)
         curve = allocation_module.allocation_curve(high, len(support), k, delta=delta, epsilon=epsilon,
                                                    seconds=self._seconds(context))
         lower, note = curve.lower, curve.description
