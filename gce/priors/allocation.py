@@ -20,7 +20,8 @@ expectations *under Q* of convex functions of ``S`` (with ``gamma = e^eps``)::
     delta_PQ(eps) = c + E_Q[(S/t - gamma)_+],      delta_QP(eps) = E_Q[(1 - gamma S/t)_+],
 
 ``c`` the mass of P outside Q's support (0 for Gaussians). The law of ``S`` is the convolution of the
-``W_i``'s laws: one grid, one FFT, powers for equal databases.
+``W_i``'s laws: one grid, one FFT, powers for equal databases; at small noise (k = 1), pairwise sums on a
+geometric grid instead ("Small noise" below).
 
 Certified rounding: a spread above, a garbling below
 ----------------------------------------------------
@@ -41,6 +42,46 @@ P of ``q_j`` for ``t - k`` terms and of the tilted cell masses ``p_j = P_i(cell 
 ``k`` terms (by exchangeability the member's coordinate can be taken to be the first ones).
 For k = 1 this equals Jensen's bound ``E h(E[S | S_J])``: the bracket is of second order in ``dx``.
 
+Small noise: the geometric grid (k = 1)
+---------------------------------------
+For a large ``mu`` the law of ``W`` spans many orders of magnitude (``mu = 4``: the clamp ``B ~ e^34``, the
+bulk ``~ e^-8``) and no uniform grid of :data:`GRID_LIMIT` cells resolves both. The second method puts the
+law of ``S`` on a geometric grid ``g_j = g_0 r^j`` (``r = 1 + rho``, relative cell width ``rho``, from a
+point ``g_0`` below which one term has Q-mass :data:`_LOG_LOW_MASS` up to past ``t B``) and builds ``S`` by
+pairwise sums of independent partial sums: doubling ``S_2m = S_m + S_m'`` and binary assembly for the bits
+of ``t`` (about ``2 log2 t`` sums, :func:`_binary`).
+
+*Upper: a spread after every sum.* One term: the mean-preserving spread of ``min(W, B)`` onto ``{0} u {g_j}``
+(the mass below ``g_0`` onto 0 and ``g_0``). After each pairwise sum, the atom ``g_i + g_j`` is split
+between the two grid points around it keeping its mean (:func:`_spread_sum`). If ``A~`` is a mean-preserving
+spread of ``A`` and ``B~`` of ``B`` (independent), ``A~ + B~`` is one of ``A + B`` (``E[A~ + B~ | A, B] = A
++ B``), and spreading it again keeps that: ``E[S~ | S] = S`` at the end, so Jensen's inequality gives
+``E h(S~) >= E h(S)`` for both directions' convex ``h``, exactly as for the uniform grid (the spread pair
+dominates; the clamp is charged, or exact for Q||P with ``B <= t``, as above; 0 + x = x needs no split).
+Geometric points make this cheap: ``g_i + g_j = g_max(i,j) (1 + r^-d)``, ``d = |i - j|``, so the target
+point and the split depend on ``d`` only: one vector operation per offset, and from the offset where
+``r^-d <= rho / 2`` on the sum stays in the larger one's cell and the share moved up is ``g_j / (g_{i+1} -
+g_i)``: all those pairs at once by prefix sums of the smaller's masses and first moments (exactly).
+
+*Lower: a garbling after every sum.* One term: its cells (``[0, g_0)``, ``[g_j, g_{j+1})``, ``[B, inf)``),
+each kept as (Q-mass, first moment ``E_Q[W; cell]``). After each pairwise sum, every pair of cells goes to one
+cell chosen from the two (the cell holding the sum of their conditional means; pairs far apart, to the
+larger one's), with Q-mass ``q_i q_j`` and first moment ``M_i q_j + q_i M_j`` (:func:`_contract_sum`): all
+the atoms of a cell merged into one at their Q-weighted conditional mean, a mean-preserving contraction.
+The cell of a partial sum is a function of the cells of its terms, hence of the output: the final cell is a
+statistic ``T`` of the output, a garbling, and its pair's divergence is a lower bound (data processing). Its
+laws are exact: Q-masses by products, and for k = 1 ``P(T = c) = E_Q[S / t; T = c] = M_c / t`` (tilting, as
+above), the tracked first moment (``E_Q[S_2m; T = c]`` is a sum of ``M_i q_j + q_i M_j`` over the pairs sent
+to ``c``, by independence). The rule choosing the cell only decides how fine the garbling is, never whether
+it is valid.
+
+The errors are of second order in ``rho`` in both directions. :func:`_single` starts with the uniform grid
+(it stays alone when it meets ``rtol`` at once: ``mu <= 1`` as before), then tries the geometric grid at
+:data:`LOG_START_RHO` for the directions still too wide, and refines (points doubled, ``rho`` halved)
+whichever method is predicted to reach the width first from its observed convergence and cost
+(:func:`_time_to`); each direction keeps the least upper and the largest lower value of all laws computed
+(each valid on its own).
+
 The cyclic FFT: a garbling below, a charge above
 ------------------------------------------------
 The FFT of size ``N`` adds up the mass of ``S_J = s`` and ``s + N``: merging outcomes, a post-processing
@@ -55,6 +96,18 @@ error (square root of the grid times the L2 error of an FFT power, Higham, "Accu
 Numerical Algorithms", Sec. 24.1), charged at infinite loss above and subtracted below (times ``e^eps`` for
 the other measure's mass). As for :mod:`gce.accounting.batch`, this is an estimate checked by the tests
 against direct convolution and quadrature, not a proof.
+
+The geometric grid's sums are direct, with non-negative terms only in the garbling and one subtraction of
+at most half in the spread's bulk, so their round-off is bounded cell by cell: ``(n - 1) u`` relative for n
+non-negative terms (Higham, Sec. 4.2), n the offsets a cell receives, added in blocks of :data:`_LOG_BLOCK`,
+the prefix sums in long double (:func:`_log_sum_round_off`). A partial sum's error reaches the final law
+once per copy of it, so the law's relative error is at most ``t`` times one sum's plus one term's; one term's
+cell masses are differences of distribution functions in the nearer tail, whose error is taken to be ``u``
+times the smaller tail mass (an estimate, as above; it costs the spread at most as much in mass and mean).
+Above, that L1 error (and the relative error of the grid's positions, which moves means as much) is charged
+at infinite loss; below, with ``p`` and ``q`` known cell by cell to a relative ``e``, ``sum (p - e^eps
+q)_+`` moves by at most ``2e (1 + 2e)``: subtracted, with no ``e^eps`` term. Both are multiplied by
+:data:`ROUND_OFF`.
 
 k > 1: decomposition above, a garbling below
 --------------------------------------------
@@ -102,8 +155,8 @@ share out exactly for "none vs at least one" and charges the excluded sizes' mas
 
 Time
 ----
-The refinements (points doubled) stop when the next one, estimated from the last, would overrun the
-``seconds`` given (the route gives a share of solve's time left): the bracket is then wider, still
+The refinements (points doubled, or ``rho`` halved) stop when the next one, estimated from the last, would
+overrun the ``seconds`` given (the route gives a share of solve's time left): the bracket is then wider, still
 certified, and the description says so.
 
 References
@@ -1056,7 +1109,7 @@ def allocation_curve(mu: float, t: int, k: int = 1, epochs: int = 1, rtol: float
         Independent allocations composed.
     rtol : float
         Requested relative width of the bracket at the target (grids are refined until it holds, or up to
-        :data:`GRID_LIMIT`).
+        :data:`GRID_LIMIT`; for k = 1 and one epoch, a uniform and a geometric grid: module doc).
     delta, epsilon : float
         The target the width refers to: epsilon at ``delta`` (default) or, if ``epsilon`` is given, delta
         at ``epsilon``.
@@ -1077,7 +1130,8 @@ def allocation_curve(mu: float, t: int, k: int = 1, epochs: int = 1, rtol: float
     InvalidParameterError
         Naming ``mu``, ``t``, ``k``, ``epochs`` or ``rtol``.
     NumericalLimitError
-        When even the first grid exceeds :data:`GRID_LIMIT` (very small noise).
+        When even the first grid exceeds :data:`GRID_LIMIT` (very small noise; for k = 1 and one epoch, when
+        neither the uniform nor the geometric grid fits).
 
     Examples
     --------
