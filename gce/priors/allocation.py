@@ -994,8 +994,8 @@ def _single(ratio: GaussianRatio, t: int, rtol: float, delta: float | None, epsi
     The uniform grid is computed first; while the bracket of the larger direction at the target is wider
     than ``rtol``, each direction that could decide the answer (its upper value above the other's lower one)
     and whose own bracket is too wide is refined: first by the geometric grid at :data:`LOG_START_RHO`, then
-    by refining whichever method's own bracket is the narrower (up to :data:`GRID_LIMIT` points, resp.
-    :data:`LOG_WORK_LIMIT`), while the clock allows."""
+    by refining whichever method is predicted to reach the width first (:func:`_time_to`; up to
+    :data:`GRID_LIMIT` points, resp. :data:`LOG_WORK_LIMIT`), while the clock allows."""
     clock = clock or _Clock(None)
     params = {w: {"linear": START_POINTS} for w in _WHICH}   # each method's next parameter
     done: dict[str, dict[str, tuple[_Law, _Law, str, float, float]]] = {w: {} for w in _WHICH}
