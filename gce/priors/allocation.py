@@ -1042,7 +1042,11 @@ def _single(ratio: GaussianRatio, t: int, rtol: float, delta: float | None, epsi
             method = min(usable, key=lambda m: _time_to(history[which][m], rtol / 2, _GROWTH[m]))
             params[which][method] = _METHODS[method][2](params[which][method])
             pending[which] = method
-        if not pending or not clock.another(time.perf_counter() - step):
+        # the next step: each refined method's last time times its growth (a first geometric step: the last
+        # step's time)
+        last = time.perf_counter() - step
+        estimate = sum(history[w][m][-1][1] * _GROWTH[m] if history[w][m] else last for w, m in pending.items())
+        if not pending or not clock.another(estimate, growth=1.0):
             break
     laws: dict[str, tuple[_Law, _Law, str]] = {}
     for which in _WHICH:
@@ -1064,11 +1068,13 @@ class _Clock:
         self.seconds = seconds
         self.stopped = False
 
-    def another(self, last_step: float) -> bool:
-        """Whether a step estimated from ``last_step`` fits in the time left (records when it does not)."""
+    def another(self, last_step: float, growth: float | None = None) -> bool:
+        """Whether a step estimated from ``last_step`` (``growth`` times it, :data:`_STEP_GROWTH` by default)
+        fits in the time left (records when it does not)."""
         if self.seconds is None:
             return True
-        fits = time.perf_counter() - self.start + _STEP_GROWTH * last_step <= self.seconds
+        growth = _STEP_GROWTH if growth is None else growth
+        fits = time.perf_counter() - self.start + growth * last_step <= self.seconds
         self.stopped = self.stopped or not fits
         return fits
 
