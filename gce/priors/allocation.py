@@ -1393,6 +1393,15 @@ def _composed(ratio: GaussianRatio, t: int, k: int, epochs: int, rtol: float, de
     interval = None
     blocks_lower, kept = None, (points, interval)  # kept: the last grids that fit
     clock = clock or _Clock(None)
+    # Epochs of 1 of t: a second lower bound, the best garbled pair of one allocation by both methods
+    # (uniform and geometric grids: :func:`_single`; at small noise the uniform grid's garbled pair is a
+    # poor lower bound), composed over the epochs on the same loss grid; the larger of the two is kept.
+    single = None
+    if k == 1 and t > 1 and not _exact_blocks(ratio, t):
+        laws = _single(ratio, t, rtol / 100, delta, epsilon, tail, clock)  # fine: composed, errors add up
+        target = delta if epsilon is None else float(PrivacyCurve.delta(laws["remove"][0].curve(), epsilon))
+        floor = max(math.log(max(1e-6 * target, 1e-300) / epochs) if target else -40.0, -40.0)
+        single = [_floored(laws[w][1], floor, False) for w in _WHICH]
     while True:
         step = time.perf_counter()
         try:
@@ -1400,19 +1409,28 @@ def _composed(ratio: GaussianRatio, t: int, k: int, epochs: int, rtol: float, de
             if interval is None:
                 interval = _loss_interval([(up, count * epochs) for (up, _), count in blocks], rtol, delta,
                                           epsilon)
-            composed, slack = _compose_blocks(blocks, epochs, interval)
+            trial, slack = _compose_blocks(blocks, epochs, interval)
+            grow = copies * (1.0 + slack) ** max(copies - 1, 0)
+            parts = [(_DirectionLower(trial.lower), slack * grow, slack * grow)]
+            # each direction alone, with its own allowances (the geometric grid's errors are relative: no
+            # e^eps term, which at large epsilon would erase the bound)
+            for low in single or ():
+                law = [batch.loss_law(low.loss, low.mass, epochs, interval, upper=False, infinite=low.infinite)]
+                factor = epochs * (1.0 + max(low.slack, low.slack_other)) ** max(epochs - 1, 0)
+                parts.append((_DirectionLower(batch.compose_laws([law] * 2, [law] * 2, interval).lower),
+                              low.slack * factor, low.slack_other * factor))
+            trial_lower = LowerBound(parts)
+            low, high = _at(trial, trial_lower, delta, epsilon)  # (composes the lower curve: may not fit)
         except NumericalLimitError:
             if blocks_lower is None:
                 raise
-            points, interval = kept
+            points, interval = kept  # the last grids that fit, and their curves
             break
-        kept = (points, interval)
-        grow = copies * (1.0 + slack) ** max(copies - 1, 0)
-        blocks_lower = LowerBound([(_DirectionLower(composed.lower), slack * grow, slack * grow)])
-        low, high = _at(composed, blocks_lower, delta, epsilon)
+        composed, blocks_lower, kept = trial, trial_lower, (points, interval)
+        width = _width(low, high)
         # settled: within a few times the round-off allowance (e.g. a delta of 0 at the target), which
         # refining only grows
-        if _width(low, high) <= rtol / 8 or high - low <= _SETTLED * slack * grow or points >= GRID_LIMIT // 8 \
+        if width <= rtol / 8 or high - low <= _SETTLED * slack * grow or points >= GRID_LIMIT // 8 \
                 or not clock.another(time.perf_counter() - step):
             break
         if not all(_exact_blocks(ratio, size) for size, _ in sizes):  # exact blocks need no finer cells
@@ -1420,7 +1438,7 @@ def _composed(ratio: GaussianRatio, t: int, k: int, epochs: int, rtol: float, de
         interval /= 2
     if k == 1:
         lower = blocks_lower  # the blocks are 1-of-t allocations: their garbled pairs composed bound it below
-        how = "garbled pairs composed"
+        how = "garbled pairs composed" + ("" if single is None else f" (also {', '.join(laws[w][2] for w in _WHICH)})")
     else:
         lows = []
         for d, which in enumerate(_WHICH):
@@ -1444,6 +1462,25 @@ def _composed(ratio: GaussianRatio, t: int, k: int, epochs: int, rtol: float, de
     return AllocationCurve([composed], lower, f"{k} of {t}, {ratio.label}, {epochs} epoch(s): upper "
                                               f"{blocks_text} composed (Feldman and Shenfeld decomposition), "
                                               f"{points:,} cells, loss grid {interval:.3g}; lower: {how}{clock.note()}")
+
+
+def _floored(law: _Law, floor: float, upper: bool) -> _Law:
+    """``law`` with its losses below ``floor`` (whose first-measure mass is at most e^floor: P = Q e^loss)
+    kept from widening a composition's window: above, raised to ``floor`` with their mass (rounding a loss
+    up dominates, as a pessimistic PLD's rounding); below, merged into one outcome of loss
+    log(sum P / sum Q) (merging outcomes is a post-processing). Either moves a composition of n copies by at
+    most n e^floor."""
+    low = law.loss < floor
+    if not np.any(low):
+        return law
+    if upper:
+        return _Law(np.maximum(law.loss, floor), law.mass, law.infinite, law.slack, law.slack_other)
+    with np.errstate(divide="ignore"):
+        log_p = special.logsumexp(np.log(law.mass[low]))
+        log_q = special.logsumexp(np.log(law.mass[low]) - law.loss[low])
+    keep = ~low
+    return _Law(np.append(law.loss[keep], log_p - log_q), np.append(law.mass[keep], math.exp(log_p)),
+                law.infinite, law.slack, law.slack_other)
 
 
 class _DirectionLower(PrivacyCurve):
