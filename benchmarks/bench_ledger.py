@@ -161,7 +161,7 @@ def case_a(folder: str) -> bool:
           f"{CALLS - admitted:,} refused; {solves} searches; worst case {status.upper[0]:.4g} of {status.budgets[0]:g}")
     plain, plain_checks, _, _, plain_admitted, plain_ledger = _run(_location(folder, "plain"), False)
     plain_ledger.close()
-    print(f"   of which check (the decision, a read transaction, no commit): {_summary(checks)}")
+    print(f"   of which check (the decision: one read, no commit): {_summary(checks)}")
     print(f"   filter ignoring the constraints (same storage): {_summary(plain)}; {plain_admitted:,} admitted "
           f"(budget {BUDGET:g}: each spend counts for every individual)")
     peer = _dp_accounting_calls()
