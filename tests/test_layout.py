@@ -5,7 +5,7 @@ above it and the pipeline reads top to bottom."""
 import ast
 import pathlib
 
-GCE = pathlib.Path(__file__).resolve().parent.parent / "gce"
+from sources import GCE, nodes
 
 #: Layers, lowest first; a module is matched by the longest prefix listed.
 LAYERS = (
@@ -33,12 +33,16 @@ def _layer(module: str) -> int:
     return layer
 
 
-def _imports(path: pathlib.Path) -> tuple[str, set[str]]:
+def _module(path: pathlib.Path) -> str:
     parts = path.relative_to(GCE).with_suffix("").parts
-    package = parts[:-1]
-    module = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _imports(path: pathlib.Path) -> tuple[str, set[str]]:
+    package = path.relative_to(GCE).parts[:-1]
+    module = _module(path)
     found = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in nodes(path):
         if isinstance(node, ast.ImportFrom) and node.level:
             base = list(package)[: len(package) - (node.level - 1)]
             if node.module:
@@ -52,7 +56,7 @@ def _imports(path: pathlib.Path) -> tuple[str, set[str]]:
 
 def test_every_module_has_a_layer():
     for path in GCE.rglob("*.py"):
-        module, _ = _imports(path)
+        module = _module(path)
         assert _layer(module) is not None, module
 
 

@@ -204,7 +204,7 @@ def test_an_exact_answer_skips_the_routes_that_cannot_be_exact():
 # Several routes answer: the report names the tightest
 
 
-@tiers.parametrize("target", [{"delta": 1e-4}, {"epsilon": 1.0}], default=1)
+@tiers.parametrize("target", [{"delta": 1e-4}, {"epsilon": 1.0}], default=[1])  # the delta target: 2 s
 def test_when_several_routes_answer_the_report_names_the_tightest(target):
     """Laplace noise: the exact route answers through the (eps, 0) point, not exactly, so every route
     competes; the report's theorem is the answer with the least epsilon (or delta), the others are notes."""
