@@ -8,10 +8,7 @@ losses on a lattice, rounded down: a certified lower bound on the optimum).
 from __future__ import annotations
 
 import itertools
-import math
 import random
-
-import pytest
 
 import reference
 import tiers
