@@ -42,14 +42,14 @@ def _imports(path: pathlib.Path) -> tuple[str, set[str]]:
     package = path.relative_to(GCE).parts[:-1]
     module = _module(path)
     found = set()
-    for node in nodes(path):
-        if isinstance(node, ast.ImportFrom) and node.level:
+    for node in nodes(path, ast.ImportFrom):
+        if node.level:
             base = list(package)[: len(package) - (node.level - 1)]
             if node.module:
                 found.add(".".join(base + [node.module]))
             else:
                 found.update(".".join(base + [alias.name]) for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("gce."):
+        elif node.module and node.module.startswith("gce."):
             found.add(node.module[len("gce."):])
     return module, {name for name in found if name and name != module and name != "__version__"}
 

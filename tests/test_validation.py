@@ -38,8 +38,8 @@ def test_bool_exclusion_is_spelled_once():
         rel = path.relative_to(GCE).as_posix()
         if rel == "validation.py":
             continue
-        for node in nodes(path):
-            if (isinstance(node, ast.BoolOp) and isinstance(node.op, ast.Or) and len(node.values) >= 2
+        for node in nodes(path, ast.BoolOp):
+            if (isinstance(node.op, ast.Or) and len(node.values) >= 2
                     and _is_bool_check(node.values[0])):
                 offenders.append(f"{rel}:{node.lineno}")
     assert offenders == []
