@@ -134,7 +134,7 @@ def test_gaussian_composition_is_within_the_bracket_of_gdp(sigmas):
                  id="subsampled-laplace"),
     pytest.param({Subsampled(0.05, GaussianMechanism(1.0)): 20, Subsampled(0.1, LaplaceMechanism(2.0)): 10},
                  id="subsampled-gaussian"),
-], default=[0, 1])
+], default=[1])  # laplace: 0.4 to 0.8 s (dp-accounting's optimistic pmfs); subsampled-laplace takes the same path
 def test_noise_mechanisms_between_dp_accounting_optimistic_and_pessimistic(mechanisms):
     curve = batch.batch_compose(mechanisms)
     module = privacy_loss_distribution
