@@ -27,6 +27,7 @@ from hypothesis import strategies as st
 import reference
 import tiers
 from gce import load_scenario, solve
+from gce.accounting.curves import PrivacyCurve
 from gce.accounting.guarantees import ApproxDP, GaussianMechanism, PureDP, RandomizedResponse, ZCDP
 from gce.accounting.theorems import canonical_composition, compose
 from gce.constraints import AtMost, Conflicts, ConstraintSet, Exclusive, Patterns, Together
