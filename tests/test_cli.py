@@ -126,15 +126,26 @@ def test_calibrate_infeasible_target_is_one_line(capsys):
     assert status == 2 and out == "" and err.count("\n") == 1 and "target_delta" in err
 
 
+def test_curve_table(capsys):
+    """The fast twin of the next test, without the plot (0.5 to 1 s of matplotlib; the README's `gce curve
+    --plot` session draws one in the default run)."""
+    check_curve_table(capsys)
+
+
+@pytest.mark.slow
 def test_curve_table_and_plot(capsys, tmp_path):
     png = tmp_path / "curve.png"
-    status, out, err = run(capsys, "curve", HOSPITALS, "--deltas", "1e-6", "1e-3", "--plot", str(png), "--json")
+    check_curve_table(capsys, "--plot", str(png))
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 10_000
+
+
+def check_curve_table(capsys, *plot):
+    status, out, err = run(capsys, "curve", HOSPITALS, "--deltas", "1e-6", "1e-3", *plot, "--json")
     assert status == 0
     data = json.loads(out)
     rows = {row["delta"]: row for row in data["curve"]}
     assert rows[1e-6]["epsilon"] == pytest.approx(solve(load_scenario(HOSPITALS)).epsilon, rel=1e-9)
     assert rows[1e-3]["epsilon"] < rows[1e-6]["epsilon"] < rows[1e-6]["classic_epsilon"]
-    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 10_000
     status, out, _ = run(capsys, "curve", HOSPITALS, "--deltas", "1e-6")
     assert status == 0 and "epsilon (classic)" in out and "4.62025" in out
 

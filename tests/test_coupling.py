@@ -140,7 +140,7 @@ def instances(draw, max_databases=5, max_invocations=8, max_support=8):
     return hypothesis(), hypothesis(), invocations
 
 
-@tiers.given(8, 40, instances(),
+@tiers.given(4, 40, instances(),
              settings=settings(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]))
 def _coupling_is_sound_against_brute_force(instance):
     h0, h1, invocations = instance

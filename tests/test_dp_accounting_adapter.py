@@ -94,8 +94,8 @@ DISTRIBUTIONS = [
 ]
 
 
-@tiers.parametrize("items", DISTRIBUTIONS, default=[0, 1, 2, 4, 6], ids=lambda items: repr(items[0][0]))
-def test_fast_path_matches_the_public_api(items):  # sigma 1 cases (2 s each) in the slow tier
+@tiers.parametrize("items", DISTRIBUTIONS, default=[0, 4, 6], ids=lambda items: repr(items[0][0]))
+def test_fast_path_matches_the_public_api(items):  # the public API reads a Gaussian's or 20 compositions' pmf in 0.5 s and more: slow tier
     _compare(items, np.linspace(0.0, 6.0, 7), inversions=())
 
 

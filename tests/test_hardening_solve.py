@@ -128,6 +128,26 @@ def gdp_epsilon(mu: float, delta: float) -> float:
                   0.0, 100.0, xtol=1e-12)
 
 
+def test_gaussian_fallback_counts_only_sets_in_the_support_of_a_small_prior():
+    """The fast twin of the next test (0.4 s, not 1.4): h1 = uniform over the 2-member sets of 20 databases, one
+    Gaussian mechanism (sigma = 3) on each. The worst pair over the support differs in 2 databases:
+    mu = sqrt(2) / 3, epsilon 2.11 at 1e-6 (all 20 would be mu = sqrt(20) / 3, epsilon 7.75); the answer is the
+    random-allocation route's, below that pair."""
+    n, sigma = 20, 3.0
+    scenario = Scenario(n, tuple(Invocation(i, GaussianMechanism(sigma=sigma)) for i in range(n)),
+                        hypotheses=(Point(()), Uniform(min_members=2, max_members=2)), delta=1e-6)
+    report = solve(scenario)
+    expected, everything = gdp_epsilon(math.sqrt(2) / sigma, 1e-6), gdp_epsilon(math.sqrt(20) / sigma, 1e-6)
+    assert round(expected, 2) == 2.11 and round(everything, 2) == 7.75
+    assert report.theorem == "random allocation" and not report.exact
+    assert report.epsilon < expected and report.bracket[0] <= report.epsilon == report.bracket[1]
+    assert any(note.startswith("worst pair over the supports (unbounded, gaussian-dp): epsilon 2.113")
+               for note in report.notes)
+    assert report.baselines["worst pair"].epsilon == pytest.approx(expected, rel=1e-6)
+    assert report.baselines["classic"].epsilon == pytest.approx(everything, rel=1e-6)
+
+
+@pytest.mark.slow  # 1.4 s; the previous test is its fast twin
 def test_gaussian_fallback_counts_only_sets_in_the_support():
     """h1 = uniform over the 10-member sets of 100 databases, one Gaussian mechanism (sigma = 3) on each.
 
@@ -280,15 +300,26 @@ def test_time_limits_must_be_finite_positive_seconds(value):
         assert raised.value.field == "time_limit"
 
 
-@tiers.parametrize("time_limit", [1.0, 0.25], default=[1])
+def test_the_time_limit_bounds_the_whole_solve_on_300_databases():
+    """The fast twin of the next test (0.5 s, not 1 to 1.5 s): the same graph density on 300 databases,
+    still far from solved in the budget (not exact after 4 s either)."""
+    time_limit_bounds_the_whole_solve(300, 0.25)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("time_limit", [1.0, 0.25])
 def test_the_time_limit_bounds_the_whole_solve(time_limit):
+    time_limit_bounds_the_whole_solve(500, time_limit)
+
+
+def time_limit_bounds_the_whole_solve(n: int, time_limit: float) -> None:
     """Two guarantee kinds under a hard bounded conflict graph: five searches (two kinds, the chain bound,
     the witness score, the parallel baseline) share one second. Before, each search had the whole budget
     and at least a tenth of it (6.9 s measured for time_limit = 1.0); now the solve ends within the
     budget plus a fixed overhead (0.1 to 0.2 s measured on 2 shared cores)."""
-    constraints = hard_conflicts()
-    invocations = tuple(Invocation(i, PureDP(0.1 if i % 2 else 0.2)) for i in range(500))
-    scenario = Scenario(500, invocations, constraints, neighborhood="bounded", delta=0.0)
+    constraints = hard_conflicts(n, 3 * n)
+    invocations = tuple(Invocation(i, PureDP(0.1 if i % 2 else 0.2)) for i in range(n))
+    scenario = Scenario(n, invocations, constraints, neighborhood="bounded", delta=0.0)
     solve(scenario, time_limit=0.05)  # imports and caches out of the measurement
     start = time.perf_counter()
     report = solve(scenario, time_limit=time_limit)
@@ -365,19 +396,34 @@ def test_delta_1e300_is_a_real_target():
     assert solve(scenario, delta=3e-300).epsilon == pytest.approx(1400.0, abs=1e-6)
 
 
-@tiers.parametrize("guarantees", [(PureDP(1e300), GaussianMechanism(1.0)), (ZCDP(1e300), PureDP(1.0)),
-                                  (LaplaceMechanism(1e-300), ApproxDP(1.0, 1e-300))], default=[1, 2])  # 0: 1 s
-def test_huge_guarantees_under_a_conflict_graph_give_valid_answers(guarantees):
+HUGE = [(PureDP(1e300), GaussianMechanism(1.0)), (ZCDP(1e300), PureDP(1.0)),
+        (LaplaceMechanism(1e-300), ApproxDP(1.0, 1e-300))]
+
+
+def huge_guarantees_give_valid_answers(guarantees, n: int) -> None:
     """The witness score (epsilon^2) of a 1e300 guarantee overflowed to inf and made the MILP's weights
     invalid; scores are capped, the answer is a huge or infinite epsilon, never an error."""
     import networkx as nx
 
-    constraints = ConstraintSet(12, (Conflicts.from_graph(nx.cycle_graph(12)),))
-    invocations = tuple(Invocation(i, guarantees[i % 2]) for i in range(12))
+    constraints = ConstraintSet(n, (Conflicts.from_graph(nx.cycle_graph(n)),))
+    invocations = tuple(Invocation(i, guarantees[i % 2]) for i in range(n))
     for neighborhood in ("unbounded", "bounded"):
-        report = solve(Scenario(12, invocations, constraints, neighborhood=neighborhood), delta=1e-300,
+        report = solve(Scenario(n, invocations, constraints, neighborhood=neighborhood), delta=1e-300,
                        time_limit=1.0)
         assert report.epsilon >= 1e300
+
+
+@tiers.parametrize("guarantees", HUGE, default=[1, 2])  # 0: 0.5 s
+def test_huge_guarantees_under_a_small_conflict_graph_give_valid_answers(guarantees):
+    """The fast twin of the next test: the same searches (Renyi bound, enumerated pairs) on an 8-cycle,
+    0.05 s a case instead of 0.5 to 1 s on a 12-cycle."""
+    huge_guarantees_give_valid_answers(guarantees, 8)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("guarantees", HUGE)
+def test_huge_guarantees_under_a_conflict_graph_give_valid_answers(guarantees):
+    huge_guarantees_give_valid_answers(guarantees, 12)
 
 
 def test_cor7_reproduction_of_a_huge_epsilon_has_no_overflow():

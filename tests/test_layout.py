@@ -5,7 +5,7 @@ above it and the pipeline reads top to bottom."""
 import ast
 import pathlib
 
-GCE = pathlib.Path(__file__).resolve().parent.parent / "gce"
+from sources import GCE, nodes
 
 #: Layers, lowest first; a module is matched by the longest prefix listed.
 LAYERS = (
@@ -33,26 +33,30 @@ def _layer(module: str) -> int:
     return layer
 
 
-def _imports(path: pathlib.Path) -> tuple[str, set[str]]:
+def _module(path: pathlib.Path) -> str:
     parts = path.relative_to(GCE).with_suffix("").parts
-    package = parts[:-1]
-    module = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _imports(path: pathlib.Path) -> tuple[str, set[str]]:
+    package = path.relative_to(GCE).parts[:-1]
+    module = _module(path)
     found = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.ImportFrom) and node.level:
+    for node in nodes(path, ast.ImportFrom):
+        if node.level:
             base = list(package)[: len(package) - (node.level - 1)]
             if node.module:
                 found.add(".".join(base + [node.module]))
             else:
                 found.update(".".join(base + [alias.name]) for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("gce."):
+        elif node.module and node.module.startswith("gce."):
             found.add(node.module[len("gce."):])
     return module, {name for name in found if name and name != module and name != "__version__"}
 
 
 def test_every_module_has_a_layer():
     for path in GCE.rglob("*.py"):
-        module, _ = _imports(path)
+        module = _module(path)
         assert _layer(module) is not None, module
 
 

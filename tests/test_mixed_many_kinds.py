@@ -8,10 +8,7 @@ losses on a lattice, rounded down: a certified lower bound on the optimum).
 from __future__ import annotations
 
 import itertools
-import math
 import random
-
-import pytest
 
 import reference
 import tiers
@@ -56,7 +53,7 @@ def differing_lists(scenario: Scenario, m: int) -> set[tuple]:
     return out
 
 
-@tiers.parametrize("seed", range(12), default=1)
+@tiers.parametrize("seed", range(12), default=[2])  # seed 2: 0.2 s; 0: 0.5 s, 4: 2 s
 def test_many_kinds_are_sound_and_the_witness_is_a_lower_bound(seed):
     scenario = many_kinds(seed)
     report = solve(scenario, time_limit=10.0)

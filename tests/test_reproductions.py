@@ -10,10 +10,10 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import reference
+import tiers
 from gce.errors import InvalidParameterError, UnsupportedCombinationError
 from gce.accounting.guarantees import ApproxDP, GaussianMechanism, PureDP
 from gce.priors.hypotheses import Distribution
@@ -176,9 +176,8 @@ def hypotheses_pairs(draw):
     return one(), one()
 
 
-@settings(max_examples=100, deadline=None)
-@given(hypotheses_pairs())
-def test_refine_tuples_is_a_coupling(pair):
+@tiers.given(25, 100, hypotheses_pairs())
+def _refine_tuples_is_a_coupling(pair):
     h0, h1 = pair
     r = refine_tuples(h0, h1)
     assert len(r.pairs) <= len(h0) + len(h1) - 1
@@ -189,6 +188,9 @@ def test_refine_tuples_is_a_coupling(pair):
             assert total == pytest.approx(weight / math.fsum(h.weights), abs=1e-12)
     # Matched tuples have equal weights by construction: U0 and U1 list the same weights.
     assert [w for _, w in r.u0] == [w for _, w in r.u1]
+
+
+test_refine_tuples_is_a_coupling, test_refine_tuples_is_a_coupling_slow = _refine_tuples_is_a_coupling
 
 
 def test_refine_tuples_uniform_prior_example():

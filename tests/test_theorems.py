@@ -396,13 +396,14 @@ def test_pld_curves_accept_unsorted_epsilons():
     assert forward[0] > forward[1] and list(backward) == list(forward[::-1])
 
 
-def test_pld_curve_by_cumulative_sums_matches_dp_accounting():
+@tiers.parametrize("gaussians, laplaces", [(20, 3), (5, 1)], default=[1])  # (20, 3): 0.7 s, dp-accounting's loop
+def test_pld_curve_by_cumulative_sums_matches_dp_accounting(gaussians, laplaces):
     import numpy as np
 
     from gce.accounting import pld
     from gce.accounting.guarantees import GaussianMechanism, LaplaceMechanism, Subsampled
 
-    items = [(Subsampled(0.1, GaussianMechanism(2.0)), 20), (LaplaceMechanism(1.0), 3)]
+    items = [(Subsampled(0.1, GaussianMechanism(2.0)), gaussians), (LaplaceMechanism(1.0), laplaces)]
     curve = pld.PLDCurve(pld.compose_pld(items), pld.infinite_mass(items))
     assert curve._directions is not None and len(curve._directions) == 2
     eps = np.linspace(0.0, 6.0, 61)

@@ -1,14 +1,12 @@
 """One definition of integers and numbers for every reader (gce.validation)."""
 
 import ast
-import pathlib
 
 import numpy as np
 import pytest
 
 from gce.validation import is_integer, is_number
-
-GCE = pathlib.Path(__file__).resolve().parent.parent / "gce"
+from sources import GCE, nodes
 
 
 @pytest.mark.parametrize("value", [0, -3, 10**30, np.int64(5), np.uint8(1)])
@@ -40,8 +38,8 @@ def test_bool_exclusion_is_spelled_once():
         rel = path.relative_to(GCE).as_posix()
         if rel == "validation.py":
             continue
-        for node in ast.walk(ast.parse(path.read_text())):
-            if (isinstance(node, ast.BoolOp) and isinstance(node.op, ast.Or) and len(node.values) >= 2
+        for node in nodes(path, ast.BoolOp):
+            if (isinstance(node.op, ast.Or) and len(node.values) >= 2
                     and _is_bool_check(node.values[0])):
                 offenders.append(f"{rel}:{node.lineno}")
     assert offenders == []

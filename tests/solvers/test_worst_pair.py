@@ -56,7 +56,7 @@ def brute_force(cs: ConstraintSet, weights: np.ndarray, neighborhood: str) -> fl
 CASES = [(seed, n) for seed in range(60) for n in (4, 7, 10)] + [(1000 + s, 14) for s in range(10)]
 
 
-@tiers.parametrize("seed,n", CASES, default=lambda seed, n: seed < 4 or seed in (1000, 1001))
+@tiers.parametrize("seed,n", CASES, default=lambda seed, n: seed < 4 or seed == 1000)  # 14 databases: 0.1-0.2 s
 @pytest.mark.parametrize("neighborhood", ["unbounded", "bounded"])
 def test_every_accepting_solver_matches_enumeration(seed, n, neighborhood):
     rng = random.Random(seed)
