@@ -443,29 +443,30 @@ class AllocationRoute(Route):
         return (inner.mu,)
 
     @classmethod
-    def _dominating(cls, ratios: list):
-        """A pair that dominates every ratio: the largest parameters (for (epsilon, delta) the canonical pair
-        of the largest epsilon and the largest delta, possibly on different databases: every
-        (e, d)-DP pair is a post-processing of the canonical pair of (e1, d1) when e <= e1 and d <= d1,
-        Kairouz, Oh and Viswanath 2015 Thm. 2.1; at the family's rate)."""
-        top = max(ratios, key=cls._parameter)
-        inner = cls._inner(top)
+    def _extreme(cls, ratios: list, largest: bool):
+        """The pair of the largest (``largest``) or the smallest parameters; for (epsilon, delta) the
+        canonical pair of the largest (smallest) epsilon and delta, possibly of different databases, at the
+        family's rate. The largest dominates every ratio, the smallest is dominated by every one: every
+        (e, d)-DP pair is a post-processing of the canonical pair of (e1, d1) when e <= e1 and d <= d1
+        (Kairouz, Oh and Viswanath 2015 Thm. 2.1), and within the other families the parameter orders
+        the pairs."""
+        pick, reduce = (max, np.max) if largest else (min, np.min)
+        chosen = pick(ratios, key=cls._parameter)
+        inner = cls._inner(chosen)
         if not isinstance(inner, allocation_module.CanonicalRatio):
-            return top
-        most = allocation_module.CanonicalRatio(*np.max([cls._parameter(r) for r in ratios], axis=0).tolist())
-        return most if top is inner else allocation_module.SubsampledRatio(most, top.rate)
+            return chosen
+        pair = allocation_module.CanonicalRatio(*reduce([cls._parameter(r) for r in ratios], axis=0).tolist())
+        return pair if chosen is inner else allocation_module.SubsampledRatio(pair, chosen.rate)
+
+    @classmethod
+    def _dominating(cls, ratios: list):
+        """A pair that dominates every ratio (:meth:`_extreme`, largest)."""
+        return cls._extreme(ratios, largest=True)
 
     @classmethod
     def _dominated(cls, ratios: list):
-        """A pair that every ratio dominates: the smallest parameters (for (epsilon, delta) the canonical pair
-        of the smallest epsilon and the smallest delta, possibly on different databases, at the family's
-        rate)."""
-        low = min(ratios, key=cls._parameter)
-        inner = cls._inner(low)
-        if not isinstance(inner, allocation_module.CanonicalRatio):
-            return low
-        least = allocation_module.CanonicalRatio(*np.min([cls._parameter(r) for r in ratios], axis=0).tolist())
-        return least if low is inner else allocation_module.SubsampledRatio(least, low.rate)
+        """A pair that every ratio dominates (:meth:`_extreme`, smallest)."""
+        return cls._extreme(ratios, largest=False)
 
     #: Share of the solve's time left that one allocation curve may take (the other routes follow).
     TIME_SHARE = 0.5
