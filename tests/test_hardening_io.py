@@ -19,7 +19,7 @@ import gce.constraints.data as data_module
 import gce.files.scenario as scenario_module
 from gce import Report, load_scenario, solve
 from gce.cli import main
-from gce.errors import GCEError, InvalidParameterError, InvalidScenarioError
+from gce.errors import InvalidParameterError, InvalidScenarioError
 from gce.files.scenario import MAX_DATABASES, MAX_DEPTH, MAX_REPEAT, scenario_from_dict
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent

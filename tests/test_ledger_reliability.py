@@ -15,7 +15,6 @@ import sqlite3
 import time
 
 import numpy as np
-import pytest
 
 import gce
 from gce.constraints import AtMost, Conflicts, ConstraintSet

@@ -9,7 +9,6 @@ import itertools
 import math
 import random
 
-import numpy as np
 import pytest
 from scipy import integrate
 from scipy.optimize import brentq

@@ -9,7 +9,6 @@ certified lower curve (BatchCurve.lower, checked against brute force in test_bat
 from __future__ import annotations
 
 import itertools
-import math
 import time
 
 import numpy as np
