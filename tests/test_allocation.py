@@ -653,3 +653,26 @@ def test_uniform_over_few_sizes_is_bracketed_by_quadrature():
     assert "joint convexity over its 2 sizes" in curve.description
     _sandwich(curve, lambda eps: _product_reference(mu, lambda w: ((1 + w[0]) / 3, 1 / 3), eps, 1),
               (0.0, 0.5, 1.5))
+
+
+def test_merging_low_losses_keeps_both_masses_and_never_raises_delta():
+    """_merged_below (the epochs' second lower bound): outcomes of loss below the floor become one, their
+    P-mass and Q-mass kept (a post-processing: every hockey-stick divergence can only fall, by at most the
+    merged P-mass)."""
+    from gce.priors.allocation import _Law, _merged_below
+
+    rng = np.random.default_rng(7)
+    loss = np.sort(rng.uniform(-30.0, 8.0, 200))
+    mass = rng.uniform(0.1, 1.0, 200) * np.exp(np.minimum(loss, 0.0))
+    mass /= mass.sum()
+    law = _Law(loss, mass, 0.0)
+    merged = _merged_below(law, -5.0)
+    assert merged.loss.size == np.count_nonzero(loss >= -5.0) + 1 and merged.loss[-1] < -5.0
+    assert merged.mass.sum() == pytest.approx(1.0, rel=1e-12)
+    assert np.sum(merged.mass * np.exp(-merged.loss)) == pytest.approx(np.sum(mass * np.exp(-loss)), rel=1e-12)
+    for eps in (0.0, 0.5, 2.0, 6.0):
+        before = np.sum(mass * np.maximum(1.0 - np.exp(eps - loss), 0.0))
+        after = np.sum(merged.mass * np.maximum(1.0 - np.exp(eps - merged.loss), 0.0))
+        assert after <= before + 1e-15
+        assert before - after <= mass[loss < -5.0].sum() + 1e-15
+    assert _merged_below(law, -40.0) is law

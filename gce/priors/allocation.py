@@ -1401,7 +1401,7 @@ def _composed(ratio: GaussianRatio, t: int, k: int, epochs: int, rtol: float, de
         laws = _single(ratio, t, rtol / 100, delta, epsilon, tail, clock)  # fine: composed, errors add up
         target = delta if epsilon is None else float(PrivacyCurve.delta(laws["remove"][0].curve(), epsilon))
         floor = max(math.log(max(1e-6 * target, 1e-300) / epochs) if target else -40.0, -40.0)
-        single = [_floored(laws[w][1], floor, False) for w in _WHICH]
+        single = [_merged_below(laws[w][1], floor) for w in _WHICH]
     while True:
         step = time.perf_counter()
         try:
@@ -1464,17 +1464,14 @@ def _composed(ratio: GaussianRatio, t: int, k: int, epochs: int, rtol: float, de
                                               f"{points:,} cells, loss grid {interval:.3g}; lower: {how}{clock.note()}")
 
 
-def _floored(law: _Law, floor: float, upper: bool) -> _Law:
-    """``law`` with its losses below ``floor`` (whose first-measure mass is at most e^floor: P = Q e^loss)
-    kept from widening a composition's window: above, raised to ``floor`` with their mass (rounding a loss
-    up dominates, as a pessimistic PLD's rounding); below, merged into one outcome of loss
-    log(sum P / sum Q) (merging outcomes is a post-processing). Either moves a composition of n copies by at
-    most n e^floor."""
+def _merged_below(law: _Law, floor: float) -> _Law:
+    """A garbled pair's ``law`` with its outcomes of loss below ``floor`` merged into one, of loss
+    log(sum P / sum Q) (merging outcomes is a post-processing, so still a lower bound): they keep a
+    composition's window from growing, and their first-measure mass (at most e^floor each: P = Q e^loss)
+    moves a composition of n copies by at most n e^floor."""
     low = law.loss < floor
     if not np.any(low):
         return law
-    if upper:
-        return _Law(np.maximum(law.loss, floor), law.mass, law.infinite, law.slack, law.slack_other)
     with np.errstate(divide="ignore"):
         log_p = special.logsumexp(np.log(law.mass[low]))
         log_q = special.logsumexp(np.log(law.mass[low]) - law.loss[low])
