@@ -1412,13 +1412,14 @@ def _composed(ratio: GaussianRatio, t: int, k: int, epochs: int, rtol: float, de
             trial, slack = _compose_blocks(blocks, epochs, interval)
             grow = copies * (1.0 + slack) ** max(copies - 1, 0)
             parts = [(_DirectionLower(trial.lower), slack * grow, slack * grow)]
-            # each direction alone, with its own allowances (the geometric grid's errors are relative: no
-            # e^eps term, which at large epsilon would erase the bound)
-            for low in single or ():
-                law = [batch.loss_law(low.loss, low.mass, epochs, interval, upper=False, infinite=low.infinite)]
-                factor = epochs * (1.0 + max(low.slack, low.slack_other)) ** max(epochs - 1, 0)
-                parts.append((_DirectionLower(batch.compose_laws([law] * 2, [law] * 2, interval).lower),
-                              low.slack * factor, low.slack_other * factor))
+            if single is not None:  # both directions composed once, each read alone with its own allowances
+                lows = [[batch.loss_law(low.loss, low.mass, epochs, interval, upper=False, infinite=low.infinite)]
+                        for low in single]  # (the geometric grid's errors are relative: no e^eps term)
+                composed_lower = batch.compose_laws(lows, lows, interval).lower
+                for which, low in enumerate(single):
+                    factor = epochs * (1.0 + max(low.slack, low.slack_other)) ** max(epochs - 1, 0)
+                    parts.append((_DirectionLower(composed_lower, which), low.slack * factor,
+                                  low.slack_other * factor))
             trial_lower = LowerBound(parts)
             low, high = _at(trial, trial_lower, delta, epsilon)  # (composes the lower curve: may not fit)
         except NumericalLimitError:
@@ -1481,13 +1482,16 @@ def _merged_below(law: _Law, floor: float) -> _Law:
 
 
 class _DirectionLower(PrivacyCurve):
-    """The batch engine's lower curve seen as a curve (only to be wrapped in :class:`LowerBound`)."""
+    """The batch engine's lower curve seen as a curve, both directions or one (``which``: its
+    :meth:`~gce.accounting.batch.LowerCurve.direction_delta`); only to be wrapped in :class:`LowerBound`."""
 
-    def __init__(self, lower):
-        self._lower = lower
+    def __init__(self, lower, which: int | None = None):
+        self._lower, self._which = lower, which
 
     def _delta(self, eps):
-        return np.atleast_1d(self._lower.delta(eps))
+        if self._which is None:
+            return np.atleast_1d(self._lower.delta(eps))
+        return self._lower.direction_delta(self._which, eps)
 
 
 def _gaussian_laws(ratio: GaussianRatio, upper: bool = True) -> tuple[_Law, _Law]:
