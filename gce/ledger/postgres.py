@@ -184,8 +184,7 @@ class PostgresStore(Store):
 
     def _commit(self) -> None:
         try:
-            self._run(lambda: self._send(("COMMIT", None), rows=False) if self._started or self._pending[1:]
-                      else None)
+            self._run(lambda: self._send(("COMMIT", None), rows=False))
         finally:
             self._pending = None
 
