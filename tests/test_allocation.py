@@ -676,3 +676,5 @@ def test_merging_low_losses_keeps_both_masses_and_never_raises_delta():
         assert after <= before + 1e-15
         assert before - after <= mass[loss < -5.0].sum() + 1e-15
     assert _merged_below(law, -40.0) is law
+    empty = _merged_below(_Law(np.array([-50.0, -45.0, 1.0]), np.array([0.0, 0.0, 1.0]), 0.0), -5.0)
+    assert empty.loss.tolist() == [1.0] and empty.mass.tolist() == [1.0]  # massless outcomes: no NaN atom

@@ -1477,6 +1477,8 @@ def _merged_below(law: _Law, floor: float) -> _Law:
         log_p = special.logsumexp(np.log(law.mass[low]))
         log_q = special.logsumexp(np.log(law.mass[low]) - law.loss[low])
     keep = ~low
+    if log_p == -math.inf:  # no mass below the floor: nothing to merge, the empty outcomes dropped
+        return _Law(law.loss[keep], law.mass[keep], law.infinite, law.slack, law.slack_other)
     return _Law(np.append(law.loss[keep], log_p - log_q), np.append(law.mass[keep], math.exp(log_p)),
                 law.infinite, law.slack, law.slack_other)
 
