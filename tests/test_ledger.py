@@ -453,3 +453,38 @@ def test_cli_init_spend_check_status_history(tmp_path, capsys):
         assert main(argv) == 2
         err = capsys.readouterr().err
         assert message in err and err.count("\n") == 1, err
+
+
+@pytest.mark.parametrize("tables", [
+    [("all", 1), ("all", 1)],          # two identical tables
+    [([0, 1], 1), ([1, 2], 1), ([3], 1), ([2], 1)],  # overlapping lists: every database twice... or once
+    [("all", 2)],                      # one table with repeat = 2
+])
+def test_init_charges_every_invocation_table(tmp_path, tables):
+    """The scenario's invocations are charged one by one: two tables running the same guarantee on one database
+    cost twice (a spend treats its own list as a set, so grouping tables must add their repeats)."""
+    n = 4
+    invocations = []
+    for databases, repeat in tables:
+        for i in (range(n) if databases == "all" else databases):
+            invocations.append(gce.Invocation(i, gce.PureDP(0.1), repeat))
+    scenario = gce.Scenario(n, invocations, gce.ConstraintSet(n, [gce.AtMost(1)]))
+    per_database = np.zeros(n)
+    for inv in invocations:
+        per_database[inv.database] += 0.1 * inv.repeat
+    worst = per_database.max()
+    with gce.Accountant.create(tmp_path / "l.sqlite", scenario, budget_epsilon=0.25, budget_delta=0.0) as ledger:
+        assert ledger.status().upper[0] == pytest.approx(worst)
+        further = ledger.spend("all", gce.PureDP(0.1))
+    assert further.admitted == (worst + 0.1 <= 0.25 + 1e-12)
+    assert further.upper[0] == pytest.approx(worst + 0.1)
+
+
+def test_spend_refuses_a_database_listed_twice(tmp_path):
+    scenario = gce.Scenario(4, [gce.Invocation(0, gce.PureDP(0.1))], gce.ConstraintSet(4, [gce.AtMost(1)]))
+    with gce.Accountant.create(tmp_path / "l.sqlite", scenario, budget_epsilon=1.0, budget_delta=0.0) as ledger:
+        with pytest.raises(gce.InvalidParameterError, match=r"databases\[2\]: database 1 is listed twice"):
+            ledger.spend([1, 2, 1], gce.PureDP(0.1))
+        for text in ("²", "٢", "1.0"):
+            with pytest.raises(gce.InvalidParameterError, match="unknown database"):
+                ledger.check([text], gce.PureDP(0.1))

@@ -34,6 +34,7 @@ from __future__ import annotations
 import datetime
 import functools
 import json
+import re
 import threading
 from collections import Counter
 from collections.abc import Iterable, Sequence
@@ -50,7 +51,7 @@ from ..constraints.neighborhood import check_neighborhood
 from ..errors import InvalidParameterError
 from ..files.constraints import constraint_set_from_dicts, constraint_to_dict
 from ..files.scenario import mechanism_from_dict
-from ..model import Databases, Invocation, Scenario
+from ..model import Databases, Invocation, Scenario, _slice
 from ..validation import is_integer
 from .filters import Filter, check_budget, filter_named
 from .store import LedgerError, Store, open_store
@@ -227,13 +228,16 @@ class Status:
         return "\n".join(lines)
 
 
+_ASCII_INDEX = re.compile(r"[0-9]+")
+
+
 def _members(databases: object, names: Sequence[str] | None, n: int) -> tuple[NDArray[np.intp] | None, object]:
     """(sorted distinct indices or None for all, the form recorded) of a reference: "all", an index, a
     name, or a list of them. Errors name ``databases``."""
     def index(ref: object, where: str) -> int:
         if isinstance(ref, str) and names and ref in names:
             return names.index(ref)
-        if isinstance(ref, str) and ref.strip().isdigit():
+        if isinstance(ref, str) and _ASCII_INDEX.fullmatch(ref.strip()):  # str.isdigit takes '²' and '٢'
             ref = int(ref.strip())
         if not is_integer(ref) or not 0 <= int(ref) < n:
             hint = " or their names" if names else ""
@@ -246,7 +250,15 @@ def _members(databases: object, names: Sequence[str] | None, n: int) -> tuple[ND
         return np.array([index(databases, "databases")], dtype=np.intp), [index(databases, "databases")]
     if not isinstance(databases, Iterable) or isinstance(databases, bytes):
         raise InvalidParameterError("databases", f'must be "all", a database or a list of them, got {databases!r}')
-    listed = sorted({index(ref, f"databases[{i}]") for i, ref in enumerate(databases)})
+    indices = [index(ref, f"databases[{i}]") for i, ref in enumerate(databases)]
+    listed = sorted(set(indices))
+    if len(listed) < len(indices):
+        seen: set[int] = set()
+        for i, j in enumerate(indices):
+            if j in seen:
+                raise InvalidParameterError(f"databases[{i}]", f"database {j} is listed twice (one invocation "
+                                                               f"per listed database: give repeat for several)")
+            seen.add(j)
     if not listed:
         raise InvalidParameterError("databases", "the list is empty")
     if len(listed) == n:
@@ -265,6 +277,29 @@ def _check_repeat(repeat: object) -> int:
     if not is_integer(repeat) or not 1 <= int(repeat) <= 2**53:
         raise InvalidParameterError("repeat", f"must be an integer in 1..2**53, got {repeat!r}")
     return int(repeat)
+
+
+def _charges(scenario: Scenario) -> list[tuple[Guarantee, int, list[int]]]:
+    """The scenario's invocations as spends that charge every one of them: per guarantee, each database's
+    total repeat count over all the invocation tables that run it there (duplicate and overlapping tables
+    add up), then one spend per (guarantee, total) with the databases that receive exactly that total.
+
+    A spend charges each listed database once (its list is a set), so grouping by table instead would
+    charge a database that two tables list once (an under-count).
+    """
+    totals: dict[Guarantee, NDArray[np.int64]] = {}
+    for group in scenario.invocations.groups:
+        counts = totals.setdefault(group.guarantee, np.zeros(scenario.n, dtype=np.int64))
+        databases = group.databases
+        if isinstance(databases, range):
+            counts[_slice(databases)] += group.repeat
+        else:
+            np.add.at(counts, np.asarray(databases, dtype=np.intp), group.repeat)  # a database listed twice: twice
+    charges = []
+    for guarantee, counts in totals.items():
+        for total in np.unique(counts[counts > 0]).tolist():
+            charges.append((guarantee, int(total), np.flatnonzero(counts == total).tolist()))
+    return charges
 
 
 class Accountant:
@@ -382,10 +417,7 @@ class Accountant:
         except BaseException:
             store.close()
             raise
-        grouped: dict[tuple[Guarantee, int], list[int]] = {}
-        for inv in scenario.invocations:
-            grouped.setdefault((inv.guarantee, inv.repeat), []).append(inv.database)
-        for (guarantee, repeat), members in grouped.items():
+        for guarantee, repeat, members in _charges(scenario):
             decision = ledger.spend(members, guarantee, analyst=analyst, repeat=repeat)
             if not decision.admitted:
                 ledger.close()
