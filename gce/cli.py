@@ -9,6 +9,8 @@
     gce ledger init FILE.toml --budget-epsilon E --budget-delta D [--filter basic|renyi|zcdp|gdp] [--ledger L]
     gce ledger check|spend --databases REFS --mechanism TABLE [--repeat R] [--analyst NAME] [--ledger L] [--json]
     gce ledger status|history [--ledger L] [--json] [--offline] [--limit N]
+    gce ledger verify [--ledger L] [--json]
+    gce ledger truncate --after N [--ledger L] [--json]
 
 prints the report of :func:`gce.solving.solve`; with ``--json`` one JSON object
 (:meth:`gce.report.Report.to_dict`). Bad input, in the file or on the command
@@ -180,6 +182,17 @@ def _ledger_parser(commands) -> None:
     history.add_argument("--limit", type=int, default=None, metavar="N", help="the last N only")
     history.add_argument("--analyst", default=None, metavar="NAME", help="one analyst's requests only")
     common(history, _ledger_history)
+    verify = actions.add_parser("verify", help="walk the whole hash chain: is the ledger intact?",
+                                description="Check every entry's and checkpoint's hash and content from the first "
+                                            "entry to the last, and print the head hash. A damaged ledger exits "
+                                            "with 1, naming the first bad entry and the last good one.")
+    common(verify, _ledger_verify)
+    truncate = actions.add_parser("truncate", help="repair: keep the entries up to N, delete the rest",
+                                  description="Keep entries 1..N (they must check) and delete every later one: the "
+                                              "repair of a ledger damaged after entry N. What ran after N must be "
+                                              "spent again, or the budget is under-counted.")
+    truncate.add_argument("--after", type=int, required=True, metavar="N", help="the last entry to keep")
+    common(truncate, _ledger_truncate)
 
 
 def _scenario_command(commands, name: str, **kwargs) -> argparse.ArgumentParser:
@@ -515,6 +528,32 @@ def _ledger_history(args: argparse.Namespace) -> str:
         lines.append(f"{e.sequence:>6}  {e.time[:26]:26}  {e.analyst[:10]:10}  "
                      f"{'admitted' if e.admitted else 'refused':8}  {where:16}  {mechanism}{repeat}")
     return "\n".join(lines)
+
+
+def _ledger_verify(args: argparse.Namespace):
+    from .ledger.chain import DamagedLedgerError
+
+    try:
+        with _open_ledger(args) as ledger:
+            verified = ledger.verify()
+    except DamagedLedgerError as error:  # a verdict, printed as an answer (exit 1), not a usage error
+        if args.json:
+            return json.dumps({"ledger": args.ledger, "intact": False, "entry": error.entry,
+                               "last_good": error.last_good, "reason": str(error)}, indent=2), EXIT_REFUSED
+        return str(error), EXIT_REFUSED
+    return (json.dumps(verified.to_dict(), indent=2) if args.json else str(verified)), 0
+
+
+def _ledger_truncate(args: argparse.Namespace) -> str:
+    if args.after < 0:
+        raise _UsageError(f"--after: must be an entry number >= 0, got {args.after}")
+    from .ledger import Accountant
+
+    with Accountant(args.ledger, time_limit=_ledger_time_limit(args)) as ledger:
+        kept = ledger.truncate(args.after)
+    if args.json:
+        return json.dumps(kept.to_dict(), indent=2)
+    return f"kept entries 1..{args.after}; every later entry deleted (spend again what ran since)\n{kept}"
 
 
 def _load_at_most(path: str):

@@ -8,8 +8,9 @@
 * :mod:`gce.ledger.accountant`: :class:`Accountant` (check, spend, status, history, offline).
 """
 
-from .accountant import Accountant, Decision, Entry, Status
+from .accountant import Accountant, Decision, Entry, Status, Verification
+from .chain import DamagedLedgerError
 from .filters import FILTERS
 from .store import LedgerError
 
-__all__ = ["Accountant", "Decision", "Entry", "Status", "FILTERS", "LedgerError"]
+__all__ = ["Accountant", "Decision", "Entry", "Status", "Verification", "FILTERS", "LedgerError", "DamagedLedgerError"]

@@ -48,16 +48,19 @@ from ..accounting import kinds
 from ..accounting.guarantees import Guarantee
 from ..constraints import ConstraintSet
 from ..constraints.neighborhood import check_neighborhood
-from ..errors import InvalidParameterError
+from ..errors import GCEError, InvalidParameterError
 from ..files.constraints import constraint_set_from_dicts, constraint_to_dict
 from ..files.scenario import mechanism_from_dict
 from ..model import Databases, Invocation, Scenario, _slice
 from ..validation import is_integer
 from .filters import Filter, check_budget, filter_named
-from .store import LedgerError, Store, open_store
+from .chain import (ENTRY_COLUMNS, RECOMPUTE_TOLERANCE, DamagedLedgerError, Record, checkpoint_hash,
+                    encode_floats, entry_hash, meta_hash, parse_entry, parse_sums)
+from .store import FORMAT, SCHEMA_VERSION, LedgerError, Store, open_store
 from .worst import Bracket, WorstCase, reach
 
-__all__ = ["Accountant", "Decision", "Status", "Entry", "mechanism_to_dict", "DEFAULT_TIME_LIMIT"]
+__all__ = ["Accountant", "Decision", "Status", "Entry", "Verification", "DamagedLedgerError", "mechanism_to_dict",
+           "DEFAULT_TIME_LIMIT"]
 
 #: Seconds the worst-case solvers may search when a decision falls inside a bracket (then: refused unless
 #: certified, a refusal that says so).
@@ -129,9 +132,10 @@ class Decision:
 
     def to_dict(self) -> dict[str, Any]:
         return {"admitted": self.admitted, "reason": self.reason, "filter": self.filter, "theorem": self.theorem,
-                "components": list(self.components), "lower": list(self.lower), "upper": list(self.upper),
-                "budgets": list(self.budgets), "remaining": list(self.remaining),
-                "worst_set": sorted(self.worst_set), "sequence": self.sequence}
+                "components": list(self.components), "lower": encode_floats(self.lower),
+                "upper": encode_floats(self.upper), "budgets": encode_floats(self.budgets),
+                "remaining": encode_floats(self.remaining), "worst_set": sorted(self.worst_set),
+                "sequence": self.sequence}
 
     def __str__(self) -> str:
         verdict = "admitted" if self.admitted else "refused"
@@ -229,6 +233,54 @@ class Status:
 
 
 _ASCII_INDEX = re.compile(r"[0-9]+")
+#: The ``head`` meta row: the last entry's number and hash.
+_HEAD = re.compile(r"[0-9]+ [0-9a-f]{64}")
+#: The columns of an entry as read back and hashed (then the stored hash).
+_COLUMNS = ", ".join((*ENTRY_COLUMNS, "hash"))
+#: Entries read per query when the whole chain is walked.
+_PAGE = 5000
+
+
+def _times(statistic: NDArray[np.float64], repeat: int) -> NDArray[np.float64]:
+    """``repeat`` invocations' statistic; beyond the largest float it is infinite (and then refused)."""
+    with np.errstate(over="ignore"):  # inf is the intended value: such a request fits no budget
+        return statistic * float(repeat)
+
+
+@dataclass(frozen=True)
+class _Walk:
+    """What walking the chain found: the sums after the last entry, and where the chain ends."""
+
+    sums: NDArray[np.float64]
+    last_seq: int
+    head: str
+    admitted: int
+    checkpoint: int  # the latest checkpoint's entry (0: none)
+    last: tuple[tuple, int] | None  # the last entry's row, and the admitted entries before it
+    last_admitted: tuple[tuple, int] | None
+
+
+@dataclass(frozen=True)
+class Verification:
+    """A ledger whose whole hash chain checks: its counts and the hashes at both ends of the chain."""
+
+    location: str
+    entries: int
+    admitted: int
+    checkpoints: int
+    genesis: str
+    head: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"ledger": self.location, "intact": True, "entries": self.entries, "admitted": self.admitted,
+                "refused": self.entries - self.admitted, "checkpoints": self.checkpoints, "genesis": self.genesis,
+                "head": self.head}
+
+    def __str__(self) -> str:
+        return (f"ledger {self.location}: intact: {self.entries:,} entries ({self.admitted:,} admitted, "
+                f"{self.entries - self.admitted:,} refused), {self.checkpoints} checkpoint"
+                f"{'s' if self.checkpoints != 1 else ''}, every hash and value checks\n"
+                f"head: entry {self.entries} {self.head}")
 
 
 def _members(databases: object, names: Sequence[str] | None, n: int) -> tuple[NDArray[np.intp] | None, object]:
@@ -337,6 +389,7 @@ class Accountant:
             raise
         self._tracker: WorstCase | None = None
         self._seq = 0
+        self._hash = self._genesis  # the hash of entry self._seq (the genesis hash before the first)
         self._admitted_total = 0  # admitted entries up to self._seq (each answer records it)
         self._reach_cache: dict[object, float] = {}
         #: (component, database) -> (weight, lower bound): a request of at least this weight on this database
@@ -346,8 +399,13 @@ class Accountant:
         self._memo: dict[tuple, Bracket] = {}
         self._memo_seq = -1
         self._checkpoint_seq = 0
+        self._statistics: dict[str, NDArray[np.float64]] = {}  # recorded mechanism -> its statistic
 
     def _read_meta(self, meta: dict[str, str]) -> None:
+        self._genesis = meta.get("genesis", "")
+        if meta_hash(meta) != self._genesis or not _HEAD.fullmatch(meta.get("head", "")):
+            raise DamagedLedgerError(self.location, "its meta data (scenario, constraints, filter, budget) does not "
+                                                    "match the hash that starts the chain", entry=None, last_good=0)
         try:
             scenario = json.loads(meta["scenario"])
             self.filter: Filter = filter_named(meta["filter"])
@@ -409,10 +467,11 @@ class Accountant:
         description = {"title": scenario.title, "n": scenario.n, "names": scenario.databases.names,
                        "neighborhood": scenario.neighborhood, "notes": list(scenario.notes),
                        "constraints": [constraint_to_dict(c) for c in scenario.constraints.constraints]}
+        meta = {"scenario": json.dumps(description), "filter": chosen.name, "budget_epsilon": repr(eps),
+                "budget_delta": repr(delta), "budgets": json.dumps(budgets.tolist()), "created": _now()}
+        genesis = meta_hash({"format": FORMAT, "schema_version": str(SCHEMA_VERSION), **meta})
         try:
-            store.create({"scenario": json.dumps(description), "filter": chosen.name,
-                          "budget_epsilon": repr(eps), "budget_delta": repr(delta),
-                          "budgets": json.dumps(budgets.tolist()), "created": _now()})
+            store.create({**meta, "genesis": genesis, "head": f"0 {genesis}"})
             ledger = cls(location, time_limit=time_limit, _store=store)
         except BaseException:
             store.close()
@@ -443,47 +502,147 @@ class Accountant:
         """How many times a bracket was narrowed by a search (the rest were incremental updates)."""
         return 0 if self._tracker is None else self._tracker.solves
 
-    def _load(self) -> WorstCase:
-        """(Inside a transaction.) The per-database sums (latest checkpoint plus the admitted entries after it) and their brackets."""
-        tracker = WorstCase(self.constraints, self.neighborhood, len(self.filter.components), self.time_limit)
+    def _expected_weights(self, mechanism: str, repeat: int) -> NDArray[np.float64] | None:
+        """The weights a recorded mechanism and repeat count must have (None: not a guarantee this filter takes)."""
+        statistic = self._statistics.get(mechanism)
+        if statistic is None:
+            try:
+                statistic = self.filter.weights(mechanism_from_dict(json.loads(mechanism), "mechanism"))
+            except (ValueError, TypeError, GCEError):
+                return None
+            if len(self._statistics) > 4096:
+                self._statistics.clear()
+            self._statistics[mechanism] = statistic
+        return _times(statistic, repeat)
+
+    def _damaged(self, entry: int | None, what: str, last_good: int) -> DamagedLedgerError:
+        return DamagedLedgerError(self.location, what, entry=entry, last_good=last_good)
+
+    def _parse(self, row: tuple, admitted_before: int) -> Record:
+        try:
+            return parse_entry(row, n=self.databases.n, components=len(self.filter.components),
+                               admitted_before=admitted_before, expected_weights=self._expected_weights)
+        except ValueError as error:
+            raise self._damaged(row[0], str(error), row[0] - 1) from None
+
+    def _chained(self, row: tuple, previous: str, expected_seq: int) -> str:
+        """The entry's hash, checked against the one stored and the entry before it."""
+        seq = row[0]
+        if seq != expected_seq:
+            what = (f"entry {expected_seq} is missing (the next one is {seq})" if seq > expected_seq
+                    else f"entry {seq} appears out of order")
+            raise self._damaged(expected_seq, what, expected_seq - 1)
+        try:
+            recomputed = entry_hash(previous, row[:len(ENTRY_COLUMNS)])
+        except (TypeError, ValueError):
+            recomputed = None
+        if recomputed is None or row[-1] != recomputed:
+            raise self._damaged(seq, "its hash does not match its content and the entry before it (an entry edited, "
+                                     "deleted, duplicated or reordered)", seq - 1)
+        return recomputed
+
+    def _walk(self, *, full: bool = False) -> _Walk:
+        """(Inside a transaction.) The whole chain, from the genesis hash to the head: every entry's hash; the
+        entries after the latest checkpoint (all of them if ``full``) validated and their admitted weights
+        added to the checkpoint's sums; the checkpoints' hashes (and, if ``full``, their sums recomputed from
+        the entries). Raises :class:`DamagedLedgerError` at the first thing that fails."""
         components, n = len(self.filter.components), self.databases.n
-        last = self.store.rows("SELECT MAX(seq) FROM gce_entries")[0][0] or 0
-        checkpoint = self.store.rows("SELECT seq, sums FROM gce_checkpoints WHERE seq <= ? ORDER BY seq DESC "
-                                     "LIMIT 1", (last,))
+        head = self.store.rows("SELECT value FROM gce_meta WHERE key = 'head'")
+        checkpoints = self.store.rows("SELECT seq, sums, hash FROM gce_checkpoints ORDER BY seq")
+        for seq, _, _ in checkpoints:
+            if type(seq) is not int or seq < 1:
+                raise self._damaged(None, f"a checkpoint numbered {seq!r}", 0)
+        latest = checkpoints[-1] if checkpoints else None
+        start = 0 if full or latest is None else latest[0]
         sums = np.zeros((components, n))
-        start = 0
-        if checkpoint:
-            start, blob = checkpoint[0]
-            sums = np.frombuffer(bytes(blob), dtype="<f8").reshape(components, n).copy()
-        rows = self.store.rows("SELECT databases, weights FROM gce_entries WHERE seq > ? AND seq <= ? "
-                               "AND admitted = 1 ORDER BY seq", (start, last))
-        for databases, weights in rows:
-            members = self._stored_members(databases)
-            sums[:, slice(None) if members is None else members] += np.array(json.loads(weights))[:, None]
-        tracker.load(sums)
-        self._seq, self._checkpoint_seq = int(last), int(start)
-        latest = self.store.rows("SELECT answer FROM gce_entries WHERE seq = ?", (last,)) if last else []
-        self._admitted_total = int(json.loads(latest[0][0])["admitted_total"]) if latest else 0
+        if start:
+            try:
+                sums = parse_sums(latest[1], components, n)
+            except ValueError as error:
+                raise self._damaged(None, f"the checkpoint after entry {start}: {error}", 0) from None
+        wanted = {c[0]: c for c in checkpoints}
+        at_checkpoint: dict[int, str] = {}
+        previous, seq, admitted, last, last_admitted = self._genesis, 0, 0, None, None
+        while True:
+            rows = self.store.rows(f"SELECT {_COLUMNS} FROM gce_entries WHERE seq > ? ORDER BY seq LIMIT {_PAGE}",
+                                   (seq,))
+            for row in rows:
+                previous = self._chained(row, previous, seq + 1)
+                seq = row[0]
+                if seq > start:
+                    record = self._parse(row, admitted)
+                    if record.admitted:
+                        sums[:, slice(None) if record.members is None else record.members] += record.weights[:, None]
+                elif type(row[6]) is not int or row[6] not in (0, 1):
+                    raise self._damaged(seq, f"admitted is {row[6]!r}, not 0 or 1", seq - 1)
+                admitted += row[6]
+                last = (row, admitted - row[6])
+                if row[6]:
+                    last_admitted = (row, admitted - 1)
+                if seq in wanted:
+                    at_checkpoint[seq] = previous
+                    if full:
+                        self._compare_checkpoint(wanted[seq], sums)
+            if len(rows) < _PAGE:
+                break
+        if head[0][0] != f"{seq} {previous}" if head else True:
+            told = head[0][0].split()[0] if head else "nothing"
+            raise self._damaged(seq + 1 if head and told.isdigit() and int(told) > seq else None,
+                                f"its head records entry {told} with another hash than the last entry, {seq} "
+                                f"(entries deleted after it, or the head edited)", seq)
+        for c_seq, blob, stored in checkpoints:
+            if c_seq not in at_checkpoint or checkpoint_hash(at_checkpoint[c_seq], c_seq, bytes(blob)) != stored:
+                raise self._damaged(None, f"the checkpoint after entry {c_seq} does not match its hash", seq)
+        return _Walk(sums, seq, previous, admitted, start, last, last_admitted)
+
+    def _compare_checkpoint(self, checkpoint: tuple, sums: NDArray[np.float64]) -> None:
+        c_seq, blob, _ = checkpoint
+        try:
+            kept = parse_sums(blob, *sums.shape)
+        except ValueError as error:
+            raise self._damaged(None, f"the checkpoint after entry {c_seq}: {error}", c_seq) from None
+        if not np.allclose(kept, sums, rtol=RECOMPUTE_TOLERANCE, atol=0.0):
+            raise self._damaged(None, f"the checkpoint after entry {c_seq} disagrees with the entries before it",
+                                c_seq)
+
+    def _load(self) -> WorstCase:
+        """(Inside a transaction.) The per-database sums (latest checkpoint plus the admitted entries after it),
+        the chain checked from its start, and their brackets."""
+        walk = self._walk()
+        tracker = WorstCase(self.constraints, self.neighborhood, len(self.filter.components), self.time_limit)
+        tracker.load(walk.sums)
+        self._seq, self._hash, self._checkpoint_seq = walk.last_seq, walk.head, walk.checkpoint
+        self._admitted_total = walk.admitted
         return tracker
 
-    def _stored_members(self, databases: str) -> NDArray[np.intp] | None:
-        value = json.loads(databases)
-        return None if value == "all" else np.array(value, dtype=np.intp)
-
     def _catch_up(self) -> WorstCase:
-        """Apply the entries other processes recorded since this one last looked (inside a transaction)."""
+        """Apply the entries other processes recorded since this one last looked (inside a transaction, or one
+        statement: its own snapshot), each checked against the chain, and the head against the last."""
         if self._tracker is None:
             self._tracker = self._load()
             return self._tracker
-        rows = self.store.rows("SELECT seq, databases, weights, reach, admitted, answer FROM gce_entries "
-                               "WHERE seq > ? ORDER BY seq", (self._seq,))
-        for seq, databases, weights, reach_bound, admitted, answer in rows:
-            if admitted:
-                recorded = json.loads(answer)
-                self._tracker.apply(self._stored_members(databases), np.array(json.loads(weights)),
-                                    float(reach_bound), upper_hint=recorded.get("state_upper"))
-                self._admitted_total = int(recorded["admitted_total"])
-            self._seq = int(seq)
+        rows = self.store.rows(f"SELECT m.value, {_COLUMNS.replace('seq', 'e.seq', 1)} FROM gce_meta m LEFT JOIN "
+                               f"gce_entries e ON e.seq > ? WHERE m.key = 'head' ORDER BY e.seq", (self._seq,))
+        if not rows:
+            raise self._damaged(None, "its head is missing", self._seq)
+        head = rows[0][0]
+        seq, previous, total = self._seq, self._hash, self._admitted_total
+        records = []
+        for row in rows:
+            if row[1] is None:
+                break
+            previous = self._chained(row[1:], previous, seq + 1)
+            record = self._parse(row[1:], total)
+            seq, total = record.seq, total + record.admitted
+            records.append(record)
+        if head != f"{seq} {previous}":
+            raise self._damaged(None, f"its head ({head.split()[0] if head else 'empty'}) does not match the last "
+                                      f"entry, {seq} (entries deleted, or the head edited)", seq)
+        for record in records:
+            if record.admitted:
+                self._tracker.apply(record.members, record.weights, record.reach,
+                                    upper_hint=record.answer.get("state_upper"))
+        self._seq, self._hash, self._admitted_total = seq, previous, total
         return self._tracker
 
     def _reach(self, members: NDArray[np.intp] | None, key: object) -> float:
@@ -501,13 +660,19 @@ class Accountant:
         if not kinds.is_guarantee(guarantee):
             raise InvalidParameterError("mechanism", f"must be a guarantee, got {guarantee!r}")
         members, recorded = _members(databases, self.databases.names, self.databases.n)
-        weights = self.filter.weights(guarantee) * repeat
+        weights = _times(self.filter.weights(guarantee), repeat)
         return members, recorded, weights, repeat
 
     def _decide(self, tracker: WorstCase, members, weights, reach_bound
                 ) -> tuple[bool, str, NDArray, NDArray, NDArray, list[tuple[int, Bracket]], int]:
         """Admission by the filter on certified bounds: the incremental bracket first, narrowed only for the
         components where it straddles the budget (cheap bounds, then the solvers)."""
+        infinite = ~np.isfinite(weights)
+        if infinite.any():  # refused outright (refusing is always safe): no sums may become infinite
+            lower, upper = tracker.lower.copy(), tracker.upper.copy()
+            lower[infinite] = upper[infinite] = np.inf
+            return (False, "the request alone exceeds any budget (its statistic overflows to infinity)", lower,
+                    upper, self.budgets, [], int(np.flatnonzero(infinite)[0]))
         lower, upper = tracker.tentative(members, weights, reach_bound)
         budgets, rule = self.budgets, self.filter
         narrowed: dict[int, Bracket] = {}
@@ -622,25 +787,27 @@ class Accountant:
                                                                               reach_bound, sequence)
                 admitted_total = self._admitted_total + decision.admitted
                 answer = {"admitted": decision.admitted, "reason": decision.reason, "admitted_total": admitted_total,
-                          "lower": list(decision.lower), "upper": list(decision.upper),
-                          "remaining": list(decision.remaining), "state_lower": state_lower.tolist(),
+                          "lower": encode_floats(decision.lower), "upper": encode_floats(decision.upper),
+                          "remaining": encode_floats(decision.remaining), "state_lower": state_lower.tolist(),
                           "state_upper": state_upper.tolist(),
                           "worst_set": sorted(decision.worst_set)[:RECORDED_MEMBERS],
                           "worst_set_size": len(decision.worst_set)}
-                self.store.run("INSERT INTO gce_entries (seq, at, analyst, databases, mechanism, repeat, admitted, "
-                               "weights, reach, answer) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                               (sequence, _now(), analyst, json.dumps(key), mechanism, repeat,
-                                int(decision.admitted), json.dumps(weights.tolist()), float(reach_bound),
-                                json.dumps(answer)))
+                row = (sequence, _now(), analyst, json.dumps(key), mechanism, repeat, int(decision.admitted),
+                       json.dumps(encode_floats(weights)), float(reach_bound), json.dumps(answer, allow_nan=False))
+                entry = entry_hash(self._hash, row)
+                self.store.run(f"INSERT INTO gce_entries ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                               (*row, entry))
+                self.store.run("UPDATE gce_meta SET value = ? WHERE key = 'head'", (f"{sequence} {entry}",))
                 checkpoint = decision.admitted and sequence - self._checkpoint_seq >= CHECKPOINT_EVERY
                 if checkpoint:
                     sums = tracker.sums.copy()
                     sums[:, slice(None) if members is None else members] += weights[:, None]
-                    self.store.run("INSERT INTO gce_checkpoints (seq, sums) VALUES (?, ?)",
-                                   (sequence, sums.astype("<f8").tobytes()))
+                    blob = sums.astype("<f8").tobytes()
+                    self.store.run("INSERT INTO gce_checkpoints (seq, sums, hash) VALUES (?, ?, ?)",
+                                   (sequence, blob, checkpoint_hash(entry, sequence, blob)))
                     self.store.run("DELETE FROM gce_checkpoints WHERE seq < ?", (self._checkpoint_seq,))
             # committed: only now does this process's state move
-            self._seq = sequence
+            self._seq, self._hash = sequence, entry
             self._admitted_total = admitted_total
             if checkpoint:
                 self._checkpoint_seq = sequence
@@ -655,41 +822,108 @@ class Accountant:
 
     def status(self) -> Status:
         """The budget, what the worst-case individual has spent (the bracket recorded with the latest
-        entry), and the counts (entries are numbered 1, 2, ...; each answer carries the admitted total):
-        reads one or two rows, never solves."""
+        entry), and the counts (entries are numbered 1, 2, ...), after the whole chain is checked
+        (:meth:`verify` without recomputing the sums before the latest checkpoint); never solves.
+
+        Raises
+        ------
+        DamagedLedgerError
+            An entry, a checkpoint or the meta data fails its hash or its validation (naming the first bad entry).
+        """
         with self.store.transaction(write=False):
-            last = self.store.rows("SELECT seq, answer FROM gce_entries ORDER BY seq DESC LIMIT 1")
+            walk = self._walk()
         components = len(self.filter.components)
         lower = upper = (0.0,) * components
         worst: tuple[int, ...] = ()
-        size, entries, admitted = 0, 0, 0
-        if last:
-            answer = json.loads(last[0][1])
-            entries, admitted = int(last[0][0]), int(answer["admitted_total"])
+        size = 0
+        if walk.last is not None:
+            answer = self._parse(*walk.last).answer
             lower, upper = tuple(answer["state_lower"]), tuple(answer["state_upper"])
-            if answer["admitted"]:
-                worst, size = tuple(answer["worst_set"]), int(answer["worst_set_size"])
-            else:
-                last_admitted = self.store.rows("SELECT answer FROM gce_entries WHERE admitted = 1 "
-                                                "ORDER BY seq DESC LIMIT 1")
-                if last_admitted:
-                    kept = json.loads(last_admitted[0][0])
-                    worst, size = tuple(kept["worst_set"]), int(kept["worst_set_size"])
+        if walk.last_admitted is not None:
+            kept = self._parse(*walk.last_admitted).answer
+            worst, size = tuple(kept["worst_set"]), int(kept["worst_set_size"])
         return Status(self.title, self.location, self.databases.n, self.filter.name, self.filter.theorem,
                       self.budget_epsilon, self.budget_delta, self.filter.components, lower, upper,
-                      tuple(map(float, self.budgets)), entries, admitted, worst, size)
+                      tuple(map(float, self.budgets)), walk.last_seq, walk.admitted, worst, size)
 
     def history(self, *, limit: int | None = None, analyst: str | None = None) -> list[Entry]:
-        """The recorded requests, oldest first (the last ``limit`` of them; one analyst's only if given)."""
+        """The recorded requests, oldest first (the last ``limit`` of them; one analyst's only if given), after
+        the chain is checked as by :meth:`status`."""
         if limit is not None and (not is_integer(limit) or limit < 1):
             raise InvalidParameterError("limit", f"must be an integer >= 1, got {limit!r}")
         where, params = ("WHERE analyst = ?", [analyst]) if analyst is not None else ("", [])
         tail = f" LIMIT {int(limit)}" if limit is not None else ""
-        rows = self.store.rows(f"SELECT seq, at, analyst, databases, mechanism, repeat, admitted, answer FROM "
-                               f"gce_entries {where} ORDER BY seq DESC{tail}", params)
+        with self.store.transaction(write=False):
+            self._walk()
+            rows = self.store.rows(f"SELECT seq, at, analyst, databases, mechanism, repeat, admitted, answer FROM "
+                                   f"gce_entries {where} ORDER BY seq DESC{tail}", params)
         return [Entry(int(seq), at, who, json.loads(databases), json.loads(mechanism), int(repeat), bool(admitted),
                       json.loads(answer)) for seq, at, who, databases, mechanism, repeat, admitted, answer
                 in reversed(rows)]
+
+    def verify(self) -> Verification:
+        """Walk the whole hash chain: every entry's hash and content (as :meth:`status` does), and every
+        checkpoint's sums recomputed from the entries before it.
+
+        Returns
+        -------
+        Verification
+            The counts and the head hash (keep it elsewhere to check later that this history is unchanged).
+
+        Raises
+        ------
+        DamagedLedgerError
+            Naming the first bad entry (or the checkpoint, or the meta data) and the last good entry.
+        """
+        with self.store.transaction(write=False):
+            walk = self._walk(full=True)
+            checkpoints = self.store.rows("SELECT COUNT(*) FROM gce_checkpoints")[0][0]
+        return Verification(self.location, walk.last_seq, walk.admitted, int(checkpoints), self._genesis, walk.head)
+
+    def truncate(self, after: int) -> Verification:
+        """Keep entries 1..``after`` (which must check) and delete the rest, with every checkpoint (a fresh
+        one is written at ``after``): the repair of a ledger damaged after entry ``after``.
+
+        The spends recorded after ``after`` are forgotten: whatever ran since must be recorded again (spent
+        anew), or the budget is under-counted.
+
+        Raises
+        ------
+        InvalidParameterError
+            ``after`` is not an entry number.
+        DamagedLedgerError
+            The entries up to ``after`` do not check.
+        """
+        if not is_integer(after) or int(after) < 0:
+            raise InvalidParameterError("after", f"must be an entry number >= 0, got {after!r}")
+        after = int(after)
+        with self._lock:
+            with self.store.transaction(write=True):
+                components, n = len(self.filter.components), self.databases.n
+                sums = np.zeros((components, n))
+                previous, admitted = self._genesis, 0
+                rows = self.store.rows(f"SELECT {_COLUMNS} FROM gce_entries WHERE seq <= ? ORDER BY seq", (after,))
+                if len(rows) < after:
+                    last = self.store.rows("SELECT MAX(seq) FROM gce_entries")[0][0] or 0
+                    raise InvalidParameterError("after", f"the ledger has no entry {after} (its last is {last})")
+                for i, row in enumerate(rows):
+                    previous = self._chained(row, previous, i + 1)
+                    record = self._parse(row, admitted)
+                    admitted += record.admitted
+                    if record.admitted:
+                        sums[:, slice(None) if record.members is None else record.members] += record.weights[:, None]
+                self.store.run("DELETE FROM gce_entries WHERE seq > ?", (after,))
+                self.store.run("DELETE FROM gce_checkpoints")
+                if after:
+                    blob = sums.astype("<f8").tobytes()
+                    self.store.run("INSERT INTO gce_checkpoints (seq, sums, hash) VALUES (?, ?, ?)",
+                                   (after, blob, checkpoint_hash(previous, after, blob)))
+                self.store.run("UPDATE gce_meta SET value = ? WHERE key = 'head'", (f"{after} {previous}",))
+            self._tracker, self._seq, self._hash, self._admitted_total = None, 0, self._genesis, 0
+            self._checkpoint_seq = 0
+            self._memo.clear()
+            self._refused.clear()
+        return Verification(self.location, after, admitted, 1 if after else 0, self._genesis, previous)
 
     def offline(self, *, delta: float | None = None, time_limit: float = 5.0):
         """The optimal composition of the admitted workload as if it had been fixed in advance
@@ -697,10 +931,13 @@ class Accountant:
         not valid under adaptivity, arXiv 2602.06756). ``delta`` defaults to the budget's delta."""
         from ..solving import solve
 
-        rows = self.store.rows("SELECT databases, mechanism, repeat FROM gce_entries WHERE admitted = 1")
+        with self.store.transaction(write=False):
+            self._walk()
+            rows = self.store.rows("SELECT databases, mechanism, repeat FROM gce_entries WHERE admitted = 1")
         counts: Counter[tuple[int, str]] = Counter()
         for databases, mechanism, repeat in rows:
-            members = self._stored_members(databases)
+            value = json.loads(databases)  # checked by the walk: "all" or sorted indices in range
+            members = None if value == "all" else np.array(value, dtype=np.intp)
             for i in (range(self.databases.n) if members is None else members.tolist()):
                 counts[(i, mechanism)] += int(repeat)
         if not counts:

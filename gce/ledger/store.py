@@ -7,11 +7,15 @@ machines: :mod:`gce.ledger.postgres`) is one subclass.
 Schema (version :data:`SCHEMA_VERSION`, the same on both stores; ``BYTEA`` for ``BLOB`` on PostgreSQL)::
 
     gce_meta(key TEXT PRIMARY KEY, value TEXT)        -- format = "gce-ledger", schema_version, scenario
-                                                      -- (databases, constraints), filter, budget, created
-    gce_entries(seq PRIMARY KEY, at, analyst, databases, mechanism, repeat, admitted, weights, reach, answer)
-                                                      -- every spend asked for, admitted or refused, with
-                                                      -- the answer gce gave (JSON)
-    gce_checkpoints(seq PRIMARY KEY, sums BLOB)       -- per-database sums after entry seq (float64)
+                                                      -- (databases, constraints), filter, budget, created,
+                                                      -- genesis and head (the hash chain's anchors)
+    gce_entries(seq PRIMARY KEY, at, analyst, databases, mechanism, repeat, admitted, weights, reach, answer,
+                hash)                                 -- every spend asked for, admitted or refused, with
+                                                      -- the answer gce gave (JSON), chained by its hash
+    gce_checkpoints(seq PRIMARY KEY, sums BLOB, hash) -- per-database sums after entry seq (float64)
+
+The hashes make the ledger tamper-evident (:mod:`gce.ledger.chain`). Schema 1 (before the chain) is refused
+with a message saying so.
 
 On SQLite, writes happen in one transaction that holds the ledger's write lock from the
 first read to the commit (SQLite ``BEGIN IMMEDIATE``), so a check and the record it leads to cannot
@@ -31,6 +35,7 @@ import contextlib
 import os
 import sqlite3
 import struct
+import urllib.parse
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -40,8 +45,8 @@ __all__ = ["LedgerError", "Store", "SQLiteStore", "open_store", "FORMAT", "SCHEM
 
 #: The value of ``format`` in ``gce_meta``: what tells a gce ledger from any other database.
 FORMAT = "gce-ledger"
-#: The schema this gce writes and reads.
-SCHEMA_VERSION = 1
+#: The schema this gce writes and reads (2: entries and checkpoints carry a hash chain).
+SCHEMA_VERSION = 2
 #: Seconds a writer waits for another's lock before giving up with an error.
 LOCK_TIMEOUT = 60.0
 
@@ -57,8 +62,8 @@ def _tables(blob: str) -> tuple[str, ...]:
         "CREATE TABLE gce_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
         "CREATE TABLE gce_entries (seq BIGINT PRIMARY KEY, at TEXT NOT NULL, analyst TEXT NOT NULL, "
         "databases TEXT NOT NULL, mechanism TEXT NOT NULL, repeat BIGINT NOT NULL, admitted INTEGER NOT NULL, "
-        "weights TEXT NOT NULL, reach DOUBLE PRECISION NOT NULL, answer TEXT NOT NULL)",
-        f"CREATE TABLE gce_checkpoints (seq BIGINT PRIMARY KEY, sums {blob} NOT NULL)",
+        "weights TEXT NOT NULL, reach DOUBLE PRECISION NOT NULL, answer TEXT NOT NULL, hash TEXT NOT NULL)",
+        f"CREATE TABLE gce_checkpoints (seq BIGINT PRIMARY KEY, sums {blob} NOT NULL, hash TEXT NOT NULL)",
     )
 
 
@@ -137,9 +142,12 @@ class Store:
         if meta.get("format") != FORMAT:
             raise LedgerError(f"{self.label}: not a gce ledger (format {meta.get('format')!r})")
         version = meta.get("schema_version", "")
-        if not version.isdigit() or int(version) > SCHEMA_VERSION:
+        if not (version.isascii() and version.isdigit()) or int(version) > SCHEMA_VERSION:
             raise LedgerError(f"{self.label}: written by a newer gce (ledger schema {version}, this gce reads "
                               f"schema {SCHEMA_VERSION})")
+        if int(version) < SCHEMA_VERSION:
+            raise LedgerError(f"{self.label}: written by an older gce (ledger schema {version}, without the hash "
+                              f"chain that this gce checks); open it with that gce, or start a new ledger")
         return meta
 
 
@@ -154,13 +162,28 @@ class SQLiteStore(Store):
                 raise LedgerError(f"{path}: already exists (a ledger is never overwritten; remove it first)")
         else:
             self._check_file(path)
+            self._check_schema_read_only(path)
         try:
             self.connection = sqlite3.connect(path, isolation_level=None, timeout=LOCK_TIMEOUT,
                                               check_same_thread=False)
-            self.connection.execute("PRAGMA journal_mode = WAL")
+            if create:
+                self.connection.execute("PRAGMA journal_mode = WAL")
             self.connection.execute("PRAGMA synchronous = FULL")
         except sqlite3.Error as error:
             raise self._damaged(error) from None
+
+    def _check_schema_read_only(self, path: str) -> None:
+        """The meta rows checked (:meth:`Store.meta`) on a read-only connection, before anything may write:
+        opening a file that is not a gce ledger leaves it byte for byte as it was."""
+        try:
+            self.connection = sqlite3.connect(f"file:{urllib.parse.quote(os.path.abspath(path))}?mode=ro",
+                                              uri=True, isolation_level=None, timeout=LOCK_TIMEOUT)
+        except sqlite3.Error as error:
+            raise self._damaged(error) from None
+        try:
+            self.meta()
+        finally:
+            self.close()
 
     @staticmethod
     def _check_file(path: str) -> None:
