@@ -555,11 +555,12 @@ class Accountant:
         latest = checkpoints[-1] if checkpoints else None
         start = 0 if full or latest is None else latest[0]
         sums = np.zeros((components, n))
+        problems: list[str] = []  # the checkpoints' (reported after the entries, which are the record)
         if start:
             try:
                 sums = parse_sums(latest[1], components, n)
             except ValueError as error:
-                raise self._damaged(None, f"the checkpoint after entry {start}: {error}", 0) from None
+                problems.append(f"the checkpoint after entry {start}: {error}")
         wanted = {c[0]: c for c in checkpoints}
         at_checkpoint: dict[int, str] = {}
         previous, seq, admitted, last, last_admitted = self._genesis, 0, 0, None, None
@@ -582,28 +583,32 @@ class Accountant:
                 if seq in wanted:
                     at_checkpoint[seq] = previous
                     if full:
-                        self._compare_checkpoint(wanted[seq], sums)
+                        problems += self._compare_checkpoint(wanted[seq], sums)
             if len(rows) < _PAGE:
                 break
-        if head[0][0] != f"{seq} {previous}" if head else True:
+        if not head or head[0][0] != f"{seq} {previous}":
             told = head[0][0].split()[0] if head else "nothing"
             raise self._damaged(seq + 1 if head and told.isdigit() and int(told) > seq else None,
                                 f"its head records entry {told} with another hash than the last entry, {seq} "
                                 f"(entries deleted after it, or the head edited)", seq)
         for c_seq, blob, stored in checkpoints:
             if c_seq not in at_checkpoint or checkpoint_hash(at_checkpoint[c_seq], c_seq, bytes(blob)) != stored:
-                raise self._damaged(None, f"the checkpoint after entry {c_seq} does not match its hash", seq)
+                problems.append(f"the checkpoint after entry {c_seq} does not match its hash")
+        if problems:  # every entry checks: truncating after the last one rebuilds the checkpoint
+            raise self._damaged(None, problems[0], seq)
         return _Walk(sums, seq, previous, admitted, start, last, last_admitted)
 
-    def _compare_checkpoint(self, checkpoint: tuple, sums: NDArray[np.float64]) -> None:
+    @staticmethod
+    def _compare_checkpoint(checkpoint: tuple, sums: NDArray[np.float64]) -> list[str]:
+        """What is wrong with a checkpoint whose sums should be ``sums`` (recomputed from the entries)."""
         c_seq, blob, _ = checkpoint
         try:
             kept = parse_sums(blob, *sums.shape)
         except ValueError as error:
-            raise self._damaged(None, f"the checkpoint after entry {c_seq}: {error}", c_seq) from None
+            return [f"the checkpoint after entry {c_seq}: {error}"]
         if not np.allclose(kept, sums, rtol=RECOMPUTE_TOLERANCE, atol=0.0):
-            raise self._damaged(None, f"the checkpoint after entry {c_seq} disagrees with the entries before it",
-                                c_seq)
+            return [f"the checkpoint after entry {c_seq} disagrees with the entries before it"]
+        return []
 
     def _load(self) -> WorstCase:
         """(Inside a transaction.) The per-database sums (latest checkpoint plus the admitted entries after it),
