@@ -9,8 +9,9 @@ a. check + spend on 10,000 databases with ``at_most 365`` and 5,000 random confl
    Printed: median, mean, 99th percentile, the number of searches (narrowed brackets) and the
    per-call cost of one durable SQLite commit on this disk.
 b. ``status`` with 10^5 recorded spends: 2,000 written through the API, copied to 10^5 rows in
-   one transaction (status reads the latest entry's answer and two aggregates). Target: < 100 ms
-   for opening the ledger and ``status``. Peer: dp-accounting's ``get_epsilon`` after 10^5
+   one transaction, chained, with a checkpoint 2,000 entries before the last (status walks the whole
+   hash chain and validates every entry after the latest checkpoint: a spend writes one after at most
+   1,000 admitted entries). Target: < 1 s for opening the ledger and ``status``. Peer: dp-accounting's ``get_epsilon`` after 10^5
    composed events.
 
 Run: python benchmarks/bench_ledger.py   (about a minute; not collected by pytest)
@@ -24,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import os
 import sqlite3
 import statistics
@@ -38,6 +40,7 @@ import numpy as np
 import gce
 from gce.constraints import AtMost, Conflicts, ConstraintSet
 from gce.ledger import Accountant
+from gce.ledger.chain import ENTRY_COLUMNS, checkpoint_hash, entry_hash
 
 N = 10_000
 CALLS = 3_000
@@ -186,20 +189,46 @@ def case_b(folder: str) -> bool:
     for i, eps in _queries(2)[:2000]:
         ledger.spend(i, gce.PureDP(eps), analyst="bench")
     ledger.close()
-    copy = ("INSERT INTO gce_entries SELECT seq + ?, at, analyst, databases, mechanism, repeat, admitted, weights, "
-            "reach, answer FROM gce_entries WHERE seq <= ?")
+    # copies of the 2,000 entries, numbered on and chained (each answer counts the admitted entries so far)
     if POSTGRES is None:
         raw = sqlite3.connect(path, isolation_level=None)
         raw.execute("BEGIN IMMEDIATE")
+        mark = "?"
     else:
         raw = _server(path.rsplit("/", 1)[1])
         raw.execute("BEGIN")
-        copy = copy.replace("?", "%s")
-    have = raw.execute("SELECT MAX(seq) FROM gce_entries").fetchone()[0]
+        mark = "%s"
+    template = raw.execute(f"SELECT {', '.join(ENTRY_COLUMNS)}, hash FROM gce_entries ORDER BY seq").fetchall()
+    have, previous = len(template), template[-1][-1]
+    admitted = json.loads(template[-1][9])["admitted_total"]
+    sums = np.zeros((len(json.loads(template[0][7])), 10_000))
+    for row in template:
+        if row[6]:
+            where = json.loads(row[3])
+            sums[:, slice(None) if where == "all" else where] += np.array(json.loads(row[7]))[:, None]
+    checkpoint_at = total // 1000 * 1000 - 1000  # then up to 1,999 entries to validate after it: the most there are
+    rows = []
     while have < total:
-        step = min(have, total - have)
-        raw.execute(copy, (have, step))
-        have += step
+        seq, at, analyst, databases, mechanism, repeat, was_admitted, weights, reach, answer, _ = \
+            template[have % len(template)]
+        have += 1
+        admitted += was_admitted
+        said = json.loads(answer)
+        said["admitted_total"] = admitted
+        row = (have, at, analyst, databases, mechanism, repeat, was_admitted, weights, reach, json.dumps(said))
+        previous = entry_hash(previous, row)
+        rows.append((*row, previous))
+        if was_admitted and have <= checkpoint_at:
+            where = json.loads(databases)
+            sums[:, slice(None) if where == "all" else where] += np.array(json.loads(weights))[:, None]
+        if have == checkpoint_at:
+            blob = sums.astype("<f8").tobytes()
+            checkpoint = (have, blob, checkpoint_hash(previous, have, blob))
+    insert = f"INSERT INTO gce_entries ({', '.join(ENTRY_COLUMNS)}, hash) VALUES ({', '.join([mark] * 11)})"
+    (raw.executemany if POSTGRES is None else raw.cursor().executemany)(insert, rows)
+    raw.execute(f"UPDATE gce_meta SET value = {mark} WHERE key = 'head'", (f"{have} {previous}",))
+    raw.execute("DELETE FROM gce_checkpoints")
+    raw.execute(f"INSERT INTO gce_checkpoints (seq, sums, hash) VALUES ({mark}, {mark}, {mark})", checkpoint)
     raw.execute("COMMIT")
     if POSTGRES is not None:
         raw.execute("ANALYZE gce_entries")
@@ -224,8 +253,8 @@ def case_b(folder: str) -> bool:
     print(f"   gce open + status: {best * 1e3:.1f} ms (best of 5; median {statistics.median(times) * 1e3:.1f} ms), "
           f"{result.entries:,} entries")
     print(f"   dp-accounting get_epsilon after {total:,} events: {peer * 1e3:.1f} ms; ratio {best / peer:.2f}")
-    ok = best < 0.1
-    print(f"   target < 100 ms: {'met' if ok else 'NOT met'}")
+    ok = best < 1.0
+    print(f"   target < 1 s: {'met' if ok else 'NOT met'}")
     return ok
 
 

@@ -202,8 +202,9 @@ def test_a_head_hash_kept_elsewhere_checks_the_history(ledger):
                   "FROM gce_entries ORDER BY seq")
     previous = genesis
     for row in rows:  # recomputed here from the documented rule, independently of gce.ledger.chain
-        content = json.dumps([row[0], row[1], row[2], row[3], row[4], row[5], row[6], row[7], repr(float(row[8])),
-                              row[9]], ensure_ascii=True).encode()
+        fields = [str(row[0]), row[1], row[2], row[3], row[4], str(row[5]), str(row[6]), row[7],
+                  repr(float(row[8])), row[9]]
+        content = "".join(f"{len(f)}:{f}" for f in fields).encode()
         previous = hashlib.sha256(b"gce-ledger-entry\x00" + previous.encode() + content).hexdigest()
         assert previous == row[10]
     assert previous == head

@@ -399,7 +399,7 @@ class Accountant:
         self._memo: dict[tuple, Bracket] = {}
         self._memo_seq = -1
         self._checkpoint_seq = 0
-        self._statistics: dict[str, NDArray[np.float64]] = {}  # recorded mechanism -> its statistic
+        self._statistics: dict[tuple[str, int], tuple[float, ...]] = {}  # (mechanism, repeat) -> its weights
 
     def _read_meta(self, meta: dict[str, str]) -> None:
         self._genesis = meta.get("genesis", "")
@@ -502,18 +502,19 @@ class Accountant:
         """How many times a bracket was narrowed by a search (the rest were incremental updates)."""
         return 0 if self._tracker is None else self._tracker.solves
 
-    def _expected_weights(self, mechanism: str, repeat: int) -> NDArray[np.float64] | None:
+    def _expected_weights(self, mechanism: str, repeat: int) -> tuple[float, ...] | None:
         """The weights a recorded mechanism and repeat count must have (None: not a guarantee this filter takes)."""
-        statistic = self._statistics.get(mechanism)
-        if statistic is None:
+        key = (mechanism, repeat)
+        expected = self._statistics.get(key)
+        if expected is None:
             try:
                 statistic = self.filter.weights(mechanism_from_dict(json.loads(mechanism), "mechanism"))
             except (ValueError, TypeError, GCEError):
                 return None
             if len(self._statistics) > 4096:
                 self._statistics.clear()
-            self._statistics[mechanism] = statistic
-        return _times(statistic, repeat)
+            expected = self._statistics[key] = tuple(_times(statistic, repeat).tolist())
+        return expected
 
     def _damaged(self, entry: int | None, what: str, last_good: int) -> DamagedLedgerError:
         return DamagedLedgerError(self.location, what, entry=entry, last_good=last_good)

@@ -6,6 +6,10 @@ of one kind can pass for another)::
 
     genesis  = H("gce-ledger-meta\\0"       || the meta rows, sorted, but genesis and head)
     h_s      = H("gce-ledger-entry\\0"      || h_{s-1} || entry s as stored)          h_0 = genesis
+
+where the hashes are written in lower-case hexadecimal wherever one is hashed or stored, "entry s as stored"
+is its columns (:data:`ENTRY_COLUMNS`) as netstrings (:func:`_canonical`), and ``s`` in c_s is 8 bytes,
+big-endian.
     c_s      = H("gce-ledger-checkpoint\\0" || h_s || s || the per-database sums after entry s)
 
 The meta rows keep ``genesis`` and ``head`` (``"s h_s"``, the last entry), both written in the transaction
@@ -89,9 +93,14 @@ def meta_hash(meta: Mapping[str, str]) -> str:
 
 
 def _canonical(row: tuple) -> bytes:
+    """The entry's columns as netstrings (``length:text``, the length in characters), UTF-8: integers in
+    decimal, ``reach`` by its shortest round-trip repr, the text columns as stored."""
     seq, at, analyst, databases, mechanism, repeat, admitted, weights, reach, answer = row
-    return json.dumps([int(seq), at, analyst, databases, mechanism, int(repeat), int(admitted), weights,
-                       repr(float(reach)), answer], ensure_ascii=True).encode()
+    if type(seq) is not int or type(repeat) is not int or type(admitted) is not int:
+        raise TypeError("seq, repeat and admitted must be integers")
+    fields = (str(seq), at, analyst, databases, mechanism, str(repeat), str(admitted), weights, repr(float(reach)),
+              answer)
+    return "".join([f"{len(f)}:{f}" for f in fields]).encode()
 
 
 def entry_hash(previous: str, row: tuple) -> str:
@@ -110,20 +119,27 @@ def encode_floats(values) -> list[float | str]:
 
 
 def _decode_floats(values: object, size: int | None, what: str, *, infinite: bool = False,
-                   negative: bool = False) -> NDArray[np.float64]:
-    if not isinstance(values, list) or (size is not None and len(values) != size):
+                   negative: bool = False) -> list[float]:
+    """A JSON list of ``size`` finite numbers (``infinite``: "inf" and "-inf" too; ``negative``: below 0 too)."""
+    if type(values) is not list or (size is not None and len(values) != size):
         raise ValueError(f"{what} is not a list of {size} numbers")
-    out = np.empty(len(values))
-    for i, v in enumerate(values):
-        if infinite and v in ("inf", "-inf"):
-            out[i] = math.inf if v == "inf" else -math.inf
-        elif isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v):
-            out[i] = v
+    out = []
+    for v in values:
+        if type(v) is float or type(v) is int:
+            if not math.isfinite(v) or (v < 0 and not negative):
+                raise ValueError(f"{what} holds {v!r}, not a finite number{'' if negative else ' >= 0'}")
+            out.append(float(v))
+        elif infinite and (v == "inf" or (negative and v == "-inf")):
+            out.append(math.inf if v == "inf" else -math.inf)
         else:
-            raise ValueError(f"{what} holds {v!r}, not a finite number")
-    if not negative and np.any(out < 0):
-        raise ValueError(f"{what} holds a negative number")
+            raise ValueError(f"{what} holds {v!r}, not a number")
     return out
+
+
+def _agree(recorded: list[float], expected: tuple[float, ...]) -> bool:
+    return len(recorded) == len(expected) and all(
+        r == e or (math.isfinite(e) and math.isclose(r, e, rel_tol=RECOMPUTE_TOLERANCE, abs_tol=0.0))
+        for r, e in zip(recorded, expected))
 
 
 @dataclass(frozen=True)
@@ -140,12 +156,13 @@ class Record:
 
 
 def parse_entry(row: tuple, *, n: int, components: int, admitted_before: int,
-                expected_weights: Callable[[str, int], NDArray[np.float64] | None]) -> Record:
+                expected_weights: Callable[[str, int], tuple[float, ...] | None]) -> Record:
     """Validate an entry's stored columns (:data:`ENTRY_COLUMNS` then the hash); ValueError says what is wrong.
 
     ``admitted_before`` is the number of admitted entries before it (its answer must count itself on top);
     ``expected_weights(mechanism, repeat)`` recomputes the weights from the recorded mechanism (None when the
-    mechanism is not a valid guarantee for this ledger's filter).
+    mechanism is not a valid guarantee for this ledger's filter). Pure Python on purpose: a few numbers per
+    entry, and opening a ledger validates up to a checkpoint's worth of entries.
     """
     seq, at, analyst, databases, mechanism, repeat, admitted, weights, reach, answer, stored = row
     if not isinstance(at, str) or not isinstance(analyst, str):
@@ -163,20 +180,17 @@ def parse_entry(row: tuple, *, n: int, components: int, admitted_before: int,
     if where == "all":
         members = None
     else:
-        if (not isinstance(where, list) or not where
-                or not all(isinstance(i, int) and not isinstance(i, bool) and 0 <= i < n for i in where)
+        if (type(where) is not list or not where or not all(type(i) is int and 0 <= i < n for i in where)
                 or any(a >= b for a, b in zip(where, where[1:]))):
             raise ValueError(f"databases is not \"all\" or a sorted list of distinct indices in 0..{n - 1}")
         members = np.array(where, dtype=np.intp)
     w = _decode_floats(recorded, components, "weights", infinite=not admitted)
-    if not isinstance(reach, (int, float)) or not math.isfinite(reach) or reach < 0:
+    if type(reach) not in (int, float) or not math.isfinite(reach) or reach < 0:
         raise ValueError(f"reach is {reach!r}, not a finite number >= 0")
     expected = expected_weights(mechanism, repeat)
     if expected is None:
         raise ValueError("mechanism is not a valid guarantee for this ledger's filter")
-    finite = np.isfinite(expected)
-    if not (np.array_equal(np.isfinite(w), finite)
-            and np.allclose(w[finite], expected[finite], rtol=RECOMPUTE_TOLERANCE, atol=0.0)):
+    if not _agree(w, expected):
         raise ValueError(f"weights {recorded} disagree with the mechanism {mechanism} x {repeat}")
     if not isinstance(said, dict):
         raise ValueError("answer is not a JSON object")
@@ -193,14 +207,14 @@ def parse_entry(row: tuple, *, n: int, components: int, admitted_before: int,
             _decode_floats(said[key], components, key, infinite=True)
         _decode_floats(said["remaining"], components, "remaining", infinite=True, negative=True)
         worst, size = said["worst_set"], said["worst_set_size"]
-        if (not isinstance(worst, list) or not all(isinstance(i, int) and 0 <= i < n for i in worst)
-                or not isinstance(size, int) or not len(worst) <= size <= n):
+        if (type(worst) is not list or not all(type(i) is int and 0 <= i < n for i in worst)
+                or type(size) is not int or not len(worst) <= size <= n):
             raise ValueError("the answer's worst-case set is not a list of database indices")
         if not isinstance(said["reason"], str):
             raise ValueError("the answer's reason is not text")
     except KeyError as missing:
         raise ValueError(f"the answer has no {missing}") from None
-    return Record(int(seq), bool(admitted), members, w, float(reach), said, stored)
+    return Record(int(seq), bool(admitted), members, np.array(w), float(reach), said, stored)
 
 
 def parse_sums(blob: object, components: int, n: int) -> NDArray[np.float64]:
