@@ -488,3 +488,23 @@ def test_spend_refuses_a_database_listed_twice(tmp_path):
         for text in ("²", "٢", "1.0"):
             with pytest.raises(gce.InvalidParameterError, match="unknown database"):
                 ledger.check([text], gce.PureDP(0.1))
+
+
+def test_infinite_statistics_are_refused_and_written_as_json(tmp_path, capsys):
+    """An epsilon of 1e308 spent three times overflows: refused outright (no sum becomes infinite), and every
+    --json output stays JSON (infinities as "inf"), the refused entry included, on every later read."""
+    path = str(tmp_path / "l.sqlite")
+    scenario = gce.Scenario(3, [gce.Invocation(0, gce.PureDP(0.1))], gce.ConstraintSet(3, [gce.AtMost(2)]))
+    Accountant.create(path, scenario, budget_epsilon=1.0, budget_delta=0.0).close()
+    mechanism = ["--mechanism", 'kind = "pure", epsilon = 1e308']
+    assert main(["ledger", "spend", "--ledger", path, "--databases", "1", *mechanism, "--repeat", "3", "--json"]) == 1
+    decision = json.loads(capsys.readouterr().out)
+    assert decision["admitted"] is False and decision["upper"][0] == "inf"
+    assert decision["remaining"][0] == pytest.approx(0.9)  # a refusal leaves the budget as it was
+    assert main(["ledger", "spend", "--ledger", path, "--databases", "1", *mechanism, "--json"]) == 1
+    assert json.loads(capsys.readouterr().out)["upper"][0] == pytest.approx(1e308)
+    for action in (["history"], ["status"], ["verify"]):
+        assert main(["ledger", *action, "--ledger", path, "--json"]) == 0
+        json.loads(capsys.readouterr().out)
+    with Accountant(path) as ledger:
+        assert ledger.status().upper[0] == pytest.approx(0.1) and ledger.spend(1, gce.PureDP(0.9)).admitted

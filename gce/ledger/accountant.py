@@ -409,10 +409,12 @@ class Accountant:
         try:
             scenario = json.loads(meta["scenario"])
             self.filter: Filter = filter_named(meta["filter"])
-            self.budget_epsilon = float(meta["budget_epsilon"])
-            self.budget_delta = float(meta["budget_delta"])
+            self.budget_epsilon, self.budget_delta = check_budget(float(meta["budget_epsilon"]),
+                                                                  float(meta["budget_delta"]))
             self.budgets = np.array(json.loads(meta["budgets"]), dtype=float)
-            n = int(scenario["n"])
+            n = scenario["n"]
+            if type(n) is not int or n < 1:
+                raise ValueError(f"n = {n!r}")
             names = scenario.get("names")
             self.databases = Databases(n, tuple(names) if names else None)
             self._constraint_tables = scenario["constraints"]
@@ -423,7 +425,8 @@ class Accountant:
             self.notes: tuple[str, ...] = tuple(scenario.get("notes", ()))
         except (KeyError, ValueError, TypeError, InvalidParameterError) as error:
             raise LedgerError(f"{self.location}: damaged meta data ({error})") from None
-        if self.budgets.shape != (len(self.filter.components),):
+        if self.budgets.shape != (len(self.filter.components),) or np.isnan(self.budgets).any() or (
+                self.budgets == np.inf).any():
             raise LedgerError(f"{self.location}: damaged meta data (budgets)")
 
     @functools.cached_property
