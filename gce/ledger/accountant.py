@@ -331,7 +331,7 @@ def _check_repeat(repeat: object) -> int:
     return int(repeat)
 
 
-def _charges(scenario: Scenario) -> list[tuple[Guarantee, int, list[int]]]:
+def _charges(scenario: Scenario) -> list[tuple[Guarantee, int, list[int] | str]]:
     """The scenario's invocations as spends that charge every one of them: per guarantee, each database's
     total repeat count over all the invocation tables that run it there (duplicate and overlapping tables
     add up), then one spend per (guarantee, total) with the databases that receive exactly that total.
@@ -350,7 +350,8 @@ def _charges(scenario: Scenario) -> list[tuple[Guarantee, int, list[int]]]:
     charges = []
     for guarantee, counts in totals.items():
         for total in np.unique(counts[counts > 0]).tolist():
-            charges.append((guarantee, int(total), np.flatnonzero(counts == total).tolist()))
+            members = np.flatnonzero(counts == total)
+            charges.append((guarantee, int(total), "all" if members.size == scenario.n else members.tolist()))
     return charges
 
 
@@ -464,8 +465,12 @@ class Accountant:
         eps, delta = check_budget(budget_epsilon, budget_delta)
         chosen = filter_named(filter)
         budgets = chosen.budgets(eps, delta)
-        for i, inv in enumerate(scenario.invocations):
-            chosen.weights(inv.guarantee, f"invocations[{i}].mechanism")
+        position, checked = 0, set()
+        for group in scenario.invocations.groups:  # each distinct guarantee once, named by its first record
+            if group.guarantee not in checked:
+                chosen.weights(group.guarantee, f"invocations[{position}].mechanism")
+                checked.add(group.guarantee)
+            position += len(group)
         store = open_store(location, create=True)
         description = {"title": scenario.title, "n": scenario.n, "names": scenario.databases.names,
                        "neighborhood": scenario.neighborhood, "notes": list(scenario.notes),
