@@ -36,6 +36,7 @@ import contextlib
 import ctypes
 import math
 import os
+import re
 import sys
 import tempfile
 import threading
@@ -56,8 +57,9 @@ __all__ = ["Program", "Answer", "solve_program", "new_highs", "CANCEL_WAIT"]
 CANCEL_WAIT = 2.0
 #: Seconds between two looks at the worker thread (the latency of Ctrl-C).
 _POLL = 0.05
-#: How the lines of HiGHS' banner begin (:func:`new_highs` drops them).
-BANNER_PREFIXES = (b"Running HiGHS ", b"Includes third-party software components", b"Using BLAS: ")
+#: How the lines of HiGHS' banner begin (:func:`new_highs` drops them): the version and copyright line, the
+#: third-party notice and, when HiGHS found one, the BLAS in use.
+BANNER_LINE = re.compile(rb"Running HiGHS \d+\.\d+\.\d+|Includes third-party software components, see |Using BLAS: ")
 #: One construction at a time moves file descriptors 1 and 2 (they belong to the whole process).
 _STREAMS_LOCK = threading.Lock()
 
@@ -78,7 +80,7 @@ def _python_flush() -> None:
 
 def _without_banner(text: bytes) -> bytes:
     """``text`` without the lines of HiGHS' banner."""
-    return b"".join(line for line in text.splitlines(keepends=True) if not line.startswith(BANNER_PREFIXES))
+    return b"".join(line for line in text.splitlines(keepends=True) if not BANNER_LINE.match(line))
 
 
 def _write_all(fd: int, data: bytes) -> None:
@@ -92,8 +94,10 @@ def _banner_dropped() -> Iterator[None]:
     and the rest of what was written is passed on to the real descriptors (nothing else is lost).
 
     Python's and C's buffers are flushed on both sides of the block, so no output
-    written before it is captured late or after it escapes. A descriptor that is
-    closed is left alone.
+    written before it is captured late or after it escapes. Another thread's
+    writes during the block come out when it ends (nothing is lost; lines of
+    different threads may interleave differently). A descriptor that is closed
+    is left alone.
     """
     with _STREAMS_LOCK:
         _python_flush()
