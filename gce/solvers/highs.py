@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import functools
 import math
 import os
 import re
@@ -64,12 +65,20 @@ BANNER_LINE = re.compile(rb"Running HiGHS \d+\.\d+\.\d+|Includes third-party sof
 _STREAMS_LOCK = threading.Lock()
 
 
-def _c_flush() -> None:
-    """Flush the C library's output buffers (``fflush(NULL)``), where the C library can be reached."""
+@functools.cache
+def _c_fflush():
+    """The C library's ``fflush``, or None where the C library cannot be reached by name (Windows)."""
     try:
-        ctypes.CDLL(None).fflush(None)
-    except (OSError, AttributeError, TypeError):  # pragma: no cover - no C library by that name (Windows)
-        pass
+        return ctypes.CDLL(None).fflush
+    except (OSError, AttributeError, TypeError):  # pragma: no cover - not on POSIX
+        return None
+
+
+def _c_flush() -> None:
+    """Flush the C library's output buffers (``fflush(NULL)``): HiGHS writes through them."""
+    fflush = _c_fflush()
+    if fflush is not None:
+        fflush(None)
 
 
 def _python_flush() -> None:
@@ -109,7 +118,10 @@ def _banner_dropped() -> Iterator[None]:
                     saved = os.dup(fd)
                 except OSError:  # closed: nothing can reach it
                     continue
-                capture = tempfile.TemporaryFile()
+                try:
+                    capture: IO[bytes] = tempfile.TemporaryFile()
+                except OSError:  # no temporary folder: the block's output is dropped rather than the solve
+                    capture = open(os.devnull, "w+b")
                 moved.append((fd, saved, capture))
                 os.dup2(capture.fileno(), fd)
             yield
