@@ -14,15 +14,36 @@ to HiGHS through ``highspy`` instead of cvxpy for two reasons:
   (``HighsLp``), without cvxpy's canonicalization; time limits then bound the
   whole call closely.
 
+HiGHS prints a banner ("Running HiGHS ...", "Includes third-party software
+components ...") from inside ``highspy.Highs()`` (the constructor installs its
+callbacks while ``output_flag`` is still on, the first time in a process), on
+the C-level standard output, before any option can be set. gce's standard
+output is its report (``--json``: one JSON document), so every construction
+(:func:`new_highs`) runs with file descriptors 1 and 2 moved to temporary
+files under a lock; afterwards the banner's lines are dropped and anything
+else written meanwhile (another thread's output) is written back to where it
+was going.
+
 What must never change: :attr:`Answer.bound` is a valid upper bound on the
 program's optimum (HiGHS' MIP dual bound, or the optimum of a relaxation
-solved to optimality), ``inf`` when HiGHS gives none.
+solved to optimality), ``inf`` when HiGHS gives none; and nothing HiGHS prints
+reaches the process's standard output or error.
 """
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
+import functools
 import math
+import os
+import re
+import sys
+import tempfile
+import threading
 import time
+from collections.abc import Iterator
+from typing import IO
 from dataclasses import dataclass
 
 import numpy as np
@@ -31,12 +52,110 @@ from numpy.typing import NDArray
 
 from ..errors import GCEError
 
-__all__ = ["Program", "Answer", "solve_program", "CANCEL_WAIT"]
+__all__ = ["Program", "Answer", "solve_program", "new_highs", "CANCEL_WAIT"]
 
 #: Seconds to wait for HiGHS to stop after a KeyboardInterrupt before re-raising anyway.
 CANCEL_WAIT = 2.0
 #: Seconds between two looks at the worker thread (the latency of Ctrl-C).
 _POLL = 0.05
+#: How the lines of HiGHS' banner begin (:func:`new_highs` drops them): the version and copyright line, the
+#: third-party notice and, when HiGHS found one, the BLAS in use.
+BANNER_LINE = re.compile(rb"Running HiGHS \d+\.\d+\.\d+|Includes third-party software components, see |Using BLAS: ")
+#: One construction at a time moves file descriptors 1 and 2 (they belong to the whole process).
+_STREAMS_LOCK = threading.Lock()
+
+
+@functools.cache
+def _c_fflush():
+    """The C library's ``fflush``, or None where the C library cannot be reached by name (Windows)."""
+    try:
+        return ctypes.CDLL(None).fflush
+    except (OSError, AttributeError, TypeError):  # pragma: no cover - not on POSIX
+        return None
+
+
+def _c_flush() -> None:
+    """Flush the C library's output buffers (``fflush(NULL)``): HiGHS writes through them."""
+    fflush = _c_fflush()
+    if fflush is not None:
+        fflush(None)
+
+
+def _python_flush() -> None:
+    for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
+        with contextlib.suppress(AttributeError, OSError, ValueError):  # None, closed or not a file
+            stream.flush()
+
+
+def _without_banner(text: bytes) -> bytes:
+    """``text`` without the lines of HiGHS' banner."""
+    return b"".join(line for line in text.splitlines(keepends=True) if not BANNER_LINE.match(line))
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    while data:
+        data = data[os.write(fd, data):]
+
+
+@contextlib.contextmanager
+def _banner_dropped() -> Iterator[None]:
+    """File descriptors 1 and 2 on temporary files for the block; then HiGHS' banner lines are dropped
+    and the rest of what was written is passed on to the real descriptors (nothing else is lost).
+
+    Python's and C's buffers are flushed on both sides of the block, so no output
+    written before it is captured late or after it escapes. Another thread's
+    writes during the block come out when it ends (nothing is lost; lines of
+    different threads may interleave differently). A descriptor that is closed
+    is left alone.
+    """
+    with _STREAMS_LOCK:
+        _python_flush()
+        _c_flush()
+        moved: list[tuple[int, int, IO[bytes]]] = []
+        try:
+            for fd in (1, 2):
+                try:
+                    saved = os.dup(fd)
+                except OSError:  # closed: nothing can reach it
+                    continue
+                try:
+                    capture: IO[bytes] = tempfile.TemporaryFile()
+                except OSError:  # no temporary folder: the block's output is dropped rather than the solve
+                    capture = open(os.devnull, "w+b")
+                moved.append((fd, saved, capture))
+                os.dup2(capture.fileno(), fd)
+            yield
+        finally:
+            _python_flush()
+            _c_flush()
+            for fd, saved, capture in reversed(moved):
+                os.dup2(saved, fd)
+                os.close(saved)
+                capture.seek(0)
+                rest = _without_banner(capture.read())
+                capture.close()
+                with contextlib.suppress(OSError):  # the reader went away: as if written
+                    _write_all(fd, rest)
+
+
+def new_highs():
+    """A ``highspy.Highs`` with its output off, its banner printed nowhere.
+
+    Every ``Highs`` of gce is made here (:func:`_banner_dropped`: file
+    descriptors 1 and 2 moved for the construction, under a lock, so it is
+    safe from any thread).
+
+    Returns
+    -------
+    highspy.Highs
+        With ``output_flag`` false.
+    """
+    import highspy
+
+    with _banner_dropped():
+        h = highspy.Highs()
+        h.setOptionValue("output_flag", False)
+    return h
 
 
 @dataclass(frozen=True, eq=False)
@@ -132,8 +251,7 @@ def solve_program(program: Program, time_limit: float, *, relax: bool = False) -
     """
     import highspy
 
-    h = highspy.Highs()
-    h.setOptionValue("output_flag", False)
+    h = new_highs()
     h.setOptionValue("time_limit", max(float(time_limit), 1e-3))
     if relax:
         h.setOptionValue("solver", "ipm")
