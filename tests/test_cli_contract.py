@@ -24,6 +24,7 @@ import math
 import os
 import pathlib
 import random
+import sqlite3
 import subprocess
 import sys
 
@@ -327,6 +328,21 @@ def test_ledger_history_json(ledger):
         accountant.spend([1, 3], PureDP(0.2), analyst="ana")
     data = one_json(gce("ledger", "history", "--ledger", ledger, "--json"))
     assert [e["sequence"] for e in data] == [1, 2] and data[1]["analyst"] == "ana" and data[1]["admitted"]
+
+
+def test_ledger_verify_and_truncate_json_with_an_infinite_request(ledger):
+    """verify and truncate print one JSON document, a refused request whose statistic is infinite included
+    (written as "inf"), and a damaged ledger's verify too (exit 1)."""
+    with Accountant(ledger) as accountant:
+        assert not accountant.spend(1, PureDP(1e308), repeat=3).admitted
+    data = one_json(gce("ledger", "verify", "--ledger", ledger, "--json"))
+    assert data["intact"] is True and (data["entries"], data["admitted"]) == (2, 1) and len(data["head"]) == 64
+    with sqlite3.connect(ledger) as raw:
+        raw.execute("UPDATE gce_entries SET analyst = 'eve' WHERE seq = 2")
+    damaged = one_json(gce("ledger", "verify", "--ledger", ledger, "--json", status=1))
+    assert damaged["intact"] is False and (damaged["entry"], damaged["last_good"]) == (2, 1)
+    kept = one_json(gce("ledger", "truncate", "--after", "1", "--ledger", ledger, "--json"))
+    assert kept["intact"] is True and kept["entries"] == 1
 
 
 # ---------------------------------------------------------------------------
