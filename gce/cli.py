@@ -33,6 +33,7 @@ import json
 import math
 import re
 import sys
+import time
 from collections.abc import Sequence
 from typing import NoReturn
 
@@ -47,6 +48,8 @@ __all__ = ["MAX_TIME_LIMIT", "main", "main_exit"]
 EXIT_USAGE = 2
 #: Exit status of ``gce ledger check`` and ``spend`` when the query is refused (the answer is printed).
 EXIT_REFUSED = 1
+#: The least time a solve is given after reading the scenario took the rest of ``--time-limit`` (seconds).
+_LEAST_SOLVE = 0.05
 _OUTSIDE_HELP = "let from_data constraints read files outside the scenario file's folder"
 #: What argparse takes for a negative number rather than an option (no gce option looks like one).
 _NEGATIVE_NUMBER = re.compile(r"^-(\d+\.?\d*|\.\d+)(e[+-]?\d+)?$|^-(inf|infinity|nan)$", re.IGNORECASE)
@@ -193,6 +196,9 @@ def _scenario_options(command: argparse.ArgumentParser, run, json_instead_of: st
     """The options every scenario command shares (--json, --time-limit, --allow-outside-files) and its action."""
     command.add_argument("--json", action="store_true", help=f"print one JSON object instead of {json_instead_of}")
     command.add_argument("--time-limit", type=float, default=None, metavar="S", help=time_help)
+    command.add_argument("--memory-limit", default=None, metavar="BYTES",
+                         help="refuse what would need more memory (e.g. 2GB, 512MiB; default $GCE_MEMORY_LIMIT, "
+                              "else half the physical memory)")
     command.add_argument("--allow-outside-files", action="store_true", help=_OUTSIDE_HELP)
     command.set_defaults(run=run)
 
@@ -228,10 +234,33 @@ def _time_limit(args: argparse.Namespace) -> float:
     return seconds
 
 
-def _load(args: argparse.Namespace):
+def _load(args: argparse.Namespace, time_limit: float | None = None):
+    """The scenario file; with ``time_limit``, reading its data (DuckDB's queries) counts against it."""
     from .files.scenario import load_scenario
+    from .resources import limits
 
-    return load_scenario(args.file, allow_outside_files=args.allow_outside_files)
+    with limits(time_limit=time_limit):
+        return load_scenario(args.file, allow_outside_files=args.allow_outside_files)
+
+
+def _left(time_limit: float, started: float) -> float:
+    """What is left of ``time_limit`` seconds since ``started`` (``time.monotonic``): the solve's budget after
+    the file and its data were read (at least :data:`_LEAST_SOLVE` seconds, so the solve can answer with
+    its cheapest certified bound)."""
+    return max(time_limit - (time.monotonic() - started), _LEAST_SOLVE)
+
+
+def _memory_limit(args: argparse.Namespace) -> str | None:
+    """``--memory-limit``: a size (bytes, or with a unit), checked before any file is read."""
+    from .resources import parse_size
+
+    value = getattr(args, "memory_limit", None)
+    if value is not None:
+        try:
+            parse_size(value, "--memory-limit")
+        except InvalidParameterError as error:
+            raise _UsageError(str(error)) from None
+    return value
 
 
 # ---------------------------------------------------------------------------
@@ -244,7 +273,8 @@ def _solve(args: argparse.Namespace) -> str:
     _probability(args.delta, "--delta")
     _epsilon(args.epsilon, "--epsilon")
     time_limit = _time_limit(args)
-    scenario = _load(args)
+    started = time.monotonic()
+    scenario = _load(args, time_limit)
     delta, epsilon = args.delta, args.epsilon
     if delta is None and epsilon is None:
         delta, epsilon = scenario.delta, scenario.epsilon
@@ -252,7 +282,7 @@ def _solve(args: argparse.Namespace) -> str:
             raise InvalidParameterError(
                 "delta", "is missing: give the target in the file (delta = ... or epsilon = ...) "
                          "or on the command line (--delta or --epsilon)")
-    report = solve(scenario, delta=delta, epsilon=epsilon, time_limit=time_limit)
+    report = solve(scenario, delta=delta, epsilon=epsilon, time_limit=_left(time_limit, started))
     if args.json:
         return json.dumps(report.to_dict(), indent=2, allow_nan=False)
     return str(report)
@@ -265,7 +295,7 @@ def _calibrate(args: argparse.Namespace) -> str:
     _epsilon(args.target_epsilon, "--target-epsilon", positive=True)
     _probability(args.target_delta, "--target-delta")
     time_limit = _time_limit(args)
-    scenario = _load(args)
+    scenario = _load(args, time_limit)
     with Progress(label="calibrate", quiet=args.quiet or args.json) as progress:
         result = calibrate(scenario, target_epsilon=args.target_epsilon, target_delta=args.target_delta,
                            time_limit=time_limit, progress=progress)
@@ -311,8 +341,9 @@ def _curve(args: argparse.Namespace) -> str:
         _probability(d, f"--deltas[{i}]")
     time_limit = _time_limit(args)
     plot = _plot_file(args.plot)
-    scenario = _load(args)
-    report = solve(scenario, delta=min(args.deltas), time_limit=time_limit)
+    started = time.monotonic()
+    scenario = _load(args, time_limit)
+    report = solve(scenario, delta=min(args.deltas), time_limit=_left(time_limit, started))
     classic = classic_curve(scenario)
     rows = curve_table(report.curve, classic, args.deltas)
     if plot is not None:
@@ -537,7 +568,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the exit status."""
     try:
         args = _parser().parse_args(argv)
-        output = args.run(args)
+        from .resources import limits
+
+        with limits(memory=_memory_limit(args)):
+            output = args.run(args)
         status = 0
         if isinstance(output, tuple):  # (text, status): a refused ledger request is an answer, not an error
             output, status = output
