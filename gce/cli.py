@@ -31,6 +31,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import re
 import sys
 import time
@@ -237,9 +238,13 @@ def _time_limit(args: argparse.Namespace) -> float:
 def _load(args: argparse.Namespace, time_limit: float | None = None):
     """The scenario file; with ``time_limit``, reading its data (DuckDB's queries) counts against it."""
     from .files.scenario import load_scenario
-    from .resources import limits
+    from .resources import format_size, limits, stop_at_deadline
 
-    with limits(time_limit=time_limit):
+    try:
+        size = f" ({format_size(os.stat(args.file).st_size)})" if os.path.isfile(args.file) else ""
+    except (OSError, ValueError):
+        size = ""
+    with limits(time_limit=time_limit), stop_at_deadline("file", f"reading the scenario file{size} and its data"):
         return load_scenario(args.file, allow_outside_files=args.allow_outside_files)
 
 

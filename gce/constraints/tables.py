@@ -363,8 +363,8 @@ def _guarded(con: duckdb.DuckDBPyConnection, table: MembershipTable, work: Calla
     DuckDB does not look at Python's signals while a query runs, so the calling thread waits here, in
     ticks of :data:`_TICK`, where both the clock and Ctrl-C reach it; either interrupts the engine
     (``connection.interrupt()``, again at every tick until ``work`` returns: it may start another query).
-    Running out of time raises :class:`ResourceLimitError` naming the table; Ctrl-C re-raises
-    ``KeyboardInterrupt`` once the engine has stopped.
+    Running out of time raises :class:`ResourceLimitError` naming the table; Ctrl-C (or any exception
+    raised in the waiting thread) is re-raised once the engine has stopped.
     """
     outcome: dict[str, Any] = {}
     finished = threading.Event()
@@ -380,26 +380,30 @@ def _guarded(con: duckdb.DuckDBPyConnection, table: MembershipTable, work: Calla
     deadline = math.inf if time_limit is None else time.monotonic() + time_limit
     worker = threading.Thread(target=run, name="gce-duckdb", daemon=True)
     worker.start()
-    stopped = None
+    out_of_time = False
     try:
         while not finished.wait(_TICK):
             if time.monotonic() >= deadline:
-                stopped = "time"
+                out_of_time = True
                 break
-    except KeyboardInterrupt:
-        stopped = "interrupt"
-    if stopped is not None:
-        give_up = time.monotonic() + _STOP_GRACE
-        while not finished.wait(_TICK) and time.monotonic() < give_up:
-            con.interrupt()
-        con.interrupt()
-        if stopped == "interrupt":
-            raise KeyboardInterrupt
+    except BaseException:  # Ctrl-C, or an alarm (gce.resources.stop_at_deadline): stop the engine first
+        _stop(con, finished)
+        raise
+    if out_of_time:
+        _stop(con, finished)
         raise ResourceLimitError(table.name, f"reading it was stopped at the time limit of {time_limit:.3g} s "
                                              f"(--time-limit): the query or files are too large for it")
     if "error" in outcome:
         raise outcome["error"]
     return outcome["value"]
+
+
+def _stop(con: duckdb.DuckDBPyConnection, finished: threading.Event) -> None:
+    """Interrupt the engine until its worker is done (at most :data:`_STOP_GRACE` seconds)."""
+    give_up = time.monotonic() + _STOP_GRACE
+    con.interrupt()
+    while not finished.wait(_TICK) and time.monotonic() < give_up:
+        con.interrupt()
 
 
 def _time_limit(time_limit: float | None) -> float | None:
@@ -704,7 +708,8 @@ def membership_statistics(table: MembershipTable, databases: DatabaseIds, *, pat
                                    patterns=patterns, max_patterns=max_patterns)
 
     try:
-        return _guarded(con, table, work, seconds)
+        with resources.own_clock():
+            return _guarded(con, table, work, seconds)
     except _duckdb().Error as error:
         raise _engine_error(table, error) from None
     finally:
@@ -790,7 +795,8 @@ def truncate_membership(table: MembershipTable, databases: DatabaseIds, m: int, 
         return counts, kept_rows
 
     try:
-        counts, kept_rows = _guarded(con, table, work, seconds)
+        with resources.own_clock():
+            counts, kept_rows = _guarded(con, table, work, seconds)
     except _duckdb().Error as error:
         raise _engine_error(table, error) from None
     finally:
