@@ -119,7 +119,7 @@ def maximal_profiles(constraints: ConstraintSet, neighborhood: str, counts: NDAr
     ``deadline`` (``time.perf_counter``) passes.
     """
     n = constraints.n
-    if constraints.explicit_sets() is None and len(constraints.components()) > ENUMERATION_BLOCKS_MAX:
+    if constraints.explicit_sets() is None and constraints.block_count() > ENUMERATION_BLOCKS_MAX:
         return None
     try:
         sets = list(constraints.allowed_sets())
