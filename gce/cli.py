@@ -51,6 +51,8 @@ EXIT_USAGE = 2
 EXIT_REFUSED = 1
 #: The least time a solve is given after reading the scenario took the rest of ``--time-limit`` (seconds).
 _LEAST_SOLVE = 0.05
+#: Deltas of ``gce curve`` tabulated between two looks at the clock.
+_DELTAS_AT_ONCE = 256
 _OUTSIDE_HELP = "let from_data constraints read files outside the scenario file's folder"
 #: What argparse takes for a negative number rather than an option (no gce option looks like one).
 _NEGATIVE_NUMBER = re.compile(r"^-(\d+\.?\d*|\.\d+)(e[+-]?\d+)?$|^-(inf|infinity|nan)$", re.IGNORECASE)
@@ -337,8 +339,28 @@ def _draw(report, plot, classic) -> None:
         raise _UsageError(f"--plot: {error.detail}") from None
 
 
+def _curve_rows(curve, classic, deltas: list[float], time_limit: float, started: float) -> list[tuple]:
+    """The table of ``gce curve``, within what is left of ``--time-limit``: each epsilon(delta) may be a root
+    search (about 1 ms a delta and curve), so the first :data:`_DELTAS_AT_ONCE` deltas are timed and the
+    rest refused up front, with the estimate, when they would not fit (10^5 deltas: about 140 s)."""
+    from .plot import curve_table
+    from .resources import check_time, limits
+
+    rows: list[tuple] = []
+    with limits(time_limit=max(time_limit - (time.monotonic() - started), 1e-3)):
+        for start in range(0, len(deltas), _DELTAS_AT_ONCE):
+            began = time.monotonic()
+            rows += curve_table(curve, classic, deltas[start:start + _DELTAS_AT_ONCE])
+            rest = len(deltas) - len(rows)
+            if rest:
+                each = (time.monotonic() - began) / _DELTAS_AT_ONCE
+                check_time("--deltas", each * rest, f"epsilon at {len(deltas):,} deltas (measured: {each * 1e3:.2g} "
+                                                    f"ms a delta; {rest:,} left)")
+    return rows
+
+
 def _curve(args: argparse.Namespace) -> str:
-    from .plot import classic_curve, curve_table
+    from .plot import classic_curve
     from .report import json_number
     from .solving import solve
 
@@ -350,7 +372,7 @@ def _curve(args: argparse.Namespace) -> str:
     scenario = _load(args, time_limit)
     report = solve(scenario, delta=min(args.deltas), time_limit=_left(time_limit, started))
     classic = classic_curve(scenario)
-    rows = curve_table(report.curve, classic, args.deltas)
+    rows = _curve_rows(report.curve, classic, args.deltas, time_limit, started)
     if plot is not None:
         _draw(report, plot, classic)
     if args.json:

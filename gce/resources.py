@@ -238,7 +238,7 @@ def check_time(field: str, seconds: float, what: str) -> None:
     left = seconds_left()
     if left is not None and seconds > left:
         raise ResourceLimitError(field, f"{what} takes about {seconds:.3g} s, more than the {left:.2g} s left of "
-                                        f"the time limit ({time_budget():g} s; --time-limit)")
+                                        f"the time limit ({time_budget():.3g} s; --time-limit)")
 
 
 #: Seconds after the deadline at which :func:`stop_at_deadline` rings: code with a clock of its own (DuckDB's
@@ -301,7 +301,7 @@ def stop_at_deadline(field: str, what: str) -> Iterator[None]:
         finally:
             signal.setitimer(signal.ITIMER_REAL, 0)
     except _OutOfTime:
-        raise ResourceLimitError(field, f"{what} was stopped at the time limit of {time_budget():g} s "
+        raise ResourceLimitError(field, f"{what} was stopped at the time limit of {time_budget():.3g} s "
                                         f"(--time-limit)") from None
     finally:
         signal.signal(signal.SIGALRM, previous)
