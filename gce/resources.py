@@ -47,6 +47,7 @@ import time
 from collections.abc import Iterator
 
 from .errors import InvalidParameterError, ResourceLimitError
+from .validation import is_number
 
 __all__ = ["MEMORY_LIMIT_ENV", "MEMORY_SHARE", "FALLBACK_MEMORY", "MIN_MEMORY_LIMIT", "ENGINE_MEMORY_SHARE",
            "parse_size", "format_size", "physical_memory", "memory_limit", "engine_memory", "limits",
@@ -177,8 +178,7 @@ def limits(*, memory: int | str | None = None, time_limit: float | None = None) 
     if memory is not None:
         memory_token = _memory.set((parse_size(memory, "memory"), "--memory-limit"))
     if time_limit is not None:
-        if isinstance(time_limit, bool) or not isinstance(time_limit, (int, float)) or not time_limit > 0 \
-                or not math.isfinite(time_limit):
+        if not is_number(time_limit) or not 0 < time_limit < math.inf:
             raise InvalidParameterError("time_limit", f"must be a finite number of seconds > 0, got {time_limit!r}")
         time_token = _deadline.set((time.monotonic() + float(time_limit), float(time_limit)))
     try:

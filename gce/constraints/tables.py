@@ -43,7 +43,7 @@ import numpy as np
 
 from .. import resources
 from ..errors import InvalidParameterError, ResourceLimitError
-from ..validation import is_integer
+from ..validation import is_integer, is_number
 from .data import MAX_PATTERNS, DatabaseIds, MembershipEstimate, _Resolver
 from .kinds import AtMost, Patterns
 
@@ -409,8 +409,7 @@ def _stop(con: duckdb.DuckDBPyConnection, finished: threading.Event) -> None:
 def _time_limit(time_limit: float | None) -> float | None:
     """The engine's time budget: the one given, else the time left of :func:`gce.resources.limits`."""
     if time_limit is not None:
-        if not (isinstance(time_limit, (int, float)) and not isinstance(time_limit, bool) and time_limit > 0
-                and math.isfinite(time_limit)):
+        if not (is_number(time_limit) and 0 < time_limit < math.inf):
             raise InvalidParameterError("time_limit", f"must be a finite number of seconds > 0, got {time_limit!r}")
         return float(time_limit)
     return resources.seconds_left()
