@@ -370,9 +370,7 @@ def test_full_size_duckdb_queries(tmp_path, query):
 @pytest.mark.slow
 @pytest.mark.parametrize("count", [10**5, 10**6])
 def test_full_size_inline_patterns(tmp_path, count):
-    rng = random.Random(count)
-    sets = ",\n".join("[" + ", ".join(map(str, sorted(rng.sample(range(2000), rng.choice((1, 2, 2, 3)))))) + "]"
-                      for _ in range(count))
+    sets = ",\n".join("[" + ", ".join(map(str, sorted(p))) + "]" for p in _patterns(count, 2000, seed=count))
     path = _scenario(tmp_path, "patterns.toml", 'databases = 2000\ndelta = 1e-6\n[[invocations]]\n'
                                                 'databases = "all"\nmechanism = { kind = "pure", epsilon = 0.1 }\n'
                                                 f'[[constraints]]\nkind = "patterns"\nallowed = [\n{sets}\n]\n')
