@@ -33,8 +33,10 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import re
 import sys
+import time
 from collections.abc import Sequence
 from typing import NoReturn
 
@@ -49,6 +51,10 @@ __all__ = ["MAX_TIME_LIMIT", "main", "main_exit"]
 EXIT_USAGE = 2
 #: Exit status of ``gce ledger check`` and ``spend`` when the query is refused (the answer is printed).
 EXIT_REFUSED = 1
+#: The least time a solve is given after reading the scenario took the rest of ``--time-limit`` (seconds).
+_LEAST_SOLVE = 0.05
+#: Deltas of ``gce curve`` tabulated between two looks at the clock.
+_DELTAS_AT_ONCE = 256
 _OUTSIDE_HELP = "let from_data constraints read files outside the scenario file's folder"
 #: What argparse takes for a negative number rather than an option (no gce option looks like one).
 _NEGATIVE_NUMBER = re.compile(r"^-(\d+\.?\d*|\.\d+)(e[+-]?\d+)?$|^-(inf|infinity|nan)$", re.IGNORECASE)
@@ -206,6 +212,9 @@ def _scenario_options(command: argparse.ArgumentParser, run, json_instead_of: st
     """The options every scenario command shares (--json, --time-limit, --allow-outside-files) and its action."""
     command.add_argument("--json", action="store_true", help=f"print one JSON object instead of {json_instead_of}")
     command.add_argument("--time-limit", type=float, default=None, metavar="S", help=time_help)
+    command.add_argument("--memory-limit", default=None, metavar="BYTES",
+                         help="refuse what would need more memory (e.g. 2GB, 512MiB; default $GCE_MEMORY_LIMIT, "
+                              "else half the physical memory)")
     command.add_argument("--allow-outside-files", action="store_true", help=_OUTSIDE_HELP)
     command.set_defaults(run=run)
 
@@ -241,10 +250,37 @@ def _time_limit(args: argparse.Namespace) -> float:
     return seconds
 
 
-def _load(args: argparse.Namespace):
+def _load(args: argparse.Namespace, time_limit: float | None = None):
+    """The scenario file; with ``time_limit``, reading its data (DuckDB's queries) counts against it."""
     from .files.scenario import load_scenario
+    from .resources import format_size, limits, stop_at_deadline
 
-    return load_scenario(args.file, allow_outside_files=args.allow_outside_files)
+    try:
+        size = f" ({format_size(os.stat(args.file).st_size)})" if os.path.isfile(args.file) else ""
+    except (OSError, ValueError):
+        size = ""
+    with limits(time_limit=time_limit), stop_at_deadline("file", f"reading the scenario file{size} and its data"):
+        return load_scenario(args.file, allow_outside_files=args.allow_outside_files)
+
+
+def _left(time_limit: float, started: float) -> float:
+    """What is left of ``time_limit`` seconds since ``started`` (``time.monotonic``): the solve's budget after
+    the file and its data were read (at least :data:`_LEAST_SOLVE` seconds, so the solve can answer with
+    its cheapest certified bound)."""
+    return max(time_limit - (time.monotonic() - started), _LEAST_SOLVE)
+
+
+def _memory_limit(args: argparse.Namespace) -> str | None:
+    """``--memory-limit``: a size (bytes, or with a unit), checked before any file is read."""
+    from .resources import parse_size
+
+    value = getattr(args, "memory_limit", None)
+    if value is not None:
+        try:
+            parse_size(value, "--memory-limit")
+        except InvalidParameterError as error:
+            raise _UsageError(str(error)) from None
+    return value
 
 
 # ---------------------------------------------------------------------------
@@ -257,7 +293,8 @@ def _solve(args: argparse.Namespace) -> str:
     _probability(args.delta, "--delta")
     _epsilon(args.epsilon, "--epsilon")
     time_limit = _time_limit(args)
-    scenario = _load(args)
+    started = time.monotonic()
+    scenario = _load(args, time_limit)
     delta, epsilon = args.delta, args.epsilon
     if delta is None and epsilon is None:
         delta, epsilon = scenario.delta, scenario.epsilon
@@ -265,7 +302,7 @@ def _solve(args: argparse.Namespace) -> str:
             raise InvalidParameterError(
                 "delta", "is missing: give the target in the file (delta = ... or epsilon = ...) "
                          "or on the command line (--delta or --epsilon)")
-    report = solve(scenario, delta=delta, epsilon=epsilon, time_limit=time_limit)
+    report = solve(scenario, delta=delta, epsilon=epsilon, time_limit=_left(time_limit, started))
     if args.json:
         return json.dumps(report.to_dict(), indent=2, allow_nan=False)
     return str(report)
@@ -278,7 +315,7 @@ def _calibrate(args: argparse.Namespace) -> str:
     _epsilon(args.target_epsilon, "--target-epsilon", positive=True)
     _probability(args.target_delta, "--target-delta")
     time_limit = _time_limit(args)
-    scenario = _load(args)
+    scenario = _load(args, time_limit)
     with Progress(label="calibrate", quiet=args.quiet or args.json) as progress:
         result = calibrate(scenario, target_epsilon=args.target_epsilon, target_delta=args.target_delta,
                            time_limit=time_limit, progress=progress)
@@ -315,8 +352,28 @@ def _draw(report, plot, classic) -> None:
         raise _UsageError(f"--plot: {error.detail}") from None
 
 
+def _curve_rows(curve, classic, deltas: list[float], time_limit: float, started: float) -> list[tuple]:
+    """The table of ``gce curve``, within what is left of ``--time-limit``: each epsilon(delta) may be a root
+    search (about 1 ms a delta and curve), so the first :data:`_DELTAS_AT_ONCE` deltas are timed and the
+    rest refused up front, with the estimate, when they would not fit (10^5 deltas: about 140 s)."""
+    from .plot import curve_table
+    from .resources import check_time, limits
+
+    rows: list[tuple] = []
+    with limits(time_limit=max(time_limit - (time.monotonic() - started), 1e-3)):
+        for start in range(0, len(deltas), _DELTAS_AT_ONCE):
+            began = time.monotonic()
+            rows += curve_table(curve, classic, deltas[start:start + _DELTAS_AT_ONCE])
+            rest = len(deltas) - len(rows)
+            if rest:
+                each = (time.monotonic() - began) / _DELTAS_AT_ONCE
+                check_time("--deltas", each * rest, f"epsilon at {len(deltas):,} deltas (measured: {each * 1e3:.2g} "
+                                                    f"ms a delta; {rest:,} left)")
+    return rows
+
+
 def _curve(args: argparse.Namespace) -> str:
-    from .plot import classic_curve, curve_table
+    from .plot import classic_curve
     from .report import json_number
     from .solving import solve
 
@@ -324,10 +381,11 @@ def _curve(args: argparse.Namespace) -> str:
         _probability(d, f"--deltas[{i}]")
     time_limit = _time_limit(args)
     plot = _plot_file(args.plot)
-    scenario = _load(args)
-    report = solve(scenario, delta=min(args.deltas), time_limit=time_limit)
+    started = time.monotonic()
+    scenario = _load(args, time_limit)
+    report = solve(scenario, delta=min(args.deltas), time_limit=_left(time_limit, started))
     classic = classic_curve(scenario)
-    rows = curve_table(report.curve, classic, args.deltas)
+    rows = _curve_rows(report.curve, classic, args.deltas, time_limit, started)
     if plot is not None:
         _draw(report, plot, classic)
     if args.json:
@@ -576,7 +634,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the exit status."""
     try:
         args = _parser().parse_args(argv)
-        output = args.run(args)
+        from .resources import limits
+
+        with limits(memory=_memory_limit(args)):
+            output = args.run(args)
         status = 0
         if isinstance(output, tuple):  # (text, status): a refused ledger request is an answer, not an error
             output, status = output

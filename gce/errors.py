@@ -17,6 +17,7 @@ __all__ = [
     "InfeasibleConstraintsError",
     "UnsupportedCombinationError",
     "NumericalLimitError",
+    "ResourceLimitError",
 ]
 
 
@@ -60,3 +61,28 @@ class UnsupportedCombinationError(GCEError):
 
 class NumericalLimitError(GCEError, ArithmeticError):
     """Floating-point error would dominate the answer, so none is given."""
+
+
+class ResourceLimitError(GCEError):
+    """What the input asks for would not fit in the memory or the time allowed, so nothing is built.
+
+    Raised before the allocation (or the engine's query) by :mod:`gce.resources`, with the estimate
+    and the limit, so the machine is never exhausted to find out.
+
+    Parameters
+    ----------
+    field : str
+        The input that asks for it, e.g. ``"constraints[0].allowed"``; enclosing code may prefix it.
+    message : str
+        What would be built, its estimate and the limit.
+    """
+
+    def __init__(self, field: str, message: str):
+        self.field = field
+        self.detail = message
+        super().__init__(f"{field}: {message}" if field else message)
+
+    def within(self, prefix: str) -> "ResourceLimitError":
+        """The same error with ``prefix.`` in front of its field name."""
+        return type(self)(f"{prefix}.{self.field}" if prefix and self.field else prefix or self.field,
+                          self.detail)

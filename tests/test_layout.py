@@ -9,7 +9,7 @@ from sources import GCE, nodes
 
 #: Layers, lowest first; a module is matched by the longest prefix listed.
 LAYERS = (
-    ("errors", "validation"),
+    ("errors", "validation", "resources"),
     ("accounting",),
     ("constraints",),
     ("priors.distributions", "priors.hypotheses"),

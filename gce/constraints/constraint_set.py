@@ -13,13 +13,19 @@ describe the same family, and every structural view is implied by it.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from functools import cached_property
 
 import networkx as nx
+import numpy as np
+import scipy.sparse as sp
+from numpy.typing import NDArray
+from scipy.sparse.csgraph import connected_components
 
 from ..errors import InfeasibleConstraintsError, InvalidParameterError, UnsupportedCombinationError
+from ..resources import check_memory
 from .base import AtMostBound, Constraint, as_index, check_in_range, check_n, format_indices
 from .linear import LinearSystem
 
@@ -31,6 +37,11 @@ MAX_ENUMERATED_COMPONENTS = 20
 
 #: How many excluded candidates :meth:`ConstraintSet.require_nonempty` names.
 _SHOWN_CANDIDATES = 3
+#: Bytes a block of :meth:`ConstraintSet.components` takes as a Python frozenset (216 for one member),
+#: and each further member; what the memory policy is asked before the tuple is built.
+_BLOCK_BYTES, _MEMBER_BYTES = 224, 40
+#: Blocks :meth:`ConstraintSet.iter_components` converts to Python at a time.
+_BLOCKS_AT_ONCE = 4096
 
 
 @dataclass(frozen=True)
@@ -169,20 +180,67 @@ class ConstraintSet:
         -------
         tuple of frozenset of int
             A partition of ``range(n)``, ordered by smallest member.
+
+        Raises
+        ------
+        ResourceLimitError
+            When the tuple would not fit the memory limit (:mod:`gce.resources`); :meth:`block_labels`,
+            :meth:`block_count` and :meth:`iter_components` give the same blocks without it.
         """
+        check_memory("databases", _BLOCK_BYTES * self.block_count() + _MEMBER_BYTES * self.n,
+                     f"components: {self.block_count():,} blocks of {self.n:,} databases as Python sets")
         return self._components
 
     @cached_property
     def _components(self) -> tuple[frozenset[int], ...]:
-        groups = [group for constraint in self.constraints for group in constraint.together_groups()]
-        if not groups:  # no together constraint: every database is its own block
-            return tuple(frozenset((i,)) for i in range(self.n))
-        graph = nx.Graph()
-        graph.add_nodes_from(range(self.n))
-        for group in groups:
-            nx.add_path(graph, sorted(group))
-        blocks = (frozenset(block) for block in nx.connected_components(graph))
-        return tuple(sorted(blocks, key=min))
+        return tuple(self.iter_components())
+
+    def block_labels(self) -> tuple[NDArray[np.int64], int] | None:
+        """Each database's block (see :meth:`components`) as an array, and the number of blocks.
+
+        Blocks are numbered by their smallest member. ``None`` when no ``together`` constraint ties
+        databases (every database is its own block; nothing is allocated).
+        """
+        return self._block_labels
+
+    @cached_property
+    def _block_labels(self) -> tuple[NDArray[np.int64], int] | None:
+        groups = [sorted(group) for constraint in self.constraints for group in constraint.together_groups()]
+        if not groups:
+            return None
+        check_memory("databases", 40 * self.n, f"blocks: labels of {self.n:,} databases")
+        heads = np.fromiter((a for g in groups for a in g[:-1]), dtype=np.int64)
+        tails = np.fromiter((b for g in groups for b in g[1:]), dtype=np.int64)
+        graph = sp.coo_array((np.ones(heads.size), (heads, tails)), shape=(self.n, self.n)).tocsr()
+        count, labels = connected_components(graph, directed=False)
+        labels = labels.astype(np.int64, copy=False)
+        if labels[0] != 0 or np.any(np.diff(np.maximum.accumulate(labels)) > 1):  # not by smallest member yet
+            _, first = np.unique(labels, return_index=True)
+            rank = np.empty(count, dtype=np.int64)
+            rank[np.argsort(first, kind="stable")] = np.arange(count)
+            labels = rank[labels]
+        return labels, int(count)
+
+    def block_count(self) -> int:
+        """The number of blocks of :meth:`components`, without building them."""
+        labels = self.block_labels()
+        return self.n if labels is None else labels[1]
+
+    def iter_components(self) -> Iterator[frozenset[int]]:
+        """The blocks of :meth:`components`, in the same order, built one at a time (for 10^7 databases,
+        where the tuple would take gigabytes)."""
+        labels = self.block_labels()
+        if labels is None:
+            yield from (frozenset((i,)) for i in range(self.n))
+            return
+        label, count = labels
+        order = np.argsort(label, kind="stable")
+        ends = np.cumsum(np.bincount(label, minlength=count))
+        start = 0
+        for first in range(0, count, _BLOCKS_AT_ONCE):
+            for end in ends[first:first + _BLOCKS_AT_ONCE].tolist():
+                yield frozenset(order[start:end].tolist())
+                start = end
 
     def conflict_graph(self) -> nx.Graph:
         """Pairs of databases the constraints forbid together, as a graph.
@@ -237,7 +295,7 @@ class ConstraintSet:
         return min(lists, key=len) if lists else None
 
 
-    def _candidates(self) -> tuple[frozenset[int], ...] | None:
+    def _candidates(self) -> Iterable[frozenset[int]] | None:
         """Non-empty sets such that some allowed non-empty set exists iff one of them is allowed.
 
         An explicit pattern list gives its patterns (every allowed non-empty
@@ -249,7 +307,7 @@ class ConstraintSet:
         if explicit is not None:
             return explicit
         if all(c.hereditary for c in self.constraints):
-            return self.components()
+            return self.iter_components()
         return None
 
     def allowed_sets(self) -> Iterator[frozenset[int]]:
@@ -280,12 +338,12 @@ class ConstraintSet:
             yield frozenset()
             yield from (members for members in explicit if self._allows(members))
             return
-        blocks = self.components()
-        if len(blocks) > MAX_ENUMERATED_COMPONENTS:
+        if self.block_count() > MAX_ENUMERATED_COMPONENTS:
             raise UnsupportedCombinationError(
                 f"allowed_sets: brute-force enumeration is limited to {MAX_ENUMERATED_COMPONENTS} "
-                f"independent blocks of databases, got {len(blocks)} (n = {self.n}); use a solver"
+                f"independent blocks of databases, got {self.block_count()} (n = {self.n}); use a solver"
             )
+        blocks = self.components()
         for mask in range(1 << len(blocks)):
             members = frozenset().union(*(b for j, b in enumerate(blocks) if mask >> j & 1))
             if self._allows(members):
@@ -332,13 +390,14 @@ class ConstraintSet:
         if self.has_nonempty_allowed():
             return
         candidates = self._candidates() or ()
+        total = len(candidates) if isinstance(candidates, tuple) else self.block_count()
         reasons = []
-        for members in candidates[:_SHOWN_CANDIDATES]:
+        for members in itertools.islice(candidates, _SHOWN_CANDIDATES):
             position = self.violated(members)[0]
             culprit = f"constraints[{position}] ({self.constraints[position].describe()})"
             reasons.append(f"{format_indices(members, as_set=True)} violates {culprit}")
-        if len(candidates) > _SHOWN_CANDIDATES:
-            reasons.append(f"and {len(candidates) - _SHOWN_CANDIDATES} more candidate sets")
+        if total > _SHOWN_CANDIDATES:
+            reasons.append(f"and {total - _SHOWN_CANDIDATES} more candidate sets")
         detail = ": " + "; ".join(reasons) if reasons else ""
         raise InfeasibleConstraintsError(
             f"no non-empty membership set is allowed on n = {self.n} databases{detail}"

@@ -48,7 +48,7 @@ from .base import Constraint, check_n
 from .constraint_set import ConstraintSet
 from .kinds import AtMost, Patterns
 
-__all__ = ["MAX_TABLE_BYTES", "MembershipEstimate", "estimate_membership", "DatabaseIds", "NamedDatabases"]
+__all__ = ["MAX_TABLE_BYTES", "MAX_PATTERNS", "MembershipEstimate", "estimate_membership", "DatabaseIds", "NamedDatabases"]
 
 
 class NamedDatabases(Protocol):
@@ -67,6 +67,9 @@ DatabaseIds = Union[int, NamedDatabases, Sequence[str], Mapping[Hashable, int]]
 _SHOWN_IDS = 5
 #: The largest membership table (CSV) read, in bytes (256 MiB); reading stops one byte past it.
 MAX_TABLE_BYTES = 256 * 2**20
+#: The most distinct membership sets ``patterns=True`` returns, whichever engine reads the table (this
+#: module's csv reader or DuckDB, :mod:`gce.constraints.tables`); more is an error (use at_most alone).
+MAX_PATTERNS = 10_000
 #: Bytes decoded at a time when reading a membership table.
 _PIECE = 2**20
 
@@ -351,6 +354,7 @@ def estimate_membership(
     patterns: bool = False,
     header: bool | None = None,
     source: str | None = None,
+    max_patterns: int = MAX_PATTERNS,
 ) -> MembershipEstimate:
     """Estimate membership limits from a table of (individual, database) rows.
 
@@ -376,6 +380,9 @@ def estimate_membership(
     source : str, optional
         How errors and the statement name the table; default the file path, or
         ``"rows"`` for an iterable.
+    max_patterns : int
+        With ``patterns``, the most distinct sets accepted (:data:`MAX_PATTERNS`, as for tables read by
+        DuckDB); more is an error naming the table.
 
     Returns
     -------
@@ -389,7 +396,8 @@ def estimate_membership(
         the file's content is never quoted) or ``"rows[16]: unknown database
         'B9' ..."`` (iterable); on a file that is unreadable, not a regular
         file, larger than :data:`MAX_TABLE_BYTES` or not UTF-8 (a leading BOM
-        is skipped), on a table without rows, or on an option of the wrong type.
+        is skipped), on a table without rows, with more than ``max_patterns``
+        distinct sets (``patterns``), or on an option of the wrong type.
 
     References
     ----------
@@ -397,6 +405,8 @@ def estimate_membership(
     branches one customer bought from, estimated from the data).
     """
     _check_options(patterns, header, source)
+    if not is_integer(max_patterns) or max_patterns < 1:
+        raise InvalidParameterError("max_patterns", f"must be an integer >= 1, got {max_patterns!r}")
     if isinstance(table, (str, os.PathLike)):
         label = os.fspath(table) if source is None else source
         resolve = _Resolver(databases, text=True)
@@ -415,6 +425,10 @@ def estimate_membership(
     observed = None
     if patterns:
         distinct = {frozenset(s) for s in members.values()}
+        if len(distinct) > max_patterns:
+            raise InvalidParameterError(label, f"has {len(distinct):,} distinct membership sets, more than "
+                                               f"{max_patterns:,}; patterns = true would list them all: use "
+                                               f"at_most alone")
         observed = Patterns(tuple(sorted(distinct, key=lambda p: (len(p), sorted(p)))))
     return MembershipEstimate(AtMost(m), observed, individuals=len(members), rows=count, n=resolve.n,
                               source=label)

@@ -29,17 +29,22 @@ from __future__ import annotations
 
 import csv
 import hashlib
+import math
+import shutil
 import sqlite3
+import tempfile
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..errors import InvalidParameterError
-from ..validation import is_integer
-from .data import DatabaseIds, MembershipEstimate, _Resolver
+from .. import resources
+from ..errors import InvalidParameterError, ResourceLimitError
+from ..validation import is_integer, is_number
+from .data import MAX_PATTERNS, DatabaseIds, MembershipEstimate, _Resolver
 from .kinds import AtMost, Patterns
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -53,14 +58,12 @@ def _duckdb():
     return duckdb
 
 
-__all__ = ["MAX_PATTERNS", "ENGINE_THREADS", "ENGINE_MEMORY", "MembershipTable", "MembershipStatistics",
+__all__ = ["MAX_PATTERNS", "ENGINE_THREADS", "MembershipTable", "MembershipStatistics",
            "membership_statistics", "truncate_membership", "truncation_key", "TABLE_FORMATS"]
 
-#: The most distinct membership sets ``patterns = true`` returns; more is an error (use at_most alone).
-MAX_PATTERNS = 10_000
-#: DuckDB's worker threads and memory limit (it spills to a temporary folder beyond it).
+#: DuckDB's worker threads; its memory limit is :func:`gce.resources.engine_memory` (it spills to a
+#: temporary folder of its own beyond it, removed when the engine closes).
 ENGINE_THREADS = 2
-ENGINE_MEMORY = "3GB"
 #: File suffixes and the format each is read as.
 TABLE_FORMATS = {".csv": "csv", ".tsv": "csv", ".txt": "csv", ".csv.gz": "csv", ".parquet": "parquet",
                  ".pq": "parquet"}
@@ -72,6 +75,12 @@ _SQLITE_BATCH = 100_000
 _SHOWN = 60
 #: Seconds between two progress polls of a running query.
 _POLL = 0.25
+#: Seconds between two looks at the clock (and at Ctrl-C) while the engine runs; the interrupt's latency.
+_TICK = 0.05
+#: Each open engine's spill folder, by ``id`` of its connection (a DuckDB connection takes no attributes).
+_SPILLS: dict[int, str] = {}
+#: Seconds the engine has to stop after it was interrupted, before the caller gives up waiting.
+_STOP_GRACE = 5.0
 
 
 def _shown(value: object) -> str:
@@ -306,9 +315,16 @@ class MembershipStatistics:
 
 
 def _connect(table: MembershipTable) -> duckdb.DuckDBPyConnection:
-    """An in-memory engine; a DuckDB database file is attached read-only and used."""
-    config = {"threads": ENGINE_THREADS, "memory_limit": ENGINE_MEMORY}
+    """An in-memory engine under the memory policy; a DuckDB database file is attached read-only and used.
+
+    DuckDB holds at most :func:`gce.resources.engine_memory` and spills beyond it to a temporary folder of
+    its own (never a ``.tmp`` folder in the working directory), removed by :func:`_close`.
+    """
+    spill = tempfile.mkdtemp(prefix="gce-duckdb-")
+    config = {"threads": ENGINE_THREADS, "memory_limit": f"{resources.engine_memory() // 2**20}MiB",
+              "temp_directory": spill}
     con = _duckdb().connect(":memory:", config=config)
+    _SPILLS[id(con)] = spill
     # progress is tracked (for query_progress, polled by _Watch) but never printed by DuckDB itself
     con.execute("set enable_progress_bar = true")
     con.execute("set enable_progress_bar_print = false")
@@ -317,14 +333,86 @@ def _connect(table: MembershipTable) -> duckdb.DuckDBPyConnection:
             con.execute(f"attach {_literal(table.database)} as source (read_only)")
             con.execute("use source")
         except _duckdb().Error as error:
-            con.close()
+            _close(con)
             raise _engine_error(table, error) from None
     return con
 
 
-def _engine_error(table: MembershipTable, error: Exception) -> InvalidParameterError:
+def _close(con: duckdb.DuckDBPyConnection) -> None:
+    """Close the engine and remove its spill folder."""
+    spill = _SPILLS.pop(id(con), None)
+    con.close()
+    if spill is not None:
+        shutil.rmtree(spill, ignore_errors=True)
+
+
+def _engine_error(table: MembershipTable, error: Exception) -> InvalidParameterError | ResourceLimitError:
+    """DuckDB's error as one line naming the table; running out of memory is a :class:`ResourceLimitError`."""
     first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+    if isinstance(error, _duckdb().OutOfMemoryException):
+        return ResourceLimitError(table.name, f"the engine ran out of its memory limit of "
+                                              f"{resources.format_size(resources.engine_memory())} (a quarter of "
+                                              f"gce's, GCE_MEMORY_LIMIT or --memory-limit) while reading it: {first}")
     return InvalidParameterError(table.name, f"cannot be read: {first}")
+
+
+def _guarded(con: duckdb.DuckDBPyConnection, table: MembershipTable, work: Callable[[], Any],
+             time_limit: float | None) -> Any:
+    """``work()`` (queries on ``con``) in a worker thread, interrupted at ``time_limit`` seconds or on Ctrl-C.
+
+    DuckDB does not look at Python's signals while a query runs, so the calling thread waits here, in
+    ticks of :data:`_TICK`, where both the clock and Ctrl-C reach it; either interrupts the engine
+    (``connection.interrupt()``, again at every tick until ``work`` returns: it may start another query).
+    Running out of time raises :class:`ResourceLimitError` naming the table; Ctrl-C (or any exception
+    raised in the waiting thread) is re-raised once the engine has stopped.
+    """
+    outcome: dict[str, Any] = {}
+    finished = threading.Event()
+
+    def run() -> None:
+        try:
+            outcome["value"] = work()
+        except BaseException as error:  # noqa: BLE001 - handed to the calling thread
+            outcome["error"] = error
+        finally:
+            finished.set()
+
+    deadline = math.inf if time_limit is None else time.monotonic() + time_limit
+    worker = threading.Thread(target=run, name="gce-duckdb", daemon=True)
+    worker.start()
+    out_of_time = False
+    try:
+        while not finished.wait(_TICK):
+            if time.monotonic() >= deadline:
+                out_of_time = True
+                break
+    except BaseException:  # Ctrl-C, or an alarm (gce.resources.stop_at_deadline): stop the engine first
+        _stop(con, finished)
+        raise
+    if out_of_time:
+        _stop(con, finished)
+        raise ResourceLimitError(table.name, f"reading it was stopped at the time limit of {time_limit:.3g} s "
+                                             f"(--time-limit): the query or files are too large for it")
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["value"]
+
+
+def _stop(con: duckdb.DuckDBPyConnection, finished: threading.Event) -> None:
+    """Interrupt the engine until its worker is done (at most :data:`_STOP_GRACE` seconds)."""
+    give_up = time.monotonic() + _STOP_GRACE
+    con.interrupt()
+    while not finished.wait(_TICK) and time.monotonic() < give_up:
+        con.interrupt()
+
+
+def _time_limit(time_limit: float | None) -> float | None:
+    """The engine's time budget: the one given, else the time left of :func:`gce.resources.limits`."""
+    if time_limit is not None:
+        if not (is_number(time_limit) and 0 < time_limit < math.inf):
+            raise InvalidParameterError("time_limit", f"must be a finite number of seconds > 0, got {time_limit!r}")
+        return float(time_limit)
+    return resources.seconds_left()
 
 
 class _Watch:
@@ -568,8 +656,8 @@ def statistics_from_sql(run: Callable[[str], list[tuple]], rows: str, per: str, 
 
 
 def membership_statistics(table: MembershipTable, databases: DatabaseIds, *, patterns: bool = False,
-                          max_patterns: int = MAX_PATTERNS,
-                          progress: Callable[..., None] | None = None) -> MembershipStatistics:
+                          max_patterns: int = MAX_PATTERNS, progress: Callable[..., None] | None = None,
+                          time_limit: float | None = None) -> MembershipStatistics:
     """The histogram of memberships per individual (and the distinct sets when asked), computed by DuckDB.
 
     Parameters
@@ -581,12 +669,18 @@ def membership_statistics(table: MembershipTable, databases: DatabaseIds, *, pat
         Also count the distinct membership sets (at most ``max_patterns``).
     progress : callable, optional
         Called as ``progress(percent, 100, message)`` while the engine scans.
+    time_limit : float, optional
+        Seconds the engine may take; default the time left of :func:`gce.resources.limits`, else none.
+        Ctrl-C interrupts it promptly in any case.
 
     Raises
     ------
     InvalidParameterError
         Naming the table (and the file of a glob): unreadable, a row without an individual, an unknown or
         missing database (the value is quoted), no rows, or more than ``max_patterns`` distinct sets.
+    ResourceLimitError
+        Naming the table: the engine was stopped at the time limit, or ran out of its memory limit
+        (:func:`gce.resources.engine_memory`).
 
     Examples
     --------
@@ -601,18 +695,24 @@ def membership_statistics(table: MembershipTable, databases: DatabaseIds, *, pat
         raise InvalidParameterError("patterns", f"must be True or False, got {patterns!r}")
     if not is_integer(max_patterns) or max_patterns < 1:
         raise InvalidParameterError("max_patterns", f"must be an integer >= 1, got {max_patterns!r}")
+    seconds = _time_limit(time_limit)
     con = _connect(table)
-    try:
+
+    def work() -> MembershipStatistics:
         resolve = _rows_view(con, table, databases)
         with _Watch(con, progress, f"reading {table.name}"):
             con.execute(f"create temp table per as {per_individual_sql('rows', patterns)}")
         return statistics_from_sql(lambda sql: con.execute(sql).fetchall(), "rows", "per", name=table.name,
                                    where=lambda origin: _where(table, origin), resolve=resolve,
                                    patterns=patterns, max_patterns=max_patterns)
+
+    try:
+        with resources.own_clock():
+            return _guarded(con, table, work, seconds)
     except _duckdb().Error as error:
         raise _engine_error(table, error) from None
     finally:
-        con.close()
+        _close(con)
 
 
 def _is_sqlite(path: str) -> bool:
@@ -650,13 +750,15 @@ class Truncation:
 
 
 def truncate_membership(table: MembershipTable, databases: DatabaseIds, m: int, seed: int, output: str, *,
-                        progress: Callable[..., None] | None = None) -> Truncation:
+                        progress: Callable[..., None] | None = None, time_limit: float | None = None) -> Truncation:
     """Write the rows to keep so that every individual is in at most ``m`` databases.
 
     Each individual keeps its ``min(c, m)`` distinct databases first in the order of :func:`truncation_key`
     (uniformly random for a random seed) and every row of those; the output (``.parquet`` or ``.csv``) has
     the columns ``individual`` and ``database`` as read. The share of memberships kept is exactly
-    :meth:`MembershipStatistics.kept` at ``m``.
+    :meth:`MembershipStatistics.kept` at ``m``. ``time_limit`` bounds the engine as in
+    :func:`membership_statistics` (a file stopped half-written is left as DuckDB left it: the output the
+    user asked for, never another file).
     """
     if not is_integer(m) or m < 1:
         raise InvalidParameterError("m", f"must be an integer >= 1, got {m!r}")
@@ -666,8 +768,10 @@ def truncate_membership(table: MembershipTable, databases: DatabaseIds, m: int, 
     if kind is None:
         raise InvalidParameterError("output", f"{output!r} must end in .parquet or .csv")
     options = "(format parquet)" if kind == "parquet" else "(format csv, header true)"
+    seconds = _time_limit(time_limit)
     con = _connect(table)
-    try:
+
+    def work() -> tuple:
         resolve = _rows_view(con, table, databases, writes=True)
         missing, unknown = con.execute("select count(*) filter (where individual is null), "
                                        "count(*) filter (where idx is null) from rows").fetchone()
@@ -687,9 +791,14 @@ def truncate_membership(table: MembershipTable, databases: DatabaseIds, m: int, 
                              "(select count(distinct individual) from rows)").fetchone()
         kept_rows = con.execute(f"select count(*) from {'read_parquet' if kind == 'parquet' else 'read_csv'}"
                                 f"({_literal(output)})").fetchone()[0]
+        return counts, kept_rows
+
+    try:
+        with resources.own_clock():
+            counts, kept_rows = _guarded(con, table, work, seconds)
     except _duckdb().Error as error:
         raise _engine_error(table, error) from None
     finally:
-        con.close()
+        _close(con)
     rows, kept, pairs, individuals = counts
     return Truncation(output, int(m), int(seed), rows, kept_rows, pairs, kept, individuals)

@@ -62,7 +62,7 @@ from ..constraints import ConstraintSet, estimate_membership
 from ..constraints.tables import MembershipTable, membership_statistics
 from ..constraints.neighborhood import NEIGHBORHOODS
 from .constraints import constraint_from_dict
-from ..errors import InfeasibleConstraintsError, InvalidParameterError, InvalidScenarioError
+from ..errors import InfeasibleConstraintsError, InvalidParameterError, InvalidScenarioError, ResourceLimitError
 from ..validation import is_integer
 from ..accounting.guarantees import Guarantee
 from ..accounting.kinds import KINDS
@@ -479,6 +479,8 @@ def _from_engine(refs: _Refs, table: Mapping[str, object], path: str, key: str, 
         field = {"query": "query", "columns": "columns"}.get(error.field, key)
         detail = error.detail if error.field in ("query", "columns", "source") else str(error)
         raise InvalidScenarioError(f"{path}.{field}", detail) from None
+    except ResourceLimitError as error:  # stopped at the time limit, or out of the engine's memory
+        raise ResourceLimitError(f"{path}.{'query' if key == 'database' else key}", str(error)) from None
 
 
 def _constraints(refs: _Refs, tables: object, folder: pathlib.Path,

@@ -20,16 +20,19 @@ from __future__ import annotations
 
 import abc
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+import scipy.sparse as sp
 from numpy.typing import NDArray
 
 from ..constraints import ConstraintSet
 from ..constraints.neighborhood import NEIGHBORHOODS, check_neighborhood
 from ..errors import InvalidParameterError
 
-__all__ = ["NEIGHBORHOODS", "WeightProblem", "WeightResult", "Solver", "check_time_limit", "MAX_TIME_LIMIT"]
+__all__ = ["NEIGHBORHOODS", "WeightProblem", "WeightResult", "Solver", "check_time_limit", "MAX_TIME_LIMIT",
+           "membership_matrix"]
 
 #: Largest time budget accepted, in seconds (about 11.6 days): beyond it a budget is a mistake, not a plan.
 MAX_TIME_LIMIT = 1e6
@@ -50,6 +53,23 @@ def check_time_limit(value: object, field: str = "time_limit") -> float:
         raise InvalidParameterError(field, f"must be a finite number of seconds in (0, {MAX_TIME_LIMIT:g}], "
                                            f"got {value!r}")
     return seconds
+
+
+def membership_matrix(sets: Sequence[frozenset[int]], n: int) -> sp.csr_array:
+    """The sets as rows of a sparse 0/1 matrix over ``n`` databases (CSR, float64).
+
+    Memory is proportional to the members listed, never to sets x databases: 10^6 patterns of a few
+    databases each on 2,000 databases take about 40 MB, where the dense matrix took 16 GB.
+
+    >>> membership_matrix([frozenset(), frozenset({0, 2})], 3).toarray()
+    array([[0., 0., 0.],
+           [1., 0., 1.]])
+    """
+    sizes = np.fromiter((len(s) for s in sets), dtype=np.int64, count=len(sets))
+    indptr = np.zeros(len(sets) + 1, dtype=np.int64)
+    np.cumsum(sizes, out=indptr[1:])
+    indices = np.fromiter((i for s in sets for i in sorted(s)), dtype=np.int64, count=int(indptr[-1]))
+    return sp.csr_array((np.ones(indices.size), indices, indptr), shape=(len(sets), n))
 
 
 @dataclass(frozen=True, eq=False)

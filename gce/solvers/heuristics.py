@@ -40,23 +40,42 @@ REFILL_SCAN = 64
 CLOCK_EVERY = 64
 
 
-def _greedy_set(problem: WeightProblem, banned: frozenset[int]) -> frozenset[int]:
-    """Whole ``together`` blocks outside ``banned``, heaviest first, while the set stays allowed."""
-    blocks = [b for b in problem.constraints.components() if not b & banned]
-    blocks.sort(key=lambda b: -sum(problem.weights[i] for i in b))
+def _greedy_set(problem: WeightProblem, banned: frozenset[int], deadline: float) -> frozenset[int]:
+    """Whole ``together`` blocks outside ``banned``, heaviest first (ties: smallest member first), while the
+    set stays allowed; the blocks are taken from arrays, one at a time, and the scan stops at ``deadline``
+    (``time.perf_counter``) with the set found so far (allowed, so still a witness)."""
+    constraints = problem.constraints
+    labels = constraints.block_labels()
+    if labels is None:
+        label, count = np.arange(problem.n), problem.n
+    else:
+        label, count = labels
+    weight = np.bincount(label, weights=problem.weights, minlength=count)
+    usable = np.ones(count, dtype=bool)
+    if banned:
+        usable[label[np.fromiter(banned, dtype=np.int64)]] = False
+    order = np.argsort(-weight, kind="stable")
+    order = order[usable[order]]
+    members = np.argsort(label, kind="stable")
+    ends = np.cumsum(np.bincount(label, minlength=count))
     chosen = _EMPTY
-    for block in blocks:
-        if not block <= chosen and problem.constraints.satisfied(chosen | block):
-            chosen = chosen | block
+    for start in range(0, order.size, CLOCK_EVERY):
+        if start and time.perf_counter() > deadline:
+            break
+        for b in order[start:start + CLOCK_EVERY].tolist():
+            block = frozenset(members[(ends[b - 1] if b else 0):ends[b]].tolist())
+            if constraints._allows(chosen | block):  # in range by construction: no re-validation
+                chosen = chosen | block
     return chosen
 
 
-def greedy_pair(problem: WeightProblem) -> tuple[frozenset[int], frozenset[int]]:
-    """A quick allowed pair: a greedy b1, then (bounded) a greedy b0 on the other databases."""
-    b1 = _greedy_set(problem, _EMPTY)
+def greedy_pair(problem: WeightProblem, deadline: float = math.inf) -> tuple[frozenset[int], frozenset[int]]:
+    """A quick allowed pair: a greedy b1, then (bounded) a greedy b0 on the other databases, each scan
+    stopped at ``deadline`` (``time.perf_counter``)."""
+    b1 = _greedy_set(problem, _EMPTY, deadline)
     if problem.neighborhood == "unbounded":
         return _EMPTY, b1
-    b0 = _greedy_set(problem, b1)
+    b0 = _greedy_set(problem, b1, deadline)
     return (b0, b1) if problem.allowed_pair(b0, b1) else (_EMPTY, b1)
 
 

@@ -52,6 +52,7 @@ from numpy.typing import NDArray
 
 from ..constraints import ConstraintSet, LinearSystem
 from .base import Solver, WeightProblem, WeightResult, round_bound
+from .. import resources
 from .heuristics import LocalSearch, greedy_pair
 from .highs import Program, solve_program
 from .packing import PackingStructure, odd_holes, violated_odd_cycles
@@ -62,6 +63,14 @@ __all__ = ["formulation", "separate", "MILP", "PlainMILP"]
 LOCAL_SEARCH_SHARE = 0.3
 #: Share of the budget, and most seconds, for the local search before anything else.
 FIRST_SEARCH_SHARE = 0.02
+#: Model columns (databases x copies) HiGHS is handed per second of its budget: the model's construction
+#: and HiGHS' presolve ignore the time limit (10^7 columns: 11 s to build, 53 s in presolve at a 0.3 s limit).
+HIGHS_COLUMNS_PER_SECOND = 500_000
+#: Bytes one column of the model takes, built and inside HiGHS (its rows' share included), for the memory policy.
+HIGHS_BYTES_PER_COLUMN = 600
+#: Share of the time limit the greedy witness may scan (one satisfied() check a block: 10^7 blocks take
+#: minutes); it stops with the allowed set found so far.
+GREEDY_SHARE = 0.2
 FIRST_SEARCH_SECONDS = 0.05
 #: Share of the budget, and most seconds, for a first MILP with the clique rows only
 #: (enough on exclusive groups with sparse cross conflicts).
@@ -298,6 +307,17 @@ def separate(problem: WeightProblem, form: str, structure: PackingStructure, row
     return rows + holes.take(chosen) + Rows.of(structure.n, cycles), bound
 
 
+def _model_fits(problem: WeightProblem, form: str, time_limit: float) -> bool:
+    """Whether HiGHS' model of ``form`` can be built and handed over within ``time_limit`` and the memory
+    limit. Building it is not interruptible and HiGHS' presolve does not look at its clock: 10^7 databases
+    took 11 s to build and 53 s in HiGHS at a 0.3 s limit. Estimated from the columns (one per database
+    and copy, :data:`HIGHS_COLUMNS_PER_SECOND`, :data:`HIGHS_BYTES_PER_COLUMN`); when it does not fit, the
+    solve keeps its witness and its other certified bounds."""
+    columns = problem.n * {"single": 1, "disjoint": 2}.get(form, 3)
+    return (columns <= HIGHS_COLUMNS_PER_SECOND * time_limit
+            and columns * HIGHS_BYTES_PER_COLUMN <= resources.memory_limit())
+
+
 class _Run:
     """One solve in progress: the candidate pairs and the named upper bounds so far."""
 
@@ -329,8 +349,9 @@ class _Run:
 
     def milp(self, rows: Rows | None, time_limit: float) -> WeightResult:
         """HiGHS on the model: its solution joins the candidates, its dual bound the bounds.
-        Skipped when less than :data:`MIN_HIGHS_SECONDS` are left (the budget is the budget)."""
-        if time_limit < MIN_HIGHS_SECONDS:
+        Skipped when less than :data:`MIN_HIGHS_SECONDS` are left (the budget is the budget), or when the
+        model could not be built in the time or the memory left (:func:`_model_fits`)."""
+        if time_limit < MIN_HIGHS_SECONDS or not _model_fits(self.problem, self.form, time_limit):
             return self.result()
         answer = _solve_model(self.problem, self.form, rows, time_limit)
         self.offer(answer.pair)
@@ -389,7 +410,7 @@ class MILP(Solver):
             run.bound("clique-partition", structure.partition_bound(problem.weights, 2 if form == "disjoint" else 1))
         search = self._search(problem, structure, form)
         if search is None:
-            run.offer(greedy_pair(problem))
+            run.offer(greedy_pair(problem, deadline=time.perf_counter() + GREEDY_SHARE * time_limit))
         else:
             first = min(FIRST_SEARCH_SHARE * time_limit, FIRST_SEARCH_SECONDS)
             search.run(deadline=time.perf_counter() + first, target=min(run.bounds.values()))
@@ -441,5 +462,5 @@ class PlainMILP(Solver):
 
     def solve(self, problem: WeightProblem, time_limit: float) -> WeightResult:
         run = _Run(problem, "single" if problem.neighborhood == "unbounded" else "xor", self.name)
-        run.offer(greedy_pair(problem))
+        run.offer(greedy_pair(problem, deadline=time.perf_counter() + GREEDY_SHARE * time_limit))
         return run.milp(None, time_limit)

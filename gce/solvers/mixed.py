@@ -33,7 +33,8 @@ from ..accounting.guarantees import Guarantee
 from ..accounting.theorems import Composition, as_multiset, compose
 from ..constraints import ConstraintSet
 from ..errors import NumericalLimitError, UnsupportedCombinationError
-from .base import WeightProblem
+from ..resources import check_memory
+from .base import WeightProblem, membership_matrix
 from .weights import worst_pair
 
 __all__ = ["CompositionCache", "WorstOfCurve", "maximal_profiles", "worst_profile", "Profiles", "Worst",
@@ -118,7 +119,7 @@ def maximal_profiles(constraints: ConstraintSet, neighborhood: str, counts: NDAr
     ``deadline`` (``time.perf_counter``) passes.
     """
     n = constraints.n
-    if constraints.explicit_sets() is None and len(constraints.components()) > ENUMERATION_BLOCKS_MAX:
+    if constraints.explicit_sets() is None and constraints.block_count() > ENUMERATION_BLOCKS_MAX:
         return None
     try:
         sets = list(constraints.allowed_sets())
@@ -126,16 +127,19 @@ def maximal_profiles(constraints: ConstraintSet, neighborhood: str, counts: NDAr
         return None
     if neighborhood == "bounded" and len(sets) ** 2 > PAIRS_MAX:
         return None
-    member = np.zeros((len(sets), n), dtype=bool)
-    for row, s in enumerate(sets):
-        member[row, list(s)] = True
+    member = membership_matrix(sets, n)  # sparse: a dense sets x databases matrix grows as their product
+    check_memory("constraints", 3 * 8 * len(sets) * counts.shape[1], f"profiles: {len(sets):,} allowed sets x "
+                                                                      f"{counts.shape[1]} kinds of guarantee")
+    own = member @ counts  # own[j]: the invocations of each kind on the databases of set j
     found: dict[bytes, tuple[int, int]] = {}
     rows: list[NDArray[np.float64]] = []
     firsts = range(1) if neighborhood == "unbounded" else range(len(sets))
     for i in firsts:
         if time.perf_counter() > deadline:
             return None
-        profile = (member[i] ^ member).astype(float) @ counts
+        inside = np.zeros(n)
+        inside[list(sets[i])] = 1.0
+        profile = own[i] + own - 2.0 * (member @ (counts * inside[:, None]))  # counts on set i XOR set j
         unique, index = np.unique(profile, axis=0, return_index=True)
         for row, j in zip(unique, index):
             key = row.tobytes()

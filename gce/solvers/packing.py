@@ -150,6 +150,12 @@ class PackingStructure:
         for constraint in constraints.constraints:
             if constraint.is_vacuous(n):
                 continue
+            if constraint.kind == "at_most" and constraint.among is None:
+                # over every database: the group as a range array, never a frozenset of n ints (10^7: 1 GB)
+                groups.append(Group(np.arange(n, dtype=np.int64), constraint.m))
+                if constraint.m == 1 and n <= MAX_GRAPH_GROUP:
+                    graph.add_edges_from(combinations(range(n), 2))
+                continue
             bounds = constraint.at_most_bounds(n)
             for bound in bounds:
                 if bound.m < len(bound.among):

@@ -1,0 +1,417 @@
+"""The resource policy (gce.resources): what grows with the input is refused with an estimate, or built
+small, or stopped at the time limit; never found out by exhausting the machine.
+
+Default tier: each case scaled down, the command line run in a subprocess with a small GCE_MEMORY_LIMIT
+(the refusal happens before anything is allocated) or a short --time-limit. Slow tier: the full-size cases
+of the policy's bar, each in a subprocess whose peak resident memory is measured (getrusage of its children)
+and must stay under 2 GB, its wall time under 3x the time limit plus start-up.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import random
+import subprocess
+import sys
+import textwrap
+import time
+
+import networkx as nx
+import numpy as np
+import pytest
+
+from gce import resources
+from gce.constraints import AtMost, ConstraintSet, Patterns, Together, estimate_membership
+from gce.constraints.tables import MembershipTable, membership_statistics
+from gce.errors import InvalidParameterError, ResourceLimitError
+from gce.solvers.base import WeightProblem, membership_matrix
+from gce.solvers.heuristics import greedy_pair
+from gce.solvers.weights import PatternList
+
+EXAMPLES = os.path.join(os.path.dirname(__file__), os.pardir, "examples")
+GIB = 2**30
+
+
+# ---------------------------------------------------------------------------
+# The policy itself
+
+
+def test_sizes_parse_with_units_and_name_the_field():
+    assert resources.parse_size("2GiB", "x") == 2 * GIB
+    assert resources.parse_size("1.5 GB", "x") == 1_500_000_000
+    assert resources.parse_size(5_000_000, "x") == 5_000_000
+    with pytest.raises(InvalidParameterError, match="^GCE_MEMORY_LIMIT: must be a number of bytes"):
+        resources.parse_size("lots", "GCE_MEMORY_LIMIT")
+    with pytest.raises(InvalidParameterError, match="at least 1 MB"):
+        resources.parse_size("10kB", "memory")
+
+
+def test_the_limit_comes_from_limits_then_the_environment_then_the_machine(monkeypatch):
+    monkeypatch.delenv(resources.MEMORY_LIMIT_ENV, raising=False)
+    machine = resources.physical_memory()
+    assert machine is None or resources.memory_limit() == int(resources.MEMORY_SHARE * machine)
+    monkeypatch.setenv(resources.MEMORY_LIMIT_ENV, "300MB")
+    assert resources.memory_limit() == 300_000_000
+    assert resources.engine_memory() == max(75_000_000, resources.ENGINE_MEMORY_MIN)
+    with resources.limits(memory="2GB"):
+        assert resources.memory_limit() == 2_000_000_000
+    assert resources.memory_limit() == 300_000_000
+
+
+def test_check_memory_refuses_above_the_limit_only(monkeypatch):
+    monkeypatch.setenv(resources.MEMORY_LIMIT_ENV, "100MB")
+    resources.check_memory("f", 100_000_000, "exactly the limit")  # not above: accepted
+    with pytest.raises(ResourceLimitError) as caught:
+        resources.check_memory("constraints[0].allowed", 1.6e9, "patterns as a dense matrix")
+    assert str(caught.value) == ("constraints[0].allowed: patterns as a dense matrix needs about 1.6 GB, more "
+                                 "than the memory limit of 100 MB (GCE_MEMORY_LIMIT)")
+    assert caught.value.field == "constraints[0].allowed"
+
+
+def test_check_time_counts_down_inside_limits_only():
+    resources.check_time("f", 1e9, "anything")  # no budget: nothing refused
+    assert resources.seconds_left() is None
+    with resources.limits(time_limit=10):
+        assert 9 < resources.seconds_left() <= 10
+        resources.check_time("f", 1.0, "a second")
+        with pytest.raises(ResourceLimitError, match=r"^--deltas: 3 deltas takes about 20 s, more than the"):
+            resources.check_time("--deltas", 20.0, "3 deltas")
+
+
+def test_the_alarm_stops_pure_python_work_at_the_deadline():
+    started = time.monotonic()
+    with pytest.raises(ResourceLimitError, match="^file: parsing was stopped at the time limit of 0.2 s"):
+        with resources.limits(time_limit=0.2), resources.stop_at_deadline("file", "parsing"):
+            while True:
+                pass
+    assert time.monotonic() - started < 3 * (0.2 + resources._ALARM_LATE) + 1
+
+
+# ---------------------------------------------------------------------------
+# Patterns: a sparse sets x databases matrix, not a dense one
+
+
+def _patterns(count: int, n: int, seed: int) -> list[frozenset[int]]:
+    rng = random.Random(seed)
+    found: set[frozenset[int]] = set()
+    while len(found) < count:
+        found.add(frozenset(rng.sample(range(n), rng.choice((1, 2, 2, 3)))))
+    return sorted(found, key=sorted)
+
+
+def test_membership_matrix_is_the_sets_rows():
+    sets = [frozenset(), frozenset({3}), frozenset({0, 4})]
+    dense = membership_matrix(sets, 5).toarray()
+    assert dense.tolist() == [[0, 0, 0, 0, 0], [0, 0, 0, 1, 0], [1, 0, 0, 0, 1]]
+
+
+def test_patterns_solver_answers_where_the_dense_matrix_would_not_fit():
+    """20,000 sets x 2,000 databases is 320 MB dense; the limit is 30 MB and the answer the brute force's."""
+    n, sets = 2000, _patterns(20_000, 2000, seed=3)
+    weights = np.random.default_rng(3).integers(1, 50, n).astype(float)
+    problem = WeightProblem(ConstraintSet(n, (Patterns(tuple(sets)),)), weights, "unbounded")
+    with resources.limits(memory="30MB"):
+        result = PatternList().solve(problem, 5.0)
+    best = max(sum(weights[i] for i in s) for s in sets)
+    assert result.value == result.upper_bound == best
+    assert problem.value(*result.witness) == best
+
+
+def test_bounded_pattern_pairs_are_refused_with_the_estimate():
+    sets = _patterns(1500, 200, seed=1)
+    problem = WeightProblem(ConstraintSet(200, (Patterns(tuple(sets)),)), np.ones(200), "bounded")
+    with resources.limits(memory="20MB"), pytest.raises(ResourceLimitError, match=r"^constraints: patterns: "
+                                                                                  r"1,501 x 1,501 pairs"):
+        PatternList().solve(problem, 5.0)
+
+
+# ---------------------------------------------------------------------------
+# Many databases: blocks as arrays, the greedy witness on a clock
+
+
+def test_block_labels_are_the_components_of_networkx():
+    rng = random.Random(5)
+    for _ in range(20):
+        n = rng.randint(1, 40)
+        groups = [tuple(rng.sample(range(n), rng.randint(1, min(4, n)))) for _ in range(rng.randint(0, 6))]
+        cs = ConstraintSet(n, tuple(Together(g) for g in groups))
+        graph = nx.Graph()
+        graph.add_nodes_from(range(n))
+        for g in groups:
+            nx.add_path(graph, sorted(g))
+        expected = sorted((frozenset(c) for c in nx.connected_components(graph)), key=min)
+        assert list(cs.iter_components()) == expected == list(cs.components())
+        assert cs.block_count() == len(expected)
+
+
+def test_components_tuple_is_refused_but_the_arrays_are_not():
+    cs = ConstraintSet(10**6, (Together((0, 5, 9)), AtMost(365)))
+    with resources.limits(memory="50MB"):
+        with pytest.raises(ResourceLimitError, match=r"^databases: components: 999,998 blocks of 1,000,000 "
+                                                     r"databases as Python sets needs about"):
+            cs.components()
+        assert cs.block_count() == 999_998
+        assert next(iter(cs.iter_components())) == frozenset({0, 5, 9})
+        cs.require_nonempty()  # lazily: the first block is allowed
+
+
+def test_greedy_witness_stops_at_its_deadline_with_an_allowed_set():
+    n = 100_000
+    cs = ConstraintSet(n, (Together((0, 1, 2)), AtMost(50)))
+    problem = WeightProblem(cs, np.ones(n), "unbounded")
+    started = time.perf_counter()
+    b0, b1 = greedy_pair(problem, deadline=started + 0.2)
+    assert time.perf_counter() - started < 3 * 0.2 + 2.0  # the arrays' set-up, then at most one batch late
+    assert cs.satisfied(b1) and not b0 and {0, 1, 2} <= b1  # the heaviest block first
+    b0, b1 = greedy_pair(problem)
+    assert len(b1) == 50 and {0, 1, 2} <= b1  # without a deadline: as full as at_most allows
+
+
+# ---------------------------------------------------------------------------
+# Tables: the patterns cap for file =, DuckDB under the time limit
+
+
+def test_file_tables_have_the_patterns_cap_of_source_tables():
+    rows = [(f"p{i}", i % 5) for i in range(5)] + [("q", 0), ("q", 1)]
+    assert len(estimate_membership(rows, 5, patterns=True, max_patterns=6).patterns.allowed) == 6
+    with pytest.raises(InvalidParameterError, match="^rows: has 6 distinct membership sets, more than 5"):
+        estimate_membership(rows, 5, patterns=True, max_patterns=5)
+
+
+@pytest.fixture
+def empty_duckdb(tmp_path):
+    import duckdb
+
+    path = tmp_path / "empty.duckdb"
+    duckdb.connect(str(path)).close()
+    return path
+
+
+def test_a_huge_duckdb_query_is_interrupted_at_its_time_limit(empty_duckdb):
+    table = MembershipTable(database=str(empty_duckdb), query="select i, i % 10 from range(10000000000) t(i)",
+                            label="empty.duckdb")
+    started = time.monotonic()
+    with pytest.raises(ResourceLimitError, match="^empty.duckdb: reading it was stopped at the time limit of 1 s"):
+        membership_statistics(table, 10, time_limit=1.0)
+    assert time.monotonic() - started < 3 * 1.0 + 1.0
+
+
+@functools.lru_cache(maxsize=1)
+def _startup() -> float:
+    """Seconds the command line takes to start and answer the smallest question (imports and all), measured
+    once per test process."""
+    started = time.monotonic()
+    subprocess.run([sys.executable, "-m", "gce", "solve", os.path.join(EXAMPLES, "subsidiaries.toml")],
+                   capture_output=True, check=True)
+    return time.monotonic() - started
+
+
+def _gce(args: list[str], env: dict[str, str] | None = None, timeout: float = 300) -> tuple[subprocess.CompletedProcess,
+                                                                                            float, int]:
+    """Run ``gce ARGS`` in a subprocess: its result, wall seconds and peak resident memory in bytes (Linux:
+    getrusage of the children of a fresh interpreter that only waits for it)."""
+    probe = ("import resource, subprocess, sys; done = subprocess.run(sys.argv[1:]); "
+             "sys.stderr.write('\\nPEAK %d\\n' % resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss); "
+             "sys.exit(done.returncode)")
+    started = time.monotonic()
+    done = subprocess.run([sys.executable, "-c", probe, sys.executable, "-m", "gce", *args], capture_output=True,
+                          text=True, timeout=timeout, env={**os.environ, **(env or {})})
+    wall = time.monotonic() - started
+    stderr, _, peak = done.stderr.rpartition("\nPEAK ")
+    done.stderr = stderr
+    return done, wall, int(peak) * 1024
+
+
+def _scenario(folder, name: str, body: str) -> str:
+    path = folder / name
+    path.write_text(textwrap.dedent(body))
+    return str(path)
+
+
+def _range_scenario(folder, query: str) -> str:
+    import duckdb
+
+    duckdb.connect(str(folder / "empty.duckdb")).close()
+    return _scenario(folder, "range.toml", f'''\
+        databases = 10
+        delta = 1e-6
+        [[invocations]]
+        databases = "all"
+        mechanism = {{ kind = "pure", epsilon = 0.1 }}
+        [[constraints]]
+        kind = "from_data"
+        database = "empty.duckdb"
+        query = "{query}"
+        ''')
+
+
+def _one_error_line(done: subprocess.CompletedProcess) -> str:
+    assert done.returncode == 2 and done.stdout == ""
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("gce: error: "), done.stderr
+    return lines[0]
+
+
+@pytest.mark.slow
+def test_cli_duckdb_query_stops_at_the_time_limit(tmp_path):
+    path = _range_scenario(tmp_path, "select i, i % 10 from range(10000000000) t(i)")
+    startup = _startup()
+    done, wall, _ = _gce(["solve", path, "--time-limit", "1"])
+    line = _one_error_line(done)
+    assert "constraints[0].query: empty.duckdb: reading it was stopped at the time limit" in line
+    assert wall < 3 * (1.0 + startup)
+
+
+def _main(args: list[str], capsys) -> tuple[int, str, str]:
+    """``gce ARGS`` in this process: exit status, standard output and standard error."""
+    from gce.cli import main
+
+    status = main(args)
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+def _one_line_of(status: int, out: str, err: str) -> str:
+    assert status == 2 and out == ""
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("gce: error: "), err
+    return lines[0]
+
+
+def test_cli_memory_limit_flag_and_environment_refuse_before_allocating(tmp_path, capsys, monkeypatch):
+    sets = ", ".join(f"[{i}, {i + 1}]" for i in range(0, 1500))
+    path = _scenario(tmp_path, "pairs.toml", f'''\
+        databases = 1501
+        neighborhood = "bounded"
+        delta = 0.0
+        [[invocations]]
+        databases = "all"
+        mechanism = {{ kind = "pure", epsilon = 0.1 }}
+        [[constraints]]
+        kind = "patterns"
+        allowed = [{sets}]
+        ''')
+    monkeypatch.setenv("GCE_MEMORY_LIMIT", "20MB")
+    line = _one_line_of(*_main(["solve", path], capsys))
+    assert line.endswith("constraints: patterns: 1,501 x 1,501 pairs of allowed sets weighed (bounded) needs about "
+                         "54 MB, more than the memory limit of 20 MB (GCE_MEMORY_LIMIT)")
+    monkeypatch.setenv("GCE_MEMORY_LIMIT", "1TB")
+    line = _one_line_of(*_main(["solve", path, "--memory-limit", "25MB"], capsys))
+    assert line.endswith("more than the memory limit of 25 MB (--memory-limit)")
+    line = _one_line_of(*_main(["solve", path, "--memory-limit", "lots"], capsys))
+    assert line == "gce: error: --memory-limit: must be a number of bytes (e.g. 2GB, 512MiB), got 'lots'"
+    status, out, _ = _main(["solve", path, "--memory-limit", "200MB"], capsys)
+    assert status == 0 and "GCE (this scenario)  0.4 " in out  # bounded: {0, 1} against {2, 3}, 4 x 0.1
+
+
+@pytest.mark.slow
+def test_cli_scenario_file_parsing_stops_at_the_time_limit(tmp_path):
+    sets = ",\n".join(f"[{i % 2000}, {(i * 7 + 1) % 2000}, {(i * 13 + 2) % 2000}]" for i in range(100_000))
+    path = _scenario(tmp_path, "many.toml", 'databases = 2000\ndelta = 1e-6\n[[invocations]]\ndatabases = "all"\n'
+                                            'mechanism = { kind = "pure", epsilon = 0.1 }\n[[constraints]]\n'
+                                            f'kind = "patterns"\nallowed = [\n{sets}\n]\n')
+    startup = _startup()
+    done, wall, _ = _gce(["solve", path, "--time-limit", "0.3"])
+    size = resources.format_size(os.path.getsize(path))
+    assert f"file: reading the scenario file ({size}) and its data was stopped at the time limit of 0.3 s" in \
+        _one_error_line(done)
+    assert wall < 3 * (0.3 + startup)
+
+
+def test_cli_curve_refuses_deltas_that_do_not_fit_with_the_estimate(capsys):
+    deltas = [f"{d:.6g}" for d in np.geomspace(1e-10, 1e-2, 5000)]
+    line = _one_line_of(*_main(["curve", os.path.join(EXAMPLES, "gaussian_parts.toml"), "--time-limit", "0.3",
+                                "--deltas", *deltas], capsys))
+    assert "--deltas: epsilon at 5,000 deltas (measured:" in line and "more than the" in line
+
+
+def test_cli_many_databases_answer_within_the_time_limit(tmp_path, capsys):
+    path = _scenario(tmp_path, "many.toml", '''\
+        databases = 300000
+        delta = 1e-6
+        [[invocations]]
+        databases = "all"
+        mechanism = { kind = "approx", epsilon = 0.05, delta = 1e-10 }
+        [[constraints]]
+        kind = "at_most"
+        m = 365
+        [[constraints]]
+        kind = "together"
+        databases = [0, 1, 2]
+        ''')
+    started = time.monotonic()
+    status, out, err = _main(["solve", path, "--time-limit", "0.5", "--json"], capsys)
+    wall = time.monotonic() - started
+    assert status == 0, err
+    import json
+
+    report = json.loads(out)
+    assert report["epsilon"] >= 4.62  # 365 composed (hospitals, 001 Ex. 1): never below the exact worst case
+    assert wall < 3 * 0.5 + 1.0
+
+
+# ---------------------------------------------------------------------------
+# Slow tier: the full-size cases, peak memory under 2 GB
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("query", ["select i, i % 10 from range(10000000000) t(i)",
+                                   "select a.i || '-' || b.j, (a.i + b.j) % 10 from range(1000000) a(i), "
+                                   "range(1000000) b(j)"])
+def test_full_size_duckdb_queries(tmp_path, query):
+    path = _range_scenario(tmp_path, query)
+    startup = _startup()
+    done, wall, peak = _gce(["solve", path, "--time-limit", "5"])
+    assert "stopped at the time limit" in _one_error_line(done)
+    assert wall < 5 + 1 + 2 * startup and peak < 2 * GIB
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("count", [10**5, 10**6])
+def test_full_size_inline_patterns(tmp_path, count):
+    sets = ",\n".join("[" + ", ".join(map(str, sorted(p))) + "]" for p in _patterns(count, 2000, seed=count))
+    path = _scenario(tmp_path, "patterns.toml", 'databases = 2000\ndelta = 1e-6\n[[invocations]]\n'
+                                                'databases = "all"\nmechanism = { kind = "pure", epsilon = 0.1 }\n'
+                                                f'[[constraints]]\nkind = "patterns"\nallowed = [\n{sets}\n]\n')
+    startup = _startup()
+    done, wall, peak = _gce(["solve", path, "--time-limit", "5"])
+    assert done.returncode in (0, 2), done.stderr
+    if done.returncode == 2:
+        assert "stopped at the time limit" in _one_error_line(done)
+    assert wall < 5 + 1 + 2 * startup and peak < 2 * GIB
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("n", [10**6, 10**7])
+def test_full_size_many_databases(tmp_path, n):
+    path = _scenario(tmp_path, "many.toml", f'''\
+        databases = {n}
+        delta = 1e-6
+        [[invocations]]
+        databases = "all"
+        mechanism = {{ kind = "approx", epsilon = 0.05, delta = 1e-10 }}
+        [[constraints]]
+        kind = "at_most"
+        m = 365
+        [[constraints]]
+        kind = "together"
+        databases = [0, 1, 2]
+        ''')
+    startup = _startup()
+    done, wall, peak = _gce(["solve", path, "--time-limit", "5"])
+    assert done.returncode == 0, done.stderr
+    assert "4.62025" in done.stdout  # the certified bound: 365 composed (or the exact answer)
+    assert wall < 5 + 1 + 2 * startup and peak < 2 * GIB
+
+
+@pytest.mark.slow
+def test_full_size_curve_deltas():
+    deltas = [f"{d:.6g}" for d in np.geomspace(1e-10, 1e-2, 100_000)]
+    startup = _startup()
+    done, wall, peak = _gce(["curve", os.path.join(EXAMPLES, "gaussian_parts.toml"), "--time-limit", "5",
+                             "--deltas", *deltas])
+    assert done.returncode in (0, 2)
+    if done.returncode == 2:
+        assert "--deltas: epsilon at 100,000 deltas" in _one_error_line(done)
+    assert wall < 5 + 1 + 2 * startup and peak < 2 * GIB
