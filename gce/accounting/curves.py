@@ -217,7 +217,8 @@ class DiscreteLossCurve(PrivacyCurve):
         self._loss = loss[keep][order]
         log_p = log_p[keep][order]
         self._log_a = np.logaddexp.accumulate(log_p) if log_p.size else log_p
-        self._log_b = np.logaddexp.accumulate(log_p - self._loss) if log_p.size else log_p
+        with np.errstate(over="ignore"):  # log P - L below -1.8e308: -inf, the term e^(log P - L) = 0 it is
+            self._log_b = np.logaddexp.accumulate(log_p - self._loss) if log_p.size else log_p
         self.delta_floor = float(min(max(infinite_mass, 0.0), 1.0))
 
     @property
