@@ -133,3 +133,82 @@ def test_ledger_with_spends_of_1e308_answers_offline_without_warnings(capsys, tm
     assert main(["ledger", "status", "--offline", "--ledger", ledger]) == 0
     out, err = capsys.readouterr()
     assert err == "" and "offline" in out and "epsilon 1e+308 at delta 0.5" in out
+
+
+# --- random allocation from sigma 1e-300 to 1e300 ------------------------------------------------------
+
+
+def _allocation_answer(sigma: float):
+    """epsilon at 1e-6 of examples/dp_sgd_allocation.toml (1 of 100 Gaussians) at ``sigma``: the report,
+    or the project's own error."""
+    import dataclasses
+    scenario = gce.load_scenario(str(__import__("pathlib").Path(__file__).parents[1] / "examples"
+                                     / "dp_sgd_allocation.toml"))
+    swap = {g: gce.GaussianMechanism(sigma) for g in scenario.table.kinds}
+    scenario = dataclasses.replace(scenario, invocations=scenario.invocations.with_guarantees(swap))
+    try:
+        return gce.solve(scenario, time_limit=2.0)
+    except gce.GCEError as error:
+        return error
+
+
+def _check_allocation(sigma: float) -> None:
+    """Sound: between the sum-of-outputs lower bound GDP(mu / sqrt(100)) and the un-amplified GDP(mu)
+    (joint convexity), both closed forms; an error only for mu beyond 1e100 (the Gaussian merge's limit)."""
+    from gce.accounting.curves import GaussianCurve
+    mu = 1.0 / sigma
+    report = _allocation_answer(sigma)
+    if isinstance(report, gce.GCEError):
+        assert mu >= 1e100 and "\n" not in str(report), report
+        return
+    unamplified = float(GaussianCurve(mu).epsilon(1e-6))
+    summed = float(GaussianCurve(mu / 10.0).epsilon(1e-6))
+    assert report.epsilon <= unamplified * (1 + 1e-12), (sigma, report.epsilon, unamplified)
+    assert report.bracket is not None
+    low, high = report.bracket
+    assert 0.0 <= low <= report.epsilon == high
+    if summed < 2.0**20:  # the lower curve's search stops there (certified below it)
+        assert report.epsilon >= summed * (1 - 1e-9), (sigma, report.epsilon, summed)
+
+
+@pytest.mark.parametrize("sigma", [1e-300, 1e-10, pytest.param(1e4, marks=pytest.mark.slow),
+                                   pytest.param(1e150, marks=pytest.mark.slow)])  # (2-3 s each)
+def test_random_allocation_is_sound_from_sigma_1e_minus_300_to_1e300(sigma):
+    _check_allocation(sigma)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sigma", np.logspace(-300, 300, 25).tolist())
+def test_random_allocation_is_sound_over_a_log_spaced_sweep_of_sigma(sigma):
+    _check_allocation(sigma)
+
+
+@pytest.mark.parametrize("mu", [40.0, 1e3, 1e10, 1e300, math.inf])
+def test_allocation_beyond_the_grids_is_bracketed_by_closed_forms(mu):
+    from gce.accounting.curves import GaussianCurve
+    from gce.priors.allocation import allocation_curve
+    curve = allocation_curve(mu, 100, 3, epochs=2)
+    assert "beyond the grids" in curve.description
+    # above: GDP(mu sqrt(6)); below: GDP(3 mu sqrt(2 / 100)), at a few epsilons
+    for eps in (0.0, 1.0, 1e3, 1e20):
+        assert curve.delta(eps) == pytest.approx(float(GaussianCurve(mu * math.sqrt(6)).delta(eps)), rel=1e-12)
+        assert curve.lower.delta(eps) == pytest.approx(float(GaussianCurve(mu * 3 * math.sqrt(0.02)).delta(eps)),
+                                                       rel=1e-12)
+
+
+@pytest.mark.parametrize("mu", [1e3, 1e4, 1e10, 1e150])
+def test_gaussian_curve_at_large_mu_is_the_tail_bound_and_meets_its_own_delta(mu):
+    from gce.accounting.curves import GaussianCurve
+    from scipy import special
+    curve = GaussianCurve(mu)
+    for target in (1e-300, 1e-6, 0.3):
+        eps = float(curve.epsilon(target))
+        # eps = mu^2 / 2 + mu z is the epsilon of the bound Phi(mu/2 - eps/mu) >= delta (above the exact one)
+        assert eps == pytest.approx(mu * mu / 2 + mu * -special.ndtri(target), rel=1e-14)
+        assert float(curve.delta(eps)) <= target
+    with mpmath.workdps(60):  # within 2e-6 of the exact epsilon at mu = 1000 (mpmath root of the exact form)
+        if mu == 1e3:
+            m = mpmath.mpf(mu)
+            exact = mpmath.findroot(lambda e: mpmath.ncdf(-e / m + m / 2) - mpmath.exp(e) * mpmath.ncdf(-e / m - m / 2)
+                                    - mpmath.mpf("1e-6"), m * m / 2 + 4 * m)
+            assert float(exact) <= float(curve.epsilon(1e-6)) <= float(exact) * (1 + 2e-6)
