@@ -457,15 +457,18 @@ class Invocations(Sequence):
         order of the invocation records, whatever the grouping, so records and groups describing the same
         invocations give the same floating-point weights.
         """
-        value = self._group_repeat * np.asarray(per_kind, dtype=np.float64)[self._group_kind]
-        out = np.zeros(n)
-        for j, g in enumerate(self._groups):
-            if value[j] == 0.0:
-                continue
-            if isinstance(g.databases, range):
-                out[_slice(g.databases)] += value[j]
-            else:
-                np.add.at(out, g.databases, value[j])  # unbuffered: a database listed twice counts twice, in order
+        # A sum beyond the double range (epsilon 1e303 repeated 10^6 times) is +inf, its correctly rounded
+        # value: a bound built on it is infinite, as it must be (never a wrapped or clamped finite number).
+        with np.errstate(over="ignore"):
+            value = self._group_repeat * np.asarray(per_kind, dtype=np.float64)[self._group_kind]
+            out = np.zeros(n)
+            for j, g in enumerate(self._groups):
+                if value[j] == 0.0:
+                    continue
+                if isinstance(g.databases, range):
+                    out[_slice(g.databases)] += value[j]
+                else:
+                    np.add.at(out, g.databases, value[j])  # unbuffered: a database listed twice counts twice
         return out
 
     @staticmethod

@@ -211,6 +211,13 @@ class _BudgetedCache(CompositionCache):
 _SCORE_CAP = 1e6
 
 
+def _no_finite_epsilon(floor: float, delta: float) -> str:
+    """The note of an infinite epsilon: the mass of infinite privacy loss (``floor``) exceeds the target."""
+    return (f"no finite epsilon: delta >= {floor:.4g} > target {delta:g} at every epsilon for the worst-case pair "
+            f"(the per-invocation deltas and any privacy loss beyond the floating-point range, 1.8e308, count "
+            f"as an infinite loss)")
+
+
 def _score(guarantee: Guarantee, composer=compose) -> float:
     """A scalar per invocation for ranking witnesses: epsilon^2 at a small delta, at most :data:`_SCORE_CAP`."""
     eps = composer({guarantee: 1}).epsilon(_SCORE_DELTA)
@@ -398,8 +405,7 @@ def _solve_pairs(scenario: Scenario, delta: float | None, epsilon: float | None,
 
     if math.isinf(eps):
         floor = bound.curve.delta_floor
-        notes.append(f"no finite epsilon: the per-invocation deltas alone give delta >= {floor:.4g} "
-                     f"> target {delta:g} for the worst-case pair")
+        notes.append(_no_finite_epsilon(floor, delta))
     report_baselines = _baselines(scenario, delta, epsilon, budget, solved=solved)
     bracket = _bracket(witness(), eps if epsilon is None else d, delta, epsilon, exact, theorem,
                        budget, notes)
@@ -543,8 +549,7 @@ def _enumerated(scenario: Scenario, kinds: list, delta: float | None, epsilon: f
     notes.append(f"enumerated the allowed pairs ({profiles.allowed_sets} allowed sets): {worst.composed} maximal "
                  f"differing multisets composed")
     if math.isinf(eps):
-        notes.append(f"no finite epsilon: the per-invocation deltas alone give delta >= "
-                     f"{worst.composition.curve.delta_floor:.4g} > target {delta:g} for the worst-case pair")
+        notes.append(_no_finite_epsilon(worst.composition.curve.delta_floor, delta))
     differing, count = _differing(scenario, worst.pair)
     baselines = _baselines(scenario, delta, epsilon, budget, solved=solved)
     bracket = _bracket(worst.composition, eps if epsilon is None else d, delta, epsilon,
@@ -651,7 +656,7 @@ def _baselines(scenario: Scenario, delta: float | None, epsilon: float | None,
         points = [kinds.point(g) for g in scenario.table.kinds]
         per_db = scenario.table.weights(scenario.n, np.array([p[0] for p in points]))
         size = _largest_difference(scenario, budget, solved)
-        eps_par = size * float(per_db.max())
+        eps_par = size * float(per_db.max()) if size > 0 else 0.0  # (0 x an infinite weight: no difference)
         d_par = 0.0 if epsilon is None or epsilon >= eps_par else 1.0
         out["parallel"] = Baseline("parallel", eps_par if epsilon is None else epsilon, d_par,
                                    "parallel composition (McSherry 2009)")
@@ -724,8 +729,7 @@ def _solve_composite(scenario: Scenario, delta: float | None, epsilon: float | N
         if other.name != winner.name:
             notes.append(f"{other.name}: epsilon {value[0]:.6g} at delta {value[1]:.3g}")
     if math.isinf(eps):
-        notes.append(f"no finite epsilon at delta {delta:g}: the per-invocation deltas alone give delta >= "
-                     f"{winner.curve.delta_floor:.4g}")
+        notes.append(_no_finite_epsilon(winner.curve.delta_floor, delta))
     bracket = _route_bracket(winner, eps if epsilon is None else d, delta, epsilon, notes)
     pairs = context.worst_pair()
     if _parallel_applies(scenario):

@@ -163,9 +163,11 @@ def canonical_composition(points: list[tuple[float, float, int]]) -> DiscreteLos
             continue  # loss identically 0 on the no-delta-event part
         group_loss, group_log_p, group_outside = _group(eps, n)
         log_outside = float(np.logaddexp(log_outside, group_outside))
-        with np.errstate(invalid="ignore"):  # inf + (-inf): an overflowed outcome, sent to +inf below
+        # Sums beyond the double range: losses of +-inf (inf + (-inf), an overflowed outcome, is sent to +inf
+        # below) and log-masses of -inf (a mass e^(-1.8e308) is 0 in any case).
+        with np.errstate(over="ignore", invalid="ignore"):
             loss = (loss[:, None] + group_loss[None, :]).ravel()
-        log_p = (log_p[:, None] + group_log_p[None, :]).ravel()
+            log_p = (log_p[:, None] + group_log_p[None, :]).ravel()
     loss[np.isnan(loss)] = math.inf
     log_survival = _log_survival(points)
     infinite = -math.expm1(log_survival) + math.exp(log_survival + log_outside)

@@ -178,8 +178,9 @@ def packing_bracket(constraints: ConstraintSet, weights: NDArray[np.float64], ne
         if not constraints.satisfied(frozenset(np.flatnonzero(side).tolist())):  # pragma: no cover - defensive
             raise GCEError("packing_bracket: the greedy witness violates the constraints")
     witness = b0 ^ b1
-    lower = float(w[witness].sum())
-    upper = max(_partition_bound(w, group, capacity, absorbed, sides), lower)
+    with np.errstate(over="ignore"):  # sums beyond the double range: +inf, above any budget
+        lower = float(w[witness].sum())
+        upper = max(_partition_bound(w, group, capacity, absorbed, sides), lower)
     return Bracket(lower, upper, witness)
 
 
@@ -188,7 +189,9 @@ def solved_bracket(constraints: ConstraintSet, weights: NDArray[np.float64], nei
     """:func:`gce.solvers.worst_pair` within ``time_limit``: its witness and certified upper bound."""
     result = worst_pair(WeightProblem(constraints, weights, neighborhood), time_limit)
     witness = _pair_mask(constraints.n, result.witness)
-    return Bracket(float(np.asarray(weights)[witness].sum()), float(result.upper_bound), witness)
+    with np.errstate(over="ignore"):  # a sum beyond the double range: +inf
+        lower = float(np.asarray(weights)[witness].sum())
+    return Bracket(lower, float(result.upper_bound), witness)
 
 
 def reach(constraints: ConstraintSet, neighborhood: str, members: NDArray[np.intp] | None,
@@ -250,6 +253,9 @@ class WorstCase:
         self.solves += 1
         if not np.any(weights > 0):
             return Bracket(0.0, 0.0, np.zeros(self.n, dtype=bool))
+        infinite = np.isinf(weights)
+        if np.any(infinite):
+            return self._narrow_infinite(weights, infinite, k, full)
         quick = packing_bracket(self.constraints, weights, self.neighborhood)
         if quick is not None and (quick.exact or not full):
             return quick
@@ -259,16 +265,30 @@ class WorstCase:
         best = solved if solved.lower >= quick.lower else quick
         return Bracket(best.lower, min(solved.upper, quick.upper), best.witness)
 
+    def _narrow_infinite(self, weights: NDArray[np.float64], infinite: NDArray[np.bool_], k: int, full: bool
+                         ) -> Bracket:
+        """:meth:`narrow` when some sums are +inf (spends beyond the double range): the maximum is +inf when
+        an allowed pair differs on such a database, else that of the finite sums (the others never differ)."""
+        hits = self.narrow(infinite.astype(float), k, full)
+        if hits.lower >= 1.0:
+            return Bracket(math.inf, math.inf, hits.witness)
+        finite = self.narrow(np.where(infinite, 0.0, weights), k, full)
+        if hits.upper < 1.0:
+            return finite
+        return Bracket(finite.lower, math.inf, finite.witness)  # not settled within the time limit
+
     def tentative(self, members: NDArray[np.intp] | None, weights: NDArray[np.float64], reach_bound: float
                   ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
         """(lower, upper) per component after adding ``weights`` to ``members`` (None: all), not applied."""
         hit = self.witness.sum(axis=1) if members is None else self.witness[:, members].sum(axis=1)
-        return self.lower + weights * hit, self.upper + weights * reach_bound
+        with np.errstate(over="ignore"):  # beyond the double range: +inf, above any budget (weights are finite)
+            return self.lower + weights * hit, self.upper + weights * reach_bound
 
     def with_added(self, k: int, members: NDArray[np.intp] | None, weight: float) -> NDArray[np.float64]:
         """Component k's sums after adding ``weight`` to ``members`` (a copy)."""
         sums = self.sums[k].copy()
-        sums[slice(None) if members is None else members] += weight
+        with np.errstate(over="ignore"):  # a sum beyond the double range: +inf (see :meth:`narrow`)
+            sums[slice(None) if members is None else members] += weight
         return sums
 
     def apply(self, members: NDArray[np.intp] | None, weights: NDArray[np.float64], reach_bound: float,
@@ -277,7 +297,8 @@ class WorstCase:
         new sums (``narrowed``) and another process's upper bounds (``upper_hint``), each only if tighter."""
         lower, upper = self.tentative(members, weights, reach_bound)
         where = slice(None) if members is None else members
-        self.sums[:, where] += weights[:, None]
+        with np.errstate(over="ignore"):  # a sum beyond the double range: +inf (see :meth:`narrow`)
+            self.sums[:, where] += weights[:, None]
         self.lower, self.upper = lower, upper
         for k, bracket in narrowed:
             self._offer(k, bracket)
@@ -287,7 +308,9 @@ class WorstCase:
     def offer(self, k: int, bracket: Bracket) -> None:
         """A bracket computed on sums at least as large as the current ones (a refused invocation's): its
         upper bound holds for the current sums too (the maximum is monotone), its witness is re-weighed."""
-        self._offer(k, Bracket(float(self.sums[k][bracket.witness].sum()), bracket.upper, bracket.witness))
+        with np.errstate(over="ignore"):  # a sum beyond the double range: +inf
+            lower = float(self.sums[k][bracket.witness].sum())
+        self._offer(k, Bracket(lower, bracket.upper, bracket.witness))
 
     def _offer(self, k: int, bracket: Bracket) -> None:
         if bracket.lower > self.lower[k]:

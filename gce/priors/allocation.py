@@ -757,7 +757,7 @@ def _spread_sum(grid: _GeometricGrid, a: tuple[float, NDArray[np.float64]], b: t
     (za, qa), (zb, qb) = a, b
     m = grid.size
     c, f = grid.offsets(0.5)
-    d0 = c.size
+    d0 = min(c.size, m)  # no pair of points is m or more apart (a short grid: large noise, a fine rho)
     out = np.zeros(m + int(c[0]) + 2)
 
     def pieces():
@@ -796,7 +796,7 @@ def _contract_sum(grid: _GeometricGrid, a, b, same: bool = False):
     (lb, mb_low), qb, mb_ = b
     m = grid.size
     c, _ = grid.offsets(1.0 / 64.0)
-    d1 = c.size
+    d1 = min(c.size, m)  # no pair of cells is m or more apart (a short grid: large noise, a fine rho)
     ext = int(c[0]) + 3
     edges = np.exp(math.log(grid.g0) + np.arange(m + ext + 1) * grid.log_r)
     values = grid.values
@@ -966,7 +966,7 @@ class LowerBound:
         while self.delta(hi) > target:
             lo, hi = hi, 2.0 * hi
             if hi > 2.0**20:
-                return math.inf
+                return lo  # certified (delta(lo) > target); not inf, which no lower bound may claim unchecked
         while hi - lo > 1e-12 * hi:
             mid = 0.5 * (lo + hi)
             lo, hi = (mid, hi) if self.delta(mid) > target else (lo, mid)
@@ -1274,12 +1274,15 @@ def allocation_curve(mu: float, t: int, k: int = 1, epochs: int = 1, rtol: float
     >>> 2.6507 <= low <= high <= 2.6588
     True
     """
-    ratio = mu if isinstance(mu, _RATIOS) else GaussianRatio(mu)
+    beyond = not isinstance(mu, _RATIOS) and is_number(mu) and mu >= MU_LIMIT
+    ratio = mu if isinstance(mu, _RATIOS) or beyond else GaussianRatio(mu)
     t = _check_count(t, "t")
     k = _check_count(k, "k")
     epochs = _check_count(epochs, "epochs")
     if k > t:
         raise InvalidParameterError("k", f"must be <= t = {t}, got {k}")
+    if beyond:
+        return _beyond_grids(float(mu), t, k, epochs)
     if not is_number(rtol) or not 0.0 < rtol < 1.0:
         raise InvalidParameterError("rtol", f"must be a number in (0, 1), got {rtol!r}")
     if epsilon is None and delta is None:
@@ -1330,6 +1333,25 @@ def _no_worse_than_composition(curve: AllocationCurve, mu: float) -> AllocationC
     from ..accounting.curves import GaussianCurve
     least = _Least([curve, GaussianCurve(mu)])
     return AllocationCurve([least], curve.lower, curve.description)
+
+
+#: Largest mu the grids take (:class:`GaussianRatio`); from it on, :func:`_beyond_grids` (closed forms).
+MU_LIMIT = 40.0
+
+
+def _beyond_grids(mu: float, t: int, k: int, epochs: int) -> AllocationCurve:
+    """Gaussians of ``mu >= MU_LIMIT`` (nearly no noise, up to mu = inf), beyond the grids: above, the
+    composition of the k members' Gaussians over the epochs (joint convexity, as in
+    :func:`_no_worse_than_composition`); below, the sum of every database's output: N(k mu, t) against
+    N(0, t) in each epoch, a post-processing of the pair, so GDP(k mu sqrt(epochs / t)) in both directions
+    is a certified lower curve (data processing)."""
+    from ..accounting.curves import GaussianCurve
+    with np.errstate(over="ignore"):  # mu near 1.8e308: mu = inf, the output reveals the target
+        high, low = np.float64(mu) * math.sqrt(k * epochs), np.float64(mu) * (k * math.sqrt(epochs / t))
+    upper = GaussianCurve(float(high))
+    return AllocationCurve([upper], LowerBound([(GaussianCurve(float(low)), 0.0, 0.0)]),
+                           f"{k} of {t}, mu {mu:g} (beyond the grids' mu < {MU_LIMIT:g}): above, the members' "
+                           f"Gaussians composed (GDP mu {high:g}); below, the sum of the outputs (GDP mu {low:g})")
 
 
 def _plain(mu: float, k: int, epochs: int) -> AllocationCurve:

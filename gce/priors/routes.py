@@ -481,7 +481,8 @@ class AllocationRoute(Route):
         """Each database's combined mu (several Gaussians on one database: sqrt(sum mu_i^2))."""
         scenario = context.scenario
         table = scenario.table
-        mu_squared = np.array([kinds.gdp_mu(g) ** 2 for g in table.kinds])
+        with np.errstate(over="ignore"):  # sigma near 1e-300: mu^2 = inf, the output reveals the target
+            mu_squared = np.array([kinds.gdp_mu(g) for g in table.kinds], dtype=float) ** 2
         return np.sqrt(table.weights(scenario.n, mu_squared))
 
     def run(self, context: RouteContext) -> RouteAnswer:

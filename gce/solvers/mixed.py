@@ -28,7 +28,7 @@ from numpy.typing import NDArray
 
 from ..accounting import batch
 from ..accounting import kinds as kind_table
-from ..accounting.curves import FunctionCurve, PrivacyCurve
+from ..accounting.curves import ROUND_UP, FunctionCurve, PrivacyCurve
 from ..accounting.guarantees import Guarantee
 from ..accounting.theorems import Composition, as_multiset, compose
 from ..constraints import ConstraintSet
@@ -378,14 +378,39 @@ def renyi_terms(guarantee: Guarantee, alphas: NDArray[np.float64] = RENYI_ORDERS
     point = kind_table.point(guarantee)
     if point is not None and point[1] < 1.0:
         eps, delta = point
-        log_p, log_q = -np.logaddexp(0.0, -eps), -np.logaddexp(0.0, eps)
-        a = alphas
-        terms = np.logaddexp(a * log_p + (1 - a) * log_q, a * log_q + (1 - a) * log_p) / (a - 1)
-        candidates.append((np.maximum(terms, 0.0), -float(np.log1p(-delta))))
+        candidates.append((_randomized_response_divergence(eps, np.asarray(alphas, dtype=float)),
+                           -float(np.log1p(-delta))))
     if not candidates:
         return None
     leak = min(c[1] for c in candidates)
     return np.min([c[0] for c in candidates if c[1] == leak], axis=0), leak
+
+
+def _log_cosh(x: NDArray[np.float64]) -> NDArray[np.float64]:
+    """log cosh x for x >= 0 without cancellation near 0 (cosh x - 1 = 2 sinh^2(x / 2)) or overflow."""
+    small = np.minimum(x, 1.0)
+    large = np.maximum(x, 1.0)
+    return np.where(x < 1.0, np.log1p(2.0 * np.sinh(small / 2.0) ** 2),
+                    large - math.log(2.0) + np.log1p(np.exp(-2.0 * np.minimum(large, 400.0))))
+
+
+def _randomized_response_divergence(eps: float, alphas: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Renyi divergences of binary randomized response at ``eps`` (both directions alike), at each order.
+
+    With p = e^eps / (1 + e^eps) and q = 1 - p, D_a = log(p^a q^(1-a) + q^a p^(1-a)) / (a - 1)
+    = (log cosh((a - 1/2) eps) - log cosh(eps / 2)) / (a - 1), evaluated so for eps < 1 (the two
+    logarithms of the first form cancel there) and for eps >= 1 as
+    eps + (log(1 + e^(-(2a - 1) eps)) - log(1 + e^(-eps))) / (a - 1), finite up to eps = 1.8e308 (the
+    first form's exponents overflow beyond 1e308 / a). Within 2e-15 of 60-digit values from eps = 1e-300
+    to 1e308; rounded up by :data:`~gce.accounting.curves.ROUND_UP` and clipped to [0, eps]
+    (D_a <= D_inf = eps).
+    """
+    if eps < 1.0:
+        out = (_log_cosh((alphas - 0.5) * eps) - _log_cosh(np.array([eps / 2.0]))) / (alphas - 1.0)
+    else:
+        tail = min(eps, 800.0)  # e^(-800) is already 0: the exponents below never overflow
+        out = eps + (np.log1p(np.exp(-(2.0 * alphas - 1.0) * tail)) - math.log1p(math.exp(-tail))) / (alphas - 1.0)
+    return np.clip(out * (1.0 + ROUND_UP), 0.0, eps)
 
 
 def renyi_curve(divergences: NDArray[np.float64], leak: float,
@@ -437,7 +462,8 @@ class RenyiSearch:
         """The Renyi curve of one pair (its differing databases' terms summed): a bound for that pair
         alone, used to rank witnesses before composing them."""
         differing = sorted(pair[0] ^ pair[1])
-        return renyi_curve(self.divergences[:, differing].sum(axis=1), float(self.leaks[differing].sum()))
+        with np.errstate(over="ignore"):  # a sum beyond the double range: +inf, a bound of delta 1 at that order
+            return renyi_curve(self.divergences[:, differing].sum(axis=1), float(self.leaks[differing].sum()))
 
 
 def renyi_bound(constraints: ConstraintSet, neighborhood: str, divergences: NDArray[np.float64],
@@ -446,7 +472,16 @@ def renyi_bound(constraints: ConstraintSet, neighborhood: str, divergences: NDAr
     divergences at each order (``divergences[order, database]``) and on the sum of the leaks: each sum is a
     maximum-weight problem (:func:`~gce.solvers.weights.worst_pair`), and the curve increases in every one."""
     share = max(seconds / (len(divergences) + 1), 1e-3)
-    results = [worst_pair(WeightProblem(constraints, w, neighborhood), share) for w in divergences]
-    leak = worst_pair(WeightProblem(constraints, leaks, neighborhood), share).upper_bound if leaks.any() else 0.0
-    witnesses = tuple(dict.fromkeys(r.witness for r in results))
-    return RenyiSearch(renyi_curve(np.array([r.upper_bound for r in results]), leak), witnesses, divergences, leaks)
+    # A sum beyond the double range (divergences near 1e308 on one database) is +inf: that order's bound is
+    # then +inf (it bounds delta by 1), not searched; the other orders still bound the curve.
+    results = [worst_pair(WeightProblem(constraints, w, neighborhood), share) if np.isfinite(w).all() else None
+               for w in divergences]
+    uppers = np.array([math.inf if r is None else r.upper_bound for r in results])
+    if not leaks.any():
+        leak = 0.0
+    elif np.isfinite(leaks).all():
+        leak = worst_pair(WeightProblem(constraints, leaks, neighborhood), share).upper_bound
+    else:
+        leak = math.inf
+    witnesses = tuple(dict.fromkeys(r.witness for r in results if r is not None))
+    return RenyiSearch(renyi_curve(uppers, leak), witnesses, divergences, leaks)

@@ -22,6 +22,7 @@ output").
 from __future__ import annotations
 
 import functools
+import math
 
 import numpy as np
 import scipy.sparse as sp
@@ -208,6 +209,30 @@ class Exhaustive(Solver):
         return WeightResult(witness, value, value, self.name)
 
 
+#: Largest weights outside this range are brought into [1, 2) by a power of two before solving (exact):
+#: HiGHS takes a cost of 1e20 or more as infinite (a MILP on weights of order 1e20 returned an "exact" bound
+#: 10% below the optimum), sums of weights near 1e308 overflow, and the MILP's absolute bound slack swamps
+#: weights below 1e-6.
+SCALE_RANGE = (2.0**-20, 2.0**60)
+
+
+def _scaled(problem: WeightProblem, time_limit: float, exponent: int) -> WeightResult:
+    """:func:`worst_pair` on the weights times 2^-``exponent``: its witness, weighed on the original weights,
+    and its bound scaled back.
+
+    Weights that scaling down sends below the normal range lose bits (at most 2^-1074 each, before scaling
+    back): the bound is raised by that much per database. A sum beyond the double range is +inf, the
+    correctly rounded value."""
+    scaled = WeightProblem(problem.constraints, np.ldexp(problem.weights, -exponent), problem.neighborhood)
+    result = worst_pair(scaled, time_limit)
+    with np.errstate(over="ignore"):
+        value = problem.value(*result.witness)
+        pad = float(np.ldexp(problem.n * 2.0**-1074, exponent)) if exponent > 0 else 0.0
+        upper = float(np.ldexp(result.upper_bound, exponent)) + pad
+    detail = f"{result.detail}; weights scaled by 2^{-exponent}".lstrip("; ")
+    return WeightResult(result.witness, value, max(upper, value), result.method, detail)
+
+
 #: Solvers in the order the dispatcher tries them.
 SOLVERS: tuple[Solver, ...] = (Unconstrained(), TopM(), PatternList(), Exhaustive(), MILP())
 
@@ -226,6 +251,9 @@ def worst_pair(problem: WeightProblem, time_limit: float = DEFAULT_TIME_LIMIT) -
     if not isinstance(problem, WeightProblem):
         raise InvalidParameterError("problem", f"must be a WeightProblem, got {problem!r}")
     time_limit = check_time_limit(time_limit)
+    largest = float(problem.weights.max()) if problem.n else 0.0
+    if largest > 0.0 and not SCALE_RANGE[0] <= largest <= SCALE_RANGE[1]:
+        return _scaled(problem, time_limit, math.frexp(largest)[1] - 1)
     for solver in SOLVERS:
         if solver.can_solve(problem):
             result = solver.solve(problem, time_limit)
