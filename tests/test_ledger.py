@@ -508,3 +508,17 @@ def test_infinite_statistics_are_refused_and_written_as_json(tmp_path, capsys):
         json.loads(capsys.readouterr().out)
     with Accountant(path) as ledger:
         assert ledger.status().upper[0] == pytest.approx(0.1) and ledger.spend(1, gce.PureDP(0.9)).admitted
+
+
+def test_sums_beyond_the_largest_float_on_a_database_no_pair_reaches(tmp_path):
+    """A database in no allowed set admits every spend; its sum may pass 1.8e308 and is then +inf, through the
+    checkpoint and the chain (no warning: the suite turns RuntimeWarnings into errors), and costs nothing."""
+    path = str(tmp_path / "l.sqlite")
+    scenario = gce.Scenario(3, [gce.Invocation(0, gce.PureDP(0.1))], gce.ConstraintSet(3, [Patterns([{0}, {1}])]))
+    with Accountant.create(path, scenario, budget_epsilon=1.0, budget_delta=0.0) as ledger:
+        assert ledger.spend(2, gce.PureDP(1e308)).admitted and ledger.spend(2, gce.PureDP(1e308)).admitted
+    with Accountant(path) as ledger:
+        ledger.truncate(3)  # writes a checkpoint holding the +inf sum
+    with Accountant(path) as ledger:
+        assert ledger.verify().entries == 3 and ledger.status().upper[0] == pytest.approx(0.1)
+        assert ledger.spend(1, gce.PureDP(0.9)).admitted and not ledger.check(0, gce.PureDP(0.91)).admitted

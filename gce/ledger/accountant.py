@@ -247,6 +247,12 @@ def _times(statistic: NDArray[np.float64], repeat: int) -> NDArray[np.float64]:
         return statistic * float(repeat)
 
 
+def _add(sums: NDArray[np.float64], members: NDArray[np.intp] | None, weights: NDArray[np.float64]) -> None:
+    """Add an admitted entry's weights to its databases' sums (distinct members: fancy-index ``+=`` is right)."""
+    with np.errstate(over="ignore"):  # beyond the largest float a sum is +inf, as it should be (worst.py reads it)
+        sums[:, slice(None) if members is None else members] += weights[:, None]
+
+
 @dataclass(frozen=True)
 class _Walk:
     """What walking the chain found: the sums after the last entry, and where the chain ends."""
@@ -582,7 +588,7 @@ class Accountant:
                 if seq > start:
                     record = self._parse(row, admitted)
                     if record.admitted:
-                        sums[:, slice(None) if record.members is None else record.members] += record.weights[:, None]
+                        _add(sums, record.members, record.weights)
                 elif type(row[6]) is not int or row[6] not in (0, 1):
                     raise self._damaged(seq, f"admitted is {row[6]!r}, not 0 or 1", seq - 1)
                 admitted += row[6]
@@ -815,7 +821,7 @@ class Accountant:
                 checkpoint = decision.admitted and sequence - self._checkpoint_seq >= CHECKPOINT_EVERY
                 if checkpoint:
                     sums = tracker.sums.copy()
-                    sums[:, slice(None) if members is None else members] += weights[:, None]
+                    _add(sums, members, weights)
                     blob = sums.astype("<f8").tobytes()
                     self.store.run("INSERT INTO gce_checkpoints (seq, sums, hash) VALUES (?, ?, ?)",
                                    (sequence, blob, checkpoint_hash(entry, sequence, blob)))
@@ -925,7 +931,7 @@ class Accountant:
                     record = self._parse(row, admitted)
                     admitted += record.admitted
                     if record.admitted:
-                        sums[:, slice(None) if record.members is None else record.members] += record.weights[:, None]
+                        _add(sums, record.members, record.weights)
                 self.store.run("DELETE FROM gce_entries WHERE seq > ?", (after,))
                 self.store.run("DELETE FROM gce_checkpoints")
                 if after:
