@@ -1,7 +1,7 @@
 """Benchmark: random allocation (gce.priors.allocation) against Poisson subsampling and PLD_accounting.
 
 Cases (delta 1e-6, Gaussian noise sigma, t steps, each record in k of them, one epoch):
-(a) sigma 1, t = 1,000, k = 1: target (issue 12) under 6 s with a bracket at most 0.5% wide.
+(a) sigma 1, t = 1,000, k = 1: target under 6 s with a bracket at most 0.5% wide.
 (b) sigma 2, t = 100, k = 10: target under 60 s.
 (c) sigma 1, t = 10 and 100, k = 1; sigma 3, t = 100, k = 10; sigma 1, t = 20, k = 2 (the issue's values).
 (d) none vs at least one, 10,000 databases, identical Gaussians (sigma 1): target under 10 s, through solve()

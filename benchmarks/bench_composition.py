@@ -2,7 +2,7 @@
 
 Prints, for each k, our time and epsilon beside dp-accounting's privacy-loss-
 distribution composition of the same (eps, delta) mechanisms, measured in the
-same run, as ratios (ours / theirs). Targets (issue 2): k = 10^6 under a second;
+same run, as ratios (ours / theirs). Targets: k = 10^6 under a second;
 ours faster and with epsilon <= theirs (ours is exact, theirs pessimistic).
 
 Run: python benchmarks/bench_composition.py

@@ -7,7 +7,7 @@ composition per distinct differing multiset), per delta(eps) evaluation (one
 transport LP of 40,000 variables) and per epsilon(delta), and beside it the
 peer every composite bound must beat: the worst pair over the supports (what
 point-mass reasoning certifies without a coupling), as ratios ours / peer.
-Target (issue 4): one evaluation under 10 s.
+Target: one evaluation under 10 s.
 
 Subsampling route: "in none" against "uniformly in at least one" of k
 databases (001 Sec. V-B), against the worst pair (the classic composition of

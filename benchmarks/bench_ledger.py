@@ -1,4 +1,4 @@
-"""Benchmark: the online accountant (issue 14), against peers measured in the same run.
+"""Benchmark: the online accountant, against peers measured in the same run.
 
 a. check + spend on 10,000 databases with ``at_most 365`` and 5,000 random conflict edges, one
    pure-DP query of epsilon 0.01-0.05 on a random database per call, until the budget refuses

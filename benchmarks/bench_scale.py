@@ -1,4 +1,4 @@
-"""Benchmark: a million databases in a blink (issue 13, part 1: the columnar model).
+"""Benchmark: a million databases in a blink (the columnar model).
 
 (a) The hospitals scenario of 001 Sec. V-A Ex. 1 scaled to n = 10^4, 10^5, 10^6 databases: one
     ApproxDP(0.05, 1e-10) query on each (one [[invocations]] table over "all"), at most 365,

@@ -1,4 +1,4 @@
-"""Benchmark: ``gce.solve`` on scenarios of many distinct noise mechanisms (issue 11, "Performance").
+"""Benchmark: ``gce.solve`` on scenarios of many distinct noise mechanisms.
 
 (a) 100 distinct Poisson-subsampled Gaussians (rate in [0.001, 0.01], sigma in [0.8, 1.5], seed 0),
     one database each, repeat 1,000, no constraints, unbounded, delta 1e-6: ``gce.solve`` (bound,

@@ -1,6 +1,6 @@
 """Benchmark: the worst-case solvers and the whole solve, against peers measured in the same run.
 
-Four cases from DESIGN.md, "Performance" (issue 3); each prints our time and
+Four cases from docs/design.md, "Performance targets"; each prints our time and
 answer beside a peer's and their ratio (ours / theirs):
 
 a. 10,000 hospitals, one ApproxDP(0.05, 1e-10) invocation each, at most 365,

@@ -1,4 +1,4 @@
-"""Calibration: the per-invocation parameter whose HDP guarantee meets a target (DESIGN.md, "Calibration").
+"""Calibration: the per-invocation parameter whose HDP guarantee meets a target (docs/design.md, "Calibration").
 
 Two questions, chosen by the scenario's invocations:
 
@@ -416,7 +416,7 @@ def calibrate(
 
     References
     ----------
-    DESIGN.md, "Calibration" and "Infeasible targets"; 001, Def. 3 (HDP),
+    docs/design.md, "Calibration" and "Infeasible targets"; 001, Def. 3 (HDP),
     Alg. 1 (classic) and 2 (GCE), Sec. V-A.
 
     Examples

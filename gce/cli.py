@@ -1,4 +1,4 @@
-"""The ``gce`` command (DESIGN.md, "Scenario files and the command line").
+"""The ``gce`` command (docs/design.md, "Scenario files and the command line").
 
     gce solve FILE.toml [--delta D | --epsilon E] [--json] [--time-limit S] [--allow-outside-files]
     gce calibrate FILE.toml --target-epsilon E --target-delta D [--json] [--quiet] [--time-limit S]
@@ -17,7 +17,7 @@ prints the report of :func:`gce.solving.solve`; with ``--json`` one JSON object
 line, gives exit status 2 and one line on stderr that names the field or the
 flag; nothing is written to stdout.
 
-Hardening (issue #9): every number on the command line is checked for NaN,
+Hardening: every number on the command line is checked for NaN,
 infinity and its range before a file is read, naming the flag (``--time-limit``
 at most :data:`MAX_TIME_LIMIT` seconds); ``--plot`` is checked before solving
 (an existing folder, an image suffix; none means ``.png``, and the file written

@@ -11,7 +11,7 @@ target's record *in its own database*; ``repeat`` counts identical invocations o
 that database (a database may be queried many times). An :class:`InvocationGroup`
 means exactly the records ``Invocation(d, guarantee, repeat)`` for each ``d`` of its
 ``databases``, in order; a scenario keeps its invocations as groups
-(:class:`Invocations`, issue 13: O(groups) Python objects, O(databases) numpy).
+(:class:`Invocations`: O(groups) Python objects, O(databases) numpy).
 """
 
 from __future__ import annotations
@@ -120,7 +120,7 @@ class Invocation:
 
 
 # ---------------------------------------------------------------------------
-# The columnar form: invocation groups (issue 13)
+# The columnar form: invocation groups
 
 
 _DATABASE, _REPEAT, _GUARANTEE = (operator.attrgetter(a) for a in ("database", "repeat", "guarantee"))
@@ -294,7 +294,7 @@ class Invocations(Sequence):
     given (:class:`Invocation` records are converted once, consecutive records
     with one guarantee and one repeat count becoming one group), so that a
     solve costs O(groups) in Python objects and O(databases) only in
-    vectorised numpy (issue 13). It is still a sequence of
+    vectorised numpy. It is still a sequence of
     :class:`Invocation`: ``invocations[j]`` and iteration build the records
     on demand, in the order given (group after group), which is the order
     that a report's ``differing`` indices refer to.

@@ -1,4 +1,4 @@
-"""Privacy curves side by side: the GCE answer against classic composition (DESIGN.md, "Report").
+"""Privacy curves side by side: the GCE answer against classic composition (docs/design.md, "The report").
 
 A report's :attr:`~gce.report.Report.curve` is the whole certified curve of the
 HDP guarantee (001, Def. 3); classic composition (001, Alg. 1: every invocation
@@ -220,7 +220,7 @@ def plot_curves(
 
     References
     ----------
-    001, Def. 3 (HDP), Alg. 1 (classic) and Alg. 2 (GCE); DESIGN.md, "Report".
+    001, Def. 3 (HDP), Alg. 1 (classic) and Alg. 2 (GCE); docs/design.md, "The report".
     """
     if not isinstance(report, Report) or not isinstance(report.curve, PrivacyCurve):
         raise InvalidParameterError("report", "must be a Report with its curve (solve the scenario; a report "

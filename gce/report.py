@@ -3,12 +3,12 @@
 What must never change: ``epsilon`` and ``delta`` form a valid hypothesis-DP
 guarantee (001, Def. 3) for the scenario; ``exact`` is true only when no valid
 guarantee is tighter at that point; ``to_dict()`` is the JSON the command line
-prints (DESIGN.md, "Scenario files and the command line").
+prints (docs/design.md, "Scenario files and the command line").
 
 Text that comes from a scenario file (the title, database names, the notes
 naming a data file) reaches terminals: :func:`terminal_text` escapes control
 characters in it, and ``str(report)`` applies it to every field, so a file
-cannot move the cursor, recolour or clear a terminal (issue #9, hardening).
+cannot move the cursor, recolour or clear a terminal (hardening).
 """
 
 from __future__ import annotations

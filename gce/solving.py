@@ -14,7 +14,7 @@ multiset of those maxima contains the differing multiset of *every* allowed
 pair, and composition is monotone in the multiset, so composing it is a sound
 upper bound. Witness pairs (the maximizers of those sub-problems and of a
 scalar score) give a lower bound; ``exact`` when the two meet. When they do
-not (issue 11, :mod:`gce.solvers.mixed`): if the allowed pairs can be listed,
+not (:mod:`gce.solvers.mixed`): if the allowed pairs can be listed,
 every maximal differing multiset is composed and the worst returned (exact);
 otherwise a branch and bound over the memberships closes the gap to 1% or
 reports it at the time budget. Every composition of a solve is computed once
@@ -620,7 +620,7 @@ def _classic_beyond_floor(ms, delta: float) -> str | None:
 
     When the target ``delta`` lies below the infinite-loss mass (:func:`_infinite_loss_mass`), the exact
     classic epsilon is infinite and so is every valid theorem's: nothing is composed (10^6 invocations took
-    30 ms to say so, issue 13). The name is the exact theorem's that :func:`~gce.accounting.theorems.compose`
+    30 ms to say so). The name is the exact theorem's that :func:`~gce.accounting.theorems.compose`
     would use (those rows are cheap to ask), else :data:`FLOOR_THEOREM`.
     """
     if not delta < _infinite_loss_mass(ms) * (1.0 - FLOOR_MARGIN):
@@ -695,7 +695,7 @@ def _solve_composite(scenario: Scenario, delta: float | None, epsilon: float | N
     (001 Thm. 1 and joint convexity) is always searched: it is a route and
     the report's ``worst pair`` baseline.
 
-    The paper's averaging formula (001 Sec. V-B) is never used (DESIGN.md).
+    The paper's averaging formula (001 Sec. V-B) is never used (docs/design.md, "Unsound formulas").
     """
 
     h0, h1 = scenario.hypotheses

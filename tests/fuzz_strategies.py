@@ -1,10 +1,10 @@
-"""Hypothesis strategies and helpers for tests/test_fuzz.py (issue #9, hardening).
+"""Hypothesis strategies and helpers for tests/test_fuzz.py (hardening).
 
 * :func:`toml_dumps`: a tiny TOML writer (``tomllib`` only reads) that writes
   ``inf``, ``-inf``, ``nan``, integers of any size, strings, arrays, inline
   tables, ``[table]`` and ``[[array of tables]]`` sections.
 * :func:`scenario_files`: a scenario document (a dict, every field of every
-  kind, see DESIGN.md "Scenario files") plus the data files it refers to; a
+  kind, see docs/design.md, "Scenario files and the command line") plus the data files it refers to; a
   valid, tiny document is drawn first and then 0..3 mutations replace a value
   by an extreme number or a wrong type, delete a key, or add an unknown one.
   Shrinking removes mutations first, so failures shrink towards valid files.

@@ -1,4 +1,4 @@
-"""Calibration (DESIGN.md, "Calibration"): real values, brute force, infeasible targets.
+"""Calibration (docs/design.md, "Calibration"): real values, brute force, infeasible targets.
 
 The brute-force references enumerate every allowed pair of membership sets and
 take the exact delta of the canonical pairs of the invocations on the databases
@@ -54,7 +54,7 @@ def hdp_epsilon(scenario: Scenario, delta: float) -> float:
 
 @pytest.fixture(scope="module")
 def hospital_calibration() -> Calibration:
-    # Timing is a benchmark, not a test (DESIGN.md, "Performance"): about 0.1 s here.
+    # Timing is a benchmark, not a test (docs/design.md, "Performance targets"): about 0.1 s here.
     return calibrate(hospitals(ApproxDP(0.05, 1e-10)), target_epsilon=TARGET[0], target_delta=TARGET[1])
 
 
@@ -219,7 +219,7 @@ def test_gaussian_keeps_each_sensitivity():
 
 
 def test_per_invocation_deltas_alone_exceed_the_target():
-    # DESIGN.md, "Infeasible targets": 365 invocations of delta 1e-8 give delta >= 3.65e-6 > 1e-6.
+    # docs/design.md, "Infeasible targets": 365 invocations of delta 1e-8 give delta >= 3.65e-6 > 1e-6.
     with pytest.raises(InvalidParameterError) as info:
         calibrate(hospitals(ApproxDP(0.01, 1e-8)), target_epsilon=1.0, target_delta=1e-6)
     assert info.value.field == "target_delta"
@@ -303,7 +303,7 @@ def test_progress_reporter_is_silent_off_a_terminal():
 
 
 def _without_enumeration(monkeypatch):
-    """Mixed guarantees are enumerated or searched until exact (issue 11); these tests need an inexact
+    """Mixed guarantees are enumerated or searched until exact; these tests need an inexact
     certified bound, which large scenarios out of time give: switch the enumeration, the search and the
     Renyi bound off."""
     mixed = importlib.import_module("gce.solvers.mixed")
@@ -325,7 +325,7 @@ def test_inexact_bounds_are_searched_with_solve_and_stay_sound(monkeypatch):
 
 
 def test_enumerated_mixed_scenarios_calibrate_exactly():
-    # The same two kinds, enumerated (issue 11): the worst pair is exact, its multiset drives the search.
+    # The same two kinds, enumerated: the worst pair is exact, its multiset drives the search.
     scenario = Scenario(2, (Invocation(0, ApproxDP(0.3, 1e-4), repeat=3), Invocation(1, ApproxDP(0.3, 5e-4), repeat=2)),
                         ConstraintSet(2, (AtMost(1),)))
     c = calibrate(scenario, target_epsilon=1.0, target_delta=2e-3)

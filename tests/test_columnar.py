@@ -1,4 +1,4 @@
-"""The columnar invocations (issue 13): groups of databases with one guarantee and repeat count.
+"""The columnar invocations: groups of databases with one guarantee and repeat count.
 
 * The aggregates computed from the groups (per-database weights, the multiset, count and positions of
   the invocations on a set of databases) equal a naive count over the expanded :class:`Invocation`

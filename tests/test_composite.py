@@ -2,7 +2,7 @@
 
 References used here share nothing with ``gce.priors.exact``: ``tests/reference.py``
 enumerates every output tuple of the canonical pairs (002 eqs. 9-10) and mixes
-the product distributions; Cor. 7 of 001 and DESIGN.md's counterexamples are
+the product distributions; Cor. 7 of 001 and the counterexamples of docs/design.md, "Unsound formulas" are
 written out by hand; the product-prior reference below is a separate trinomial
 sum.
 """
@@ -48,7 +48,7 @@ def reference_delta(h0, h1, invocations, constraints, eps):
 
 
 # ---------------------------------------------------------------------------
-# DESIGN.md's counterexamples to 001 Sec. V-B's averaging formula
+# the counterexamples of docs/design.md, "Unsound formulas" to 001 Sec. V-B's averaging formula
 
 
 def averaging_formula(pairs):

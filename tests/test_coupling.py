@@ -2,7 +2,7 @@
 
 The reference (tests/reference.py) enumerates every output of the canonical
 mechanisms and takes the hockey-stick divergence between the two mixtures:
-the exact delta for (eps, delta) guarantees (DESIGN.md, "Soundness first").
+the exact delta for (eps, delta) guarantees (docs/design.md, "The canonical pair makes brute force possible").
 Every bound here must lie above it; a returned epsilon must have brute-force
 delta at most the target.
 """
@@ -39,7 +39,7 @@ from gce.priors.reproductions import refine_tuples
 from gce.accounting.theorems import compose
 
 TOL = 1e-12
-AVERAGED_EPS = math.log((1.0 + math.exp(5.0)) / 2.0)  # ln(0.5 e^0 + 0.5 e^5) = 4.3136 (DESIGN.md)
+AVERAGED_EPS = math.log((1.0 + math.exp(5.0)) / 2.0)  # ln(0.5 e^0 + 0.5 e^5) = 4.3136 (docs/design.md)
 
 
 @pytest.fixture(autouse=True)
@@ -68,7 +68,7 @@ def uniform_nonempty(databases):
 
 
 # ---------------------------------------------------------------------------
-# DESIGN.md's counterexamples: the sound bound lies above the exact value
+# the counterexamples of docs/design.md, "Unsound formulas": the sound bound lies above the exact value
 
 
 def test_averaged_epsilon_by_hand():

@@ -1,4 +1,4 @@
-"""The scenario-file form of constraints (DESIGN.md, "Scenario files")."""
+"""The scenario-file form of constraints (docs/design.md, "Scenario files and the command line")."""
 
 from __future__ import annotations
 

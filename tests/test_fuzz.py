@@ -1,4 +1,4 @@
-"""Fuzz suite (issue #9, hardening): random valid and invalid input through every entry point.
+"""Fuzz suite (hardening): random valid and invalid input through every entry point.
 
 Scenario documents (every field, every kind, numbers from the extremes: 0,
 5e-324, 1e-308, 1e308, inf, nan, huge integers, wrong types, missing and unknown

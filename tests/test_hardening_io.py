@@ -1,4 +1,4 @@
-"""Issue #9, hardening of input and output: files, paths, sizes, values in messages, the terminal, the CLI.
+"""Hardening of input and output: files, paths, sizes, values in messages, the terminal, the CLI.
 
 Every bad input ends the same way: in Python a GCEError naming the field; on the command line exit status 2,
 nothing on stdout and exactly one line on stderr, ``gce: error: ...``, naming the field.

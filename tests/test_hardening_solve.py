@@ -1,4 +1,4 @@
-"""Hardening of solve, the model, the priors and the searches (issue #9).
+"""Hardening of solve, the model, the priors and the searches .
 
 Each test states the number it expects and where it comes from: a closed form
 derived by hand in the test, a brute-force reference, or a bound that a wrong
@@ -153,7 +153,7 @@ def test_gaussian_fallback_counts_only_sets_in_the_support():
 
     The support has C(100, 10) = 1.7e13 sets; the worst pair of point masses over it differs in 10
     databases: mu = sqrt(10) / 3, epsilon 5.19 at 1e-6 (all 100 would be mu = 10 / 3, epsilon 20.78). That
-    pair is the report's baseline; the answer is the random-allocation route's (issue 12: at most 1.4986).
+    pair is the report's baseline; the answer is the random-allocation route's (at most 1.4986).
     """
     n, sigma = 100, 3.0
     scenario = Scenario(n, tuple(Invocation(i, GaussianMechanism(sigma=sigma)) for i in range(n)),

@@ -106,7 +106,7 @@ def test_basic_filter_statistics_and_budget():
 def test_zcdp_and_gdp_budgets_meet_the_target_and_no_more():
     rho = FILTERS["zcdp"].budgets(1.0, 1e-6)[0]
     assert float(ZCDPCurve(rho).epsilon(1e-6)) <= 1.0 < float(ZCDPCurve(rho * 1.001).epsilon(1e-6))
-    # re-derived: CKS20 Prop. 12 minimised over a fine grid of orders (DESIGN.md's formula) meets 1 at rho
+    # re-derived: CKS20 Prop. 12 minimised over a fine grid of orders (docs/design.md, zcdp) meets 1 at rho
     alpha = np.exp(np.linspace(np.log(1.0001), np.log(1e4), 200_001))
     cks = lambda r: float(np.min(r * alpha + np.log1p(-1 / alpha) - (np.log(1e-6) + np.log(alpha)) / (alpha - 1)))
     assert cks(rho) <= 1.0 + 1e-9 and cks(rho * 1.001) > 1.0 - 1e-6

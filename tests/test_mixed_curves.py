@@ -1,4 +1,4 @@
-"""Soundness of the mixed-guarantee search with Gaussian and Laplace mechanisms (issue 11, "What must hold").
+"""Soundness of the mixed-guarantee search with Gaussian and Laplace mechanisms.
 
 Random small scenarios mix Gaussian mechanisms, GDP, Laplace mechanisms and (eps, delta) guarantees
 (pure, randomized response, approximate) under every constraint kind and both neighbourhoods. The

@@ -1,7 +1,7 @@
-"""Worst-case search with heterogeneous guarantees against an independent brute force (issue 11).
+"""Worst-case search with heterogeneous guarantees against an independent brute force.
 
 For a preset neighbourhood the exact HDP curve is the worst over allowed pairs of the differing
-invocations' composition (001 Thm. 1, DESIGN.md). The reference here shares nothing with ``gce``'s
+invocations' composition (001 Thm. 1; docs/design.md). The reference here shares nothing with ``gce``'s
 search: it lists the allowed sets by brute force over all 2^n subsets and the constraints'
 ``satisfied``, forms every allowed pair (unbounded (empty, b), bounded (b, b')), and composes each
 pair's differing invocations exactly: (eps, delta) kinds by the canonical pairs
@@ -194,14 +194,14 @@ def test_mixed_search_is_sound_tight_and_exact_against_brute_force(seed):
 
 @pytest.mark.slow
 def test_mixed_search_tightness_distribution():
-    """eps / optimum <= 1.01 in at least 99% of 600 scenarios, <= 1.05 in all (issue 11)."""
+    """eps / optimum <= 1.01 in at least 99% of 600 scenarios, <= 1.05 in all."""
     ratios = np.array([check(seed) for seed in range(600)])
     assert np.mean(ratios <= 1.01) >= 0.99
     assert ratios.max() <= 1.05
 
 
 def test_exclusive_approx_mix_is_finite_regression():
-    """Issue 11: three databases, exclusive over all three; db 0 runs approx(0.1, 0.05) twice, db 1
+    """Three databases, exclusive over all three; db 0 runs approx(0.1, 0.05) twice, db 1
     approx(0.5, 0.05), db 2 pure 1.5 and approx(3.0, 1e-6); delta 0.1. Only three non-empty sets are
     allowed; the dominating multiset (per-guarantee maxima) adds up deltas no allowed set contains
     (0.05 * 3 > 0.1) and said inf. The optimum is db 2's pair: 4.36."""

@@ -1,4 +1,4 @@
-"""Tightness of the mixed-guarantee search on up to 16 databases (issue 11, "What must hold").
+"""Tightness of the mixed-guarantee search on up to 16 databases.
 
 Random scenarios of 2 to 16 databases mixing (eps, delta) guarantees (pure, randomized response,
 approximate) under every constraint kind and both neighbourhoods. The reference shares nothing with

@@ -1,5 +1,5 @@
 """001's closed forms as printed (gce.priors.reproductions): values by hand, and brute force showing which
-are unsound (DESIGN.md, "Soundness first")."""
+are unsound (docs/design.md, "Unsound formulas")."""
 
 from __future__ import annotations
 
@@ -37,7 +37,7 @@ def uniform_nonempty(k):
 
 
 # ---------------------------------------------------------------------------
-# The averaging formula (001 Sec. V-B): DESIGN.md's two counterexamples
+# The averaging formula (001 Sec. V-B): the two counterexamples of docs/design.md, "Unsound formulas"
 
 
 def test_first_counterexample():

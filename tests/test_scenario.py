@@ -1,4 +1,4 @@
-"""Scenario files: what loads, and every malformed field named by its path (DESIGN.md contract)."""
+"""Scenario files: what loads, and every malformed field named by its path (the contract of docs/design.md)."""
 
 from __future__ import annotations
 

@@ -3,7 +3,7 @@
 For each allowed pair of membership sets the differing invocations' exact
 composition is computed from canonical pairs (reference.exact_delta for few
 invocations, the exact enumeration already checked against it otherwise); the
-worst case over pairs is the exact HDP curve (001 Thm. 1, DESIGN.md).
+worst case over pairs is the exact HDP curve (001 Thm. 1; docs/design.md, "The worst-case search").
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""solve() within its time limit, composition included, and the report's bracket (issue 11).
+"""solve() within its time limit, composition included, and the report's bracket.
 
 The bracket's values are checked against the exact worst case: exact composition of canonical pairs
 (gce.accounting.theorems.canonical_composition, itself checked against brute force in test_theorems.py)

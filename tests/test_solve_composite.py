@@ -90,7 +90,7 @@ def test_without_the_exact_route_the_answer_is_still_sound(seed, monkeypatch):
 
 
 def test_design_counterexample_one_is_answered_soundly():
-    # DESIGN.md: db 0 runs (0, 0.1)-DP, db 1 pure 5-DP; h0 = {}, h1 = 1/2 {0} + 1/2 {1}.
+    # docs/design.md, "Unsound formulas": db 0 runs (0, 0.1)-DP, db 1 pure 5-DP; h0 = {}, h1 = 1/2 {0} + 1/2 {1}.
     # The averaging formula claims (4.3136, 0.05); the exact delta there is 0.0743.
     scenario = Scenario(2, (Invocation(0, ApproxDP(0.0, 0.1)), Invocation(1, PureDP(5.0))),
                         hypotheses=(Point(()), Explicit(({0}, {1}), (0.5, 0.5))))

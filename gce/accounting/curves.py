@@ -418,7 +418,7 @@ class ZCDPCurve(PrivacyCurve):
 
     delta(eps) = min_{alpha > 1} exp((alpha - 1)(rho alpha - eps)) (1 - 1/alpha)^(alpha - 1) / alpha
     (Canonne, Kamath and Steinke 2020, Prop. 12; Asoodeh et al. 2021), the
-    inverse of DESIGN.md's eps(delta) = min_alpha rho alpha + log(1 - 1/alpha)
+    inverse of (docs/design.md, "Composition theorems", zcdp) eps(delta) = min_alpha rho alpha + log(1 - 1/alpha)
     - (log delta + log alpha) / (alpha - 1). Every alpha gives a valid bound, so
     the grid search with golden-section refinement can only lose tightness,
     never soundness.

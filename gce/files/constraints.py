@@ -1,4 +1,4 @@
-"""Membership constraints in the scenario-file format (DESIGN.md, "Scenario files").
+"""Membership constraints in the scenario-file format (docs/design.md, "Scenario files and the command line").
 
 One ``[[constraints]]`` table per constraint::
 

@@ -1,4 +1,6 @@
-"""The scenario-file form of hypotheses: the ``[hypotheses]`` table (DESIGN.md, "Scenario files").
+"""The scenario-file form of hypotheses: the ``[hypotheses]`` table.
+
+docs/design.md, "Scenario files and the command line".
 
 One row per hypothesis kind (:data:`HYPOTHESIS_KINDS`): the record of
 :mod:`gce.priors.hypotheses` and, per file key, its reader. Read with
@@ -71,7 +73,7 @@ class _Kind:
     keys: Mapping[str, tuple[Callable[[object, str, int], object], bool]]
 
 
-#: The file form of every hypothesis kind, by ``kind`` (DESIGN.md, "Scenario files").
+#: The file form of every hypothesis kind, by ``kind`` (docs/design.md, "Scenario files and the command line").
 HYPOTHESIS_KINDS: Mapping[str, _Kind] = {
     "point": _Kind(Point, {"members": (_scenario_indices, True)}),
     "uniform": _Kind(Uniform, {"min_members": (_scenario_integer, False), "max_members": (_scenario_integer, False)}),

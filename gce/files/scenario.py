@@ -1,4 +1,4 @@
-"""Scenario files: the TOML form of a scenario (DESIGN.md, "Scenario files and the command line").
+"""Scenario files: the TOML form of a scenario (docs/design.md, "Scenario files and the command line").
 
 A scenario file is a contract other tools read, so this module is strict: every
 key is known, every value is checked, and every error is an
@@ -28,7 +28,7 @@ at_most bound (and optionally the allowed patterns) from a membership table
 (001, Sec. V-A, the store chain); every report then says so.
 
 What a file may ask for is limited before anything is allocated, so a few bytes
-cannot ask for gigabytes (issue #9, hardening):
+cannot ask for gigabytes (hardening):
 
 - the file itself: at most :data:`MAX_SCENARIO_BYTES` (64 MiB), UTF-8 (a
   leading byte-order mark is skipped), tables and arrays nested at most
@@ -335,7 +335,7 @@ def _invocation_table(refs: _Refs, table: object, path: str) -> InvocationGroup:
 
 def _invocations(refs: _Refs, tables: object) -> Invocations:
     """One :class:`~gce.model.InvocationGroup` per ``[[invocations]]`` table: the columnar form, never one
-    object per database (issue 13)."""
+    object per database."""
     if not isinstance(tables, list) or not tables:
         raise InvalidScenarioError("invocations", "needs at least one [[invocations]] table")
     total = 0
@@ -506,7 +506,8 @@ def _constraints(refs: _Refs, tables: object, folder: pathlib.Path,
 
 
 def _hypotheses(refs: _Refs, table: object) -> tuple[Hypothesis, Hypothesis]:
-    """The ``[hypotheses]`` table: ``h0`` and ``h1``, each a prior (DESIGN.md; 001, Sec. V-B)."""
+    """The ``[hypotheses]`` table: ``h0`` and ``h1``, each a prior (001, Sec. V-B; docs/design.md,
+    "Neighbourhoods and hypotheses")."""
     if not isinstance(table, Mapping):
         raise InvalidScenarioError("hypotheses", f"must be a table with keys h0 and h1, got {toml_value(table)}")
     for key in table:
@@ -693,7 +694,7 @@ def _toml(text: str, path: pathlib.Path) -> dict[str, object]:
 
 
 def load_scenario(path: str | os.PathLike[str], *, allow_outside_files: bool = False) -> Scenario:
-    """Read and validate a scenario file (TOML; DESIGN.md, "Scenario files").
+    """Read and validate a scenario file (TOML; docs/design.md, "Scenario files and the command line").
 
     Parameters
     ----------

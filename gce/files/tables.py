@@ -1,4 +1,4 @@
-"""Reading ``kind = "..."`` tables of scenario files (DESIGN.md, "Scenario files").
+"""Reading ``kind = "..."`` tables of scenario files (docs/design.md, "Scenario files and the command line").
 
 Mechanisms, constraints and hypotheses are all written as a table with a
 ``kind`` and that kind's keys. One reader checks them the same way and names

@@ -1,4 +1,4 @@
-"""The online accountant (issue 14): a privacy filter that knows the membership constraints, on a ledger.
+"""The online accountant: a privacy filter that knows the membership constraints, on a ledger.
 
 * :mod:`gce.ledger.filters`: the admission rules valid for adaptively chosen parameters (basic
   composition, Renyi at fixed orders, zCDP, GDP through sum mu^2), one statistic each per invocation.

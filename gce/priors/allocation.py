@@ -369,7 +369,8 @@ class LaplaceRatio:
 @dataclass(frozen=True)
 class CanonicalRatio:
     """The likelihood ratio ``W = dP/dQ`` of the canonical pair of an ``(epsilon, delta)`` guarantee under Q
-    (002, eqs. 9-10; Kairouz, Oh and Viswanath 2015, Thm. 2.4; DESIGN.md, "Formulas worth having at hand").
+    (002, eqs. 9-10; Kairouz, Oh and Viswanath 2015, Thm. 2.4; docs/design.md, "The canonical pair makes brute
+    force possible").
 
     With ``a = (1 - delta) e^eps / (1 + e^eps)`` and ``b = (1 - delta) / (1 + e^eps)`` the pair on the outputs
     {0, 1, 2, 3} is ``P = (delta, a, b, 0)`` (with the target) and ``Q = (0, b, a, delta)`` (without), so under

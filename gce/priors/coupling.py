@@ -4,7 +4,7 @@
 composite hypotheses h0 and h1 into matched tuples (Alg. 3, App. A) -- a
 *coupling* pi of h0 and h1 -- and then averages per-pair guarantees as
 eps = ln sum_i w_i e^{eps_i}, delta = sum_i w_i delta_i. That average is
-unsound (DESIGN.md, "Soundness first"; it is reproduced, labelled, in
+unsound (docs/design.md, "Unsound formulas"; it is reproduced, labelled, in
 :mod:`gce.priors.reproductions`). What holds is the joint convexity of the
 hockey-stick divergence H_{e^eps}(P || Q) = sup_S P(S) - e^eps Q(S):
 
@@ -372,8 +372,8 @@ class CouplingCurve(PrivacyCurve):
     """The privacy curve of two composite hypotheses by the best coupling (joint convexity).
 
     delta(eps) = min over couplings pi of sum pi(b0, b1) delta_{b0,b1}(eps): a
-    transport LP at each eps (001 Sec. V-B's refinement, made sound; DESIGN.md,
-    "Soundness first"). Valid for every guarantee kind :func:`gce.accounting.theorems.compose`
+    transport LP at each eps (001 Sec. V-B's refinement, made sound; docs/design.md,
+    "Unsound formulas"). Valid for every guarantee kind :func:`gce.accounting.theorems.compose`
     accepts, both directions, adaptive mechanisms included.
 
     Parameters
@@ -593,7 +593,7 @@ def coupling_delta(
     References
     ----------
     001 Sec. V-B and App. A (refinement = a coupling); joint convexity of the
-    hockey-stick divergence (BBG18); DESIGN.md, "Soundness first".
+    hockey-stick divergence (BBG18); docs/design.md, "Unsound formulas".
 
     Examples
     --------

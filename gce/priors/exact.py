@@ -14,7 +14,7 @@ divergences between the *mixtures* of view distributions.
 When every invocation carries an (eps, delta) point guarantee, the canonical
 pair of 002 (eqs. 9-10; outputs {0, 1, 2, 3}) is a worst case: every mechanism
 with that guarantee is one post-processing of it, the same for every membership
-set b, hence for every mixture over b (DESIGN.md, "Soundness first"). So the
+set b, hence for every mixture over b (docs/design.md, "The canonical pair makes brute force possible"). So the
 exact curve is the two-sided hockey-stick divergence between the two mixtures
 of canonical products, which this module computes in two ways:
 
@@ -33,7 +33,7 @@ of canonical products, which this module computes in two ways:
   k = 1,000 databases is a polynomial sum.
 
 The paper's averaging formula eps(p0, p1) = ln sum_i w_i e^{eps_i} (001, Sec.
-V-B) is NOT used anywhere: it is unsound (DESIGN.md gives two counterexamples,
+V-B) is NOT used anywhere: it is unsound (docs/design.md, "Unsound formulas" gives two counterexamples,
 reproduced in the tests with the exact numbers computed here).
 
 What must never change: a curve returned here covers both directions (1) and
@@ -441,7 +441,7 @@ def exact_enumeration_curve(
 
     Examples
     --------
-    DESIGN.md's first counterexample to 001's averaging formula: the formula
+    The first counterexample of docs/design.md, "Unsound formulas" to 001's averaging formula: the formula
     claims (4.3136, 0.05), the exact delta there is 0.0743.
 
     >>> from gce.priors.hypotheses import Point
@@ -952,11 +952,11 @@ def exact_curve(
 
     References
     ----------
-    001, Def. 3, Sec. III-A, Sec. V-B; 002, eqs. 9-10; DESIGN.md, "Soundness first".
+    001, Def. 3, Sec. III-A, Sec. V-B; 002, eqs. 9-10; docs/design.md, "The canonical pair makes brute force possible".
 
     Examples
     --------
-    DESIGN.md's second counterexample: 001's averaging formula claims pure DP
+    The second counterexample of docs/design.md, "Unsound formulas": 001's averaging formula claims pure DP
     at eps = ln((e^5 + 1) / 2) = 4.3136; the exact delta there is 0.243.
 
     >>> from gce.accounting.guarantees import RandomizedResponse

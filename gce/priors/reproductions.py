@@ -6,7 +6,7 @@ so that reports and tests can show them next to sound bounds. ``gce`` never
 returns one of these values as a guarantee; the sound replacements are in
 :mod:`gce.priors.coupling` and :mod:`gce.priors.subsampling`.
 
-Two of them are unsound (DESIGN.md, "Soundness first"; exact values by brute
+Two of them are unsound (docs/design.md, "Unsound formulas"; exact values by brute
 force over canonical pairs):
 
 1. The averaging formula of 001 Sec. V-B ("Computing an HDP guarantee"):
@@ -25,7 +25,7 @@ force over canonical pairs):
 
 Cor. 7 (all mechanisms (eps', delta')) and Eq. 3-4 (the same closed form,
 reached through the averaging formula with simple composition) held in every
-brute-force check (k <= 6 here, k <= 8 in DESIGN.md); for pure DP their epsilon
+brute-force check (k <= 6 here, k <= 8 in an earlier check); for pure DP their epsilon
 is the exact largest privacy loss. They are still shown only as reproductions.
 
 Alg. 3 (RefineTuples, App. A) is a correct utility: it builds a coupling of
@@ -73,7 +73,7 @@ class Reproduction:
     epsilon, delta : float
         The pair the formula claims.
     sound : bool or None
-        False: known to be unsound in general (DESIGN.md counterexamples).
+        False: known to be unsound in general (the counterexamples of docs/design.md, "Unsound formulas").
         None: not known to be unsound (held in every brute-force check), not
         proven here either.
     """
@@ -301,7 +301,7 @@ def corollary7(k: int, epsilon: float, delta: float) -> Reproduction:
 
     eps = ln[((e^eps' + 1)^k - 1) / (2^k - 1)], delta = 2^{k-1} k delta' / (2^k - 1).
     Held in every brute-force check (k <= 6 in tests/test_reproductions.py,
-    k <= 8 in DESIGN.md); not proven here, so still only a reproduction.
+    k <= 8 in an earlier check); not proven here, so still only a reproduction.
 
     Examples
     --------

@@ -13,7 +13,7 @@ decline into the report's notes. Adding a route is adding a row.
   mixtures of canonical products (:func:`gce.priors.exact.exact_curve`: the
   methods of :data:`gce.priors.exact.EXACT_METHODS`, counting then enumeration);
 * :class:`CouplingRoute`: the best coupling of h0 and h1, joint convexity
-  (:class:`gce.priors.coupling.CouplingCurve`; DESIGN.md's sound replacement of
+  (:class:`gce.priors.coupling.CouplingCurve`; the sound replacement in docs/design.md, "Unsound formulas" of
   001's averaging formula);
 * :class:`AllocationRoute`: "in none" against "in exactly k", Gaussian mechanisms, or one Laplace, (eps,
   delta) or subsampled mechanism per database (random allocation:
@@ -264,7 +264,8 @@ class ExactRoute(Route):
 
 class CouplingRoute(Route):
     """The best coupling of h0 and h1, every pair's composed curve at the same eps (joint convexity;
-    :class:`gce.priors.coupling.CouplingCurve`; DESIGN.md's sound replacement of 001 Sec. V-B's average)."""
+    :class:`gce.priors.coupling.CouplingCurve`; the sound replacement of 001 Sec. V-B's average: docs/design.md,
+    "Unsound formulas")."""
 
     name = "coupling (joint convexity)"
     exact = False

@@ -204,7 +204,7 @@ class SubsamplingCurve(PrivacyCurve):
     invocations subsampled at rate 1/2): App. C's decomposition of h1 by the
     first database in b, and joint convexity of the hockey-stick divergence, all
     terms at the SAME eps. 001 Thm. 3 / Cor. 6 instead take ln of an average of
-    e^{eps_i}, which is unsound (DESIGN.md).
+    e^{eps_i}, which is unsound (docs/design.md, "Unsound formulas").
 
     Parameters
     ----------
@@ -361,7 +361,7 @@ def subsampling_delta(
     References
     ----------
     001 Sec. V-B ("General derivation for the example using subsampling"),
-    Thm. 3 and App. C, made sound by joint convexity (DESIGN.md); BBG18 Thm. 8.
+    Thm. 3 and App. C, made sound by joint convexity (docs/design.md, "Unsound formulas"); BBG18 Thm. 8.
 
     Examples
     --------

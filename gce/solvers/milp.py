@@ -33,7 +33,7 @@ HiGHS run on the clique rows, cutting planes, HiGHS again on the strengthened
 model, then the local search for what is left of the budget. The certified
 upper bound is the smallest of HiGHS' MIP dual bound, the relaxation's optimum
 and the combinatorial bound, so it stays valid when the budget ends first
-(DESIGN.md, "Solvers" and "Performance": a certified bound, the gap reported).
+(docs/design.md, "The worst-case search" and "Performance targets": a certified bound, the gap reported).
 :class:`PlainMILP` is the formulation used before (compiled rows only, the
 XOR model for every bounded problem): the reference the benchmarks compare
 against.

@@ -1,7 +1,7 @@
 """Packing structure of the constraints: capacity groups, cliques, odd cycles, a partition bound.
 
 ``at_most``, ``exclusive`` and ``conflicts`` (001, Sec. V-A, Examples 1-2 and
-the conflict graphs of DESIGN.md, "The model") all say the same kind of thing:
+the conflict graphs of docs/design.md, "Membership sets and constraints") all say the same kind of thing:
 a group ``G`` of databases holds at most ``m`` members of ``b``. An ``at_most``
 bound is one group; an ``exclusive`` group is a group with ``m = 1``; a conflict
 edge is a group of two with ``m = 1``, and so is every *clique* of the conflict

@@ -63,7 +63,7 @@ def _disjoint_groups(constraints: ConstraintSet) -> tuple[Group, ...] | None:
     """The (members, m) bounds of ``at_most``/``exclusive`` constraints on pairwise disjoint groups,
     or None when other kinds are present or groups overlap (cached: a solve asks several times).
 
-    An ``at_most`` over every database is kept as ``None`` (issue 13: a million databases are not listed
+    An ``at_most`` over every database is kept as ``None`` (a million databases are not listed
     as a set of a million indices); an explicit group of all n databases is the same group.
     """
     n = constraints.n

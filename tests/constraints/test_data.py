@@ -217,7 +217,7 @@ def test_estimated_constraints_feed_a_scenario():
     assert isinstance(est.constraint_set(), ConstraintSet)
 
 
-# --- reading files: the same rows as open(newline=""), in pieces; bad bytes named by line (issue #9) ----------
+# --- reading files: the same rows as open(newline=""), in pieces; bad bytes named by line ----------
 
 
 @pytest.mark.parametrize("piece", [1, 3, 7, 2**20])

@@ -1,5 +1,5 @@
 """Conflict-graph structure: the disjoint-pair reduction, valid inequalities, local search,
-and sound bounds when the time budget binds (DESIGN.md, "Solvers" and "Performance")."""
+and sound bounds when the time budget binds (docs/design.md, "The worst-case search" and "Performance targets")."""
 
 from __future__ import annotations
 
@@ -72,7 +72,7 @@ CASES = [(seed, n) for seed in range(16) for n in (5, 8, 11)]
 
 @tiers.parametrize("seed,n", CASES, default=lambda seed, n: seed < 4)
 def test_hereditary_bounded_worst_case_is_a_disjoint_pair(seed, n):
-    # DESIGN.md / 001 Sec. V-A: with hereditary constraints (together included: allowed sets
+    # 001 Sec. V-A (docs/design.md, "The worst-case search"): with hereditary constraints (together included: allowed sets
     # are unions of components) removing b0 & b1 from both keeps them allowed.
     rng = random.Random(seed)
     cs = conflict_instance(rng, n, with_at_most=seed % 2 == 0)
@@ -152,7 +152,7 @@ def test_odd_cycle_rows_hold_on_independent_sets(seed):
 
 
 def test_structured_conflicts_exact_and_fast_path():
-    # The performance case of DESIGN.md: 50 exclusive groups of 10 with 200 cross conflicts.
+    # The performance case of docs/design.md: 50 exclusive groups of 10 with 200 cross conflicts.
     rng = random.Random(7)
     n = 500
     groups = [tuple(range(10 * g, 10 * g + 10)) for g in range(50)]
