@@ -1,6 +1,8 @@
 """The import direction the README's Layout section states: a module imports only from its own
 layer or the layers below it (imports inside functions included), so ``model`` imports nothing
-above it and the pipeline reads top to bottom."""
+above it and the pipeline reads top to bottom; and no two modules import each other, directly or
+through others (a back-end the ledger opens by URL scheme is named by a dotted path in a table, not
+imported, so it is no edge)."""
 
 import ast
 import importlib
@@ -82,6 +84,13 @@ def _graph() -> nx.DiGraph:
     return graph
 
 
+def _cycles(graph: nx.DiGraph) -> list[list[str]]:
+    """Every group of modules that reach each other through imports (a strongly connected component of
+    more than one module, or a module importing itself), sorted."""
+    return sorted(sorted(group) for group in nx.strongly_connected_components(graph)
+                  if len(group) > 1 or graph.has_edge(*(next(iter(group)),) * 2))
+
+
 def test_every_module_has_a_layer():
     for module in MODULES:
         assert _layer(module) is not None, module
@@ -101,6 +110,15 @@ def test_imports_point_down():
             if _layer(target) > _layer(module):
                 upward.append(f"{module} imports {target}")
     assert upward == []
+
+
+def test_no_import_cycles():
+    """No module reaches itself through imports; ``ledger.store`` opens ``ledger.postgres`` by a dotted path
+    from its back-end table, so the two are a base and a plug-in, not a pair that import each other."""
+    graph = _graph()
+    assert _cycles(graph) == []
+    assert graph.has_edge("ledger.postgres", "ledger.store")
+    assert not graph.has_edge("ledger.store", "ledger.postgres")
 
 
 def _above_the_records(graph: nx.DiGraph, module: str) -> list[str]:
@@ -132,7 +150,10 @@ def test_the_old_homes_re_export_the_same_objects():
 
 
 def test_the_checks_can_fail():
-    """An upward import would be reported."""
+    """An upward import and a cycle would both be reported."""
     assert _layer("solvers.milp") > _layer("model") > _layer("accounting.kinds")
     assert _layer("priors.routes") > _layer("solvers") > _layer("hypotheses") > _layer("constraints")
     assert _layer("priors.hypotheses") > _layer("model")  # model importing the old home would be upward
+    assert _cycles(nx.DiGraph([("a", "b"), ("b", "c"), ("c", "a"), ("c", "d")])) == [["a", "b", "c"]]
+    assert _cycles(nx.DiGraph([("a", "a"), ("a", "b")])) == [["a"]]
+    assert _cycles(nx.DiGraph([("a", "b"), ("b", "c")])) == []
