@@ -157,3 +157,13 @@ def test_the_checks_can_fail():
     assert _cycles(nx.DiGraph([("a", "b"), ("b", "c"), ("c", "a"), ("c", "d")])) == [["a", "b", "c"]]
     assert _cycles(nx.DiGraph([("a", "a"), ("a", "b")])) == [["a"]]
     assert _cycles(nx.DiGraph([("a", "b"), ("b", "c")])) == []
+
+
+def test_the_package_says_it_is_typed():
+    """PEP 561: ``gce/py.typed`` exists (empty) and the wheel ships it (setuptools package data)."""
+    import tomllib
+
+    assert (GCE / "py.typed").read_bytes() == b""
+    with open(GCE.parent / "pyproject.toml", "rb") as handle:
+        package_data = tomllib.load(handle)["tool"]["setuptools"]["package-data"]
+    assert "py.typed" in package_data["gce"]
