@@ -57,7 +57,7 @@ from .constraints import (
     Together,
     estimate_membership,
 )
-from .priors.hypotheses import Explicit, Point, Rates, Uniform
+from .hypotheses import Explicit, Point, Rates, Uniform
 from .model import Databases, Invocation, InvocationGroup, Scenario
 from .report import Report
 from .files.scenario import load_scenario

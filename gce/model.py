@@ -34,7 +34,7 @@ from .constraints.base import MAX_DATABASES
 from .constraints.neighborhood import check_neighborhood
 from .errors import InvalidParameterError, UnsupportedCombinationError
 from .validation import is_integer, is_number
-from .priors.hypotheses import Hypothesis, check_listed
+from .hypotheses import Hypothesis, check_listed
 
 __all__ = ["Databases", "Invocation", "InvocationGroup", "Invocations", "InvocationTable", "Scenario", "check_target",
            "invocation_multiset", "per_database_multisets", "MAX_DATABASES", "MAX_INVOCATIONS"]

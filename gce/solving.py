@@ -42,7 +42,7 @@ from .accounting.theorems import (COSTLY_ROWS, THEOREMS, Composition, as_multise
 from .constraints import ConstraintSet
 from .errors import InfeasibleConstraintsError, InvalidParameterError, UnsupportedCombinationError
 from .model import Scenario, check_target
-from .priors.hypotheses import Point, check_distribution
+from .hypotheses import Point, check_distribution
 from .priors.reproductions import corollary7
 from .priors import routes
 from .priors.routes import Decline, RouteContext, WorstPair, attempt, none_vs_any
@@ -679,7 +679,7 @@ def _largest_difference(scenario: Scenario, budget: _Budget, solved: list) -> fl
 
 def check_support(name: str, hypothesis, constraints) -> None:
     """Raise, naming ``hypotheses.<name>``, when a prior whose support is generated (uniform, rates) has no
-    allowed set or a forbidden one (:func:`~gce.priors.hypotheses.check_distribution`). Listed supports
+    allowed set or a forbidden one (:func:`~gce.hypotheses.check_distribution`). Listed supports
     (point, explicit) were checked when the scenario was built; a support too large to list passes."""
 
     if not hypothesis.listed:
@@ -767,7 +767,7 @@ def _support_pairs(scenario: Scenario) -> tuple[Scenario, str, str | None]:
 
     Unbounded pairs (empty, b1) when one hypothesis is the point mass at the
     empty set, b1 in a cover of the other's support; else bounded pairs of
-    sets in a cover of both supports (:class:`~gce.priors.hypotheses.SupportCover`):
+    sets in a cover of both supports (:class:`~gce.hypotheses.SupportCover`):
     the scenario's constraints intersected with size bounds (uniform
     ``max_members``), zero rates, and the listed sets (point, explicit). A
     cover that restricts nothing, or nothing non-empty, leaves the scenario's

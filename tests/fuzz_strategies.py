@@ -545,7 +545,7 @@ def allowed_sets(n: int, constraints) -> list[frozenset]:
 
 
 def prior(h, n: int, sets: list[frozenset]) -> list[tuple[frozenset, float]]:
-    """The distribution a hypothesis record describes over the allowed sets (module docstring of gce.priors.hypotheses)."""
+    """The distribution a hypothesis record describes over the allowed sets (module docstring of gce.hypotheses)."""
     kind = type(h).__name__
     if kind == "Point":
         return [(frozenset(h.members), 1.0)]

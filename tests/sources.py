@@ -9,7 +9,7 @@ import pathlib
 GCE = pathlib.Path(__file__).resolve().parent.parent / "gce"
 
 #: The node types those tests read; only these are kept (holding whole trees slows the garbage collector).
-KINDS = (ast.ImportFrom, ast.BoolOp)
+KINDS = (ast.ImportFrom, ast.Import, ast.BoolOp)
 
 
 def nodes(path: pathlib.Path, kind: type[ast.AST]) -> tuple[ast.AST, ...]:

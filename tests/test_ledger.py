@@ -26,6 +26,7 @@ from gce.constraints import AtMost, Conflicts, ConstraintSet, Exclusive, Pattern
 from gce.errors import InvalidParameterError, UnsupportedCombinationError
 from gce.ledger import Accountant, LedgerError
 from gce.ledger.filters import FILTERS, RENYI_FILTER_ORDERS
+from gce.ledger.store import BACKENDS, Backend, Store, is_url, open_store
 from gce.ledger.worst import packing_bracket, reach
 
 import tiers
@@ -413,6 +414,36 @@ def test_cli_errors_are_one_line(tmp_path, capsys):
     assert main(["ledger", "status", "--ledger", str(target)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith("gce: error: ") and "not an SQLite database" in err
+
+
+def test_back_ends_by_scheme_are_store_classes_named_not_imported():
+    """Every scheme in the table names a Store subclass (the PostgreSQL one imports without psycopg); a
+    module that cannot be imported says what to install; a path that is not module.Class is refused."""
+    assert set(BACKENDS) == {"postgresql", "postgres"}
+    for scheme, backend in BACKENDS.items():
+        store = backend.load()
+        assert issubclass(store, Store) and store is not Store and store.__name__ == "PostgresStore", scheme
+        assert backend.install == "pip install 'gce[postgres]'"
+    with pytest.raises(LedgerError, match=r"gce_no_such_module.Store cannot be imported .*: pip install nothing"):
+        Backend("gce_no_such_module.Store", "pip install nothing").load()
+    with pytest.raises(LedgerError, match="gce.ledger.store.FORMAT is not a ledger store"):
+        Backend("gce.ledger.store.FORMAT", "").load()
+    with pytest.raises(InvalidParameterError, match="store: must be a dotted path"):
+        Backend("PostgresStore", "")
+
+
+def test_a_url_of_an_unknown_scheme_is_refused_and_no_file_is_made(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    for create in (False, True):
+        with pytest.raises(LedgerError, match=r"^ledger: no ledger back-end for mysql:// URLs \(known: postgres://, "
+                                              r"postgresql://; or an SQLite file path\)$"):
+            open_store("mysql://ana@db/ledger", create=create)
+    assert main(["ledger", "status", "--ledger", "mysql://ana:pw@db/ledger"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("gce: error: ledger: no ledger back-end for mysql://")
+    assert list(tmp_path.iterdir()) == []
+    assert is_url("postgresql://db/l") and is_url("postgres://db/l") and not is_url("mysql://db/l")
+    assert not is_url("ledger.sqlite") and not is_url("postgresql:/db")
 
 
 # ---------------------------------------------------------------------------

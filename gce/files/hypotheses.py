@@ -3,7 +3,7 @@
 docs/design.md, "Scenario files and the command line".
 
 One row per hypothesis kind (:data:`HYPOTHESIS_KINDS`): the record of
-:mod:`gce.priors.hypotheses` and, per file key, its reader. Read with
+:mod:`gce.hypotheses` and, per file key, its reader. Read with
 :func:`hypothesis_from_dict`, written back with :func:`hypothesis_to_dict`.
 """
 
@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from ..errors import InvalidScenarioError
 from ..validation import is_integer
-from ..priors.hypotheses import Explicit, Hypothesis, Point, Rates, Uniform
+from ..hypotheses import Explicit, Hypothesis, Point, Rates, Uniform
 from .tables import TableKind, read_integer, read_kind_table, read_number, toml_value
 
 __all__ = ["HYPOTHESIS_KINDS", "hypothesis_from_dict", "hypothesis_to_dict"]

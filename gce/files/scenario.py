@@ -66,7 +66,7 @@ from ..errors import InfeasibleConstraintsError, InvalidParameterError, InvalidS
 from ..validation import is_integer
 from ..accounting.guarantees import Guarantee
 from ..accounting.kinds import KINDS
-from ..priors.hypotheses import Hypothesis
+from ..hypotheses import Hypothesis
 from .hypotheses import hypothesis_from_dict
 from ..model import Databases, InvocationGroup, Invocations, Scenario, check_target
 from .tables import TableKind, key_path, read_kind_table, read_number, toml_value

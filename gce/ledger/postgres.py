@@ -4,7 +4,10 @@ The optional extra ``gce[postgres]`` (psycopg 3) is needed; the ledger is named 
 ``postgresql://user[:password]@host[:port]/database`` (query parameters such as ``sslmode`` or
 ``options=-csearch_path%3Dschema`` as libpq reads them). The schema, the format marker and the
 schema version are :mod:`gce.ledger.store`'s, with ``BYTEA`` for the checkpoints; a database holds
-one ledger (per schema on its search path).
+one ledger (per schema on its search path). This module is a plug-in of :mod:`gce.ledger.store`: it
+subclasses :class:`~gce.ledger.store.Store`, and the store's table of back-ends
+(:data:`~gce.ledger.store.BACKENDS`) names it by dotted path for the ``postgresql://`` and
+``postgres://`` schemes, so the base never imports it.
 
 Concurrency: a writing transaction (check and record, create) runs at READ COMMITTED and takes a
 transaction-scoped advisory lock on the ledger (``pg_advisory_xact_lock``) before its first read, so

@@ -2,7 +2,10 @@
 
 The :class:`Store` interface keeps the SQL in one dialect with ``?`` placeholders and the
 transaction in three calls, so that the server-backed store (PostgreSQL, for analysts on several
-machines: :mod:`gce.ledger.postgres`) is one subclass.
+machines: :mod:`gce.ledger.postgres`) is one subclass. This module is the base and the server-backed
+stores are plug-ins: :data:`BACKENDS` maps a URL scheme to the dotted path of its :class:`Store`
+subclass and what to install for it, and :func:`open_store` imports that path on first use; this
+module never imports a plug-in (which imports this one), so there is no import cycle.
 
 Schema (version :data:`SCHEMA_VERSION`, the same on both stores; ``BYTEA`` for ``BLOB`` on PostgreSQL)::
 
@@ -32,16 +35,20 @@ database, a database without gce's tables, a foreign ``gce_meta`` and a newer sc
 from __future__ import annotations
 
 import contextlib
+import importlib
 import os
+import re
 import sqlite3
 import struct
 import urllib.parse
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any
 
-from ..errors import GCEError
+from ..errors import GCEError, InvalidParameterError
 
-__all__ = ["LedgerError", "Store", "SQLiteStore", "open_store", "FORMAT", "SCHEMA_VERSION"]
+__all__ = ["LedgerError", "Store", "SQLiteStore", "Backend", "BACKENDS", "open_store", "FORMAT", "SCHEMA_VERSION"]
 
 #: The value of ``format`` in ``gce_meta``: what tells a gce ledger from any other database.
 FORMAT = "gce-ledger"
@@ -249,19 +256,75 @@ class SQLiteStore(Store):
             self.connection.close()
 
 
+@dataclass(frozen=True)
+class Backend:
+    """A ledger back-end opened by URL scheme: a :class:`Store` subclass, imported on first use.
+
+    Parameters
+    ----------
+    store : str
+        The dotted path of the class, ``package.module.Class``; its ``__init__`` takes the URL and
+        ``create`` (keyword), as :class:`SQLiteStore` takes a path.
+    install : str
+        What to run when the module cannot be imported (an optional extra), for the error message.
+    """
+
+    store: str
+    install: str
+
+    def __post_init__(self) -> None:
+        module, _, name = self.store.rpartition(".")
+        if not module or not name.isidentifier():
+            raise InvalidParameterError("store", f"must be a dotted path module.Class, got {self.store!r}")
+
+    def load(self) -> type[Store]:
+        """The class, its module imported now; a module that cannot be imported is a :class:`LedgerError`
+        saying what to install."""
+        module, _, name = self.store.rpartition(".")
+        try:
+            found = getattr(importlib.import_module(module), name)
+        except ImportError as error:
+            raise LedgerError(f"ledger: {self.store} cannot be imported ({error}): {self.install}") from None
+        if not (isinstance(found, type) and issubclass(found, Store)):
+            raise LedgerError(f"ledger: {self.store} is not a ledger store (a gce.ledger.store.Store subclass)")
+        return found
+
+
+_POSTGRES = Backend("gce.ledger.postgres.PostgresStore", "pip install 'gce[postgres]'")
+#: Ledger back-ends by URL scheme (``scheme://...``); anything without a scheme is an SQLite file path.
+#: The classes are named, not imported (fsspec's ``known_implementations``, SQLAlchemy's dialect loader).
+BACKENDS: Mapping[str, Backend] = MappingProxyType({"postgresql": _POSTGRES, "postgres": _POSTGRES})
+
+#: A URL's scheme (RFC 3986) and its ``://``.
+_SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*)://")
+
+
 def is_url(location: str) -> bool:
-    return location.startswith(("postgresql://", "postgres://"))
+    """Whether ``location`` names a back-end in :data:`BACKENDS` by its URL scheme."""
+    match = _SCHEME.match(location)
+    return match is not None and match.group(1) in BACKENDS
 
 
 def open_store(location: object, *, create: bool) -> Store:
-    """The store at ``location``: a ``postgresql://`` URL (:class:`gce.ledger.postgres.PostgresStore`, the
-    ``gce[postgres]`` extra) or an SQLite file path."""
+    """The store at ``location``: a URL whose scheme is in :data:`BACKENDS` (``postgresql://``:
+    :class:`gce.ledger.postgres.PostgresStore`, the ``gce[postgres]`` extra) or an SQLite file path.
+
+    Raises
+    ------
+    LedgerError
+        ``location`` is not a non-empty path or string, or is a URL of a scheme no back-end serves
+        (rather than a file of that name), or the store refuses it (missing, foreign, locked, ...).
+    """
     if isinstance(location, os.PathLike):
         location = os.fspath(location)
     if not isinstance(location, str) or not location:
         raise LedgerError(f"ledger: must be a file path or a postgresql:// URL, got {location!r}")
-    if is_url(location):
-        from .postgres import PostgresStore
-
-        return PostgresStore(location, create=create)
+    match = _SCHEME.match(location)
+    if match is not None:
+        backend = BACKENDS.get(match.group(1))
+        if backend is None:
+            known = ", ".join(f"{scheme}://" for scheme in sorted(BACKENDS))
+            raise LedgerError(f"ledger: no ledger back-end for {match.group(1)}:// URLs (known: {known}; "
+                              f"or an SQLite file path)")
+        return backend.load()(location, create=create)
     return SQLiteStore(location, create=create)

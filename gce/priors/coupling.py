@@ -57,7 +57,7 @@ from ..accounting.theorems import compose
 from ..errors import InvalidParameterError
 from ..validation import is_integer
 from ..model import Invocation, per_database_multisets
-from .distributions import Distribution
+from ..distributions import Distribution
 from .grid import (
     LOCAL_POINTS,
     TABLE_GRID,

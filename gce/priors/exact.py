@@ -24,7 +24,7 @@ of canonical products, which this module computes in two ways:
   varies are enumerated and each support set's likelihood added up. Cost: joint
   levels x support size.
 * **counting** (:func:`exact_count_curve`): for exchangeable priors (weight
-  depends only on |b|; :meth:`~gce.priors.hypotheses.Hypothesis.log_size_weights`)
+  depends only on |b|; :meth:`~gce.hypotheses.Hypothesis.log_size_weights`)
   and every database running the same invocations, the likelihood of an output
   depends only on how many databases show each level. The symbols 0 and 3 of
   the canonical pair (the delta mass) reveal membership outright and are kept
@@ -58,8 +58,8 @@ from ..constraints import ConstraintSet
 from ..accounting import kinds
 from ..accounting.curves import DiscreteLossCurve, PrivacyCurve
 from ..errors import InvalidParameterError, NumericalLimitError, UnsupportedCombinationError
-from .distributions import Distribution
-from .hypotheses import SUPPORT_LIMIT, Explicit, Hypothesis
+from ..distributions import Distribution
+from ..hypotheses import SUPPORT_LIMIT, Explicit, Hypothesis
 from ..model import Invocation
 
 __all__ = [
@@ -444,7 +444,7 @@ def exact_enumeration_curve(
     The first counterexample of docs/design.md, "Unsound formulas" to 001's averaging formula: the formula
     claims (4.3136, 0.05), the exact delta there is 0.0743.
 
-    >>> from gce.priors.hypotheses import Point
+    >>> from gce.hypotheses import Point
     >>> from gce.accounting.guarantees import ApproxDP, PureDP
     >>> invocations = [Invocation(0, ApproxDP(0.0, 0.1)), Invocation(1, PureDP(5.0))]
     >>> h1 = Distribution.of([({0}, 0.5), ({1}, 0.5)])
@@ -653,7 +653,7 @@ def exact_count_curve(
 ) -> CompositeCurve:
     """Exact curve for exchangeable priors when every database runs the same invocations.
 
-    With size laws w0, w1 (:meth:`~gce.priors.hypotheses.Hypothesis.log_size_weights`)
+    With size laws w0, w1 (:meth:`~gce.hypotheses.Hypothesis.log_size_weights`)
     and one :class:`DatabasePair` shared by all n databases, an outcome is
     summarised by its count vector: m_a databases at the a-only level (surely
     absent), m_j at each finite level j, m_b at the b-only level (surely
@@ -712,7 +712,7 @@ def exact_count_curve(
     "None" against "at least one" of 1,000 databases, each running one
     (0.1, 1e-10)-DP mechanism (001 Cor. 7 gives eps = 51.25 at delta = 5e-8):
 
-    >>> from gce.priors.hypotheses import Point, Uniform
+    >>> from gce.hypotheses import Point, Uniform
     >>> from gce.accounting.guarantees import ApproxDP
     >>> invocations = [Invocation(i, ApproxDP(0.1, 1e-10)) for i in range(1000)]
     >>> curve = exact_count_curve(Point(()), Uniform(min_members=1), invocations, ConstraintSet(1000))

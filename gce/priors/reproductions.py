@@ -44,7 +44,7 @@ from ..errors import InvalidParameterError, UnsupportedCombinationError
 from ..validation import is_integer
 from ..accounting import kinds
 from ..accounting.guarantees import amplified
-from .distributions import Distribution
+from ..distributions import Distribution
 from ..model import Invocation, invocation_multiset
 
 __all__ = [

@@ -53,8 +53,8 @@ from ..errors import InvalidParameterError, NumericalLimitError, UnsupportedComb
 from ..model import Scenario
 from . import exact as exact_module
 from .coupling import CouplingCurve
-from .distributions import Distribution
-from .hypotheses import SUPPORT_LIMIT, Point, Rates, Uniform
+from ..distributions import Distribution
+from ..hypotheses import SUPPORT_LIMIT, Point, Rates, Uniform
 from .subsampling import SubsamplingCurve
 from . import allocation as allocation_module
 
