@@ -7,7 +7,7 @@ import pathlib
 
 import pytest
 
-from gce import Report, load_scenario, solve
+from gce import AtMost, ConstraintSet, Invocation, PureDP, Report, Scenario, load_scenario, solve
 from gce.errors import InvalidParameterError
 
 EXAMPLES = pathlib.Path(__file__).resolve().parent.parent / "examples"
@@ -98,3 +98,13 @@ def test_repr_is_one_short_line():
     loose = Report(epsilon=2.5, delta=1e-6, theorem="batch", exact=False, witness=None, differing=(), curve=None,
                    bracket=(2.25, 2.5))
     assert repr(loose) == "Report(epsilon=2.5, delta=1e-06, theorem='batch', exact=False, bracket=[2.25, 2.5])"
+
+
+def test_scenario_repr_is_one_short_line():
+    """Databases, invocation groups, constraint kinds, neighbourhood and target; not the dataclass dump."""
+    subsidiaries = load_scenario(EXAMPLES / "subsidiaries.toml")
+    assert repr(subsidiaries) == ("Scenario(5 named databases, 4 invocation groups (5 invocations), constraints: "
+                                  "exclusive, unbounded, target epsilon at delta 0)")
+    bare = Scenario(4, [Invocation(0, PureDP(0.1))], ConstraintSet(4, [AtMost(2), AtMost(3)]), epsilon=1.0)
+    assert repr(bare) == ("Scenario(4 databases, 1 invocation group (1 invocation), constraints: 2 x at_most, "
+                          "unbounded, target delta at epsilon 1)")
