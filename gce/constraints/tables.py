@@ -832,9 +832,9 @@ def truncate_membership(table: MembershipTable, databases: DatabaseIds, m: int, 
         counts = con.execute("select (select count(*) from rows), (select count(*) from chosen), "
                              "(select count(*) from (select distinct individual, idx from rows)), "
                              "(select count(distinct individual) from rows)").fetchone()
-        kept_rows = con.execute(f"select count(*) from read_parquet({_literal(output)})" if kind == "parquet" else
-                                f"select count(*) from read_csv({_literal(output)}, header = {str(not headless).lower()}, "
-                                f"all_varchar = true)").fetchone()[0]
+        reader = (f"read_parquet({_literal(output)})" if kind == "parquet" else
+                  f"read_csv({_literal(output)}, header = {str(not headless).lower()}, all_varchar = true)")
+        kept_rows = con.execute(f"select count(*) from {reader}").fetchone()[0]
         return counts, kept_rows
 
     try:
