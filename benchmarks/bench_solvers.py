@@ -141,10 +141,10 @@ def mixed() -> bool:
     t_ours, report = best_of(lambda: solve(scenario), repeat=1)
     differing = Counter((invocations[i].guarantee.epsilon, invocations[i].guarantee.delta) for i in report.differing)
     t_theirs, eps_theirs = best_of(lambda: pld_epsilon(differing), repeat=1)
-    gap = (report.epsilon - report.lower_bound_epsilon) / report.lower_bound_epsilon
+    gap = (report.epsilon - report.witness_epsilon) / report.witness_epsilon
     print(f"d. mixed guarantees: n = {n}, ApproxDP(eps in {LEVELS}, 1e-10), at_most {m}, unbounded, delta {DELTA:g}")
     print(f"   ours   Scenario+solve:{t_ours:8.4f} s  certified eps {report.epsilon:.6f}  witness eps "
-          f"{report.lower_bound_epsilon:.6f}  relative gap {gap:.2e}  exact {report.exact}  ({report.theorem})")
+          f"{report.witness_epsilon:.6f}  relative gap {gap:.2e}  exact {report.exact}  ({report.theorem})")
     print(f"   theirs dp-accounting: {t_theirs:8.4f} s  eps {eps_theirs:.6f}  (PLD of the witness's "
           f"{sum(differing.values())} differing mechanisms)")
     print(f"   time ratio {t_ours / t_theirs:.4f}   eps ratio {report.epsilon / eps_theirs:.6f}   "

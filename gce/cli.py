@@ -423,6 +423,24 @@ def _membership_table(args: argparse.Namespace):
     return MembershipTable(tuple(files), columns=columns, label=args.table)
 
 
+def _glob_reaches(pattern: str, path: str) -> bool:
+    """Whether the glob ``pattern`` matches ``path`` once it exists (``**`` spans folders, as in the recursive
+    glob that reads the table); both taken from the working folder."""
+    import fnmatch
+    import os
+
+    wanted, parts = os.path.abspath(pattern).split(os.sep), os.path.abspath(path).split(os.sep)
+
+    def match(i: int, j: int) -> bool:
+        if i == len(wanted):
+            return j == len(parts)
+        if wanted[i] == "**":
+            return any(match(i + 1, k) for k in range(j, len(parts) + 1))
+        return j < len(parts) and fnmatch.fnmatchcase(parts[j], wanted[i]) and match(i + 1, j + 1)
+
+    return match(0, 0)
+
+
 def _membership(args: argparse.Namespace) -> str:
     from .constraints.tables import truncate_membership
     from .membership import membership_coverage, plot_coverage
@@ -445,6 +463,10 @@ def _membership(args: argparse.Namespace) -> str:
     table = _membership_table(args)
     databases = args.databases
     if truncating:
+        if any(c in args.table for c in "*?[") and _glob_reaches(args.table, args.output):
+            raise _UsageError(f"--output: {args.output!r} would be matched by the table's glob {args.table!r}, so "
+                              f"the next run (or a scenario's source with that glob) would read the truncation "
+                              f"as input; write it outside the glob's reach")
         if args.scenario is not None:
             databases = _load_at_most(args.scenario).databases
         with Progress(label="membership", quiet=args.quiet or args.json, stream=sys.stderr) as progress:

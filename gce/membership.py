@@ -159,14 +159,43 @@ def plot_coverage(coverage: Coverage, path: str | os.PathLike[str], dpi: int = 1
     figure = _pyplot_free_figure()
     ax = figure.add_subplot()
     ax.plot([100 * c.covered for c in points], [c.epsilon for c in points], marker="o", color="C0")
-    for c in points:
-        ax.annotate(f"{c.label}: m = {c.m}", (100 * c.covered, c.epsilon), textcoords="offset points",
-                    xytext=(5, 5), fontsize=8)
     ax.set_xlabel("individuals covered (%)")
     ax.set_ylabel(f"epsilon (HDP) at delta = {coverage.delta:g}")
     ax.set_title(coverage.title or f"memberships in {coverage.statistics.source}")
     ax.grid(True, alpha=0.3)
+    _annotate_apart(figure, ax, points)
     try:
         figure.savefig(target, dpi=dpi)
     except OSError as error:
         raise InvalidParameterError("path", f"cannot write {str(target)!r}: {error.strerror or error}") from None
+
+
+#: Most steps an annotation is moved down to clear the ones already placed.
+_ANNOTATION_STEPS = 40
+
+
+def _annotate_apart(figure: Any, ax: Any, points: list[Candidate]) -> None:
+    """One label per distinct point ("p99, p99.9, max: m = 10" where candidates share an m), placed from the
+    highest point down, each moved down a line at a time until it overlaps no label placed before it (so
+    labels never overprint, however close the points); labels in the right part
+    of the plot are written to the left of their point, so they stay inside the axes."""
+    by_m: dict[int, list[Candidate]] = {}
+    for c in points:
+        by_m.setdefault(c.m, []).append(c)
+    figure.canvas.draw()  # the layout first: the labels are measured where they will be drawn
+    renderer = figure.canvas.get_renderer()
+    low, high = ax.get_xlim()
+    placed: list[Any] = []
+    for m, same in sorted(by_m.items(), key=lambda item: -item[1][0].epsilon):  # top first: labels stack down
+        x, y = 100 * same[0].covered, same[0].epsilon
+        right = x > low + 0.6 * (high - low)
+        dx, dy = (-5, 5) if right else (5, 5)
+        note = ax.annotate(f"{', '.join(c.label for c in same)}: m = {m:,}", (x, y), textcoords="offset points",
+                           xytext=(dx, dy), fontsize=8, ha="right" if right else "left")
+        for _ in range(_ANNOTATION_STEPS):
+            box = note.get_window_extent(renderer)
+            if not any(box.overlaps(other) for other in placed):
+                break
+            dy -= box.height * 72.0 / figure.dpi + 1.0
+            note.set_position((dx, dy))
+        placed.append(note.get_window_extent(renderer))

@@ -713,6 +713,19 @@ class Scenario:
         """The invocations in columnar form (the same object as :attr:`invocations`)."""
         return self.invocations
 
+    def __repr__(self) -> str:
+        """One line: databases, invocation groups, constraint kinds, neighbourhood and target."""
+        groups = len(self.invocations.groups)
+        kinds_listed = Counter(getattr(c, "kind", type(c).__name__) for c in self.constraints.constraints)
+        constraints = ", ".join(f"{k}" if count == 1 else f"{count} x {k}" for k, count in kinds_listed.items())
+        target = (f"epsilon at delta {self.delta:g}" if self.epsilon is None and self.delta is not None
+                  else f"delta at epsilon {self.epsilon:g}" if self.epsilon is not None else "none (given to solve)")
+        hypotheses = ", hypotheses given" if self.hypotheses is not None else ""
+        return (f"Scenario({self.n:,}{' named' if self.databases.names else ''} databases, "
+                f"{groups} invocation group{'s' if groups != 1 else ''} ({self.invocations.total:,} "
+                f"invocation{'s' if self.invocations.total != 1 else ''}), "
+                f"constraints: {constraints or 'none'}, {self.neighborhood}, target {target}{hypotheses})")
+
 
 def _checked_hypotheses(hypotheses, constraints: ConstraintSet) -> tuple[Hypothesis, Hypothesis]:
     """Two hypotheses whose listed supports (point, explicit) are allowed; errors name ``hypotheses.h0|h1``.

@@ -82,6 +82,10 @@ class Report:
         Whether the guarantee is the exact worst case.
     witness : (frozenset, frozenset) or None
         The worst-case pair of membership sets (h0, h1) found.
+    witness_names : (tuple of str, tuple of str) or None
+        The databases of ``witness`` by name (sorted by index), when the scenario names its databases;
+        None otherwise. The text report shows these names; the JSON keeps the indices in ``witness``
+        and adds the names as ``witness_names``.
     differing : tuple of int
         Indices of the invocations on databases where h0 and h1 differ.
     differing_count : int
@@ -91,6 +95,14 @@ class Report:
         for a report reloaded with :meth:`from_dict`).
     baselines : dict of str to Baseline
         ``classic`` and, for pure guarantees, ``parallel``.
+    witness_epsilon : float or None
+        The epsilon of the worst-case pair found (``witness``), composed by the tightest theorem that
+        applies to that pair alone. The pair is allowed, so its *exact* epsilon is a lower bound on the
+        scenario's worst case; this number is that pair's certified epsilon, an upper bound on the pair's
+        exact epsilon, so it is a certified lower bound on the answer only when ``exact`` is true (then
+        it equals ``epsilon``). The certified lower bound, when there is one, is ``bracket[0]``. None
+        when the target is an epsilon (the report gives delta) or when no pair was found. Read under its
+        older name ``lower_bound_epsilon`` too (attribute and JSON key).
     notes : tuple of str
         Plain statements: why epsilon is infinite, the solver's gap, ...
     bracket : (float, float) or None
@@ -109,11 +121,33 @@ class Report:
     curve: PrivacyCurve = field(repr=False, compare=False)
     baselines: dict[str, Baseline] = field(default_factory=dict)
     solver: str = ""
-    lower_bound_epsilon: float | None = None
+    witness_epsilon: float | None = None
     notes: tuple[str, ...] = ()
     title: str = ""
     differing_count: int = 0
     bracket: tuple[float, float] | None = None
+    witness_names: tuple[tuple[str, ...], tuple[str, ...]] | None = None
+
+    def __post_init__(self) -> None:
+        if self.witness_names is not None:
+            if self.witness is None or len(self.witness_names) != 2 or any(
+                    len(names) != len(members) for names, members in zip(self.witness_names, self.witness)):
+                raise InvalidParameterError("witness_names", f"must name each database of the witness, got "
+                                                             f"{_shown(self.witness_names)}")
+            object.__setattr__(self, "witness_names", tuple(tuple(names) for names in self.witness_names))
+
+    @property
+    def lower_bound_epsilon(self) -> float | None:
+        """The older name of :attr:`witness_epsilon` (and the JSON key ``lower_bound_epsilon``): the
+        worst-case pair's certified epsilon, a lower bound on the answer only when ``exact``; the
+        certified lower bound is ``bracket[0]``."""
+        return self.witness_epsilon
+
+    def __repr__(self) -> str:
+        """One line: the guarantee, its theorem, whether it is exact, and the bracket when there is one."""
+        bracket = "" if self.bracket is None else f", bracket=[{self.bracket[0]:.6g}, {self.bracket[1]:.6g}]"
+        return (f"Report(epsilon={self.epsilon:.6g}, delta={self.delta:.3g}, theorem={self.theorem!r}, "
+                f"exact={self.exact}{bracket})")
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON form (``gce solve --json``)."""
@@ -128,11 +162,14 @@ class Report:
             "differing_invocations": list(self.differing),
             "differing_count": self.differing_count,
             "solver": self.solver,
-            "lower_bound_epsilon": json_number(self.lower_bound_epsilon),
+            "lower_bound_epsilon": json_number(self.witness_epsilon),
+            "witness_epsilon": json_number(self.witness_epsilon),
             "bracket": None if self.bracket is None else {
                 "lower": json_number(self.bracket[0]), "upper": json_number(self.bracket[1])},
             "baselines": {name: b.to_dict() for name, b in self.baselines.items()},
             "notes": list(self.notes),
+            "witness_names": None if self.witness_names is None else {
+                "h0": list(self.witness_names[0]), "h1": list(self.witness_names[1])},
         }
 
     @classmethod
@@ -166,10 +203,12 @@ class Report:
             witness=field.optional("witness", _witness, None),
             differing=tuple(field.optional("differing_invocations", _indices, [])), curve=None,
             baselines=field.optional("baselines", _baselines, {}), solver=field.optional("solver", _text, ""),
-            lower_bound_epsilon=field.optional("lower_bound_epsilon", _optional_epsilon, None),
+            witness_epsilon=field.optional("witness_epsilon", _optional_epsilon,
+                                           field.optional("lower_bound_epsilon", _optional_epsilon, None)),
             notes=tuple(field.optional("notes", _texts, [])), title=field.optional("title", _text, ""),
             differing_count=field.optional("differing_count", _count_of, 0),
             bracket=field.optional("bracket", _bracket, None),
+            witness_names=field.optional("witness_names", _witness_names, None),
         )
 
     def _rows(self) -> list[tuple[str, str, str, str]]:
@@ -184,7 +223,10 @@ class Report:
         """The worst-case pair, when there is one (escaped for terminals)."""
         if self.witness is None:
             return []
-        h0, h1 = (sorted(s) for s in self.witness)
+        if self.witness_names is not None:
+            h0, h1 = (list(map(terminal_text, names)) for names in self.witness_names)
+        else:
+            h0, h1 = (list(map(str, sorted(s))) for s in self.witness)
         return [f"worst-case pair: h0 = {_short(h0)}, h1 = {_short(h1)} "
                 f"({_count(self.differing_count, 'differing invocation')}; solver {terminal_text(self.solver)})"]
 
@@ -308,6 +350,14 @@ def _witness(value: object, name: str) -> tuple[frozenset[int], frozenset[int]] 
     return frozenset(_indices(value["h0"], f"{name}.h0")), frozenset(_indices(value["h1"], f"{name}.h1"))
 
 
+def _witness_names(value: object, name: str) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
+    if value is None:
+        return None
+    if not isinstance(value, Mapping) or set(value) != {"h0", "h1"}:
+        raise InvalidParameterError(name, f'must be null or {{"h0": [...], "h1": [...]}}, got {_shown(value)}')
+    return tuple(_texts(value["h0"], f"{name}.h0")), tuple(_texts(value["h1"], f"{name}.h1"))
+
+
 def _baselines(value: object, name: str) -> dict[str, Baseline]:
     if not isinstance(value, Mapping):
         raise InvalidParameterError(name, f"must be a mapping of names to baselines, got {_shown(value)}")
@@ -334,7 +384,7 @@ def _count(k: int, noun: str) -> str:
     return f"{k} {noun}" + ("" if k == 1 else "s")
 
 
-def _short(members: list[int], shown: int = 8) -> str:
+def _short(members: list[str], shown: int = 8) -> str:
     if len(members) <= shown:
-        return "{" + ", ".join(map(str, members)) + "}"
-    return "{" + ", ".join(map(str, members[:shown])) + f", ... ({len(members)} databases)" + "}"
+        return "{" + ", ".join(members) + "}"
+    return "{" + ", ".join(members[:shown]) + f", ... ({len(members)} databases)" + "}"

@@ -81,6 +81,15 @@ def _differing(scenario: Scenario, pair: tuple[frozenset[int], frozenset[int]]) 
     return tuple(scenario.table.positions_on(members).tolist()), scenario.table.count_on(members)
 
 
+def _witness_names(scenario: Scenario, pair: tuple[frozenset[int], frozenset[int]] | None
+                   ) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
+    """The pair's databases by name, in index order, when the scenario names its databases; else None."""
+    names = scenario.databases.names
+    if pair is None or not names:
+        return None
+    return tuple(names[i] for i in sorted(pair[0])), tuple(names[i] for i in sorted(pair[1]))
+
+
 def _symmetric_for_bounded(scenario: Scenario) -> tuple[Scenario, list[str]]:
     """Bounded pairs with direction-dependent curves, made sound.
 
@@ -416,8 +425,8 @@ def _solve_pairs(scenario: Scenario, delta: float | None, epsilon: float | None,
         differing=differing, differing_count=count,
         curve=report_curve, baselines=report_baselines,
         solver="+".join(sorted(solver_names)),
-        lower_bound_epsilon=best_eps if epsilon is None else None, notes=tuple(notes), title=scenario.title,
-        bracket=bracket,
+        witness_epsilon=best_eps if epsilon is None else None, notes=tuple(notes), title=scenario.title,
+        bracket=bracket, witness_names=_witness_names(scenario, best_pair),
     )
 
 
@@ -559,8 +568,8 @@ def _enumerated(scenario: Scenario, kinds: list, delta: float | None, epsilon: f
         epsilon=eps, delta=d, theorem=theorem, exact=worst.exact and not substituted, witness=worst.pair,
         differing=differing, differing_count=count,
         curve=worst.curve, baselines=baselines,
-        solver="enumeration", lower_bound_epsilon=eps if epsilon is None else None, notes=tuple(notes),
-        title=scenario.title, bracket=bracket,
+        solver="enumeration", witness_epsilon=eps if epsilon is None else None, notes=tuple(notes),
+        title=scenario.title, bracket=bracket, witness_names=_witness_names(scenario, worst.pair),
     )
 
 

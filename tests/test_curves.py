@@ -72,3 +72,17 @@ def test_extreme_values_stay_finite():
     assert GaussianCurve(50.0).epsilon(1e-300) < 2.0**20
     assert CanonicalCurve([(100.0, 0.0)]).delta(0.0) == pytest.approx(1.0)
     assert ZCDPCurve(1e-8).epsilon(1e-300) == pytest.approx(2 * math.sqrt(1e-8 * 300 * math.log(10)), rel=0.05)
+
+
+def test_a_curve_without_a_lower_curve_says_where_the_bracket_is():
+    """report.curve.epsilon_bracket on a curve that has no certified lower curve: an AttributeError that
+    names Report.bracket and epsilon(delta) as an upper bound; hasattr stays False, other names as usual."""
+    curve = CanonicalCurve([(1.0, 0.0)])
+    with pytest.raises(AttributeError, match=r"'CanonicalCurve' object has no attribute 'epsilon_bracket': .*"
+                                             r"Report\.bracket"):
+        curve.epsilon_bracket(1e-6)
+    assert not hasattr(curve, "lower") and not hasattr(curve, "bracket")
+    with pytest.raises(AttributeError, match=r"^'CanonicalCurve' object has no attribute 'nothing'$"):
+        curve.nothing
+    assert curve.epsilon(0.0) == pytest.approx(1.0)  # the curve still answers what it can
+

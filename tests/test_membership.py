@@ -208,3 +208,27 @@ def test_a_long_scan_shows_progress_on_a_real_terminal(tmp_path):
     assert out.startswith(f"memberships per individual in {path}: ") and "5,000,000 rows" in out
     steps = [int(s) for s in re.findall(rb"\rmembership (\d+)/100 \(\d+%\) reading ", err)]
     assert len(steps) >= 2 and max(steps) > 0, err[:500]
+
+
+@pytest.mark.parametrize("epsilons, covered", [
+    ((1.0, 2.0, 2.01, 2.02), (0.90, 0.9998, 0.9999, 1.0)),  # three distinct points almost on top of each other
+    ((1.3, 1.74, 1.74, 1.74), (0.907, 1.0, 1.0, 1.0)),        # p99, p99.9 and max at one m: one label
+])
+def test_coverage_plot_labels_never_overlap(epsilons, covered):
+    from gce.membership import Candidate, _annotate_apart
+    from gce.plot import _pyplot_free_figure
+
+    ms = (3, 4, 5, 6) if len(set(epsilons)) == 4 else (6, 10, 10, 10)
+    points = [Candidate(label, m, c, c, e) for label, m, c, e in zip(("p90", "p99", "p99.9", "max"), ms, covered,
+                                                                     epsilons)]
+    figure = _pyplot_free_figure()
+    ax = figure.add_subplot()
+    ax.plot([100 * p.covered for p in points], [p.epsilon for p in points], marker="o")
+    _annotate_apart(figure, ax, points)
+    figure.canvas.draw()
+    renderer = figure.canvas.get_renderer()
+    boxes = [text.get_window_extent(renderer) for text in ax.texts]
+    assert len(boxes) == len(set(ms))
+    assert not any(a.overlaps(b) for i, a in enumerate(boxes) for b in boxes[i + 1:])
+    if len(set(ms)) == 2:
+        assert sorted(t.get_text() for t in ax.texts) == ["p90: m = 6", "p99, p99.9, max: m = 10"]

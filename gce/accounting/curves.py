@@ -142,6 +142,22 @@ class PrivacyCurve(abc.ABC):
     def __call__(self, epsilon: ArrayLike) -> float | NDArray[np.float64]:
         return self.delta(epsilon)
 
+    def __getattr__(self, name: str) -> object:
+        """Only for names a curve lacks: a bracket asked of a curve without a certified lower curve gets an
+        AttributeError that says where the bracket is, instead of Python's bare one."""
+        hint = _NO_BRACKET.get(name)
+        if hint is None:
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}: {hint}")
+
+
+#: Why a curve without a certified lower curve has no bracket, and where to find one.
+_NO_BRACKET = dict.fromkeys(("epsilon_bracket", "bracket", "lower"), (
+    "this curve has no certified lower curve, so it brackets nothing; its epsilon(delta) and delta(epsilon) "
+    "are certified upper bounds. Curves that have one (the batch and allocation compositions) answer "
+    "epsilon_bracket(delta) and .lower; a solve's bracket at its target, when it has one, is Report.bracket "
+    "(None when the answer is exact or no lower curve exists)"))
+
 
 # ---------------------------------------------------------------------------
 # Closed forms

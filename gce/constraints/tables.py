@@ -30,6 +30,7 @@ from __future__ import annotations
 import csv
 import hashlib
 import math
+import os
 import shutil
 import sqlite3
 import tempfile
@@ -476,26 +477,40 @@ def _csv_header(table: MembershipTable, resolve: _Resolver) -> bool:
     return guesses.pop() if guesses else False
 
 
-def _source_sql(con: duckdb.DuckDBPyConnection, table: MembershipTable, resolve: _Resolver) -> tuple[str, str]:
-    """What the rows are read from (a table function or a subquery) and the SQL of their origin."""
+def _source_sql(con: duckdb.DuckDBPyConnection, table: MembershipTable, resolve: _Resolver, *,
+                filename: bool = True) -> tuple[str, str]:
+    """What the rows are read from (a table function or a subquery, every column under its own name) and
+    the SQL of their origin; ``filename=False`` reads files without DuckDB's extra ``filename`` column (the
+    columns as the user's table has them)."""
     if table.format == "database":
         if _is_sqlite(table.database):
             _sqlite_rows(con, table)
             return "sqlite_rows", _literal(table.name)
         return f"(select * from ({table.query}))", _literal(table.name)
     files = "[" + ", ".join(_literal(f) for f in table.files) + "]"
+    extra = ", filename = true" if filename else ""
+    origin = "filename" if filename else _literal(table.name)
     if table.format == "parquet":
-        return f"read_parquet({files}, filename = true)", "filename"
+        return f"read_parquet({files}{extra})", origin
     if table.columns is not None:
-        return f"read_csv({files}, header = true, all_varchar = true, filename = true)", "filename"
+        return f"read_csv({files}, header = true, all_varchar = true{extra})", origin
     header = _csv_header(table, resolve)
+    names = _header_names(table) if header else ("c0", "c1")
+    columns = ", ".join(f"{_literal(name)}: 'VARCHAR'" for name in names)
     return (f"read_csv({files}, header = {str(header).lower()}, auto_detect = false, delim = ',', quote = '\"', "
-            f"escape = '\"', columns = {{'c0': 'VARCHAR', 'c1': 'VARCHAR'}}, filename = true)"), "filename"
+            f"escape = '\"', columns = {{{columns}}}{extra})"), origin
 
 
-def _raw_sql(con: duckdb.DuckDBPyConnection, table: MembershipTable, resolve: _Resolver) -> str:
-    """A SELECT of (individual, database, origin): the table's rows, origin the file (or database) read."""
-    source, origin = _source_sql(con, table, resolve)
+def _header_names(table: MembershipTable) -> tuple[str, str]:
+    """The two column names of a CSV table's header row (so a truncation writes them back), else c0, c1."""
+    cells = _first_line(table.files[0])
+    if cells is not None and len(cells) == 2 and all(cells) and cells[0] != cells[1] and "filename" not in cells:
+        return cells[0], cells[1]
+    return "c0", "c1"
+
+
+def _key_columns(con: duckdb.DuckDBPyConnection, table: MembershipTable, source: str, origin: str) -> tuple[str, str]:
+    """The SQL of the individual and the database of a row of ``source`` (trimmed, empty as null, for CSV)."""
     if table.columns is not None:
         first, second = (_identifier(c) for c in table.columns)
     else:
@@ -510,17 +525,29 @@ def _raw_sql(con: duckdb.DuckDBPyConnection, table: MembershipTable, resolve: _R
         first, second = (_identifier(c) for c in names)
     if table.format == "csv":
         first, second = f"nullif(trim({first}), '')", f"nullif(trim({second}), '')"
+    return first, second
+
+
+def _raw_sql(con: duckdb.DuckDBPyConnection, table: MembershipTable, resolve: _Resolver) -> str:
+    """A SELECT of (individual, database, origin): the table's rows, origin the file (or database) read."""
+    source, origin = _source_sql(con, table, resolve)
+    first, second = _key_columns(con, table, source, origin)
     return f"select {first} as individual, {second} as database, {origin} as origin from {source}"
 
 
 def _sqlite_rows(con: duckdb.DuckDBPyConnection, table: MembershipTable) -> None:
-    """The query's rows from a SQLite file, streamed into the engine's table ``sqlite_rows`` (as text)."""
-    con.execute("create temp table sqlite_rows (individual varchar, database varchar)")
+    """The query's rows from a SQLite file, streamed into the engine's table ``sqlite_rows`` (as text, each
+    column under the name the query gives it)."""
     lite = sqlite3.connect(f"file:{table.database}?mode=ro", uri=True)
     try:
         cursor = lite.execute(f"select * from ({table.query})")
         if cursor.description is None or len(cursor.description) != 2:
             raise InvalidParameterError("query", "must return two columns (individual, database)")
+        names = [str(column[0]) for column in cursor.description]
+        if names[0] == names[1] or not all(names):
+            names = ["individual", "database"]
+        con.execute(f"create temp table sqlite_rows ({_identifier(names[0])} varchar, "
+                    f"{_identifier(names[1])} varchar)")
         while batch := cursor.fetchmany(_SQLITE_BATCH):
             individual = np.array([None if r[0] is None else str(r[0]) for r in batch], dtype=object)
             database = np.array([None if r[1] is None else str(r[1]) for r in batch], dtype=object)
@@ -755,7 +782,9 @@ def truncate_membership(table: MembershipTable, databases: DatabaseIds, m: int, 
 
     Each individual keeps its ``min(c, m)`` distinct databases first in the order of :func:`truncation_key`
     (uniformly random for a random seed) and every row of those; the output (``.parquet`` or ``.csv``) has
-    the columns ``individual`` and ``database`` as read. The share of memberships kept is exactly
+    every column of the table under its own name (a CSV read with ``columns`` as text), so the mechanisms
+    run on it as on the input; the rows of an individual's other databases are left out. ``output`` may
+    not be one of the table's files. The share of memberships kept is exactly
     :meth:`MembershipStatistics.kept` at ``m``. ``time_limit`` bounds the engine as in
     :func:`membership_statistics` (a file stopped half-written is left as DuckDB left it: the output the
     user asked for, never another file).
@@ -767,7 +796,10 @@ def truncate_membership(table: MembershipTable, databases: DatabaseIds, m: int, 
     kind = table_format(output)
     if kind is None:
         raise InvalidParameterError("output", f"{output!r} must end in .parquet or .csv")
-    options = "(format parquet)" if kind == "parquet" else "(format csv, header true)"
+    inputs = [*table.files, *([table.database] if table.database is not None else [])]
+    if any(os.path.realpath(output) == os.path.realpath(path) for path in inputs):
+        raise InvalidParameterError("output", f"{output!r} is a file of the table being truncated; write "
+                                              f"the truncation elsewhere (the input is never overwritten)")
     seconds = _time_limit(time_limit)
     con = _connect(table)
 
@@ -784,13 +816,25 @@ def truncate_membership(table: MembershipTable, databases: DatabaseIds, m: int, 
                 qualify row_number() over (partition by individual order by
                         md5({int(seed)}::varchar || ':' || individual::varchar || ':' || idx::varchar), idx) <= {int(m)}
                 """)
-            con.execute(f"copy (select r.individual, r.database from rows r semi join chosen c on "
-                        f"r.individual = c.individual and r.idx = c.idx) to {_literal(output)} {options}")
+            # the (individual, database) values kept, then every row of the table with one of them, all its
+            # columns as read: the mechanisms run on the output as they would on the input
+            con.execute("create temp table kept_pairs as select distinct r.individual as gce_individual, "
+                        "r.database as gce_database from rows r semi join chosen c on "
+                        "r.individual = c.individual and r.idx = c.idx")
+            sqlite = table.format == "database" and _is_sqlite(table.database)
+            source = "sqlite_rows" if sqlite else _source_sql(con, table, resolve, filename=False)[0]
+            first, second = _key_columns(con, table, source, "")
+            # a CSV without a header row is written without one (the columns as read)
+            headless = table.format == "csv" and table.columns is None and not _csv_header(table, resolve)
+            options = "(format parquet)" if kind == "parquet" else f"(format csv, header {str(not headless).lower()})"
+            con.execute(f"copy (select s.* from {source} s semi join kept_pairs k on {first} = k.gce_individual "
+                        f"and {second} = k.gce_database) to {_literal(output)} {options}")
         counts = con.execute("select (select count(*) from rows), (select count(*) from chosen), "
                              "(select count(*) from (select distinct individual, idx from rows)), "
                              "(select count(distinct individual) from rows)").fetchone()
-        kept_rows = con.execute(f"select count(*) from {'read_parquet' if kind == 'parquet' else 'read_csv'}"
-                                f"({_literal(output)})").fetchone()[0]
+        reader = (f"read_parquet({_literal(output)})" if kind == "parquet" else
+                  f"read_csv({_literal(output)}, header = {str(not headless).lower()}, all_varchar = true)")
+        kept_rows = con.execute(f"select count(*) from {reader}").fetchone()[0]
         return counts, kept_rows
 
     try:

@@ -140,11 +140,11 @@ class Decision:
     def __str__(self) -> str:
         verdict = "admitted" if self.admitted else "refused"
         where = f" (entry {self.sequence})" if self.sequence is not None else ""
+        after = "with it" if self.admitted else "(unchanged)"
         lines = [f"{verdict}{where}: {self.reason}", f"filter: {self.filter}: {self.theorem}"]
-        lines.append(f"{'':12}  {'worst case':>24}  {'budget':>10}  {'remaining':>10}")
-        for row in _rows(self.components, self.lower, self.upper, self.budgets, self.remaining):
-            lines.append(row)
-        lines.append(f"worst-case databases: {_set_text(self.worst_set)}")
+        lines += _table(self.filter, self.components, self.lower, self.upper, self.budgets, self.remaining,
+                        "spent with it (worst case)", f"remaining {after}")
+        lines.append(f"worst-case databases: {_set_text(self.worst_set, spent=max(self.upper, default=0.0) > 0)}")
         return "\n".join(lines)
 
 
@@ -152,19 +152,49 @@ def _number(x: float) -> str:
     return f"{x:.6g}"
 
 
-def _rows(components, lower, upper, budgets, remaining) -> list[str]:
-    rows = []
+def _table(filter_name: str, components, lower, upper, budgets, remaining, spent_label: str,
+           remaining_label: str) -> list[str]:
+    """The per-component table, every column named, each row with its state in words, and a legend saying
+    what the numbers are and what a negative one means."""
+    any_component = filter_named(filter_name).any_component
+    kind = "order" if filter_name == "renyi" else "component"
+    rows = [(kind, spent_label, "budget", remaining_label, "state")]
+    never = []
     for name, lo, hi, budget, left in zip(components, lower, upper, budgets, remaining):
         spent = _number(hi) if hi <= lo + 1e-12 * max(1.0, abs(hi)) else f"[{_number(lo)}, {_number(hi)}]"
-        rows.append(f"{name:12}  {spent:>24}  {_number(budget):>10}  {_number(left):>10}")
-    return rows
+        if budget < 0:
+            state = "never admits (budget < 0)"
+            never.append(name)
+        elif hi <= budget:
+            state = "within budget"
+        elif lo > budget:
+            state = "beyond its budget"
+        else:
+            state = "not certified within its budget"
+        rows.append((name, spent, _number(budget), _number(left), state))
+    widths = [max(len(row[i]) for row in rows) for i in range(5)]
+    lines = ["  ".join((cell.ljust(w) if i in (0, 4) else cell.rjust(w)) for i, (cell, w) in
+                       enumerate(zip(row, widths))).rstrip() for row in rows]
+    lines.append("spent: the worst-case individual's sum (the largest over the allowed membership pairs); "
+                 "[lower, upper]: certified bounds on it; remaining: budget - upper")
+    rule = "some" if any_component else "every"
+    lines.append(f"the {filter_name} filter admits a request while {rule} {kind} stays within its budget with it")
+    if never:
+        shown = ", ".join(never)
+        if filter_name == "renyi":
+            lines.append(f"negative budgets: B(a) = epsilon - log(k / delta) / (a - 1) (k = {len(components)} "
+                         f"orders) is below 0 at {shown}: those orders can never admit anything; only the "
+                         f"others decide")
+        else:
+            lines.append(f"negative budgets at {shown}: those components can never admit anything")
+    return lines
 
 
-def _set_text(members: Iterable[int], total: int | None = None) -> str:
+def _set_text(members: Iterable[int], total: int | None = None, *, spent: bool = False) -> str:
     listed = sorted(members)
     total = len(listed) if total is None else total
     if total == 0:
-        return "{} (nothing spent)"
+        return "{} (no database recorded)" if spent else "{} (nothing spent)"
     shown = ", ".join(map(str, listed[:8]))
     more = ", ..." if total > min(len(listed), 8) else ""
     return f"{{{shown}{more}}} ({total} database{'s' if total != 1 else ''})"
@@ -226,9 +256,10 @@ class Status:
                      f"delta {self.budget_delta:g}")
         lines.append(f"filter: {self.filter}: {self.theorem}")
         lines.append(f"{self.entries:,} requests: {self.admitted:,} admitted, {self.entries - self.admitted:,} refused")
-        lines.append(f"{'':12}  {'worst case':>24}  {'budget':>10}  {'remaining':>10}")
-        lines += _rows(self.components, self.lower, self.upper, self.budgets, self.remaining)
-        lines.append(f"worst-case databases: {_set_text(self.worst_set, self.worst_size)}")
+        lines += _table(self.filter, self.components, self.lower, self.upper, self.budgets, self.remaining,
+                        "spent (worst case)", "remaining")
+        lines.append(f"worst-case databases: "
+                     f"{_set_text(self.worst_set, self.worst_size, spent=max(self.upper, default=0.0) > 0)}")
         return "\n".join(lines)
 
 
@@ -497,6 +528,12 @@ class Accountant:
                 raise LedgerError(f"{ledger.location}: the scenario's invocations exceed the budget "
                                   f"({decision.reason}); the ledger holds those that fit")
         return ledger
+
+    def __repr__(self) -> str:
+        """One line: where the ledger is, its databases, filter and budget (read from memory, no query)."""
+        named = " named" if self.databases.names else ""
+        return (f"Accountant({self.location!r}, {self.databases.n:,}{named} databases, filter={self.filter.name!r}, "
+                f"budget epsilon {self.budget_epsilon:g} delta {self.budget_delta:g})")
 
     # -- the context manager ------------------------------------------------
 
