@@ -554,3 +554,15 @@ def test_sums_beyond_the_largest_float_on_a_database_no_pair_reaches(tmp_path):
     with Accountant(path) as ledger:
         assert ledger.verify().entries == 3 and ledger.status().upper[0] == pytest.approx(0.1)
         assert ledger.spend(1, gce.PureDP(0.9)).admitted and not ledger.check(0, gce.PureDP(0.91)).admitted
+
+
+def test_renyi_worst_set_is_the_binding_order_that_can_admit(tmp_path):
+    """Under the Renyi filter the orders whose budget is negative admit nothing; the worst-case set shown is
+    the binding order's among the others (it was an empty set: a negative-budget order's ratio was 0)."""
+    scenario = gce.Scenario(5, [gce.Invocation(0, gce.PureDP(0.1))], gce.ConstraintSet(5, [gce.AtMost(2)]))
+    with gce.Accountant.create(tmp_path / "l.sqlite", scenario, budget_epsilon=3.0, budget_delta=1e-6,
+                               filter="renyi") as ledger:
+        assert (np.asarray(ledger.budgets) < 0).any()
+        decision = ledger.spend([1, 2], gce.PureDP(0.2))
+        assert decision.admitted and sorted(decision.worst_set) == [1, 2]
+        assert ledger.status().worst_set == (1, 2)

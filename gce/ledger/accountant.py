@@ -772,8 +772,12 @@ class Accountant:
                     bracket = tracker.narrow(tracker.with_added(k, members, weights[k]), k, False)
                     narrowed[k] = bracket
                     lower[k], upper[k] = max(lower[k], bracket.lower), min(upper[k], bracket.upper)
-        ratios = upper / np.where(budgets > 0, budgets, np.inf)
-        binding = int(np.argmin(ratios) if rule.any_component else np.argmax(ratios))
+        if rule.any_component:  # the order closest to admitting, among those that can admit at all (budget > 0)
+            with np.errstate(invalid="ignore"):  # inf / inf: an order that admits nothing, left out as inf
+                ratios = np.where(budgets > 0, upper / np.where(budgets > 0, budgets, 1.0), np.inf)
+            binding = int(np.argmin(ratios))
+        else:  # the component furthest over (or closest to) its budget
+            binding = int(np.argmax(upper / np.where(budgets > 0, budgets, np.inf)))
         if admitted:
             reason = "fits the budget for every allowed membership set"
         elif not rule.admits(lower, budgets):
