@@ -76,9 +76,30 @@ class _Parser(argparse.ArgumentParser):
         raise _UsageError(f"{message} (see {self.prog} --help)")
 
 
+#: The abbreviations every report and help text uses, spelled out (the --help epilogue; docs/glossary.md has all).
+GLOSSARY = """\
+abbreviations:
+  DP       differential privacy; (epsilon, delta): its two parameters
+  HDP      hypothesis DP: a guarantee against an adversary testing two hypotheses (two membership
+           sets, or two priors over them)
+  GCE      the generalized composition experiment: mechanisms on several databases, membership limited
+           by public constraints
+  PLD      privacy-loss distribution (composed on a grid; pessimistic rounding gives the upper bound)
+  RDP      Renyi DP; zCDP: zero-concentrated DP (rho); GDP: Gaussian DP (mu)
+  MILP     mixed-integer linear program (the worst-case search, solved by HiGHS)
+  top-m    the m databases with the most invocations (the worst case under at_most m)
+  kairouz-III.3 and the like: the composition theorem that gave the answer (paper 002, Thm. III.3)
+  witness  the worst-case pair of membership sets found (an allowed pair)
+  bracket  certified (lower, upper) bounds on a number that is not exact
+every term, and the papers 000-004: docs/glossary.md and docs/references.md in the gce repository"""
+#: The epilogue of every subcommand's --help.
+SEE_GLOSSARY = "abbreviations (HDP, PLD, RDP, zCDP, GDP, MILP, top-m, ...): gce --help"
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="gce", description="Differential-privacy guarantees under the generalized "
-                                              "composition experiment.")
+                                              "composition experiment.", epilog=GLOSSARY,
+                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"gce {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser, metavar="COMMAND")
 
@@ -113,7 +134,7 @@ def _parser() -> argparse.ArgumentParser:
     _scenario_options(curve, _curve, "the table", "seconds a MILP may search per solve")
 
     membership = commands.add_parser(
-        "membership", help="memberships per individual in a table, candidate m and their epsilon; truncation",
+        "membership", epilog=SEE_GLOSSARY, help="memberships per individual in a table, candidate m and their epsilon; truncation",
         description="Read a membership table (individual, database) with DuckDB: CSV or Parquet (a file or a "
                     "quoted glob), or a DuckDB or SQLite database with --query. Print how many individuals are in "
                     "c databases, and for candidate m (90th, 99th, 99.9th percentiles, maximum) the share of "
@@ -143,7 +164,7 @@ def _ledger_parser(commands) -> None:
         "ledger", help="the online accountant: check and record queries against a budget",
         description="An online privacy accountant: a filter valid for adaptively chosen queries whose statistic "
                     "is the worst case over the membership sets the constraints allow, on a ledger (an SQLite "
-                    "file or a postgresql:// URL). A refused check or spend exits with 1.")
+                    "file or a postgresql:// URL). A refused check or spend exits with 1.", epilog=SEE_GLOSSARY)
     actions = ledger.add_subparsers(dest="action", required=True, parser_class=_Parser, metavar="ACTION")
 
     def common(action: argparse.ArgumentParser, run, *, json_flag: bool = True) -> None:
@@ -203,7 +224,7 @@ def _ledger_parser(commands) -> None:
 
 def _scenario_command(commands, name: str, **kwargs) -> argparse.ArgumentParser:
     """A subcommand that reads one scenario file (its first argument)."""
-    command = commands.add_parser(name, **kwargs)
+    command = commands.add_parser(name, epilog=SEE_GLOSSARY, **kwargs)
     command.add_argument("file", metavar="FILE", help="scenario file (TOML)")
     return command
 

@@ -391,3 +391,20 @@ def test_ledger_status_json_without_offline(ledger):
 def test_every_example_solves_to_one_json_document(example):
     data = one_json(gce("solve", str(EXAMPLES / f"{example}.toml"), "--json"))
     assert data["theorem"] and (data["epsilon"] == "inf" or math.isfinite(data["epsilon"]))
+
+
+def test_help_spells_out_the_abbreviations_and_names_the_glossary(capsys):
+    """--help ends with the abbreviations (every one also in docs/glossary.md); subcommands point there."""
+    from gce.cli import GLOSSARY, main
+
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    out = capsys.readouterr().out
+    assert out.rstrip().endswith(GLOSSARY.splitlines()[-1])
+    glossary = (ROOT / "docs" / "glossary.md").read_text()
+    for term in ("HDP", "PLD", "RDP", "zCDP", "GDP", "MILP", "top-m", "kairouz-III.3", "witness", "bracket"):
+        assert term in out and term in glossary, term
+    for command in (["solve"], ["ledger"]):
+        with pytest.raises(SystemExit):
+            main([*command, "--help"])
+        assert "abbreviations (HDP, PLD" in capsys.readouterr().out
