@@ -255,7 +255,9 @@ class Status:
         lines.append(f"ledger {self.location}: {self.databases:,} databases, budget epsilon {self.budget_epsilon:g}, "
                      f"delta {self.budget_delta:g}")
         lines.append(f"filter: {self.filter}: {self.theorem}")
-        lines.append(f"{self.entries:,} requests: {self.admitted:,} admitted, {self.entries - self.admitted:,} refused")
+        plural = "s" if self.entries != 1 else ""
+        lines.append(f"{self.entries:,} request{plural}: {self.admitted:,} admitted, "
+                     f"{self.entries - self.admitted:,} refused")
         lines += _table(self.filter, self.components, self.lower, self.upper, self.budgets, self.remaining,
                         "spent (worst case)", "remaining")
         lines.append(f"worst-case databases: "
