@@ -244,3 +244,38 @@ def batch_row_is_never_above_pld(points: int) -> None:
         assert ours.epsilon(d) <= pld.epsilon(d)
     for e in (0.5, 1.0, 2.0):
         assert ours.delta(e) <= pld.delta(e)
+
+
+# ---------------------------------------------------------------------------
+# The split: every upper law keeps both measures' masses (the given pair is a post-processing of it)
+
+
+def _masses(index, mass, h):
+    """(P-mass, Q-mass) of a law on the grid ``{i h}``: an outcome of loss x has Q-mass e^-x times its P-mass."""
+    index, mass = np.asarray(index, dtype=float), np.asarray(mass, dtype=float)
+    return math.fsum(mass), math.fsum(mass * np.exp(-index * h))
+
+
+@pytest.mark.parametrize("h", [1e-3, 0.01, 0.07])
+def test_every_split_keeps_the_p_and_q_mass(h):
+    """The three places that split an atom between two grid points (a canonical pair's law, a dense law
+    coarsened, laws given as (loss, mass)) keep its P-mass and its Q-mass; rounding the atoms up instead
+    would lose Q-mass (e^-h of it per atom, checked to be visible at this tolerance)."""
+    rng = np.random.default_rng(7)
+    for eps in (0.013, 0.5, 2.31):
+        p_hi, p_lo = 0.9 / (1 + math.exp(-eps)), 0.9 / (1 + math.exp(eps))  # delta 0.1 at +inf, kept apart
+        upper, _ = batch._point_laws(eps, 0.1, 1, h)
+        p, q = _masses(upper.index, upper.mass, h)
+        assert p == pytest.approx(0.9, rel=1e-14)
+        assert q == pytest.approx(p_hi * math.exp(-eps) + p_lo * math.exp(eps), rel=1e-14)
+    loss, mass = rng.uniform(-3.0, 3.0, 50), rng.uniform(0.0, 1.0, 50) / 50
+    law = batch.loss_law(loss, mass, 1, h, upper=True)
+    expected = (math.fsum(mass), math.fsum(mass * np.exp(-loss)))
+    assert _masses(law.index, law.mass, h) == pytest.approx(expected, rel=1e-13)
+    rounded_up = math.fsum(mass * np.exp(-np.ceil(loss / h) * h))
+    assert rounded_up < expected[1] * (1 - 1e-4)
+    fine = batch._Law(np.arange(-400, 401, 7, dtype=np.int64), rng.uniform(0.0, 1.0, 115) / 115, 1, 0.0)
+    for k in (2, 5, 16):
+        coarse = batch._split_coarsen(fine, k, h / k)
+        assert _masses(coarse.index, coarse.mass, h) == pytest.approx(_masses(fine.index, fine.mass, h / k),
+                                                                       rel=1e-13)

@@ -177,6 +177,38 @@ def _grid_index(x: float, h: float, up: bool) -> int:
     return i
 
 
+def _split_share(above: NDArray[np.float64] | float, width: float) -> NDArray[np.float64]:
+    """The share of an atom's mass that the *split* (module doc) moves to the upper grid point.
+
+    An atom at loss ``L = A + above`` between the grid points ``A`` and ``B = A + width`` goes to ``B`` with
+    the share ``(1 - e^{A-L}) / (1 - e^{A-B})`` of its mass and to ``A`` with the rest: its P-mass is kept and,
+    as an outcome of loss ``x`` has Q-mass ``e^-x`` times its P-mass, so is its Q-mass. The given pair is then
+    the post-processing "merge A and B" of the split one, which dominates it.
+
+    Parameters
+    ----------
+    above : float or ndarray
+        ``L - A`` per atom, in ``[0, width]``.
+    width : float
+        ``B - A``, positive.
+
+    Returns
+    -------
+    ndarray
+        The share moved to ``B`` per atom, clipped to [0, 1] (0 on ``A``, 1 on ``B``).
+
+    Examples
+    --------
+    >>> float(_split_share(0.0, 0.1)), float(_split_share(0.1, 0.1))
+    (0.0, 1.0)
+    >>> p, a, b, loss = 1.0, 0.0, 0.1, 0.04  # the Q-mass e^-L is kept
+    >>> share = float(_split_share(loss - a, b - a))
+    >>> abs(p * (1 - share) * math.exp(-a) + p * share * math.exp(-b) - p * math.exp(-loss)) < 1e-15
+    True
+    """
+    return np.clip(np.expm1(-np.asarray(above, dtype=float)) / math.expm1(-width), 0.0, 1.0)
+
+
 def _point_laws(eps: float, delta: float, count: int, h: float) -> tuple[_Law, _Law]:
     """Upper (split) and lower (rounded down) laws of the canonical pair of (eps, delta)."""
     if delta >= 1.0:
@@ -192,8 +224,7 @@ def _point_laws(eps: float, delta: float, count: int, h: float) -> tuple[_Law, _
     for loss, p in ((eps, p_hi), (-eps, p_lo)):
         b = _grid_index(loss, h, up=True)
         a = b - 1
-        share = -math.expm1(a * h - loss) / -math.expm1(-h)  # split of an outcome into a and b (module doc)
-        share = min(max(share, 0.0), 1.0)
+        share = float(_split_share(loss - a * h, h))
         up_index += [a, b]
         up_mass += [p * (1.0 - share), p * share]
     upper = _Law(np.array(up_index, np.int64), np.array(up_mass), count, delta)
@@ -264,15 +295,15 @@ def _dense_law(dense: _dpa.DensePMF, count: int, upper: bool) -> _Law:
 
 def _split_coarsen(law: _Law, k: int, h: float) -> _Law:
     """An upper law on the grid of width ``k h`` from one on width ``h``: each atom at loss L between
-    grid points A < L < B is split into A and B, the mass p e^{... } at B being p (1 - e^{A-L}) /
-    (1 - e^{A-B}) (as :func:`_point_laws`), so that both its P- and Q-mass are kept: the law is that
-    of a pair of which the original is a post-processing (merge A and B), hence dominating, and its
-    losses differ from the original's by O(k^2 h^2) on average rather than O(k h) (module doc)."""
+    grid points A < L < B is split into A and B (:func:`_split_share`), so that both its P- and Q-mass are
+    kept: the law is that of a pair of which the original is a post-processing (merge A and B), hence
+    dominating, and its losses differ from the original's by O(k^2 h^2) on average rather than O(k h)
+    (module doc)."""
     if k == 1 or not law.mass.size:
         return law
     a = np.floor_divide(law.index, k)
     rest = (law.index - a * k).astype(float)
-    share = np.expm1(-rest * h) / math.expm1(-k * h)  # 0 on a grid point
+    share = _split_share(rest * h, k * h)  # 0 on a grid point
     low = int(a.min())
     mass = np.bincount(a - low, weights=law.mass * (1.0 - share), minlength=int(a.max()) - low + 2)
     mass += np.bincount(a + 1 - low, weights=law.mass * share, minlength=mass.size)
@@ -986,7 +1017,7 @@ def loss_law(loss, mass, count: int, h: float, *, upper: bool, infinite: float =
         b = np.ceil(loss / h)
         b = np.where(b * h < loss, b + 1.0, b)
         a = b - 1.0
-        share = np.clip(-np.expm1(a * h - loss) / -math.expm1(-h), 0.0, 1.0)
+        share = _split_share(loss - a * h, h)
         index = np.concatenate((a, b))
         weights = np.concatenate((mass * (1.0 - share), mass * share))
         index = np.maximum(index, floor)

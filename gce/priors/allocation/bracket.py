@@ -1,0 +1,213 @@
+"""What every method of the package returns and shares: one direction's law (:class:`_Law`), the upper curve
+with its certified lower curve (:class:`AllocationCurve`, :class:`LowerBound`), the bracket's width at the
+target, and the clock that stops the refinements.
+
+An upper curve is a valid guarantee (the maximum over both directions of dominating pairs' curves); a lower
+curve is never one: it bounds the exact curve from below (garbled pairs, less their round-off allowance), so
+the exact value at the target lies in the bracket between them.
+
+Time
+----
+The refinements (points doubled, or ``rho`` halved) stop when the next one, estimated from the last, would
+overrun the ``seconds`` given (the route gives a share of solve's time left): the bracket is then wider, still
+certified, and the description says so.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+from ...accounting.curves import DiscreteLossCurve, PrivacyCurve, at_or_above
+from ...errors import InvalidParameterError
+from ...validation import is_integer
+
+
+#: Default requested relative width of the epsilon (or delta) bracket at the target.
+DEFAULT_RTOL = 0.005
+#: P-mass of one database's likelihood ratio beyond the clamp ``B`` (charged at infinite loss).
+TAIL = 1e-14
+#: With a target delta, the clamp's charge may reach this share of it (:func:`allocation_curve`).
+_TAIL_SHARE = 1e-4
+#: Safety factor of the round-off allowance (:mod:`.uniform_grid` and :mod:`.geometric_grid`, "Floating point").
+ROUND_OFF = 8.0
+
+
+@dataclass(frozen=True)
+class _Law:
+    """One direction's law for composition: finite losses with their masses (under the direction's first
+    measure), mass at +inf, and the L1 allowance for round-off already included in ``infinite`` (upper) or
+    to subtract (lower: ``slack`` plus ``slack_other`` times e^eps)."""
+
+    loss: NDArray[np.float64]
+    mass: NDArray[np.float64]
+    infinite: float
+    slack: float = 0.0
+    slack_other: float = 0.0
+
+    def curve(self) -> DiscreteLossCurve:
+        with np.errstate(divide="ignore"):
+            return DiscreteLossCurve(self.loss, np.log(self.mass), infinite_mass=min(self.infinite, 1.0))
+
+
+class LowerBound:
+    """A certified *lower* bound on an exact privacy curve (never a guarantee): the maximum over directions
+    of each direction's delta minus its allowance ``a + b e^eps``.
+
+    ``delta(eps)`` is at most the exact delta; ``epsilon(delta)`` at most the exact epsilon.
+    """
+
+    def __init__(self, parts: Sequence[tuple[PrivacyCurve, float, float]]):
+        self._parts = tuple(parts)
+
+    def delta(self, epsilon):
+        eps = np.atleast_1d(np.asarray(epsilon, dtype=float))
+        raw = [np.atleast_1d(c.delta(eps)) - a - b * np.exp(np.minimum(eps, 700.0)) for c, a, b in self._parts]
+        out = np.maximum(np.max(raw, axis=0), 0.0)
+        return float(out[0]) if np.ndim(epsilon) == 0 else out
+
+    def epsilon(self, delta):
+        d = np.atleast_1d(np.asarray(delta, dtype=float))
+        out = np.array([self._epsilon(float(x)) for x in d])
+        return float(out[0]) if np.ndim(delta) == 0 else out
+
+    def _epsilon(self, target: float) -> float:
+        """The largest eps with delta(eps) > target (0 if none): every smaller eps is certified too small."""
+        if self.delta(0.0) <= target:
+            return 0.0
+        lo, hi = 0.0, 1.0
+        while self.delta(hi) > target:
+            lo, hi = hi, 2.0 * hi
+            if hi > 2.0**20:
+                return lo  # certified (delta(lo) > target); not inf, which no lower bound may claim unchecked
+        while hi - lo > 1e-12 * hi:
+            mid = 0.5 * (lo + hi)
+            lo, hi = (mid, hi) if self.delta(mid) > target else (lo, mid)
+        return lo
+
+
+class AllocationCurve(PrivacyCurve):
+    """The upper curve of a random allocation (a valid guarantee: the maximum over both directions of the
+    dominating pairs' curves), with its certified lower curve :attr:`lower` and the brackets.
+
+    Built by :func:`allocation_curve`; ``description`` says what was computed (grids, decomposition).
+    """
+
+    def __init__(self, upper: Sequence[PrivacyCurve], lower: LowerBound, description: str):
+        self._upper = tuple(upper)
+        self.lower = lower
+        self.description = description
+        self.delta_floor = max(c.delta_floor for c in self._upper)
+
+    @property
+    def upper(self) -> "AllocationCurve":
+        return self
+
+    def _delta(self, eps: NDArray[np.float64]) -> NDArray[np.float64]:
+        return np.max([np.atleast_1d(c.delta(eps)) for c in self._upper], axis=0)
+
+    def _epsilon(self, d: NDArray[np.float64]) -> NDArray[np.float64]:
+        out = np.empty_like(d)
+        for i, target in enumerate(d):
+            if not at_or_above(target, self.delta_floor):
+                out[i] = math.inf
+                continue
+            out[i] = max(float(c.epsilon(target)) for c in self._upper)
+        return out
+
+    def epsilon_bracket(self, delta: float) -> tuple[float, float]:
+        """(lower, upper): the exact epsilon at ``delta`` lies between them."""
+        return min(float(self.lower.epsilon(delta)), float(self.epsilon(delta))), float(self.epsilon(delta))
+
+    def delta_bracket(self, epsilon: float) -> tuple[float, float]:
+        """(lower, upper): the exact delta at ``epsilon`` lies between them."""
+        return min(float(self.lower.delta(epsilon)), float(self.delta(epsilon))), float(self.delta(epsilon))
+
+    def lower_seconds(self) -> float:
+        """The lower curve is computed with the upper one: nothing left to spend."""
+        return 0.0
+
+
+def _width(low: float, high: float) -> float:
+    if not math.isfinite(high):
+        return 0.0 if not math.isfinite(low) else math.inf
+    return (high - low) / high if high > 0 else 0.0
+
+
+_WHICH = ("remove", "add")
+
+
+def _bracket_at(uppers: Sequence[_Law], lowers: Sequence[_Law], delta: float | None,
+                epsilon: float | None) -> tuple[list[float], list[float]]:
+    """Per direction, the (lower, upper) values at the target (epsilon at delta, or delta at epsilon)."""
+    lows, highs = [], []
+    for upper, lower in zip(uppers, lowers):
+        low = LowerBound([(lower.curve(), lower.slack, lower.slack_other)])
+        up = upper.curve()
+        if epsilon is None:
+            lows.append(float(low.epsilon(delta)))
+            highs.append(float(up.epsilon(delta)))
+        else:
+            lows.append(float(low.delta(epsilon)))
+            highs.append(float(up.delta(epsilon)))
+    return lows, highs
+
+
+def _at(curve, lower, delta: float | None, epsilon: float | None) -> tuple[float, float]:
+    if epsilon is None:
+        return float(lower.epsilon(delta)), float(curve.epsilon(delta))
+    return float(lower.delta(epsilon)), float(curve.delta(epsilon))
+
+
+class _DirectionLower(PrivacyCurve):
+    """The batch engine's lower curve seen as a curve, both directions or one (``which``: its
+    :meth:`~gce.accounting.batch.LowerCurve.direction_delta`); only to be wrapped in :class:`LowerBound`."""
+
+    def __init__(self, lower, which: int | None = None):
+        self._lower, self._which = lower, which
+
+    def _delta(self, eps):
+        if self._which is None:
+            return np.atleast_1d(self._lower.delta(eps))
+        return self._lower.direction_delta(self._which, eps)
+
+
+class _Clock:
+    """The time a computation may take (None: no limit): refinements stop when the next one, estimated at
+    :data:`_STEP_GROWTH` times the last, would overrun it (the grid kept is coarser: the bracket wider,
+    still certified)."""
+
+    def __init__(self, seconds: float | None):
+        self.start = time.perf_counter()
+        self.seconds = seconds
+        self.stopped = False
+
+    def another(self, last_step: float, growth: float | None = None) -> bool:
+        """Whether a step estimated from ``last_step`` (``growth`` times it, :data:`_STEP_GROWTH` by default)
+        fits in the time left (records when it does not)."""
+        if self.seconds is None:
+            return True
+        growth = _STEP_GROWTH if growth is None else growth
+        fits = time.perf_counter() - self.start + growth * last_step <= self.seconds
+        self.stopped = self.stopped or not fits
+        return fits
+
+    def note(self) -> str:
+        return "; refinement stopped by the time budget (a wider bracket)" if self.stopped else ""
+
+
+#: A direction's bracket within this many times its round-off allowance is not refined (:func:`_single`).
+_SETTLED = 16.0
+#: A refinement (points doubled) costs about this many times the previous step.
+_STEP_GROWTH = 2.5
+
+
+def _check_count(value: object, name: str, low: int = 1) -> int:
+    if not is_integer(value) or value < low:
+        raise InvalidParameterError(name, f"must be an integer >= {low}, got {value!r}")
+    return int(value)

@@ -1,0 +1,263 @@
+"""k of t and epochs: the decomposition into 1-of-(block size) allocations composed above, a garbling below.
+
+k > 1: decomposition above, a garbling below
+--------------------------------------------
+*Upper* (Feldman and Shenfeld, arXiv 2502.08202, the decomposition of k-of-t allocation; proof here):
+draw a uniformly random ordered partition of the ``t`` databases into ``k`` blocks, ``r = t mod k`` of
+size ``ceil(t / k)`` and ``k - r`` of size ``floor(t / k)``, and put the target in one database of each
+block, uniformly. The law of the resulting set is invariant under permutations of the databases and it has
+``k`` members, so it is the uniform law over k-sets: the true prior. Revealing the partition to the
+adversary can only help (post-processing: forgetting it), and given the partition, ``P`` is the product over
+blocks of 1-of-(block size) allocations while ``Q`` does not depend on it. So the curve of k-of-t is at most
+the composition of ``k - r`` allocations of 1 of ``floor(t/k)`` and ``r`` of 1 of ``ceil(t/k)``, for
+every ``k <= t`` (divisible or not), both directions, adaptive mechanisms included (each database's
+mechanism is a post-processing of its dominating pair, the same map with or without the target).
+*Lower*: the garbling by ``S_J`` (:mod:`.uniform_grid`, "Certified rounding"), with ``k`` tilted terms. ``exact`` is never claimed; the report
+gives the gap.
+
+Repeats
+-------
+``epochs`` independent allocations (fresh each epoch, as DP-SGD reshuffles) compose: the dominating pairs
+above and the garbled pairs below are composed by the batch engine
+(:func:`gce.accounting.batch.compose_laws`). Several invocations on one database (``repeat``) are one
+Gaussian of ``mu = sqrt(sum mu_i^2)`` (Dong, Roth and Su): the same allocation, not a fresh one.
+
+References
+----------
+Feldman, Shenfeld, "Privacy amplification by random allocation", arXiv 2502.08202.
+Dong, Roth, Su, "Gaussian differential privacy", J. R. Stat. Soc. B 2022.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+from scipy import special
+
+from ...accounting import batch
+from ...accounting.curves import PrivacyCurve
+from ...errors import NumericalLimitError
+from .bracket import _SETTLED, _WHICH, AllocationCurve, LowerBound, _at, _Clock, _DirectionLower, _Law, _width
+from .one_of_t import _single
+from .ratios import CanonicalRatio, GaussianRatio, LaplaceRatio, _phi_between
+from .uniform_grid import GRID_LIMIT, START_POINTS, _direction_grid, _lower_laws, _upper_laws
+
+
+#: Cells of the garbled k-of-t pair (the lower bound when k > 1 or several epochs).
+_LOWER_POINTS = 2**15
+#: Loss grid of the composition (k > 1, epochs): relative to the requested width.
+_LOSS_GRID_SHARE = 0.25
+
+
+def _blocks(t: int, k: int) -> list[tuple[int, int]]:
+    """(block size, count) of the decomposition of k of t (module doc): r blocks of ceil(t/k), k - r of
+    floor(t/k)."""
+    small, r = divmod(t, k)
+    return [(size, count) for size, count in ((small, k - r), (small + 1, r)) if count > 0]
+
+
+def _block_laws(ratio: GaussianRatio, size: int, points: int, tail: float) -> tuple[tuple[_Law, _Law],
+                                                                                   tuple[_Law, _Law]]:
+    """((upper remove, upper add), (lower remove, lower add)) of 1 of ``size`` on ``points`` cells."""
+    if size == 1 and isinstance(ratio, GaussianRatio):  # a block of one database: the Gaussian itself
+        return _gaussian_laws(ratio), _gaussian_laws(ratio, upper=False)
+    if size == 1 and isinstance(ratio, LaplaceRatio):  # the Laplace pair itself
+        return _laplace_laws(ratio), _laplace_laws(ratio, upper=False)
+    if _exact_blocks(ratio, size):
+        laws = _canonical_block_laws(ratio, size)  # exact: a few atoms
+        return laws, laws
+    uppers, lowers = [], []
+    for d, which in enumerate(_WHICH):
+        grid = _direction_grid(ratio, size, points, tail, which)
+        uppers.append(_upper_laws(ratio, size, grid)[d])
+        lowers.append(_lower_laws(ratio, size, 1, grid)[d])
+    return tuple(uppers), tuple(lowers)
+
+
+def _compose_blocks(blocks, epochs: int, interval: float):
+    """The decomposition's blocks composed (upper, and their garbled pairs below: a lower bound on the
+    decomposition, which measures its discretisation; for k = 1 a lower bound on the allocation itself)."""
+    ups = [[batch.loss_law(up[d].loss, up[d].mass, count * epochs, interval, upper=True,
+                           infinite=up[d].infinite) for (up, _), count in blocks] for d in range(2)]
+    lows = [[batch.loss_law(low[d].loss, low[d].mass, count * epochs, interval, upper=False,
+                            infinite=low[d].infinite) for (_, low), count in blocks] for d in range(2)]
+    slack = max(low[d].slack for (_, low), _ in blocks for d in range(2))
+    return batch.compose_laws(ups, lows, interval), slack
+
+
+def _composed(ratio: GaussianRatio, t: int, k: int, epochs: int, rtol: float, delta: float | None,
+              epsilon: float | None, tail: float, clock: _Clock | None = None) -> AllocationCurve:
+    """k of t and/or several epochs: the decomposition's 1-of-m pairs composed above, a garbled pair composed
+    below (module doc), on the batch engine's loss grid. The cells and the loss grid are refined together
+    while the decomposition's own discretisation bracket is wider than ``rtol / 8``."""
+    sizes = _blocks(t, k)
+    copies = sum(count for _, count in sizes) * epochs
+    points = START_POINTS
+    interval = None
+    blocks_lower, kept = None, (points, interval)  # kept: the last grids that fit
+    clock = clock or _Clock(None)
+    # Epochs of 1 of t: a second lower bound, the best garbled pair of one allocation by both methods
+    # (uniform and geometric grids: :func:`_single`; at small noise the uniform grid's garbled pair is a
+    # poor lower bound), composed over the epochs on the same loss grid; the larger of the two is kept.
+    single = None
+    if k == 1 and t > 1 and not _exact_blocks(ratio, t):
+        laws = _single(ratio, t, rtol / 100, delta, epsilon, tail, clock)  # fine: composed, errors add up
+        target = delta if epsilon is None else float(PrivacyCurve.delta(laws["remove"][0].curve(), epsilon))
+        floor = max(math.log(max(1e-6 * target, 1e-300) / epochs) if target else -40.0, -40.0)
+        single = [_merged_below(laws[w][1], floor) for w in _WHICH]
+    while True:
+        step = time.perf_counter()
+        try:
+            blocks = [(_block_laws(ratio, size, points, tail), count) for size, count in sizes]
+            if interval is None:
+                interval = _loss_interval([(up, count * epochs) for (up, _), count in blocks], rtol, delta,
+                                          epsilon)
+            trial, slack = _compose_blocks(blocks, epochs, interval)
+            grow = copies * (1.0 + slack) ** max(copies - 1, 0)
+            parts = [(_DirectionLower(trial.lower), slack * grow, slack * grow)]
+            if single is not None:  # both directions composed once, each read alone with its own allowances
+                lows = [[batch.loss_law(low.loss, low.mass, epochs, interval, upper=False, infinite=low.infinite)]
+                        for low in single]  # (the geometric grid's errors are relative: no e^eps term)
+                composed_lower = batch.compose_laws(lows, lows, interval).lower
+                for which, low in enumerate(single):
+                    factor = epochs * (1.0 + max(low.slack, low.slack_other)) ** max(epochs - 1, 0)
+                    parts.append((_DirectionLower(composed_lower, which), low.slack * factor,
+                                  low.slack_other * factor))
+            trial_lower = LowerBound(parts)
+            low, high = _at(trial, trial_lower, delta, epsilon)  # (composes the lower curve: may not fit)
+        except NumericalLimitError:
+            if blocks_lower is None:
+                raise
+            points, interval = kept  # the last grids that fit, and their curves
+            break
+        composed, blocks_lower, kept = trial, trial_lower, (points, interval)
+        width = _width(low, high)
+        # settled: within a few times the round-off allowance (e.g. a delta of 0 at the target), which
+        # refining only grows
+        if width <= rtol / 8 or high - low <= _SETTLED * slack * grow or points >= GRID_LIMIT // 8 \
+                or not clock.another(time.perf_counter() - step):
+            break
+        if not all(_exact_blocks(ratio, size) for size, _ in sizes):  # exact blocks need no finer cells
+            points *= 2
+        interval /= 2
+    if k == 1:
+        lower = blocks_lower  # the blocks are 1-of-t allocations: their garbled pairs composed bound it below
+        how = "garbled pairs composed" + ("" if single is None else f" (also {', '.join(laws[w][2] for w in _WHICH)})")
+    else:
+        lows = []
+        for d, which in enumerate(_WHICH):
+            grid = _direction_grid(ratio, t, _LOWER_POINTS, tail, which)
+            lows.append(_lower_laws(ratio, t, k, grid)[d])
+        garbled, coarse = None, interval
+        while garbled is None:  # a coarser loss grid below when the composition would not fit (still a lower)
+            laws = [[batch.loss_law(low.loss, low.mass, epochs, coarse, upper=False, infinite=low.infinite)]
+                    for low in lows]
+            try:
+                garbled = batch.compose_laws(laws, laws, coarse)
+            except NumericalLimitError:
+                if coarse >= 0.05:
+                    raise
+                coarse *= 2.0
+        slack = max(low.slack for low in lows)
+        grow = epochs * (1.0 + slack) ** max(epochs - 1, 0)
+        lower = LowerBound([(_DirectionLower(garbled.lower), slack * grow, slack * grow)])
+        how = f"the {k}-of-{t} pair garbled by sum_i W_i, composed"
+    blocks_text = " + ".join(f"{count * epochs} x (1 of {size})" for size, count in sizes)
+    return AllocationCurve([composed], lower, f"{k} of {t}, {ratio.label}, {epochs} epoch(s): upper "
+                                              f"{blocks_text} composed (Feldman and Shenfeld decomposition), "
+                                              f"{points:,} cells, loss grid {interval:.3g}; lower: {how}{clock.note()}")
+
+
+def _merged_below(law: _Law, floor: float) -> _Law:
+    """A garbled pair's ``law`` with its outcomes of loss below ``floor`` merged into one, of loss
+    log(sum P / sum Q) (merging outcomes is a post-processing, so still a lower bound): they keep a
+    composition's window from growing, and their first-measure mass (at most e^floor each: P = Q e^loss)
+    moves a composition of n copies by at most n e^floor."""
+    low = law.loss < floor
+    if not np.any(low):
+        return law
+    with np.errstate(divide="ignore"):
+        log_p = special.logsumexp(np.log(law.mass[low]))
+        log_q = special.logsumexp(np.log(law.mass[low]) - law.loss[low])
+    keep = ~low
+    if log_p == -math.inf:  # no mass below the floor: nothing to merge, the empty outcomes dropped
+        return _Law(law.loss[keep], law.mass[keep], law.infinite, law.slack, law.slack_other)
+    return _Law(np.append(law.loss[keep], log_p - log_q), np.append(law.mass[keep], math.exp(log_p)),
+                law.infinite, law.slack, law.slack_other)
+
+
+def _gaussian_laws(ratio: GaussianRatio, upper: bool = True) -> tuple[_Law, _Law]:
+    """The Gaussian pair's own law (a block of one database; symmetric, so one law for both directions):
+    its loss ``mu z + mu^2 / 2`` (z ~ N(0, 1) under P) on cells of ``z``, each cell's P-mass at its largest
+    loss (upper; beyond |z| = 12 at +inf) or its smallest (lower; beyond: dropped)."""
+    mu = max(ratio.mu, 1e-9)
+    z = np.linspace(-12.0, 12.0, 2**16 + 1)
+    mass = _phi_between(z[:-1], z[1:])
+    edge = z[1:] if upper else z[:-1]
+    infinite = 2.0 * float(special.ndtr(-12.0)) if upper else 0.0
+    law = _Law(mu * edge + 0.5 * mu * mu, mass, infinite)
+    return law, law
+
+
+def _laplace_laws(ratio: LaplaceRatio, upper: bool = True) -> tuple[_Law, _Law]:
+    """The Laplace pair's own law (a block of one database; symmetric, so one law for both directions): the
+    loss ``e`` (P-mass 1/2), ``-e`` (P-mass e^-e / 2) and ``2u - e`` on u in (0, e) with P-density
+    ``e^{u - e} / 2``, on cells of u, each cell's P-mass at its largest loss (upper) or its smallest (lower)."""
+    e = ratio.epsilon
+    u = np.linspace(0.0, e, 2**14 + 1)
+    mass = 0.5 * (np.exp(u[1:] - e) - np.exp(u[:-1] - e))
+    edge = u[1:] if upper else u[:-1]
+    loss = np.concatenate(([-e, e], 2.0 * edge - e))
+    law = _Law(loss, np.concatenate(([0.5 * math.exp(-e), 0.5], mass)), 0.0)
+    return law, law
+
+
+#: Most atoms of a block's exact law with canonical pairs (:func:`_canonical_block_laws`); beyond, the grid.
+_CANONICAL_BLOCK_ATOMS = 2**20
+
+
+def _exact_blocks(ratio, size: int) -> bool:
+    """Whether a block of ``size`` is computed exactly (:func:`_canonical_block_laws`), not on cells."""
+    return isinstance(ratio, CanonicalRatio) and (size + 1) * (size + 2) // 2 <= _CANONICAL_BLOCK_ATOMS
+
+
+def _canonical_block_laws(ratio: CanonicalRatio, size: int) -> tuple[_Law, _Law]:
+    """1 of ``size`` with canonical pairs, exactly (both directions; the same laws above and below): W takes
+    the values 0, e^-eps, e^eps under Q (:class:`CanonicalRatio`), so ``S = n_1 e^-eps + n_2 e^eps`` over the
+    multinomial counts ``(n_0, n_1, n_2)`` of the databases at each value, ``dP/dQ = S / size`` on Q's support
+    (package doc), and P's mass outside it is ``delta`` (the member's output 0); Q's outside P's is
+    ``Q(S = 0) = delta^size`` (every database at output 3)."""
+    values, q_mass, _ = ratio._atoms()
+    n1, n2 = (a.ravel() for a in np.meshgrid(np.arange(size + 1), np.arange(size + 1)))
+    keep = n1 + n2 <= size
+    n1, n2 = n1[keep], n2[keep]
+    n0 = size - n1 - n2
+    with np.errstate(divide="ignore"):
+        log_m = np.log(q_mass)  # log 0 = -inf for delta = 0: those counts carry no mass
+    log_q = special.gammaln(size + 1.0) - special.gammaln(n0 + 1.0) - special.gammaln(n1 + 1.0) \
+        - special.gammaln(n2 + 1.0)
+    for count, log_mass in zip((n0, n1, n2), log_m):
+        some = count > 0
+        log_q[some] += count[some] * log_mass
+    s = (n1 * values[1] + n2 * values[2]) / size
+    finite = (s > 0) & (log_q > -np.inf)
+    loss = np.log(s[finite])
+    q = np.exp(log_q[finite])
+    only_q = ratio.delta**size  # Q(S = 0): every database at output 3
+    return _Law(loss, q * s[finite], ratio.singular), _Law(-loss, q, only_q)
+
+
+def _loss_interval(uppers, rtol: float, delta: float | None, epsilon: float | None) -> float:
+    """Loss grid of the composition: the split (upper) costs O(h^2) per copy and the rounding down (lower)
+    h per copy; h = share * rtol * scale / copies, scale about the composed epsilon (sum of the parts')."""
+    copies = sum(count for _, count in uppers)
+    scale = 0.0
+    for (remove, _), count in uppers:
+        curve = remove.curve()
+        target = 1e-6 if delta is None else delta
+        scale += count * max(min(float(curve.epsilon(min(target * 10, 0.5))), 50.0), 1e-3) / max(copies, 1)
+    scale = max(scale * math.sqrt(copies), 1e-2)
+    h = _LOSS_GRID_SHARE * rtol * scale / copies
+    return float(min(max(h, 1e-6), 0.05))

@@ -1,0 +1,174 @@
+"""Per-database rates (Poisson subsampling): "in none" against each database independently at its rate.
+
+"In none" against a rates prior (each database independently at its rate ``r_i``, no constraints) is the
+composition of the databases' subsampled pairs ``((1 - r_i) Q_i + r_i P_i, Q_i)``: Poisson subsampling
+(001 Sec. V-B). :func:`poisson_curve` rounds each pair to a dominating one (the spread of ``W`` on a grid
+uniform in ``log W``) and garbles it by its cells below, and composes them on the batch engine, both
+directions.
+
+References
+----------
+Balle, Barthe, Gaboardi, "Privacy amplification by subsampling: tight analyses via couplings and
+divergences", NeurIPS 2018.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+
+import numpy as np
+from numpy.typing import NDArray
+
+from ...errors import InvalidParameterError, NumericalLimitError
+from ...validation import is_number
+from .bracket import (_TAIL_SHARE, DEFAULT_RTOL, TAIL, AllocationCurve, LowerBound, _at, _check_count, _Clock,
+                      _DirectionLower, _Law, _width)
+from .decomposition import _compose_blocks, _loss_interval
+from .ratios import GaussianRatio
+from .uniform_grid import GRID_LIMIT
+
+
+#: Cells of one subsampled database's ratio, uniform in log W (:func:`poisson_curve`; refined by doubling).
+_POISSON_POINTS = 2**12
+#: The first loss grid of :func:`poisson_curve`, in multiples of its estimate (halved while needed).
+_POISSON_COARSE = 8.0
+
+
+def _log_grid(ratio: GaussianRatio, points: int, tail: float) -> NDArray[np.float64]:
+    """Grid points ``0 = g_0 < g_1 < ... < g_m = B`` of one database's ratio W, uniform in ``log W`` from
+    ``z = -12`` up to the clamp ``B`` (a privacy-loss grid: the loss ``log(1 - r + r W)`` moves little
+    within a cell)."""
+    clamp = ratio.clamp(tail)
+    z_top = float(ratio._z(np.array([clamp]))[0])
+    z = np.linspace(min(-12.0, z_top - 1.0), z_top, points)
+    inner = np.exp(ratio.mu * z - 0.5 * ratio.mu**2)
+    inner[-1] = clamp
+    return np.concatenate(([0.0], inner))
+
+
+def _poisson_laws(ratio: GaussianRatio, rate: float, points: int, tail: float) -> tuple[tuple[_Law, _Law],
+                                                                                        tuple[_Law, _Law]]:
+    """((upper remove, upper add), (lower remove, lower add)) of one database subsampled at ``rate``: the pair
+    ``((1 - r) Q_i + r P_i, Q_i)``, whose likelihood ratio is ``V = 1 - r + r W``.
+
+    Upper: the mean-preserving spread of ``min(W, B)`` onto the grid (each cell's mass to its two endpoints,
+    keeping its mean; W >= B clamped at B, the P-mass ``r E[(W - B)_+]`` left outside Q's support), so
+    ``E[V~ | V] = V``: a dominating pair (:mod:`.uniform_grid`, "Certified rounding"). Lower: the garbling by the cell
+    of W (a post-processing), whose masses are ``Q_i(cell)`` and ``(1 - r) Q_i(cell) + r P_i(cell)``.
+    """
+    grid = _log_grid(ratio, points, tail)
+    q, p = ratio.cells(np.append(grid, np.inf))  # cells [g_j, g_{j+1}), the last [B, inf)
+    width = np.diff(grid)
+    law = np.zeros(grid.size)
+    law[:-1] += (grid[1:] * q[:-1] - p[:-1]) / width   # kept at the cell's left end
+    law[1:] += (p[:-1] - grid[:-1] * q[:-1]) / width   # moved to its right end
+    law[-1] += q[-1]
+    law = np.maximum(law, 0.0)
+    value = 1.0 - rate + rate * grid
+    with np.errstate(divide="ignore"):
+        loss = np.log(value)
+    excess = rate * ratio.excess(float(grid[-1]))
+    upper = (_Law(loss, law * value, excess), _Law(-loss, law, 0.0))
+    mixed = (1.0 - rate) * q + rate * p
+    with np.errstate(divide="ignore", invalid="ignore"):
+        cell_loss = np.log(mixed) - np.log(q)
+    keep_pq, keep_qp = mixed > 0, q > 0
+    lower = (_Law(cell_loss[keep_pq], mixed[keep_pq], 0.0), _Law(-cell_loss[keep_qp], q[keep_qp], 0.0))
+    return upper, lower
+
+
+def _check_rate(value: object, name: str) -> float:
+    if not is_number(value) or not 0.0 <= value <= 1.0:
+        raise InvalidParameterError(name, f"must be a probability in [0, 1], got {value!r}")
+    return float(value)
+
+
+def poisson_curve(parts: Sequence[tuple[float, float, int]], rtol: float = DEFAULT_RTOL,
+                  delta: float | None = 1e-6, epsilon: float | None = None, tail: float = TAIL,
+                  seconds: float | None = None) -> AllocationCurve:
+    """The curve of "in none" against "in each database independently at its rate" (the per-database-rate
+    prior: Poisson subsampling of the target's record, database by database), each database running a
+    Gaussian of its ``mu``: an upper curve with its certified lower curve.
+
+    Without constraints the rates prior is a product law, so ``P = prod_i ((1 - r_i) Q_i + r_i P_i)``
+    against ``Q = prod_i Q_i``: the composition of the databases' subsampled Gaussian pairs (001 Sec. V-B;
+    Balle, Barthe and Gaboardi 2018). Each pair is rounded to a dominating one above and garbled below
+    (:func:`_poisson_laws`), and the pairs are composed by the batch engine
+    (:func:`gce.accounting.batch.compose_laws`), both directions. The grids are refined while the bracket at
+    the target is wider than ``rtol``.
+
+    Parameters
+    ----------
+    parts : sequence of (mu, rate, count)
+        ``count`` databases running a mu-GDP mechanism each (several on one database: one Gaussian of
+        ``sqrt(sum mu_i^2)``), each holding the target with probability ``rate``.
+    rtol, delta, epsilon, tail, seconds
+        As in :func:`allocation_curve`.
+
+    Examples
+    --------
+    >>> low, high = poisson_curve([(1.0, 0.1, 10)]).epsilon_bracket(1e-6)
+    >>> 3.44 < low <= 3.4659 <= high < 3.47  # dp-accounting: 3.46598
+    True
+    """
+    if isinstance(parts, (str, bytes)) or not isinstance(parts, Sequence) or not parts:
+        raise InvalidParameterError("parts", f"must be a non-empty list of (mu, rate, count), got {parts!r}")
+    clean = []
+    for i, part in enumerate(parts):
+        if not isinstance(part, Sequence) or len(part) != 3:
+            raise InvalidParameterError(f"parts[{i}]", f"must be (mu, rate, count), got {part!r}")
+        mu, rate, count = part
+        ratio = GaussianRatio(mu)
+        rate = _check_rate(rate, f"parts[{i}].rate")
+        count = _check_count(count, f"parts[{i}].count")
+        if rate > 0.0 and ratio.mu > 0.0:
+            clean.append((ratio, rate, count))
+    if not is_number(rtol) or not 0.0 < rtol < 1.0:
+        raise InvalidParameterError("rtol", f"must be a number in (0, 1), got {rtol!r}")
+    if epsilon is None and delta is None:
+        delta = 1e-6
+    if epsilon is None and delta > 0:
+        tail = max(tail, _TAIL_SHARE * delta / max(sum(c for _, _, c in clean), 1))
+    if not clean:  # nobody can hold the target, or no database's output depends on it
+        from ...accounting.curves import GaussianCurve
+        curve = GaussianCurve(0.0)
+        return AllocationCurve([curve], LowerBound([(curve, 0.0, 0.0)]), "no database depends on the target")
+    copies = sum(count for _, _, count in clean)
+    points = _POISSON_POINTS
+    blocks = [(_poisson_laws(ratio, rate, points, tail), count) for ratio, rate, count in clean]
+    # Coarse to fine: the loss grid starts _POISSON_COARSE times the estimate and is halved while the
+    # bracket is too wide and the time allows (the lower curve's rounding down costs a grid step per copy).
+    target = _loss_interval([(up, count) for (up, _), count in blocks], rtol, delta, epsilon)
+    interval = min(target * _POISSON_COARSE, 0.05)
+    done = None
+    clock = _Clock(seconds)
+    while True:
+        step = time.perf_counter()
+        try:
+            composed, _ = _compose_blocks(blocks, 1, interval)
+            lower = LowerBound([(_DirectionLower(composed.lower), 0.0, 0.0)])
+            low, high = _at(composed, lower, delta, epsilon)
+        except NumericalLimitError:
+            # The composed window exceeds the batch engine's grid: keep the last (coarser) grid.
+            if done is not None:
+                break
+            if interval >= 0.05:
+                raise
+            interval *= 2.0
+            continue
+        done = (composed, lower, points, interval)
+        if _width(low, high) <= rtol or not clock.another(time.perf_counter() - step):
+            break
+        if interval > target / 2:
+            interval /= 2
+        elif points < GRID_LIMIT // 8:
+            points *= 2
+            blocks = [(_poisson_laws(ratio, rate, points, tail), count) for ratio, rate, count in clean]
+        else:
+            break
+    composed, lower, points, interval = done
+    shown = ", ".join(f"{count} x (mu {ratio.mu:g} at rate {rate:g})" for ratio, rate, count in clean[:4])
+    more = ", ..." if len(clean) > 4 else ""
+    return AllocationCurve([composed], lower, f"Poisson subsampling, {copies} database(s): {shown}{more}; "
+                                              f"{points:,} cells each, loss grid {interval:.3g}{clock.note()}")

@@ -1,0 +1,163 @@
+"""The public entry point of random allocation: "in none" against "in exactly k of t" (:func:`allocation_curve`).
+
+One epoch of 1 of t is computed on the grids of :mod:`.one_of_t`, k of t and several epochs by the
+decomposition of :mod:`.decomposition`; Gaussians beyond the grids (``mu >= MU_LIMIT``) and every database a
+member (k = t) in closed form.
+
+Gaussian allocations are also never reported above the composition of their k members' Gaussians over the
+epochs (joint convexity: the prior is a mixture of k-sets), which coarse grids at small noise can exceed.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+from numpy.typing import NDArray
+
+from ...accounting.curves import PrivacyCurve
+from ...errors import InvalidParameterError
+from ...validation import is_number
+from .bracket import _TAIL_SHARE, DEFAULT_RTOL, TAIL, AllocationCurve, LowerBound, _check_count, _Clock
+from .decomposition import _composed
+from .one_of_t import _single
+from .ratios import _RATIOS, GaussianRatio
+
+
+def allocation_curve(mu: float, t: int, k: int = 1, epochs: int = 1, rtol: float = DEFAULT_RTOL,
+                     delta: float | None = 1e-6, epsilon: float | None = None,
+                     tail: float = TAIL, seconds: float | None = None) -> AllocationCurve:
+    """The curve of "in none" against "in exactly k of t" databases, each running a Gaussian of ``mu``,
+    allocations repeated ``epochs`` times (fresh each time): an upper curve with its certified lower curve.
+
+    Parameters
+    ----------
+    mu : float or ratio
+        Each database's mechanism is mu-GDP (a Gaussian of ``sensitivity / sigma``; several on one database
+        combine to ``sqrt(sum mu_i^2)``); or the likelihood ratio of its pair: :class:`GaussianRatio`,
+        :class:`LaplaceRatio`, :class:`CanonicalRatio`, :class:`SubsampledRatio` (the method holds for any
+        ratio law: spread above, garbling below).
+    t, k : int
+        Databases (steps) and members (1 <= k <= t).
+    epochs : int
+        Independent allocations composed.
+    rtol : float
+        Requested relative width of the bracket at the target (grids are refined until it holds, or up to
+        :data:`GRID_LIMIT`; for k = 1 and one epoch, a uniform and a geometric grid: :mod:`.one_of_t`).
+    delta, epsilon : float
+        The target the width refers to: epsilon at ``delta`` (default) or, if ``epsilon`` is given, delta
+        at ``epsilon``.
+    tail : float
+        P-mass beyond the clamp of one database's ratio, charged at infinite loss (with a delta target, up
+        to ``1e-4 * delta``: it then costs at most that share of the bracket).
+    seconds : float, optional
+        Time the refinements may take: a refinement estimated to overrun it is not made (the bracket is
+        then wider than ``rtol``, still certified, and the description says so).
+
+    Returns
+    -------
+    AllocationCurve
+        A valid curve (both directions); ``.lower`` a certified lower curve; ``epsilon_bracket(delta)``.
+
+    Raises
+    ------
+    InvalidParameterError
+        Naming ``mu``, ``t``, ``k``, ``epochs`` or ``rtol``.
+    NumericalLimitError
+        When even the first grid exceeds :data:`GRID_LIMIT` (very small noise; for k = 1 and one epoch, when
+        neither the uniform nor the geometric grid fits).
+
+    Examples
+    --------
+    >>> c = allocation_curve(1.0, 10)
+    >>> low, high = c.epsilon_bracket(1e-6)
+    >>> 2.6507 <= low <= high <= 2.6588
+    True
+    """
+    beyond = not isinstance(mu, _RATIOS) and is_number(mu) and mu >= MU_LIMIT
+    ratio = mu if isinstance(mu, _RATIOS) or beyond else GaussianRatio(mu)
+    t = _check_count(t, "t")
+    k = _check_count(k, "k")
+    epochs = _check_count(epochs, "epochs")
+    if k > t:
+        raise InvalidParameterError("k", f"must be <= t = {t}, got {k}")
+    if beyond:
+        return _beyond_grids(float(mu), t, k, epochs)
+    if not is_number(rtol) or not 0.0 < rtol < 1.0:
+        raise InvalidParameterError("rtol", f"must be a number in (0, 1), got {rtol!r}")
+    if epsilon is None and delta is None:
+        delta = 1e-6
+    if epsilon is None and delta > 0:
+        # The clamp's charge only has to be small against the target: a smaller clamp, a finer grid.
+        tail = max(tail, _TAIL_SHARE * delta)
+    if isinstance(ratio, GaussianRatio) and (ratio.mu == 0.0 or t == k):
+        return _plain(ratio.mu, k, epochs)
+    if ratio.trivial:
+        return _plain(0.0, k, epochs)
+    if seconds is not None and (not is_number(seconds) or seconds <= 0):
+        raise InvalidParameterError("seconds", f"must be a positive number of seconds, got {seconds!r}")
+    clock = _Clock(seconds)
+    if k == 1 and epochs == 1:
+        laws = _single(ratio, t, rtol, delta, epsilon, tail, clock)
+        upper = [laws[w][0].curve() for w in ("remove", "add")]
+        lower = LowerBound([(laws[w][1].curve(), laws[w][1].slack, laws[w][1].slack_other)
+                            for w in ("remove", "add")])
+        grids = ", ".join(f"{w}: {laws[w][2]}" for w in ("remove", "add"))
+        curve = AllocationCurve(upper, lower, f"1 of {t}, {ratio.label} ({grids}){clock.note()}")
+    else:
+        curve = _composed(ratio, t, k, epochs, rtol, delta, epsilon, tail, clock)
+    if isinstance(ratio, GaussianRatio):
+        return _no_worse_than_composition(curve, ratio.mu * math.sqrt(k * epochs))
+    return curve
+
+
+class _Least(PrivacyCurve):
+    """The pointwise least of valid upper curves (each a guarantee, so their minimum at every eps is one)."""
+
+    def __init__(self, curves: Sequence[PrivacyCurve]):
+        self._curves = tuple(curves)
+        self.delta_floor = min(c.delta_floor for c in self._curves)
+
+    def _delta(self, eps: NDArray[np.float64]) -> NDArray[np.float64]:
+        return np.min([np.atleast_1d(c.delta(eps)) for c in self._curves], axis=0)
+
+    def _epsilon(self, d: NDArray[np.float64]) -> NDArray[np.float64]:
+        # nonincreasing curves: the least reaches d at the smallest of their epsilons
+        return np.min([np.atleast_1d(c.epsilon(d)) for c in self._curves], axis=0)
+
+
+def _no_worse_than_composition(curve: AllocationCurve, mu: float) -> AllocationCurve:
+    """The allocation's upper curve, or the composition of its k members' Gaussians over the epochs where
+    that is less (joint convexity: the k-set prior is a mixture of point masses, each a GDP(mu sqrt(k))
+    pair per epoch; coarse grids at small noise can be looser than that)."""
+    from ...accounting.curves import GaussianCurve
+    least = _Least([curve, GaussianCurve(mu)])
+    return AllocationCurve([least], curve.lower, curve.description)
+
+
+#: Largest mu the grids take (:class:`GaussianRatio`); from it on, :func:`_beyond_grids` (closed forms).
+MU_LIMIT = 40.0
+
+
+def _beyond_grids(mu: float, t: int, k: int, epochs: int) -> AllocationCurve:
+    """Gaussians of ``mu >= MU_LIMIT`` (nearly no noise, up to mu = inf), beyond the grids: above, the
+    composition of the k members' Gaussians over the epochs (joint convexity, as in
+    :func:`_no_worse_than_composition`); below, the sum of every database's output: N(k mu, t) against
+    N(0, t) in each epoch, a post-processing of the pair, so GDP(k mu sqrt(epochs / t)) in both directions
+    is a certified lower curve (data processing)."""
+    from ...accounting.curves import GaussianCurve
+    with np.errstate(over="ignore"):  # mu near 1.8e308: mu = inf, the output reveals the target
+        high, low = np.float64(mu) * math.sqrt(k * epochs), np.float64(mu) * (k * math.sqrt(epochs / t))
+    upper = GaussianCurve(float(high))
+    return AllocationCurve([upper], LowerBound([(GaussianCurve(float(low)), 0.0, 0.0)]),
+                           f"{k} of {t}, mu {mu:g} (beyond the grids' mu < {MU_LIMIT:g}): above, the members' "
+                           f"Gaussians composed (GDP mu {high:g}); below, the sum of the outputs (GDP mu {low:g})")
+
+
+def _plain(mu: float, k: int, epochs: int) -> AllocationCurve:
+    """k of k (every database a member) or mu = 0: the composition of k epochs Gaussians, exactly."""
+    from ...accounting.curves import GaussianCurve
+    curve = GaussianCurve(mu * math.sqrt(k * epochs))
+    return AllocationCurve([curve], LowerBound([(curve, 0.0, 0.0)]), f"every database a member: GDP "
+                                                                     f"mu {mu * math.sqrt(k * epochs):g}")
