@@ -688,7 +688,10 @@ def composition_seconds(guarantees, interval: float = _pld.DISCRETIZATION) -> fl
     ms = as_multiset(guarantees)
     # Gaussian mechanisms are one law together (batch.merge_gaussians); a pmf built on the default
     # interval is split onto a coarser one, not built again (batch._laws).
-    merged = _batch.merge_gaussians(tuple(ms))
+    try:
+        merged = _batch.merge_gaussians(tuple(ms))
+    except NumericalLimitError:  # beyond the batch grid: compose() answers from the closed forms, at once
+        return 0.0
     if interval == _pld.DISCRETIZATION and _batch.auxiliary_compositions():
         interval = _batch.auxiliary_interval(merged)  # the grid an auxiliary composition takes
     cost = sum(0.0 if _pld.build_seconds(g) == 0.0 or _batch.closed_form(g) else _pld.build_seconds(g, interval)
