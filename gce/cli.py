@@ -600,10 +600,12 @@ def _ledger_status(args: argparse.Namespace) -> str:
         status = ledger.status()
         offline = ledger.offline(time_limit=_time_limit(args)) if args.offline else None
     if args.json:
+        from .report import json_number
+
         out = status.to_dict()
         if offline is not None:
-            out["offline"] = {"epsilon": offline.epsilon, "delta": offline.delta, "theorem": offline.theorem,
-                              "valid": "only for a workload fixed in advance"}
+            out["offline"] = {"epsilon": json_number(offline.epsilon), "delta": offline.delta,
+                              "theorem": offline.theorem, "valid": "only for a workload fixed in advance"}
         return json.dumps(out, indent=2, allow_nan=False)
     text = str(status)
     if offline is not None:

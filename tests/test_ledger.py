@@ -566,3 +566,16 @@ def test_renyi_worst_set_is_the_binding_order_that_can_admit(tmp_path):
         decision = ledger.spend([1, 2], gce.PureDP(0.2))
         assert decision.admitted and sorted(decision.worst_set) == [1, 2]
         assert ledger.status().worst_set == (1, 2)
+
+
+def test_status_json_of_a_renyi_ledger_without_delta(tmp_path, capsys):
+    """The Renyi filter's budgets are -inf at delta 0 (no order can admit): status --json writes them as
+    "-inf" (it raised 'Out of range float values are not JSON compliant')."""
+    path = str(tmp_path / "l.sqlite")
+    scenario = gce.Scenario(3, [gce.Invocation(0, gce.PureDP(0.1))], gce.ConstraintSet(3, [gce.AtMost(2)]))
+    with pytest.raises(LedgerError, match="exceed the budget"):
+        Accountant.create(path, scenario, budget_epsilon=3.0, budget_delta=0.0, filter="renyi")
+    assert main(["ledger", "status", "--ledger", path, "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["budgets"] == ["-inf"] * len(RENYI_FILTER_ORDERS) and data["remaining"] == data["budgets"]
+    assert data["entries"] == 1 and data["admitted"] == 0

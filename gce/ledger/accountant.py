@@ -245,8 +245,9 @@ class Status:
     def to_dict(self) -> dict[str, Any]:
         return {"title": self.title, "ledger": self.location, "databases": self.databases, "filter": self.filter,
                 "theorem": self.theorem, "budget": {"epsilon": self.budget_epsilon, "delta": self.budget_delta},
-                "components": list(self.components), "lower": list(self.lower), "upper": list(self.upper),
-                "budgets": list(self.budgets), "remaining": list(self.remaining), "entries": self.entries,
+                "components": list(self.components), "lower": encode_floats(self.lower),
+                "upper": encode_floats(self.upper), "budgets": encode_floats(self.budgets),
+                "remaining": encode_floats(self.remaining), "entries": self.entries,
                 "admitted": self.admitted, "refused": self.entries - self.admitted,
                 "worst_set": list(self.worst_set), "worst_set_size": self.worst_size}
 
