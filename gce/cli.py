@@ -51,6 +51,8 @@ __all__ = ["MAX_TIME_LIMIT", "main", "main_exit"]
 EXIT_USAGE = 2
 #: Exit status of ``gce ledger check`` and ``spend`` when the query is refused (the answer is printed).
 EXIT_REFUSED = 1
+#: Exit status under ``--strict`` when the time limit stopped a refinement (the answer is printed).
+EXIT_LIMIT = 3
 #: The least time a solve is given after reading the scenario took the rest of ``--time-limit`` (seconds).
 _LEAST_SOLVE = 0.05
 #: Deltas of ``gce curve`` tabulated between two looks at the clock.
@@ -233,6 +235,13 @@ def _scenario_options(command: argparse.ArgumentParser, run, json_instead_of: st
     """The options every scenario command shares (--json, --time-limit, --allow-outside-files) and its action."""
     command.add_argument("--json", action="store_true", help=f"print one JSON object instead of {json_instead_of}")
     command.add_argument("--time-limit", type=float, default=None, metavar="S", help=time_help)
+    command.add_argument("--rtol", type=float, default=None, metavar="R",
+                         help="relative accuracy of every refined number (its certified bracket's width; default "
+                              "the file's rtol, else 0.01): it alone decides the work, so the same question gives "
+                              "the same answer")
+    command.add_argument("--strict", action="store_true",
+                         help=f"exit with status {EXIT_LIMIT} when the time limit stopped a refinement (the "
+                              f"certified, coarser answer is printed all the same)")
     command.add_argument("--memory-limit", default=None, metavar="BYTES",
                          help="refuse what would need more memory (e.g. 2GB, 512MiB; default $GCE_MEMORY_LIMIT, "
                               "else half the physical memory)")
@@ -269,6 +278,23 @@ def _time_limit(args: argparse.Namespace) -> float:
         raise _UsageError(f"--time-limit: must be at most {MAX_TIME_LIMIT:g} seconds (about "
                           f"{MAX_TIME_LIMIT / 86400:.1f} days), got {seconds!r}")
     return seconds
+
+
+def _rtol(args: argparse.Namespace) -> float | None:
+    """``--rtol``: a relative accuracy in [MIN_RTOL, MAX_RTOL], checked before any file is read."""
+    from .effort import check_rtol
+
+    if args.rtol is None:
+        return None
+    try:
+        return check_rtol(args.rtol, "--rtol")
+    except InvalidParameterError as error:
+        raise _UsageError(str(error)) from None
+
+
+def _limited(args: argparse.Namespace, text: str, reached: bool) -> str | tuple[str, int]:
+    """The command's output, with :data:`EXIT_LIMIT` under ``--strict`` when the time limit was reached."""
+    return (text, EXIT_LIMIT) if reached and getattr(args, "strict", False) else text
 
 
 def _load(args: argparse.Namespace, time_limit: float | None = None):
@@ -314,6 +340,7 @@ def _solve(args: argparse.Namespace) -> str:
     _probability(args.delta, "--delta")
     _epsilon(args.epsilon, "--epsilon")
     time_limit = _time_limit(args)
+    rtol = _rtol(args)
     started = time.monotonic()
     scenario = _load(args, time_limit)
     delta, epsilon = args.delta, args.epsilon
@@ -323,10 +350,10 @@ def _solve(args: argparse.Namespace) -> str:
             raise InvalidParameterError(
                 "delta", "is missing: give the target in the file (delta = ... or epsilon = ...) "
                          "or on the command line (--delta or --epsilon)")
-    report = solve(scenario, delta=delta, epsilon=epsilon, time_limit=_left(time_limit, started))
+    report = solve(scenario, delta=delta, epsilon=epsilon, time_limit=_left(time_limit, started), rtol=rtol)
     if args.json:
-        return json.dumps(report.to_dict(), indent=2, allow_nan=False)
-    return str(report)
+        return _limited(args, json.dumps(report.to_dict(), indent=2, allow_nan=False), report.time_limit_reached)
+    return _limited(args, str(report), report.time_limit_reached)
 
 
 def _calibrate(args: argparse.Namespace) -> str:

@@ -32,6 +32,7 @@ from .accounting.theorems import Multiset
 from .constraints import ConstraintSet
 from .constraints.base import MAX_DATABASES
 from .constraints.neighborhood import check_neighborhood
+from .effort import check_rtol
 from .errors import InvalidParameterError, UnsupportedCombinationError
 from .validation import is_integer, is_number
 from .hypotheses import Hypothesis, check_listed
@@ -653,6 +654,10 @@ class Scenario:
     notes : tuple of str
         Statements every report of the scenario repeats, e.g. that a
         constraint was estimated from data (001, Sec. V-A, the store chain).
+    rtol : float, optional
+        The relative accuracy asked of every refined number (the width of its
+        certified bracket relative to its upper end); None: the default,
+        :data:`gce.effort.DEFAULT_RTOL`. :func:`gce.solve` may be given one instead.
 
     Raises
     ------
@@ -671,6 +676,7 @@ class Scenario:
     title: str = ""
     hypotheses: "tuple[Hypothesis, Hypothesis] | None" = None
     notes: tuple[str, ...] = ()
+    rtol: float | None = None
 
     def __post_init__(self) -> None:
         if is_integer(self.databases):
@@ -693,6 +699,8 @@ class Scenario:
             pass
         check_neighborhood(self.neighborhood)
         check_target(self.delta, self.epsilon)
+        if self.rtol is not None:
+            object.__setattr__(self, "rtol", check_rtol(self.rtol))
         if not isinstance(self.title, str):
             raise InvalidParameterError("title", f"must be a string, got {self.title!r}")
         if not isinstance(self.notes, (str, Iterable)):

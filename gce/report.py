@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from .accounting.curves import PrivacyCurve
+from .effort import check_rtol, relative_width
 from .errors import InvalidParameterError
 from .validation import is_integer, is_number
 
@@ -110,6 +111,13 @@ class Report:
         theorem): (lower, upper) around the exact value of the reported quantity (epsilon at ``delta``,
         or delta at a given epsilon); ``upper`` is the reported value, ``lower`` a certified lower bound
         on the exact worst case (the worst pair found, composed with optimistic rounding). None otherwise.
+    rtol : float or None
+        The relative accuracy the solve was asked for (:data:`gce.effort.DEFAULT_RTOL` by default).
+    time_limit_reached : bool
+        Whether the time limit stopped a refinement or a search: the answer is then the last completed step
+        of the same deterministic schedule (certified, looser than asked); the notes say what stopped, and
+        :attr:`accuracy` what was reached. When false, the same question gives the same report on any
+        machine.
     """
 
     epsilon: float
@@ -127,6 +135,8 @@ class Report:
     differing_count: int = 0
     bracket: tuple[float, float] | None = None
     witness_names: tuple[tuple[str, ...], tuple[str, ...]] | None = None
+    rtol: float | None = None
+    time_limit_reached: bool = False
 
     def __post_init__(self) -> None:
         if self.witness_names is not None:
@@ -135,6 +145,23 @@ class Report:
                 raise InvalidParameterError("witness_names", f"must name each database of the witness, got "
                                                              f"{_shown(self.witness_names)}")
             object.__setattr__(self, "witness_names", tuple(tuple(names) for names in self.witness_names))
+
+    @property
+    def accuracy(self) -> float | None:
+        """The accuracy reached: the certified bracket's width relative to its upper end (0 when exact;
+        None when the answer is not exact and has no certified lower bound)."""
+        if self.exact:
+            return 0.0
+        return None if self.bracket is None else relative_width(*self.bracket)
+
+    def _limit_line(self) -> list[str]:
+        """The first line when the time limit stopped a step: what accuracy was reached, against what asked."""
+        if not self.time_limit_reached:
+            return []
+        reached = self.accuracy
+        reached = "no certified lower bound" if reached is None else f"bracket {100 * reached:.3g}% wide"
+        asked = "" if self.rtol is None else f", {100 * self.rtol:.3g}% asked"
+        return [f"time limit reached: a certified but coarser answer ({reached}{asked})"]
 
     @property
     def lower_bound_epsilon(self) -> float | None:
@@ -170,6 +197,10 @@ class Report:
             "notes": list(self.notes),
             "witness_names": None if self.witness_names is None else {
                 "h0": list(self.witness_names[0]), "h1": list(self.witness_names[1])},
+            "status": "time limit reached" if self.time_limit_reached else "complete",
+            "time_limit_reached": self.time_limit_reached,
+            "rtol": self.rtol,
+            "accuracy": json_number(self.accuracy),
         }
 
     @classmethod
@@ -209,6 +240,8 @@ class Report:
             differing_count=field.optional("differing_count", _count_of, 0),
             bracket=field.optional("bracket", _bracket, None),
             witness_names=field.optional("witness_names", _witness_names, None),
+            rtol=field.optional("rtol", _optional_rtol, None),
+            time_limit_reached=field.optional("time_limit_reached", _flag, False),
         )
 
     def _rows(self) -> list[tuple[str, str, str, str]]:
@@ -237,7 +270,8 @@ class Report:
         """The report as an HTML table (Jupyter)."""
         parts = [f"<strong>{html.escape(terminal_text(self.title))}</strong>"] if self.title else []
         parts.append(f"<table>{_html_rows(self._rows())}</table>")
-        facts = [f"exact: {'yes' if self.exact else 'no'}", *self._witness_line(), *self._notes()]
+        facts = [*self._limit_line(), f"exact: {'yes' if self.exact else 'no'}", *self._witness_line(),
+                 *self._notes()]
         parts.append("<ul>" + "".join(f"<li>{html.escape(f)}</li>" for f in facts) + "</ul>")
         return "".join(parts)
 
@@ -245,7 +279,7 @@ class Report:
         """The report for a terminal; text from the scenario (title, notes) has its control characters escaped."""
         rows = self._rows()
         widths = [max(len(r[i]) for r in rows) for i in range(4)]
-        lines = [terminal_text(self.title)] if self.title else []
+        lines = self._limit_line() + ([terminal_text(self.title)] if self.title else [])
         lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
         lines += [*self._witness_line(), f"exact: {'yes' if self.exact else 'no'}", *self._notes()]
         return "\n".join(lines)
@@ -292,6 +326,10 @@ def _epsilon(value: object, name: str) -> float:
 
 def _optional_epsilon(value: object, name: str) -> float | None:
     return None if value is None else _epsilon(value, name)
+
+
+def _optional_rtol(value: object, name: str) -> float | None:
+    return None if value is None else check_rtol(value, name)
 
 
 def _bracket(value: object, name: str) -> tuple[float, float] | None:

@@ -40,6 +40,7 @@ from .accounting.guarantees import ApproxDP, Guarantee, PureDP
 from .accounting.theorems import (COSTLY_ROWS, THEOREMS, Composition, as_multiset, compose, compose_within,
                                   composition_seconds)
 from .constraints import ConstraintSet
+from .effort import DEFAULT_RTOL, Deadline, check_rtol, within
 from .errors import InfeasibleConstraintsError, InvalidParameterError, UnsupportedCombinationError
 from .model import Scenario, check_target
 from .hypotheses import Point, check_distribution
@@ -141,8 +142,11 @@ class _Budget:
     bound from its fast combinatorial bounds: sound, only looser.
     """
 
-    def __init__(self, seconds: float):
-        self.deadline = time.perf_counter() + seconds
+    def __init__(self, deadline: Deadline, rtol: float = DEFAULT_RTOL):
+        #: The solve's time cap (:mod:`gce.effort`): only :meth:`left` reads its clock.
+        self.deadline = deadline
+        #: The accuracy asked of the solve.
+        self.rtol = rtol
         self.planned = 0.0
         #: Every composition of the solve, once per multiset (bound, witnesses and baselines share them),
         #: each within the time left (:class:`_BudgetedCache`).
@@ -150,7 +154,7 @@ class _Budget:
 
     def left(self) -> float:
         """Seconds until the deadline (negative once it has passed)."""
-        return self.deadline - time.perf_counter()
+        return self.deadline.left()
 
     def plan(self, weight: float) -> None:
         """Announce searches of total ``weight`` (1 per main search, :data:`AUXILIARY_WEIGHT` per auxiliary one)."""
@@ -158,7 +162,7 @@ class _Budget:
 
     def __call__(self, weight: float = 1.0) -> float:
         """Seconds for the next search, one of the planned ones, of ``weight``."""
-        left = self.deadline - time.perf_counter()
+        left = self.deadline.left()
         share = left * weight / max(self.planned, weight)
         self.planned = max(self.planned - weight, 0.0)
         return max(share, MIN_SEARCH_SECONDS)
@@ -239,6 +243,7 @@ def solve(
     delta: float | None = None,
     epsilon: float | None = None,
     time_limit: float = DEFAULT_TIME_LIMIT,
+    rtol: float | None = None,
 ) -> Report:
     """The HDP guarantee of a scenario under its neighbourhood.
 
@@ -250,6 +255,12 @@ def solve(
     time_limit : float
         Seconds the searches of this solve may take together; a MILP whose
         share is spent answers with its certified bound (sound, maybe looser).
+        A cap only: when it stops a step, the report says ``time limit reached``
+        (:attr:`Report.time_limit_reached`).
+    rtol : float, optional
+        The relative accuracy asked for (the scenario's ``rtol``, else
+        :data:`gce.effort.DEFAULT_RTOL`); it alone decides how far every
+        refinement goes, so the same question gives the same report.
 
     Returns
     -------
@@ -270,14 +281,20 @@ def solve(
     check_scenario(scenario)
     check_target(delta, epsilon)
     time_limit = check_time_limit(time_limit)
+    rtol = check_rtol(rtol) if rtol is not None else scenario.rtol if scenario.rtol is not None else DEFAULT_RTOL
     if delta is None and epsilon is None:
         delta, epsilon = scenario.delta, scenario.epsilon
     if delta is None and epsilon is None:
         raise InvalidParameterError("delta", "give a target: delta (report epsilon) or epsilon (report delta)")
-    budget = _Budget(time_limit)
-    if scenario.hypotheses is not None:
-        return _solve_composite(scenario, delta, epsilon, budget)
-    return _solve_pairs(scenario, delta, epsilon, budget)
+    with within(Deadline(time_limit)) as deadline:
+        budget = _Budget(deadline, rtol)
+        if scenario.hypotheses is not None:
+            report = _solve_composite(scenario, delta, epsilon, budget)
+        else:
+            report = _solve_pairs(scenario, delta, epsilon, budget)
+    stops = [f"time limit reached: {stop}" for stop in deadline.stops]
+    return replace(report, rtol=rtol, time_limit_reached=deadline.reached, notes=tuple(report.notes) + tuple(
+        note for note in stops if note not in report.notes))
 
 
 def check_scenario(scenario: object, field: str = "scenario") -> Scenario:

@@ -211,7 +211,7 @@ def test_a_number_that_underflows_to_zero_is_refused(tmp_path):
     (('databases = "all"', "databases = [0, {a = 1}]"), "invocations[0].databases[1]",
      "unknown database { a = 1 } (databases are 0..3)"),
     (('title = "t"', '"we ird\\u001b" = 1'), '"we ird\\u001B"', "is not a scenario key; the keys are title, "
-     "databases, neighborhood, delta, epsilon, invocations, constraints, hypotheses"),
+     "databases, neighborhood, delta, epsilon, rtol, invocations, constraints, hypotheses"),
     (('mechanism = {', 'extra = 2020-01-01\nmechanism = {'), "invocations[0].extra",
      "is not a key of an invocation; its keys are databases, repeat, mechanism"),
 ])

@@ -16,7 +16,7 @@ from sources import GCE, nodes
 #: (``hypotheses``, ``distributions``) sit below the model; ``priors`` (the engines, and the two thin
 #: modules that re-export the records from their old place) above the solvers.
 LAYERS = (
-    ("errors", "validation", "resources"),
+    ("errors", "validation", "resources", "effort"),
     ("accounting",),
     ("constraints",),
     ("distributions", "hypotheses"),

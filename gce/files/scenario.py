@@ -96,7 +96,8 @@ MAX_REPEAT = 2**53
 #: TOML integers are 64-bit signed (TOML 1.0, "Integer").
 _INT64 = (-(2**63), 2**63 - 1)
 
-_TOP_LEVEL = ("title", "databases", "neighborhood", "delta", "epsilon", "invocations", "constraints", "hypotheses")
+_TOP_LEVEL = ("title", "databases", "neighborhood", "delta", "epsilon", "rtol", "invocations", "constraints",
+              "hypotheses")
 _INVOCATION_KEYS = ("databases", "repeat", "mechanism")
 
 
@@ -614,9 +615,10 @@ def scenario_from_dict(table: Mapping[str, object], folder: str | os.PathLike[st
     invocations = _invocations(refs, table.get("invocations"))
     constraints, notes = _constraints(refs, table.get("constraints", []), folder, allow_outside_files)
     hypotheses = _hypotheses(refs, table["hypotheses"]) if "hypotheses" in table else None
+    rtol = read_number(table["rtol"], "rtol") if "rtol" in table else None
     try:
         return Scenario(refs.databases, invocations, constraints, neighborhood, delta, epsilon, title, hypotheses,
-                        tuple(notes))
+                        tuple(notes), rtol)
     except InvalidScenarioError:
         raise
     except InvalidParameterError as error:

@@ -1,0 +1,178 @@
+"""Accuracy decides the work; the time limit only caps it (docs/design.md, "Same question, same answer").
+
+Every computation that refines (allocation grids, batch-composition grids,
+branch and bound, coupling LPs, bisections) follows a deterministic schedule
+towards a requested relative accuracy ``rtol``: the same question gives the
+same numbers, byte for byte, on any machine and under any load. The clock
+enters in one place only, a :class:`Deadline`: before a step that would not
+fit in the time left (its cost estimated from the question, not measured),
+or when a solver's own time limit stops it, the computation keeps the last
+completed step of the same schedule (a certified bracket, sound) and records
+the stop on the deadline with :meth:`Deadline.stop`. The report then says
+``time limit reached`` and what accuracy was reached.
+
+The clock is injectable (:func:`clock`, :func:`slowed`) so that tests can run
+a computation with time passing ten times faster and check that the answer is
+the same while the limit is not reached.
+
+Examples
+--------
+>>> with clock(slowed(10.0)):
+...     deadline = Deadline(60.0)
+>>> deadline.reached
+False
+>>> deadline.stop("allocation refinement (bracket 3.2% wide)")
+>>> deadline.reached, deadline.stops
+(True, ('allocation refinement (bracket 3.2% wide)',))
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import math
+import time
+from collections.abc import Callable, Iterator
+
+from .errors import InvalidParameterError
+from .validation import is_number
+
+__all__ = ["DEFAULT_RTOL", "MIN_RTOL", "MAX_RTOL", "check_rtol", "Deadline", "clock", "slowed", "current",
+           "within", "relative_width"]
+
+#: The accuracy asked for by default: the certified bracket around every reported number is at most
+#: this wide, relative to its upper end, unless the time limit is reached (then the report says so).
+DEFAULT_RTOL = 0.01
+#: The finest accuracy accepted: below it the grids of the privacy-loss distributions would not fit in
+#: memory for most questions, and round-off of the compositions dominates.
+MIN_RTOL = 1e-6
+#: The coarsest accuracy accepted (a bracket half as wide as its upper end).
+MAX_RTOL = 0.5
+
+#: The clock every new :class:`Deadline` reads (seconds, any origin).
+_clock: contextvars.ContextVar[Callable[[], float]] = contextvars.ContextVar("gce_clock",
+                                                                           default=time.perf_counter)
+#: The deadline of the computation running in this context (:func:`within`), None outside one.
+_current: contextvars.ContextVar["Deadline | None"] = contextvars.ContextVar("gce_effort_deadline", default=None)
+
+
+def check_rtol(value: object, field: str = "rtol") -> float:
+    """A requested relative accuracy: a number in [:data:`MIN_RTOL`, :data:`MAX_RTOL`].
+
+    >>> check_rtol(0.01)
+    0.01
+    >>> check_rtol(0)
+    Traceback (most recent call last):
+    ...
+    gce.errors.InvalidParameterError: rtol: must be a relative accuracy in [1e-06, 0.5], got 0
+    """
+    if not is_number(value):
+        raise InvalidParameterError(field, f"must be a number (a relative accuracy such as 0.01), got {value!r}")
+    rtol = float(value)
+    if not MIN_RTOL <= rtol <= MAX_RTOL:  # NaN fails too
+        raise InvalidParameterError(field, f"must be a relative accuracy in [{MIN_RTOL:g}, {MAX_RTOL:g}], "
+                                           f"got {value!r}")
+    return rtol
+
+
+def relative_width(lower: float, upper: float) -> float:
+    """How wide the bracket (lower, upper) is relative to its upper end (0 when they meet; 1 when the lower
+    end is 0 or the upper end infinite; ``inf`` when the lower end is infinite too).
+
+    >>> relative_width(0.99, 1.0)
+    0.010000000000000009
+    """
+    if upper <= lower:
+        return 0.0
+    if not math.isfinite(upper):
+        return 1.0 if math.isfinite(lower) else 0.0
+    return (upper - lower) / upper if upper > 0 else 0.0
+
+
+@contextlib.contextmanager
+def clock(read: Callable[[], float]) -> Iterator[None]:
+    """Deadlines created inside read time from ``read`` (tests: :func:`slowed`)."""
+    token = _clock.set(read)
+    try:
+        yield
+    finally:
+        _clock.reset(token)
+
+
+def slowed(factor: float) -> Callable[[], float]:
+    """A clock on which time passes ``factor`` times faster than on ``time.perf_counter``: a machine
+    ``factor`` times slower, as far as any deadline can tell."""
+    origin = time.perf_counter()
+    return lambda: origin + factor * (time.perf_counter() - origin)
+
+
+class Deadline:
+    """A time cap on a computation, and the record of where it stopped a step.
+
+    Parameters
+    ----------
+    seconds : float or None
+        The cap; None: no cap (:meth:`left` is infinite, :meth:`fits` always true).
+
+    Nothing but :meth:`fits`, :meth:`left` and :meth:`expired` reads the clock,
+    and code that follows the accuracy contract calls them only to decide
+    whether to *stop*, never how to refine: an answer that did not stop is the
+    same on any machine.
+    """
+
+    def __init__(self, seconds: float | None = None) -> None:
+        self._read = _clock.get()
+        self.seconds = None if seconds is None else float(seconds)
+        self.started = self._read()
+        self._stops: list[str] = []
+
+    def elapsed(self) -> float:
+        """Seconds since the deadline was set, on its clock."""
+        return self._read() - self.started
+
+    def left(self) -> float:
+        """Seconds left (negative once passed; ``inf`` without a cap)."""
+        return math.inf if self.seconds is None else self.seconds - self.elapsed()
+
+    def expired(self) -> bool:
+        """Whether the cap has passed."""
+        return self.left() <= 0.0
+
+    def fits(self, estimate: float) -> bool:
+        """Whether a step estimated at ``estimate`` seconds fits in the time left."""
+        return self.seconds is None or estimate <= self.left()
+
+    def stop(self, what: str) -> None:
+        """Record that the cap stopped ``what`` (said once, in the report's first line and notes)."""
+        if what not in self._stops:
+            self._stops.append(what)
+
+    @property
+    def reached(self) -> bool:
+        """Whether the cap stopped any step: the answer is then a coarser (still certified) one."""
+        return bool(self._stops)
+
+    @property
+    def stops(self) -> tuple[str, ...]:
+        """What the cap stopped, in order."""
+        return tuple(self._stops)
+
+    def __repr__(self) -> str:
+        cap = "no cap" if self.seconds is None else f"{self.seconds:g} s"
+        return f"Deadline({cap}, reached={self.reached})"
+
+
+def current() -> Deadline:
+    """The deadline of the running computation (:func:`within`); a new one without a cap outside any."""
+    deadline = _current.get()
+    return Deadline(None) if deadline is None else deadline
+
+
+@contextlib.contextmanager
+def within(deadline: Deadline) -> Iterator[Deadline]:
+    """Run the code inside under ``deadline`` (what :func:`current` returns there)."""
+    token = _current.set(deadline)
+    try:
+        yield deadline
+    finally:
+        _current.reset(token)
