@@ -118,6 +118,10 @@ class Report:
         of the same deterministic schedule (certified, looser than asked); the notes say what stopped, and
         :attr:`accuracy` what was reached. When false, the same question gives the same report on any
         machine.
+    lower_curve : PrivacyCurve or None
+        A certified lower bound on the exact worst-case curve at every epsilon (the curve itself when
+        ``exact``; the worst pair's optimistic composition, or a route's lower curve, when there is one;
+        else None): ``gce curve`` brackets each row with it. Not in the JSON.
     """
 
     epsilon: float
@@ -137,6 +141,7 @@ class Report:
     witness_names: tuple[tuple[str, ...], tuple[str, ...]] | None = None
     rtol: float | None = None
     time_limit_reached: bool = False
+    lower_curve: PrivacyCurve | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if self.witness_names is not None:

@@ -293,8 +293,9 @@ def solve(
         else:
             report = _solve_pairs(scenario, delta, epsilon, budget)
     stops = [f"time limit reached: {stop}" for stop in deadline.stops]
-    return replace(report, rtol=rtol, time_limit_reached=deadline.reached, notes=tuple(report.notes) + tuple(
-        note for note in stops if note not in report.notes))
+    lower_curve = report.curve if report.exact and report.lower_curve is None else report.lower_curve
+    return replace(report, rtol=rtol, time_limit_reached=deadline.reached, lower_curve=lower_curve,
+                   notes=tuple(report.notes) + tuple(note for note in stops if note not in report.notes))
 
 
 def check_scenario(scenario: object, field: str = "scenario") -> Scenario:
