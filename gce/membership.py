@@ -18,13 +18,14 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
+from .effort import Deadline
 from .constraints.tables import MembershipStatistics, MembershipTable, membership_statistics
 from .errors import InvalidParameterError
 from .files.scenario import load_scenario_at_most
-from .model import Scenario
 from .plot import _pyplot_free_figure, plot_file
 from .report import json_number
 from .solving import solve
+from .solvers import DEFAULT_TIME_LIMIT
 
 __all__ = ["PERCENTILES", "Candidate", "Coverage", "membership_coverage", "plot_coverage"]
 
@@ -55,14 +56,21 @@ class Coverage:
     candidates: tuple[Candidate, ...]
     title: str = ""
     delta: float | None = None
+    #: Whether the time limit stopped a refinement of some candidate's solve (its epsilon is then certified
+    #: but coarser than asked; docs/design.md, "Same question, same answer").
+    time_limit_reached: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return {"title": self.title, "delta": self.delta, **self.statistics.to_dict(),
-                "candidates": [c.to_dict() for c in self.candidates]}
+                "candidates": [c.to_dict() for c in self.candidates],
+                "status": "time limit reached" if self.time_limit_reached else "complete",
+                "time_limit_reached": self.time_limit_reached}
 
     def __str__(self) -> str:
         s = self.statistics
         lines = [self.title] if self.title else []
+        if self.time_limit_reached:
+            lines.insert(0, "time limit reached: some epsilons are certified but coarser than asked")
         lines.append(f"memberships per individual in {s.source}: {s.individuals:,} individuals, {s.rows:,} rows, "
                      f"{s.memberships:,} distinct (individual, database) pairs")
         lines.append(f"{'databases':>9}  {'individuals':>11}  {'share':>7}")
@@ -104,7 +112,8 @@ def membership_coverage(table: MembershipTable | MembershipStatistics, databases
         A scenario file with a ``from_data`` constraint: for each candidate m it is solved with
         ``at_most m`` in its place (its table is not read), at its ``delta``.
     time_limit : float, optional
-        Passed to :func:`gce.solve`.
+        A cap on the solves together (default :data:`gce.solvers.DEFAULT_TIME_LIMIT`): each is given what is
+        left of it; :attr:`Coverage.time_limit_reached` says whether it stopped a refinement.
 
     Raises
     ------
@@ -132,22 +141,22 @@ def membership_coverage(table: MembershipTable | MembershipStatistics, databases
     else:
         statistics = membership_statistics(table, databases, progress=progress)
     candidates, epsilons = [], {}
+    deadline = Deadline(DEFAULT_TIME_LIMIT if time_limit is None else time_limit)
+    reached = False
     for label, m in _candidates(statistics):
         epsilon = None
         if scenario is not None:
             if m not in epsilons:
-                solved = _solve_at(scenario, m, time_limit)
-                epsilons[m] = solved
+                report = solve(load_scenario_at_most(scenario, m), time_limit=max(deadline.left(), _LEAST_SOLVE))
+                epsilons[m], reached = float(report.epsilon), reached or report.time_limit_reached
             epsilon = epsilons[m]
         candidates.append(Candidate(label, m, statistics.covered(m), statistics.kept(m), epsilon))
     return Coverage(statistics, tuple(candidates), at_m.title if at_m is not None else "",
-                    at_m.delta if at_m is not None else None)
+                    at_m.delta if at_m is not None else None, reached)
 
 
-def _solve_at(path: str | os.PathLike[str], m: int, time_limit: float | None) -> float:
-    at_m: Scenario = load_scenario_at_most(path, m)
-    kwargs = {} if time_limit is None else {"time_limit": time_limit}
-    return float(solve(at_m, **kwargs).epsilon)
+#: Seconds a candidate's solve is given when the others took the time limit (its cheapest certified bound).
+_LEAST_SOLVE = 0.05
 
 
 def plot_coverage(coverage: Coverage, path: str | os.PathLike[str], dpi: int = 150) -> None:
