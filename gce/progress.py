@@ -11,7 +11,7 @@ ends its line on exit.
 (``gce solve``, ``gce curve``): once the run has lasted :data:`ELAPSED_AFTER`
 seconds, a background thread draws the stage it is in and the seconds elapsed,
 about once a second, until the command ends. It only shows time; it never
-decides anything (docs/design.md, "Limits and time").
+decides anything (docs/design.md, "Same question, same answer").
 
 What must never change: a reporter never writes to a stream whose
 ``isatty()`` is false, never writes when ``quiet`` is true, and writes no
