@@ -210,7 +210,8 @@ class CurveRow:
 def bracketed_table(report: Report, classic_curve: PrivacyCurve | None, deltas: ArrayLike) -> list[CurveRow]:
     """The rows of ``gce curve``: :func:`curve_table` of ``report.curve``, each with its certified bracket.
 
-    The lower end is ``report.lower_curve``'s own ``epsilon(delta)`` (its inversion rounds down), capped at
+    The lower end is ``report.lower_curve``'s own ``epsilon(delta)`` (a certified lower curve, e.g.
+    :class:`gce.accounting.batch.LowerCurve`, whose inversion rounds down), capped at
     the upper end (both are certified: the exact value lies in ``[min(lower, upper), upper]``); when the
     report is exact its lower curve is its curve and every row is exact. Without a lower curve the lower
     end is None (docs/design.md, "Brackets and exactness").
@@ -231,8 +232,8 @@ def bracketed_table(report: Report, classic_curve: PrivacyCurve | None, deltas: 
     exact, lower_curve = bool(report.exact), report.lower_curve
     if exact or lower_curve is report.curve:
         lows: list[float | None] = [e for _, e, _ in rows]
-    elif isinstance(lower_curve, PrivacyCurve):
-        lower = np.atleast_1d(np.asarray(lower_curve.epsilon(d), dtype=float))
+    elif lower_curve is not None:  # a certified lower curve (batch.LowerCurve, allocation's LowerBound): not a
+        lower = np.atleast_1d(np.asarray(lower_curve.epsilon(d), dtype=float))  # guarantee, so no PrivacyCurve
         lows = [min(float(low), e) for low, (_, e, _) in zip(lower, rows)]
     else:
         lows = [None] * len(rows)

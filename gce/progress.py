@@ -174,8 +174,9 @@ class Elapsed:
         Where to draw; ``None`` means ``sys.stderr`` at entry.
     quiet : bool
         Never write anything (``--quiet``, ``--json``).
-    after, every : float
-        Seconds before the first line (:data:`ELAPSED_AFTER`) and between lines (:data:`ELAPSED_EVERY`).
+    after, every : float, optional
+        Seconds before the first line and between lines; default (read when the reporter is made)
+        :data:`ELAPSED_AFTER` and :data:`ELAPSED_EVERY`.
 
     Examples
     --------
@@ -187,7 +188,9 @@ class Elapsed:
     """
 
     def __init__(self, label: str, *, stream: IO[str] | None = None, quiet: bool = False,
-                 after: float = ELAPSED_AFTER, every: float = ELAPSED_EVERY) -> None:
+                 after: float | None = None, every: float | None = None) -> None:
+        after = ELAPSED_AFTER if after is None else after
+        every = ELAPSED_EVERY if every is None else every
         for name, value in (("after", after), ("every", every)):
             if not (isinstance(value, (int, float)) and math.isfinite(value) and value >= 0):
                 raise InvalidParameterError(name, f"must be a finite number of seconds >= 0, got {value!r}")
