@@ -424,6 +424,11 @@ def _table_seconds(deltas: int) -> float:
     return 3 * deltas * SECONDS_PER_DELTA
 
 
+def _count_deltas(count: int) -> str:
+    """``1 delta``, ``5,000 deltas``."""
+    return f"{count:,} delta" + ("" if count == 1 else "s")
+
+
 def _curve_rows(report, classic, deltas: list[float], time_limit: float, started: float) -> list:
     """The rows of ``gce curve`` (:func:`gce.plot.bracketed_table`): every delta, whatever the clock says.
 
@@ -436,7 +441,7 @@ def _curve_rows(report, classic, deltas: list[float], time_limit: float, started
     from .resources import limits, stop_at_deadline
 
     left = max(time_limit - (time.monotonic() - started), 0.0)
-    what = f"epsilon at {len(deltas):,} deltas"
+    what = f"epsilon at {_count_deltas(len(deltas))}"
     try:
         with limits(time_limit=left + _TABLE_GRACE + _TABLE_GRACE_SHARE * time_limit), \
                 stop_at_deadline("--deltas", what):
@@ -490,15 +495,15 @@ def _curve(args: argparse.Namespace) -> str | tuple[str, int]:
         progress.stage("reading the scenario file")
         scenario = _load(args, time_limit)
         with limits(time_limit=_left(time_limit, started)):
-            check_time("--deltas", table_seconds, f"epsilon at {len(args.deltas):,} deltas (3 curves, about "
-                                                  f"{SECONDS_PER_DELTA * 1e3:g} ms a delta and curve)")
+            check_time("--deltas", table_seconds, f"epsilon at {_count_deltas(len(args.deltas))} (3 curves, "
+                                                  f"about {SECONDS_PER_DELTA * 1e3:g} ms a delta and curve)")
         classic_seconds = composition_seconds(invocation_multiset(scenario.invocations))
         progress.stage(f"solving at delta {min(args.deltas):g}")
         report = solve(scenario, delta=min(args.deltas), rtol=rtol,
                        time_limit=max(_left(time_limit, started) - table_seconds - classic_seconds, _LEAST_SOLVE))
         progress.stage("composing the classic curve")
         classic, coarser = _classic_curve(scenario, _left(time_limit, started) - table_seconds)
-        progress.stage(f"tabulating {len(args.deltas):,} deltas")
+        progress.stage(f"tabulating {_count_deltas(len(args.deltas))}")
         rows = _curve_rows(report, classic, args.deltas, time_limit, started)
         if plot is not None:
             progress.stage("plotting")

@@ -7,6 +7,7 @@ import pathlib
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 from gce import load_scenario, solve
@@ -242,3 +243,29 @@ def test_curve_prints_the_same_table_twice_and_on_a_slow_clock(capsys, form):
     third = run(capsys, *argv)
     assert first == second == third and first[0] == 0
     assert "time limit reached" not in first[1]
+
+
+def test_curve_table_that_outruns_its_estimate_is_stopped_not_cut_short(capsys, monkeypatch):
+    """A curve far slower than :data:`gce.cli.SECONDS_PER_DELTA` (here 30 s a delta): the table is stopped
+    past the limit with one error naming --deltas, within the contract's allowance (1.1 x the limit +
+    0.5 s), never printed with fewer rows."""
+    import time
+
+    import gce.cli
+    from gce.accounting.curves import FunctionCurve
+
+    def slow_epsilon(deltas):
+        time.sleep(30.0)
+        return np.zeros_like(deltas)
+
+    slow = FunctionCurve(lambda eps: np.zeros_like(eps), epsilon_fn=slow_epsilon)
+    _stub_solve(monkeypatch, lambda report: dict(curve=slow, lower_curve=slow))
+    started = time.monotonic()
+    status, out, err = run(capsys, "curve", HOSPITALS, "--deltas", "1e-6", "--time-limit", "0.5")
+    took = time.monotonic() - started
+    assert status == 2 and out == "" and err.count("\n") == 1
+    assert err == (f"gce: error: {HOSPITALS}: --deltas: epsilon at 1 delta took longer than its estimate "
+                   f"(0.006 s) and was stopped at the time limit of 0.5 s (--time-limit): ask fewer deltas or "
+                   f"give more time\n")
+    assert took < 3 * (1.1 * 0.5 + 0.5)  # stopped at about 0.5 + 0.05 + 0.1 + 0.25 s, not after 30 s
+    assert gce.cli.SECONDS_PER_DELTA == 2e-3
