@@ -479,6 +479,7 @@ def _bracket_cell(row) -> str:
 def _curve(args: argparse.Namespace) -> str | tuple[str, int]:
     from .accounting.theorems import composition_seconds
     from .model import invocation_multiset
+    from .plot import DEFAULT_DELTAS
     from .progress import Elapsed
     from .report import json_number
     from .resources import check_time, limits
@@ -497,12 +498,15 @@ def _curve(args: argparse.Namespace) -> str | tuple[str, int]:
         with limits(time_limit=_left(time_limit, started)):
             check_time("--deltas", table_seconds, f"epsilon at {_count_deltas(len(args.deltas))} (3 curves, "
                                                   f"about {SECONDS_PER_DELTA * 1e3:g} ms a delta and curve)")
+        # what follows the solve, estimated from the question and set aside: the classic composition, the
+        # table and the plot's curves (its two curves at DEFAULT_DELTAS)
+        after = table_seconds + (0.0 if plot is None else 2 * len(DEFAULT_DELTAS) * SECONDS_PER_DELTA)
         classic_seconds = composition_seconds(invocation_multiset(scenario.invocations))
         progress.stage(f"solving at delta {min(args.deltas):g}")
         report = solve(scenario, delta=min(args.deltas), rtol=rtol,
-                       time_limit=max(_left(time_limit, started) - table_seconds - classic_seconds, _LEAST_SOLVE))
+                       time_limit=max(_left(time_limit, started) - after - classic_seconds, _LEAST_SOLVE))
         progress.stage("composing the classic curve")
-        classic, coarser = _classic_curve(scenario, _left(time_limit, started) - table_seconds)
+        classic, coarser = _classic_curve(scenario, _left(time_limit, started) - after)
         progress.stage(f"tabulating {_count_deltas(len(args.deltas))}")
         rows = _curve_rows(report, classic, args.deltas, time_limit, started)
         if plot is not None:
