@@ -1,9 +1,10 @@
 """The ``gce`` command (docs/design.md, "Scenario files and the command line").
 
-    gce solve FILE.toml [--delta D | --epsilon E] [--json] [--time-limit S] [--allow-outside-files]
+    gce solve FILE.toml [--delta D | --epsilon E] [--json] [--quiet] [--time-limit S] [--allow-outside-files]
     gce calibrate FILE.toml --target-epsilon E --target-delta D [--json] [--quiet] [--time-limit S]
                   [--allow-outside-files]
-    gce curve FILE.toml [--deltas D ...] [--plot out.png] [--json] [--time-limit S] [--allow-outside-files]
+    gce curve FILE.toml [--deltas D ...] [--plot out.png] [--json] [--quiet] [--time-limit S]
+              [--allow-outside-files]
     gce membership TABLE [--query SQL] [--columns I D] [--scenario FILE.toml | --databases N] [--plot out.png]
                    [--json] [--truncate M --seed S --output OUT.parquet]
     gce ledger init FILE.toml --budget-epsilon E --budget-delta D [--filter basic|renyi|zcdp|gdp] [--ledger L]
@@ -55,8 +56,17 @@ EXIT_REFUSED = 1
 EXIT_LIMIT = 3
 #: The least time a solve is given after reading the scenario took the rest of ``--time-limit`` (seconds).
 _LEAST_SOLVE = 0.05
-#: Deltas of ``gce curve`` tabulated between two looks at the clock.
-_DELTAS_AT_ONCE = 256
+#: The estimated seconds of one epsilon(delta) of one curve in ``gce curve``'s table: a root search of the
+#: curve, about 50 evaluations (a Gaussian curve 0.8 ms, batch and random-allocation curves 2.5 ms on a
+#: shared two-core machine; exact closed forms and loss lists far less). The table's estimate is this
+#: constant times the deltas times the curves (the GCE curve, its lower curve, the classic one): it is
+#: set aside from the solve's time, and a table it says would not fit in the time limit is refused before
+#: anything is computed. A constant, so that the clock never decides what the table holds.
+SECONDS_PER_DELTA = 2e-3
+#: The seconds past the time limit (plus this share of it) after which a table that outruns its estimate
+#: (a classic curve of hundreds of mixed guarantees: 36 ms a delta) is stopped with an error, within
+#: the contract's allowance of 1.1 x the limit + 0.5 s.
+_TABLE_GRACE, _TABLE_GRACE_SHARE = 0.1, 0.1
 _OUTSIDE_HELP = "let from_data constraints read files outside the scenario file's folder"
 #: What argparse takes for a negative number rather than an option (no gce option looks like one).
 _NEGATIVE_NUMBER = re.compile(r"^-(\d+\.?\d*|\.\d+)(e[+-]?\d+)?$|^-(inf|infinity|nan)$", re.IGNORECASE)
@@ -111,6 +121,7 @@ def _parser() -> argparse.ArgumentParser:
     target = solve.add_mutually_exclusive_group()
     target.add_argument("--delta", type=float, help="report epsilon at this total delta (overrides the file)")
     target.add_argument("--epsilon", type=float, help="report delta at this epsilon (overrides the file)")
+    solve.add_argument("--quiet", action="store_true", help="no progress line on the terminal")
     _scenario_options(solve, _solve, "the table", "seconds a MILP may search before answering with its "
                                                   "certified bound")
 
@@ -126,11 +137,13 @@ def _parser() -> argparse.ArgumentParser:
 
     curve = _scenario_command(
         commands, "curve", help="epsilon against delta for the GCE answer and the classic one",
-        description="Print epsilon against delta for the scenario's HDP guarantee and for classic composition; "
-                    "with --plot, draw both (needs the plot extra: pip install 'gce[plot]').")
+        description="Print epsilon against delta for the scenario's HDP guarantee, with its certified bracket "
+                    "(exact, or [lower, upper]), and for classic composition; with --plot, draw both (needs the "
+                    "plot extra: pip install 'gce[plot]').")
     curve.add_argument("--deltas", type=float, nargs="+", metavar="D",
                        default=[1e-10, 1e-8, 1e-6, 1e-5, 1e-4, 1e-3, 1e-2],
                        help="the deltas to tabulate (default 1e-10 ... 1e-2)")
+    curve.add_argument("--quiet", action="store_true", help="no progress line on the terminal")
     curve.add_argument("--plot", metavar="PNG", help="also draw the two curves into this image file (.png, .pdf, "
                                                       ".svg, ...; without a suffix, .png is added)")
     _scenario_options(curve, _curve, "the table", "seconds a MILP may search per solve")
@@ -335,6 +348,7 @@ def _memory_limit(args: argparse.Namespace) -> str | None:
 
 
 def _solve(args: argparse.Namespace) -> str:
+    from .progress import Elapsed
     from .solving import solve
 
     _probability(args.delta, "--delta")
@@ -342,15 +356,18 @@ def _solve(args: argparse.Namespace) -> str:
     time_limit = _time_limit(args)
     rtol = _rtol(args)
     started = time.monotonic()
-    scenario = _load(args, time_limit)
-    delta, epsilon = args.delta, args.epsilon
-    if delta is None and epsilon is None:
-        delta, epsilon = scenario.delta, scenario.epsilon
+    with Elapsed("solve", quiet=args.quiet or args.json) as progress:
+        progress.stage("reading the scenario file")
+        scenario = _load(args, time_limit)
+        delta, epsilon = args.delta, args.epsilon
         if delta is None and epsilon is None:
-            raise InvalidParameterError(
-                "delta", "is missing: give the target in the file (delta = ... or epsilon = ...) "
-                         "or on the command line (--delta or --epsilon)")
-    report = solve(scenario, delta=delta, epsilon=epsilon, time_limit=_left(time_limit, started), rtol=rtol)
+            delta, epsilon = scenario.delta, scenario.epsilon
+            if delta is None and epsilon is None:
+                raise InvalidParameterError(
+                    "delta", "is missing: give the target in the file (delta = ... or epsilon = ...) "
+                             "or on the command line (--delta or --epsilon)")
+        progress.stage("solving")
+        report = solve(scenario, delta=delta, epsilon=epsilon, time_limit=_left(time_limit, started), rtol=rtol)
     if args.json:
         return _limited(args, json.dumps(report.to_dict(), indent=2, allow_nan=False), report.time_limit_reached)
     return _limited(args, str(report), report.time_limit_reached)
@@ -400,56 +417,124 @@ def _draw(report, plot, classic) -> None:
         raise _UsageError(f"--plot: {error.detail}") from None
 
 
-def _curve_rows(curve, classic, deltas: list[float], time_limit: float, started: float) -> list[tuple]:
-    """The table of ``gce curve``, within what is left of ``--time-limit``: each epsilon(delta) may be a root
-    search (about 1 ms a delta and curve), so the first :data:`_DELTAS_AT_ONCE` deltas are timed and the
-    rest refused up front, with the estimate, when they would not fit (10^5 deltas: about 140 s)."""
-    from .plot import curve_table
-    from .resources import check_time, limits
-
-    rows: list[tuple] = []
-    with limits(time_limit=max(time_limit - (time.monotonic() - started), 1e-3)):
-        for start in range(0, len(deltas), _DELTAS_AT_ONCE):
-            began = time.monotonic()
-            rows += curve_table(curve, classic, deltas[start:start + _DELTAS_AT_ONCE])
-            rest = len(deltas) - len(rows)
-            if rest:
-                each = (time.monotonic() - began) / _DELTAS_AT_ONCE
-                check_time("--deltas", each * rest, f"epsilon at {len(deltas):,} deltas (measured: {each * 1e3:.2g} "
-                                                    f"ms a delta; {rest:,} left)")
-    return rows
+def _table_seconds(deltas: int) -> float:
+    """The estimated seconds of ``gce curve``'s table of ``deltas`` rows: :data:`SECONDS_PER_DELTA` for each
+    delta and each of its three curves (the GCE curve, its lower curve, classic composition's). From the
+    question alone, never from a measured timing."""
+    return 3 * deltas * SECONDS_PER_DELTA
 
 
-def _curve(args: argparse.Namespace) -> str:
-    from .plot import classic_curve
+def _count_deltas(count: int) -> str:
+    """``1 delta``, ``5,000 deltas``."""
+    return f"{count:,} delta" + ("" if count == 1 else "s")
+
+
+def _curve_rows(report, classic, deltas: list[float], time_limit: float, started: float) -> list:
+    """The rows of ``gce curve`` (:func:`gce.plot.bracketed_table`): every delta, whatever the clock says.
+
+    The table's time was set aside from the solve (:func:`_table_seconds`, checked against the limit before
+    the solve); a table that outruns its estimate by more than the contract's allowance (past the limit
+    plus :data:`_TABLE_GRACE` s and :data:`_TABLE_GRACE_SHARE` of it) is stopped with an error naming
+    ``--deltas``, never cut short (docs/design.md, "Same question, same answer")."""
+    from .errors import ResourceLimitError
+    from .plot import bracketed_table
+    from .resources import limits, stop_at_deadline
+
+    left = max(time_limit - (time.monotonic() - started), 0.0)
+    what = f"epsilon at {_count_deltas(len(deltas))}"
+    try:
+        with limits(time_limit=left + _TABLE_GRACE + _TABLE_GRACE_SHARE * time_limit), \
+                stop_at_deadline("--deltas", what):
+            return bracketed_table(report, classic, deltas)
+    except ResourceLimitError as error:
+        if error.field != "--deltas":
+            raise
+        raise ResourceLimitError("--deltas", f"{what} took longer than its estimate "
+                                             f"({_table_seconds(len(deltas)):.3g} s) and was stopped at the time "
+                                             f"limit of {time_limit:g} s (--time-limit): ask fewer deltas or give "
+                                             f"more time") from None
+
+
+def _classic_curve(scenario, seconds: float):
+    """(curve, note) of classic composition (every invocation composed: 001, Alg. 1), the column beside the
+    GCE one: :func:`gce.plot.classic_curve` when its estimated cost fits in ``seconds``, else a coarser sound
+    composition and the note saying so (:func:`gce.accounting.theorems.compose_within`), which ``gce curve``
+    reports as the time limit reached. Composed after the solve (the GCE answer comes first), which was given
+    the time left less this composition's estimated cost (:func:`gce.accounting.theorems.composition_seconds`,
+    from the question) and the table's."""
+    from .accounting.theorems import compose_within
+    from .model import invocation_multiset
+
+    composition, note = compose_within(invocation_multiset(scenario.invocations), max(seconds, 0.0))
+    return composition.curve, note
+
+
+def _bracket_cell(row) -> str:
+    """The ``bracket (GCE)`` column: ``exact``, ``[lower, upper]``, or ``-`` without a certified lower bound."""
+    if row.exact:
+        return "exact"
+    return "-" if row.lower is None else f"[{row.lower:.6g}, {row.epsilon:.6g}]"
+
+
+def _curve(args: argparse.Namespace) -> str | tuple[str, int]:
+    from .accounting.theorems import composition_seconds
+    from .model import invocation_multiset
+    from .plot import DEFAULT_DELTAS
+    from .progress import Elapsed
     from .report import json_number
+    from .resources import check_time, limits
     from .solving import solve
 
     for i, d in enumerate(args.deltas):
         _probability(d, f"--deltas[{i}]")
     time_limit = _time_limit(args)
+    rtol = _rtol(args)
     plot = _plot_file(args.plot)
+    table_seconds = _table_seconds(len(args.deltas))
     started = time.monotonic()
-    scenario = _load(args, time_limit)
-    report = solve(scenario, delta=min(args.deltas), time_limit=_left(time_limit, started))
-    classic = classic_curve(scenario)
-    rows = _curve_rows(report.curve, classic, args.deltas, time_limit, started)
-    if plot is not None:
-        _draw(report, plot, classic)
+    with Elapsed("curve", quiet=args.quiet or args.json) as progress:
+        progress.stage("reading the scenario file")
+        scenario = _load(args, time_limit)
+        with limits(time_limit=_left(time_limit, started)):
+            check_time("--deltas", table_seconds, f"epsilon at {_count_deltas(len(args.deltas))} (3 curves, "
+                                                  f"about {SECONDS_PER_DELTA * 1e3:g} ms a delta and curve)")
+        # what follows the solve, estimated from the question and set aside: the classic composition, the
+        # table and the plot's curves (its two curves at DEFAULT_DELTAS)
+        after = table_seconds + (0.0 if plot is None else 2 * len(DEFAULT_DELTAS) * SECONDS_PER_DELTA)
+        classic_seconds = composition_seconds(invocation_multiset(scenario.invocations))
+        progress.stage(f"solving at delta {min(args.deltas):g}")
+        report = solve(scenario, delta=min(args.deltas), rtol=rtol,
+                       time_limit=max(_left(time_limit, started) - after - classic_seconds, _LEAST_SOLVE))
+        progress.stage("composing the classic curve")
+        classic, coarser = _classic_curve(scenario, _left(time_limit, started) - after)
+        progress.stage(f"tabulating {_count_deltas(len(args.deltas))}")
+        rows = _curve_rows(report, classic, args.deltas, time_limit, started)
+        if plot is not None:
+            progress.stage("plotting")
+            _draw(report, plot, classic)
+    notes = list(report.notes) + [note for note in scenario.notes if note not in report.notes]
+    reached = report.time_limit_reached or coarser is not None
+    if coarser is not None:
+        notes.append(f"time limit reached: the classic column: {coarser.removeprefix('time limit: ')}")
     if args.json:
-        table = [{"delta": d, "epsilon": json_number(e), "classic_epsilon": json_number(c)} for d, e, c in rows]
-        return json.dumps({"title": report.title, "theorem": report.theorem, "exact": report.exact,
-                           "curve": table, "plot": None if plot is None else str(plot), "notes": list(scenario.notes)},
-                          indent=2, allow_nan=False)
-    lines = [report.title] if report.title else []
-    lines.append(f"{'delta':>10}  {'epsilon (GCE)':>14}  {'epsilon (classic)':>17}")
-    for d, e, c in rows:
-        lines.append(f"{d:>10.3g}  {e:>14.6g}  {'-' if c is None else format(c, '.6g'):>17}")
+        table = [{"delta": r.delta, "epsilon": json_number(r.epsilon), "lower": json_number(r.lower),
+                  "upper": json_number(r.epsilon), "classic_epsilon": json_number(r.classic)} for r in rows]
+        data = {"title": report.title, "theorem": report.theorem, "exact": report.exact,
+                "status": "time limit reached" if reached else "complete", "time_limit_reached": reached,
+                "rtol": report.rtol, "curve": table, "plot": None if plot is None else str(plot), "notes": notes}
+        return _limited(args, json.dumps(data, indent=2, allow_nan=False), reached)
+    lines = [f"time limit reached: a certified but coarser table ({100 * report.rtol:.3g}% asked; the "
+             f"brackets and the notes say what was reached)"] if reached else []
+    lines += [report.title] if report.title else []
+    lines.append(f"{'delta':>10}  {'epsilon (GCE)':>14}  {'epsilon (classic)':>17}  bracket (GCE)")
+    for r in rows:
+        classic_cell = "-" if r.classic is None else format(r.classic, ".6g")
+        lines.append(f"{r.delta:>10.3g}  {r.epsilon:>14.6g}  {classic_cell:>17}  {_bracket_cell(r)}")
     lines.append(f"theorem: {report.theorem}; exact: {'yes' if report.exact else 'no'}")
-    lines += [f"note: {note}" for note in scenario.notes]  # e.g. a bound estimated from data (001, Sec. V-A)
+    lines += [f"note: {note}" for note in notes]  # e.g. a bound estimated from data (001, Sec. V-A)
     if plot is not None:
         lines.append(f"plot written to {plot}")
-    return "\n".join(lines)
+    return _limited(args, "\n".join(lines), reached)
 
 
 def _membership_table(args: argparse.Namespace):

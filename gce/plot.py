@@ -2,16 +2,19 @@
 
 A report's :attr:`~gce.report.Report.curve` is the whole certified curve of the
 HDP guarantee (001, Def. 3); classic composition (001, Alg. 1: every invocation
-composed) has one too. :func:`curve_table` tabulates both at chosen deltas (the
-text output of ``gce curve``) and :func:`plot_curves` draws epsilon against
-delta on a log-scale delta axis.
+composed) has one too. :func:`curve_table` tabulates both at chosen deltas,
+:func:`bracketed_table` adds each row's certified bracket from the report's
+:attr:`~gce.report.Report.lower_curve` (the rows of ``gce curve``), and
+:func:`plot_curves` draws epsilon against delta on a log-scale delta axis.
 
 matplotlib is optional (the ``plot`` extra) and imported only when drawing; it
 draws on a bare :class:`matplotlib.figure.Figure` (the Agg canvas, no display,
 no pyplot state), or on the Axes it is given.
 
 What must never change: every value shown is the curve's own ``epsilon(delta)``
-(a certified upper bound, rounded up), never an interpolation between points.
+(a certified upper bound, rounded up), never an interpolation between points;
+a row's lower end is the lower curve's own ``epsilon(delta)``, never above the
+upper end (docs/design.md, "Brackets and exactness").
 
 Where a plot goes is checked before anything is computed (:func:`plot_file`):
 the folder must exist, the suffix must name a format matplotlib writes
@@ -23,6 +26,7 @@ from __future__ import annotations
 
 import os
 import pathlib
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -44,7 +48,9 @@ __all__ = [
     "GCE_LABEL",
     "CLASSIC_LABEL",
     "classic_curve",
+    "CurveRow",
     "curve_table",
+    "bracketed_table",
     "plot_curves",
     "plot_file",
 ]
@@ -173,6 +179,65 @@ def curve_table(
     gce = np.asarray(curve.epsilon(d), dtype=float)
     classic = None if classic_curve is None else np.asarray(classic_curve.epsilon(d), dtype=float)
     return [(float(d[i]), float(gce[i]), None if classic is None else float(classic[i])) for i in range(d.size)]
+
+
+@dataclass(frozen=True)
+class CurveRow:
+    """One row of ``gce curve``: at ``delta``, the certified bracket ``[lower, epsilon]`` around the exact
+    worst-case epsilon, and classic composition's epsilon.
+
+    Attributes
+    ----------
+    delta : float
+    epsilon : float
+        The GCE curve's ``epsilon(delta)``: the certified upper end (``inf`` below the delta floor).
+    lower : float or None
+        A certified lower bound on the exact worst-case epsilon at ``delta`` (equal to ``epsilon`` when
+        ``exact``); None when the answer has no certified lower curve.
+    classic : float or None
+        Classic composition's epsilon at ``delta`` (001, Alg. 1); None when not asked for.
+    exact : bool
+        Whether ``epsilon`` is the exact worst case (the report's ``exact``: its curve is exact).
+    """
+
+    delta: float
+    epsilon: float
+    lower: float | None
+    classic: float | None
+    exact: bool
+
+
+def bracketed_table(report: Report, classic_curve: PrivacyCurve | None, deltas: ArrayLike) -> list[CurveRow]:
+    """The rows of ``gce curve``: :func:`curve_table` of ``report.curve``, each with its certified bracket.
+
+    The lower end is ``report.lower_curve``'s own ``epsilon(delta)`` (a certified lower curve, e.g.
+    :class:`gce.accounting.batch.LowerCurve`, whose inversion rounds down), capped at
+    the upper end (both are certified: the exact value lies in ``[min(lower, upper), upper]``); when the
+    report is exact its lower curve is its curve and every row is exact. Without a lower curve the lower
+    end is None (docs/design.md, "Brackets and exactness").
+
+    Examples
+    --------
+    >>> from gce.accounting.guarantees import PureDP
+    >>> report = Report(1.0, 0.0, "kairouz-III.3", True, None, (), compose({PureDP(0.5): 2}).curve)
+    >>> row, = bracketed_table(report, None, [1e-6])
+    >>> (row.delta, round(row.epsilon, 4), row.exact, row.lower == row.epsilon, row.classic)
+    (1e-06, 1.0, True, True, None)
+    """
+    if not isinstance(report, Report) or not isinstance(report.curve, PrivacyCurve):
+        raise InvalidParameterError("report", "must be a Report with its curve (solve the scenario; a report "
+                                              "reloaded with Report.from_dict has none)")
+    d = _deltas(deltas)
+    rows = curve_table(report.curve, classic_curve, d)
+    exact, lower_curve = bool(report.exact), report.lower_curve
+    if exact or lower_curve is report.curve:
+        lows: list[float | None] = [e for _, e, _ in rows]
+    elif lower_curve is not None:  # a certified lower curve (batch.LowerCurve, allocation's LowerBound): not a
+        lower = np.atleast_1d(np.asarray(lower_curve.epsilon(d), dtype=float))  # guarantee, so no PrivacyCurve
+        lows = [min(float(low), e) for low, (_, e, _) in zip(lower, rows)]
+    else:
+        lows = [None] * len(rows)
+    return [CurveRow(delta, epsilon, low, classic, exact) for (delta, epsilon, classic), low in zip(rows, lows)]
 
 
 def plot_curves(

@@ -7,6 +7,12 @@ clean. It is a callable, so any loop that accepts a ``progress`` callback
 (e.g. :func:`gce.calibration.calibrate`) can take one, and a context manager that
 ends its line on exit.
 
+:class:`Elapsed` is the reporter of commands that have no steps to count
+(``gce solve``, ``gce curve``): once the run has lasted :data:`ELAPSED_AFTER`
+seconds, a background thread draws the stage it is in and the seconds elapsed,
+about once a second, until the command ends. It only shows time; it never
+decides anything (docs/design.md, "Same question, same answer").
+
 What must never change: a reporter never writes to a stream whose
 ``isatty()`` is false, never writes when ``quiet`` is true, and writes no
 control characters but its own (carriage return, erase to end of line, the
@@ -23,6 +29,7 @@ from __future__ import annotations
 
 import math
 import sys
+import threading
 import time
 from collections.abc import Callable
 from typing import IO, Protocol
@@ -30,7 +37,7 @@ from typing import IO, Protocol
 from .errors import InvalidParameterError
 from .report import terminal_text
 
-__all__ = ["Progress", "ProgressCallback", "MIN_INTERVAL"]
+__all__ = ["Progress", "ProgressCallback", "MIN_INTERVAL", "Elapsed", "ELAPSED_AFTER", "ELAPSED_EVERY"]
 
 #: Seconds between two redraws; calls in between are dropped (the first and the
 #: last step of a known total are always drawn).
@@ -143,3 +150,114 @@ class Progress:
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
+
+
+#: Seconds a command runs before :class:`Elapsed` draws its first line (shorter runs stay silent).
+ELAPSED_AFTER = 2.0
+#: Seconds between two redraws of :class:`Elapsed`.
+ELAPSED_EVERY = 1.0
+
+
+class Elapsed:
+    """A line ``solve: solving (3 s)`` on a terminal for a command that runs longer than ``after`` seconds.
+
+    A context manager: on entry a daemon thread starts (only when the stream is a terminal and not
+    quiet); from ``after`` seconds on it redraws the label, the current :meth:`stage` and the whole
+    seconds elapsed every ``every`` seconds; on exit the thread stops and the line is ended. Nothing is
+    written otherwise, so standard output and piped standard error are never touched.
+
+    Parameters
+    ----------
+    label : str
+        The command, e.g. ``"curve"``.
+    stream : text stream, optional
+        Where to draw; ``None`` means ``sys.stderr`` at entry.
+    quiet : bool
+        Never write anything (``--quiet``, ``--json``).
+    after, every : float, optional
+        Seconds before the first line and between lines; default (read when the reporter is made)
+        :data:`ELAPSED_AFTER` and :data:`ELAPSED_EVERY`.
+
+    Examples
+    --------
+    >>> import io
+    >>> with Elapsed("solve", stream=io.StringIO()) as elapsed:  # not a terminal: silent
+    ...     elapsed.stage("solving")
+    >>> elapsed.line(3.4)
+    'solve: solving (3 s)'
+    """
+
+    def __init__(self, label: str, *, stream: IO[str] | None = None, quiet: bool = False,
+                 after: float | None = None, every: float | None = None) -> None:
+        after = ELAPSED_AFTER if after is None else after
+        every = ELAPSED_EVERY if every is None else every
+        for name, value in (("after", after), ("every", every)):
+            if not (isinstance(value, (int, float)) and math.isfinite(value) and value >= 0):
+                raise InvalidParameterError(name, f"must be a finite number of seconds >= 0, got {value!r}")
+        self.label = str(label)
+        self._stream = stream
+        self.quiet = bool(quiet)
+        self.after, self.every = float(after), float(every)
+        self._stage = ""
+        self._started = time.monotonic()
+        self._stopped = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._drawn = False
+
+    @property
+    def stream(self) -> IO[str]:
+        """The stream drawn on (``sys.stderr`` unless one was given)."""
+        return sys.stderr if self._stream is None else self._stream
+
+    @property
+    def active(self) -> bool:
+        """Whether anything may be drawn: not quiet and the stream is a terminal."""
+        return not self.quiet and _is_tty(self.stream)
+
+    def stage(self, name: str) -> None:
+        """Say what the command is doing now (shown from the next redraw)."""
+        self._stage = str(name)
+
+    def line(self, seconds: float) -> str:
+        """The text drawn after ``seconds``: label, stage and whole seconds, control characters escaped."""
+        parts = [terminal_text(self.label) + ":"] if self.label else []
+        if self._stage:
+            parts.append(terminal_text(self._stage))
+        parts.append(f"({seconds:.0f} s)")
+        return " ".join(parts)
+
+    def _run(self) -> None:
+        if self._stopped.wait(self.after):
+            return
+        while True:
+            stream = self.stream
+            try:
+                stream.write("\r" + self.line(time.monotonic() - self._started) + _ERASE)
+                stream.flush()
+            except (ValueError, OSError):  # the terminal went away: stop drawing
+                return
+            self._drawn = True
+            if self._stopped.wait(self.every):
+                return
+
+    def __enter__(self) -> "Elapsed":
+        if self._stream is None:
+            self._stream = sys.stderr
+        self._started = time.monotonic()
+        if self.active:
+            self._thread = threading.Thread(target=self._run, name=f"gce {self.label} progress", daemon=True)
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._stopped.set()
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
+        if self._drawn:
+            try:
+                self.stream.write("\n")
+                self.stream.flush()
+            except (ValueError, OSError):
+                pass
+            self._drawn = False

@@ -7,6 +7,7 @@ import pathlib
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 from gce import load_scenario, solve
@@ -153,3 +154,118 @@ def check_curve_table(capsys, *plot):
 def test_curve_rejects_bad_deltas(capsys):
     status, out, err = run(capsys, "curve", HOSPITALS, "--deltas", "1e-6", "1.5")
     assert status == 2 and out == "" and "--deltas[1]" in err
+
+
+# ---------------------------------------------------------------------------
+# gce curve carries what solve carries: per-row brackets, the report's notes and status, --rtol, --strict
+
+GAUSSIAN_PARTS = str(ROOT / "examples" / "gaussian_parts.toml")
+
+
+def test_curve_rows_of_an_exact_answer_are_their_own_bracket(capsys):
+    status, out, err = run(capsys, "curve", HOSPITALS, "--deltas", "1e-8", "1e-6", "--json", "--rtol", "0.05")
+    assert status == 0 and err == ""
+    data = json.loads(out)
+    assert data["exact"] is True and data["status"] == "complete" and data["time_limit_reached"] is False
+    assert data["rtol"] == 0.05  # --rtol reaches the solve, which reports it
+    low, high = data["curve"]
+    assert low["lower"] == low["upper"] == low["epsilon"] == "inf"  # 365 x 1e-10 > 1e-8
+    assert high["lower"] == high["upper"] == high["epsilon"] == solve(load_scenario(HOSPITALS)).epsilon
+    # the report's notes, not only the scenario's: why epsilon is infinite at the solve's target 1e-8
+    assert any(note.startswith("no finite epsilon: delta >= 3.65e-08 > target 1e-08") for note in data["notes"])
+    status, out, _ = run(capsys, "curve", HOSPITALS, "--deltas", "1e-6")
+    lines = out.splitlines()
+    assert lines[1] == f"{'delta':>10}  {'epsilon (GCE)':>14}  {'epsilon (classic)':>17}  bracket (GCE)"
+    assert lines[2] == f"{1e-6:>10.3g}  {4.62025:>14.6g}  {8.31756:>17.6g}  exact"
+
+
+def _stub_solve(monkeypatch, changes):
+    """Make the command's solve return the real report with the fields ``changes(report)`` gives (a lower
+    curve, the limit reached)."""
+    import dataclasses
+
+    import gce.solving
+
+    real = gce.solving.solve
+
+    def solve_then_change(*args, **kwargs):
+        report = real(*args, **kwargs)
+        return dataclasses.replace(report, **changes(report))
+
+    monkeypatch.setattr(gce.solving, "solve", solve_then_change)
+
+
+def test_curve_rows_bracket_with_the_reports_lower_curve(capsys, monkeypatch):
+    """A non-exact report with a certified lower curve (here the batch composition's of the Gaussian parts'
+    worst case, 2 x 0.5-GDP on a coarse grid): each row is [lower, upper], in the text and the JSON."""
+    from gce.accounting.batch import batch_compose
+    from gce.accounting.guarantees import GaussianDP
+    from gce.accounting.theorems import compose
+
+    coarse = batch_compose({GaussianDP(0.5): 2}, rtol=0.2)
+    _stub_solve(monkeypatch, lambda report: dict(curve=coarse, lower_curve=coarse.lower, exact=False))
+    status, out, _ = run(capsys, "curve", GAUSSIAN_PARTS, "--deltas", "1e-6", "1e-3", "--json")
+    rows = json.loads(out)["curve"]
+    exact = compose({GaussianDP(0.5): 2}).curve  # sqrt(2) x 0.5 = 0.7071-GDP: exact (Dong et al. Cor. 3.3)
+    for row in rows:
+        assert row["upper"] == row["epsilon"] == coarse.epsilon(row["delta"])
+        assert row["lower"] == coarse.lower.epsilon(row["delta"])
+        assert row["lower"] < exact.epsilon(row["delta"]) <= row["upper"]  # certified on both ends
+    status, out, _ = run(capsys, "curve", GAUSSIAN_PARTS, "--deltas", "1e-6", "1e-3")
+    cells = [line.split("  ")[-1] for line in out.splitlines()[2:4]]
+    assert cells == [f"[{r['lower']:.6g}, {r['upper']:.6g}]" for r in rows]
+    assert "theorem: gaussian-dp; exact: no" in out
+
+
+def test_curve_strict_exits_3_when_the_limit_was_reached(capsys, monkeypatch):
+    _stub_solve(monkeypatch, lambda report: dict(time_limit_reached=True, notes=report.notes + (
+        "time limit reached: allocation refinement (bracket 3.2% wide)",)))
+    status, out, _ = run(capsys, "curve", HOSPITALS, "--deltas", "1e-6", "--strict")
+    lines = out.splitlines()
+    assert status == 3 and lines[0].startswith("time limit reached: a certified but coarser table (1% asked")
+    assert lines[1] == "Hospitals: nobody stays in more than 365 of 1,000 hospitals a year"
+    assert lines[-1] == "note: time limit reached: allocation refinement (bracket 3.2% wide)"
+    status, out, _ = run(capsys, "curve", HOSPITALS, "--deltas", "1e-6", "--json")
+    data = json.loads(out)
+    assert status == 0 and data["status"] == "time limit reached" and data["time_limit_reached"] is True
+    assert data["notes"][-1] == "time limit reached: allocation refinement (bracket 3.2% wide)"
+
+
+@pytest.mark.parametrize("form", [(), ("--json",)], ids=["text", "json"])
+def test_curve_prints_the_same_table_twice_and_on_a_slow_clock(capsys, form):
+    """Same question, same answer: the table is a function of the question, never of the clock."""
+    from gce import effort
+
+    argv = ["curve", GAUSSIAN_PARTS, "--time-limit", "120", *form]
+    first = run(capsys, *argv)
+    with effort.clock(effort.slowed(10.0)):
+        second = run(capsys, *argv)
+    third = run(capsys, *argv)
+    assert first == second == third and first[0] == 0
+    assert "time limit reached" not in first[1]
+
+
+def test_curve_table_that_outruns_its_estimate_is_stopped_not_cut_short(capsys, monkeypatch):
+    """A curve far slower than :data:`gce.cli.SECONDS_PER_DELTA` (here 30 s a delta): the table is stopped
+    past the limit with one error naming --deltas, within the contract's allowance (1.1 x the limit +
+    0.5 s), never printed with fewer rows."""
+    import time
+
+    import gce.cli
+    from gce.accounting.curves import FunctionCurve
+
+    def slow_epsilon(deltas):
+        time.sleep(30.0)
+        return np.zeros_like(deltas)
+
+    slow = FunctionCurve(lambda eps: np.zeros_like(eps), epsilon_fn=slow_epsilon)
+    _stub_solve(monkeypatch, lambda report: dict(curve=slow, lower_curve=slow))
+    started = time.monotonic()
+    status, out, err = run(capsys, "curve", HOSPITALS, "--deltas", "1e-6", "--time-limit", "0.5")
+    took = time.monotonic() - started
+    assert status == 2 and out == "" and err.count("\n") == 1
+    assert err == (f"gce: error: {HOSPITALS}: --deltas: epsilon at 1 delta took longer than its estimate "
+                   f"(0.006 s) and was stopped at the time limit of 0.5 s (--time-limit): ask fewer deltas or "
+                   f"give more time\n")
+    assert took < 3 * (1.1 * 0.5 + 0.5)  # stopped at about 0.5 + 0.05 + 0.1 + 0.25 s, not after 30 s
+    assert gce.cli.SECONDS_PER_DELTA == 2e-3

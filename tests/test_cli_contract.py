@@ -225,13 +225,43 @@ def test_solve_json_coupling_route(tmp_path):
 # curve, calibrate, membership
 
 
+#: The keys of ``gce curve --json``: the report's (as in ``solve --json``) and the table, one object a row.
+CURVE_KEYS = {"title", "theorem", "exact", "status", "time_limit_reached", "rtol", "curve", "plot", "notes"}
+CURVE_ROW_KEYS = {"delta", "epsilon", "lower", "upper", "classic_epsilon"}
+
+
 def test_curve_json_batch_route(tmp_path):
-    data = one_json(gce("curve", written(tmp_path, "batch.toml", BATCH), "--json", "--deltas", "1e-6", "1e-3"))
+    data = one_json(gce("curve", written(tmp_path, "batch.toml", BATCH), "--json", "--deltas", "1e-6", "1e-3",
+                        "--rtol", "0.02"))
+    assert set(data) == CURVE_KEYS and all(set(row) == CURVE_ROW_KEYS for row in data["curve"])
     assert data["theorem"] == "batch" and data["exact"] is False and data["title"] == "Noise and points"
+    assert data["status"] == "complete" and data["time_limit_reached"] is False and data["rtol"] == 0.02
     (low, high) = data["curve"]
     assert [low["delta"], high["delta"]] == [1e-6, 1e-3]
     assert high["epsilon"] < low["epsilon"] < low["classic_epsilon"]
     assert high["epsilon"] < high["classic_epsilon"]
+    for row in (low, high):  # the upper end is the epsilon; the lower end, when the route gives one, below it
+        assert row["upper"] == row["epsilon"]
+        assert row["lower"] is None or 0 < row["lower"] <= row["upper"]
+    # the report's notes (the batch composition's bracket at the target 1e-6), not only the scenario's
+    assert any(note.startswith("batch composition: epsilon in [") for note in data["notes"])
+
+
+@pytest.mark.slow
+def test_curve_strict_exits_3_when_the_time_limit_is_reached(tmp_path):
+    """200 mixed databases in 0.2 s: neither the search nor the classic column's composition completes;
+    the table is printed all the same (certified), and --strict exits with 3."""
+    path = written(tmp_path, "mixed.toml", mixed_text(3))
+    data = one_json(gce("curve", path, "--json", "--deltas", "1e-6", "1e-3", "--time-limit", "0.2", "--strict",
+                        status=3))
+    assert set(data) == CURVE_KEYS and data["status"] == "time limit reached" and data["time_limit_reached"]
+    assert any(note.startswith("time limit reached: ") for note in data["notes"])
+    for row in data["curve"]:
+        assert math.isfinite(row["epsilon"]) and row["epsilon"] < row["classic_epsilon"]
+    lines = text_report(gce("curve", path, "--deltas", "1e-6", "--time-limit", "0.2", "--strict", status=3),
+                        "time limit reached: a certified but coarser table (1% asked; the brackets and the notes "
+                        "say what was reached)")
+    assert lines[1] == "mixed"
 
 
 def test_calibrate_json_through_the_exact_count_route():
@@ -360,7 +390,8 @@ def test_text_forms_start_with_their_first_line(tmp_path):
         text_report(gce("solve", str(EXAMPLES / f"{example}.toml")), title)
     text_report(gce("solve", written(tmp_path, "coupling.toml", COUPLING)), "Clinic 0 or clinics 1 and 2")
     lines = text_report(gce("curve", written(tmp_path, "batch.toml", BATCH)), "Noise and points")
-    assert lines[-1] == "theorem: batch; exact: no"
+    assert lines[1].endswith("bracket (GCE)") and "theorem: batch; exact: no" in lines
+    assert lines[lines.index("theorem: batch; exact: no") + 1].startswith("note: ")  # the report's notes
     text_report(gce("calibrate", rings, "--target-epsilon", "1", "--target-delta", "1e-6"),
                 "Clinics on rings of five")
     text_report(gce("membership", "examples/store_members.csv", "--scenario", "examples/store_chain.toml"),

@@ -11,14 +11,20 @@ from gce.constraints import AtMost, ConstraintSet
 from gce.errors import GCEError
 from gce.accounting.guarantees import ApproxDP
 from gce.model import Invocation, Scenario
+import reference
+from gce.accounting.batch import batch_compose
+from gce.accounting.guarantees import PureDP
+from gce.errors import InvalidParameterError
 from gce.plot import (
     CLASSIC_LABEL,
     GCE_LABEL,
     PlotUnavailableError,
+    bracketed_table,
     classic_curve,
     curve_table,
     plot_curves,
 )
+from gce.report import Report
 from gce.solving import solve
 from gce.accounting.theorems import compose
 
@@ -61,6 +67,57 @@ def test_curve_table_without_classic_and_below_the_floor():
 def test_curve_table_rejects_bad_deltas(deltas):
     with pytest.raises(GCEError, match="deltas"):
         curve_table(compose({ApproxDP(0.1, 0.0): 1}).curve, None, deltas)
+
+
+def test_bracketed_table_of_an_exact_report_is_exact_at_every_row(hospitals):
+    scenario, report = hospitals
+    assert report.exact and report.lower_curve is report.curve
+    classic = classic_curve(scenario)
+    rows = bracketed_table(report, classic, DELTAS)
+    assert [(r.delta, r.epsilon, r.classic) for r in rows] == curve_table(report.curve, classic, DELTAS)
+    assert all(r.exact and r.lower == r.epsilon for r in rows)
+    assert rows[0].epsilon == np.inf  # 20 x 1e-10 > 1e-12: the bracket is [inf, inf], exactly
+    assert rows[2].lower == report.epsilon  # 1e-6: the report's own point
+
+
+#: Five canonical pairs (002 eqs. 9-10): brute force over the 4^5 outputs gives the exact curve.
+POINTS = [(0.1, 1e-4), (0.7, 0.0), (1.3, 0.02), (0.25, 0.0), (0.05, 1e-7)]
+
+
+def _points_report(lower: bool) -> Report:
+    """A report on the batch composition of :data:`POINTS` on a coarse grid (rtol 0.3: a wide bracket)."""
+    curve = batch_compose([PureDP(e) if d == 0 else ApproxDP(e, d) for e, d in POINTS], rtol=0.3)
+    return Report(float(curve.epsilon(0.05)), 0.05, "batch", False, None, (), curve,
+                  lower_curve=curve.lower if lower else None)
+
+
+def test_bracketed_table_brackets_the_brute_force_epsilon():
+    rows = bracketed_table(_points_report(lower=True), None, [0.03, 0.05, 0.1, 0.2])  # the floor: 0.0201
+    for row in rows:
+        assert not row.exact and row.classic is None
+        assert row.lower < row.epsilon  # a real bracket on this coarse grid
+        # exact delta at the upper end is at most delta (certified), at the lower end at least delta (the
+        # exact epsilon is not below it): brute force over the product of the canonical pairs
+        assert reference.exact_delta(POINTS, row.epsilon) <= row.delta
+        assert reference.exact_delta(POINTS, row.lower) >= row.delta * (1 - 1e-9)
+    # on a fine grid the bracket closes in: rtol is the accuracy asked for
+    fine = batch_compose([PureDP(e) if d == 0 else ApproxDP(e, d) for e, d in POINTS], rtol=1e-3)
+    report = Report(float(fine.epsilon(0.03)), 0.03, "batch", False, None, (), fine, lower_curve=fine.lower)
+    row, = bracketed_table(report, None, [0.03])
+    assert (row.epsilon - row.lower) < (rows[0].epsilon - rows[0].lower) and row.lower <= row.epsilon
+
+
+def test_bracketed_table_without_a_lower_curve_has_no_lower_end():
+    rows = bracketed_table(_points_report(lower=False), None, [0.01, 0.05])
+    assert all(r.lower is None and not r.exact for r in rows)
+    assert rows[0].epsilon == np.inf and np.isfinite(rows[1].epsilon)  # below the floor 0.0201, above it
+
+
+def test_bracketed_table_needs_a_report_with_its_curve():
+    saved = Report.from_dict(_points_report(lower=True).to_dict())  # reloaded: no curve
+    for report in (saved, "report"):
+        with pytest.raises(InvalidParameterError, match="^report: must be a Report with its curve"):
+            bracketed_table(report, None, [0.05])
 
 
 def test_plot_writes_a_png_with_both_curves(hospitals, tmp_path):
