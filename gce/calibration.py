@@ -362,9 +362,9 @@ class _Family:
 
 def _family(parameter: str, scenario: Scenario) -> _Family:
     """The searched range. With hypotheses, the random allocation route may answer: it takes Gaussians of
-    ``mu = sensitivity / sigma`` below :data:`gce.priors.allocation.MU_LIMIT`, so the bracketing lands on the
-    sigma where the largest ``mu`` is just below it and crosses only when the target is met there (the
-    boundary lies beyond, where closed forms answer)."""
+    ``mu = sensitivity / sigma`` below :data:`gce.priors.allocation.MU_LIMIT`, so the search starts no further
+    than the sigma where the largest ``mu`` is just below it, lands on it when bracketing and crosses only
+    when the target is met there (the boundary lies beyond, where closed forms answer)."""
     if parameter == "epsilon":
         return _Family("epsilon", *EPSILON_RANGE)
     scale = max(inv.guarantee.sensitivity for inv in scenario.invocations) or 1.0
@@ -671,7 +671,7 @@ class _Calibrator:
         start = family.start(self.target_epsilon, self.target_delta)
         if classic is not None and classic_bracket.unmet is not None:
             start = family.looser(start, classic)  # the GCE's answer lies on the loose side of the classic one
-        u0 = family.clamp(start)
+        u0 = min([family.clamp(start), *family.landmarks])  # within the routes' domains (:func:`_family`)
 
         method, tolerance, evaluations = _BY_SOLVE, self.rtol, 0
         value: float | None = None
