@@ -12,21 +12,22 @@ Two questions, chosen by the scenario's invocations:
 The HDP epsilon is non-decreasing in the per-invocation epsilon and
 non-increasing in sigma (each invocation's guarantee only weakens or
 strengthens; every composition theorem is monotone), so the answer is the
-boundary of a monotone predicate, found by bracketing and bisection on a log
+boundary of a monotone predicate, found by bracketing and narrowing on a log
 scale. The search always keeps a parameter that is known to meet the target and
 returns it, never the other end.
 
 The schedule (docs/design.md, "Same question, same answer"). The search is a
-fixed sequence of parameters: from a first guess, steps on the log scale
-(doubling, up to a factor 4) towards the boundary until it is bracketed (never
-jumping over the edge of a route's domain, :func:`_family`), then bisection until the bracket is
-narrower than a relative tolerance. The tolerance is :data:`PARAMETER_RTOL`
-where the answers are exact (the first solve is ``exact``: the search composes
-the worst-case multiset, or solves exactly at every step), and the ``rtol``
-asked of every solve where they are certified brackets (each solve's epsilon is
-then known only to ``rtol``, so a finer parameter would resolve the solves'
-brackets, not the boundary). Every solve, the final check included, is asked
-the same ``rtol``. So the same
+sequence of parameters that depends on the values seen only (:func:`_boundary`):
+from a first guess, secant steps on the log scale (at least a factor 2, at most
+:data:`STEP_MAX`) towards the boundary until it is bracketed, never jumping over
+the edge of a route's domain (:func:`_family`); then regula falsi (Illinois)
+safeguarded by bisection until the bracket is narrower than a relative
+tolerance. The tolerance is :data:`PARAMETER_RTOL` where the answers are exact
+(the first solve is ``exact``: the search composes the worst-case multiset, or
+solves exactly at every step), and the ``rtol`` asked of every solve where they
+are certified brackets (each solve's epsilon is then known only to ``rtol``, so
+a finer parameter would resolve the solves' brackets, not the boundary). Every
+solve, the final check included, is asked the same ``rtol``. So the same
 question gives the same calibration, byte for byte.
 
 The time limit only caps: the whole calibration runs under one
@@ -97,9 +98,12 @@ EPSILON_RANGE = (1e-12, 100.0)
 SIGMA_RANGE = (1e9, 1e-9)
 #: Cap on bisection steps (the widest bracket, 18 decades, needs about 36).
 SEARCH_MAXITER = 200
-#: The largest bracketing step on the log scale (a factor 4): far from the boundary the evaluations cost
+#: The largest bracketing step on the log scale (a factor 16): far from the boundary the evaluations cost
 #: most (random allocation at small noise), and the first guess is seldom off by more than a few factors.
-STEP_MAX = math.log(4.0)
+STEP_MAX = math.log(16.0)
+#: The slope of log(epsilon) against the log of the parameter assumed for the first bracketing step:
+#: between 1 (Gaussian and composition curves at small epsilon) and 2 (the Gaussian at large epsilon).
+SLOPE_GUESS = 1.5
 #: Seconds a solve is given at least when little or nothing of the time limit is left (the final check,
 #: the certificate): enough for its cheapest certified bound.
 LEAST_SOLVE = 0.02
@@ -399,6 +403,12 @@ class _Search:
             self.progress(self.evaluations, None, f"{self.family.parameter} {p:.6g}: epsilon {value:.6g}")
         return value <= self.target
 
+    def gap(self, u: float) -> float:
+        """``log(epsilon / target_epsilon)`` at an evaluated ``u`` (``-inf`` at epsilon 0, ``inf`` at inf)."""
+        value = self.values[u]
+        with np.errstate(divide="ignore"):
+            return float(np.log(value / self.target)) if math.isfinite(value) else math.inf
+
 
 @dataclass(frozen=True)
 class _Bracket:
@@ -432,17 +442,27 @@ class _Bracket:
 def _boundary(search: _Search, family: _Family, u0: float, tolerance: float, until_met: bool = False) -> _Bracket:
     """The bracket around the boundary, from ``u0`` (within the range).
 
-    The schedule: from ``u0``, steps on the log scale towards the loose end while the target is met
-    (landing on ``family.landmarks``) or towards the private end while it is not, each twice the last up
-    to :data:`STEP_MAX`, until the boundary is bracketed or an end of the range is reached (then one side
-    stays None); then bisection until the bracket is narrower than ``tolerance`` (relative). The time
-    limit only stops it (``stopped``); with ``until_met``, not before a parameter meeting the target is
-    known.
+    The schedule (every step a function of the values seen, so the same question takes the same steps):
+
+    * *Bracketing.* From ``u0`` towards the loose end while the target is met, towards the private end
+      while it is not, by the step that would reach the target were ``log(epsilon / target_epsilon)``
+      linear on the log scale: its slope the secant's through the last two points, or
+      :data:`SLOPE_GUESS` at the first; at least ``log 2`` and at most :data:`STEP_MAX`; landing on
+      ``family.landmarks`` rather than jumping over them; until the boundary is bracketed or an end of
+      the range is reached (then one side stays None).
+    * *Narrowing.* The Illinois variant of regula falsi on ``log(epsilon / target_epsilon)`` (Dowell and
+      Jarratt 1971), each point kept at least 0.9 x the tolerance inside the bracket (so a boundary that
+      near an end is caught by the next step), a bisection whenever two steps did not halve the bracket
+      (unless the step is such a probe and the last was not), until the bracket is narrower than
+      ``tolerance`` (relative).
+
+    The time limit only stops it (``stopped``); with ``until_met``, not before a parameter meeting the
+    target is known.
     """
     u_min, u_max = family.u_range
     met: float | None = None
     unmet: float | None = None
-    u, step = u0, math.log(2.0)
+    u, previous = u0, None
     while True:
         verdict = search.ok(u, stoppable=not until_met or met is not None)
         if verdict is None:
@@ -453,28 +473,58 @@ def _boundary(search: _Search, family: _Family, u0: float, tolerance: float, unt
             unmet = u
         if met is not None and unmet is not None:
             break
+        gap, slope = search.gap(u), SLOPE_GUESS
+        if previous is not None:
+            secant = (gap - search.gap(previous)) / (u - previous)
+            slope = secant if math.isfinite(secant) and secant > 0 else slope
+        size = abs(gap) / slope if math.isfinite(gap) else STEP_MAX
+        size = min(max(size, math.log(2.0)), STEP_MAX)
+        previous = u
         if met is not None:  # towards the loose end
             if u >= u_max:
                 return _Bracket(met, None, False)
-            after = min(u + step, u_max)
+            after = min(u + size, u_max)
             u = min([after] + [mark for mark in family.landmarks if u < mark < after])
         else:  # towards the private end
             if u <= u_min:
                 return _Bracket(None, unmet, False)
-            u = max(u - step, u_min)
-        step = min(2 * step, STEP_MAX)
+            u = max(u - size, u_min)
     width = math.log1p(tolerance)
+    margin = 0.9 * width
+    g_met, g_unmet = search.gap(met), search.gap(unmet)
+    kept, probed, lengths = None, False, []  # the end the last step kept; whether it probed near an end
     for _ in range(SEARCH_MAXITER):  # invariant: met at ``met``, not at ``unmet``
-        if abs(unmet - met) <= width:
+        length = abs(unmet - met)
+        if length <= width:
             break
-        mid = 0.5 * (met + unmet)
-        verdict = search.ok(mid)
+        lengths.append(length)
+        lo, hi = min(met, unmet), max(met, unmet)
+        x = None
+        if math.isfinite(g_met) and math.isfinite(g_unmet) and g_unmet > g_met and length > 2 * margin:
+            line = met + (unmet - met) * g_met / (g_met - g_unmet)  # where the secant crosses the target
+            x = min(max(line, lo + margin), hi - margin)
+            slow = len(lengths) >= 3 and length > lengths[-3] / 2  # two steps did not halve the bracket
+            near = x != line  # a probe just inside an end: it closes the bracket if the boundary is there
+            if slow and not (near and not probed):
+                x = None
+            probed = near and x is not None
+        if x is None:  # bisection; the interpolation starts afresh after it
+            x, kept, probed = 0.5 * (lo + hi), None, False
+        verdict = search.ok(x)
         if verdict is None:
             return _Bracket(met, unmet, True)
+        if kept is None:
+            g_met, g_unmet = search.gap(met), search.gap(unmet)
         if verdict:
-            met = mid
+            met, g_met = x, search.gap(x)
+            if kept == "unmet":
+                g_unmet /= 2  # Illinois: the end kept twice counts half
+            kept = "unmet"
         else:
-            unmet = mid
+            unmet, g_unmet = x, search.gap(x)
+            if kept == "met":
+                g_met /= 2
+            kept = "met"
     return _Bracket(met, unmet, False)
 
 

@@ -122,7 +122,7 @@ def test_twenty_calibrations_in_a_row_are_sound(capsys, target):
 
 
 @pytest.mark.parametrize("which, rtol, low, high", [
-    ("small", 0.3, 0.035, 0.055),
+    ("small", 0.3, 0.035, 0.07),
     pytest.param("example", None, 0.045, 0.055, marks=pytest.mark.slow),
 ])
 def test_the_search_stays_in_the_allocation_domain(small, which, rtol, low, high):
@@ -223,7 +223,7 @@ def test_a_tiny_limit_still_meets_the_target():
     assert all(f"time limit reached: {stop}" in d["notes"] for stop in c.stops)
 
 
-@pytest.mark.parametrize("solves", [1, 6])
+@pytest.mark.parametrize("solves", [1, 3])
 def test_the_cap_keeps_the_last_confirmed_sigma(monkeypatch, small, small_complete, solves):
     # A clock that stands still while the solves run and jumps past the limit after the ``solves``-th one:
     # the search stops there and answers with the loosest sigma a solve confirmed (the same schedule's).
@@ -249,7 +249,7 @@ def test_the_cap_keeps_the_last_confirmed_sigma(monkeypatch, small, small_comple
     if solves == 1:  # the first guess (one Gaussian meets the target there: Dwork and Roth, Thm. A.1)
         assert c.sigma == pytest.approx((2 * math.log(1.25e6)) ** 0.5) and c.accuracy is None
         assert "no sigma known not to meet the target" in first_line
-    else:  # bracketed, not yet bisected to 1%
+    else:  # bracketed, not yet narrowed to 1%
         assert c.evaluations == solves and c.accuracy > effort.DEFAULT_RTOL
         assert f"sigma bracket {100 * c.accuracy:.3g}% wide, 1% asked" in first_line
 
