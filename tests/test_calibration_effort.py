@@ -22,7 +22,7 @@ from gce.accounting.guarantees import ApproxDP, GaussianMechanism
 from gce.calibration import LEAST_SOLVE, PARAMETER_RTOL, calibrate
 from gce.cli import EXIT_LIMIT, main
 from gce.constraints import AtMost, ConstraintSet
-from gce.errors import InvalidParameterError
+from gce.errors import InvalidParameterError, NumericalLimitError
 from gce.model import Invocation, Scenario
 from gce.priors.allocation import allocation_curve
 
@@ -292,3 +292,19 @@ def test_hospital_gaussians_calibrate_under_one_deadline():
     from gce.accounting.curves import GaussianCurve
     assert GaussianCurve(10 ** 0.5 / c.sigma).epsilon(1e-6) <= 1.0
     assert GaussianCurve(10 ** 0.5 / (c.sigma * (1 - 2 * PARAMETER_RTOL))).epsilon(1e-6) > 1.0
+
+
+def test_a_route_refusing_a_searched_sigma_names_sigma_not_its_own_parameter(monkeypatch):
+    # Should a route refuse a parameter the search reached (its own domain), the error names what the user
+    # calibrates, never the route's internal parameter.
+    module = importlib.import_module("gce.calibration")
+
+    def refusing(*args, **kwargs):
+        raise InvalidParameterError("mu", "must be a number in [0, 40), got 999999999.9999999")
+
+    monkeypatch.setattr(module, "solve", refusing)
+    scenario = Scenario(3, tuple(Invocation(i, GaussianMechanism(1.0)) for i in range(3)))
+    with pytest.raises(NumericalLimitError) as info:
+        calibrate(scenario, target_epsilon=1.0, target_delta=1e-6)
+    assert str(info.value).startswith("sigma: the scenario cannot be evaluated at sigma ")
+    assert "mu" not in str(info.value) and "999999999" not in str(info.value)
