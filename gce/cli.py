@@ -373,20 +373,22 @@ def _solve(args: argparse.Namespace) -> str:
     return _limited(args, str(report), report.time_limit_reached)
 
 
-def _calibrate(args: argparse.Namespace) -> str:
+def _calibrate(args: argparse.Namespace) -> str | tuple[str, int]:
     from .calibration import calibrate
     from .progress import Progress
 
     _epsilon(args.target_epsilon, "--target-epsilon", positive=True)
     _probability(args.target_delta, "--target-delta")
     time_limit = _time_limit(args)
+    rtol = _rtol(args)
+    started = time.monotonic()
     scenario = _load(args, time_limit)
     with Progress(label="calibrate", quiet=args.quiet or args.json) as progress:
         result = calibrate(scenario, target_epsilon=args.target_epsilon, target_delta=args.target_delta,
-                           time_limit=time_limit, progress=progress)
+                           time_limit=_left(time_limit, started), rtol=rtol, progress=progress)
     if args.json:
-        return json.dumps(result.to_dict(), indent=2, allow_nan=False)
-    return str(result)
+        return _limited(args, json.dumps(result.to_dict(), indent=2, allow_nan=False), result.time_limit_reached)
+    return _limited(args, str(result), result.time_limit_reached)
 
 
 def _plot_file(value: str | None):
