@@ -122,8 +122,8 @@ def _parser() -> argparse.ArgumentParser:
     target.add_argument("--delta", type=float, help="report epsilon at this total delta (overrides the file)")
     target.add_argument("--epsilon", type=float, help="report delta at this epsilon (overrides the file)")
     solve.add_argument("--quiet", action="store_true", help="no progress line on the terminal")
-    _scenario_options(solve, _solve, "the table", "seconds a MILP may search before answering with its "
-                                                  "certified bound")
+    _scenario_options(solve, _solve, "the table", "seconds the whole command may take (a cap: a refinement it "
+                                                  "stops answers with its certified bound and says so)")
 
     calibrate = _scenario_command(
         commands, "calibrate", help="the largest per-invocation epsilon (or smallest sigma) meeting a target",
@@ -133,7 +133,8 @@ def _parser() -> argparse.ArgumentParser:
     calibrate.add_argument("--target-epsilon", type=float, required=True, metavar="E")
     calibrate.add_argument("--target-delta", type=float, required=True, metavar="D")
     calibrate.add_argument("--quiet", action="store_true", help="no progress line on the terminal")
-    _scenario_options(calibrate, _calibrate, "text", "seconds a MILP may search per solve")
+    _scenario_options(calibrate, _calibrate, "text", "seconds the whole calibration may take (a cap: the "
+                                                      "search keeps the last value a solve confirmed)")
 
     curve = _scenario_command(
         commands, "curve", help="epsilon against delta for the GCE answer and the classic one",
@@ -146,7 +147,8 @@ def _parser() -> argparse.ArgumentParser:
     curve.add_argument("--quiet", action="store_true", help="no progress line on the terminal")
     curve.add_argument("--plot", metavar="PNG", help="also draw the two curves into this image file (.png, .pdf, "
                                                       ".svg, ...; without a suffix, .png is added)")
-    _scenario_options(curve, _curve, "the table", "seconds a MILP may search per solve")
+    _scenario_options(curve, _curve, "the table", "seconds the whole command may take (a cap: a refinement it "
+                                                  "stops answers with its certified bound and says so)")
 
     membership = commands.add_parser(
         "membership", epilog=SEE_GLOSSARY, help="memberships per individual in a table, candidate m and their epsilon; truncation",
@@ -168,7 +170,8 @@ def _parser() -> argparse.ArgumentParser:
     membership.add_argument("--seed", type=int, metavar="S", help="the truncation's seed")
     membership.add_argument("--output", metavar="OUT", help="where --truncate writes (.parquet or .csv)")
     membership.add_argument("--quiet", action="store_true", help="no progress line on the terminal")
-    _scenario_options(membership, _membership, "the table", "seconds a MILP may search per solve")
+    _scenario_options(membership, _membership, "the table", "seconds the candidates' solves may take together "
+                                                            "(a cap, said when reached)")
     _ledger_parser(commands)
     return parser
 
