@@ -49,6 +49,9 @@ class _Law:
     infinite: float
     slack: float = 0.0
     slack_other: float = 0.0
+    #: A relative round-off allowance already applied to the masses and losses (the geometric grid's,
+    #: cell by cell): for the record only.
+    relative: float = 0.0
 
     def curve(self) -> DiscreteLossCurve:
         with np.errstate(divide="ignore"):
