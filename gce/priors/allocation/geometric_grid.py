@@ -76,7 +76,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ...errors import NumericalLimitError
-from .bracket import ROUND_OFF, _Law
+from .bracket import _LOG_SECONDS, ROUND_OFF, _Law
 
 
 #: Relative cell width of the first geometric grid (each refinement halves it).
@@ -409,3 +409,17 @@ def _geometric_laws(ratio, t: int, rho: float, tail: float, which: str) -> tuple
                                   f"exceeds the work limit")
     label = f"geometric grid rho 1/{round(1.0 / rho):,} ({grid.size:,} points)"
     return _log_upper_laws(ratio, t, grid, which), _log_lower_laws(ratio, t, grid, which), label
+
+
+def _log_seconds(ratio, t: int, rho: float, tail: float, which: str) -> float:
+    """Estimated seconds of :func:`_geometric_laws` (from the grid's work, never measured: bracket module
+    doc); 0 when the grid exceeds the limits (the step then declines at once)."""
+    try:
+        grid = _geometric_grid(ratio, t, rho, tail, which)
+    except NumericalLimitError:
+        return 0.0
+    work = _log_work(grid)
+    if work > LOG_WORK_LIMIT:
+        return 0.0
+    per_work, per_sum = _LOG_SECONDS
+    return _levels(t) * (per_sum + per_work * work)

@@ -19,7 +19,7 @@ from numpy.typing import NDArray
 from ...accounting.curves import PrivacyCurve
 from ...errors import InvalidParameterError
 from ...validation import is_number
-from .bracket import _TAIL_SHARE, DEFAULT_RTOL, TAIL, AllocationCurve, LowerBound, _check_count, _Clock
+from .bracket import _STOPPED, _TAIL_SHARE, _WHICH, DEFAULT_RTOL, TAIL, AllocationCurve, LowerBound, _check_count
 from .decomposition import _composed
 from .one_of_t import _single
 from .ratios import _RATIOS, GaussianRatio
@@ -27,7 +27,7 @@ from .ratios import _RATIOS, GaussianRatio
 
 def allocation_curve(mu: float, t: int, k: int = 1, epochs: int = 1, rtol: float = DEFAULT_RTOL,
                      delta: float | None = 1e-6, epsilon: float | None = None,
-                     tail: float = TAIL, seconds: float | None = None) -> AllocationCurve:
+                     tail: float = TAIL) -> AllocationCurve:
     """The curve of "in none" against "in exactly k of t" databases, each running a Gaussian of ``mu``,
     allocations repeated ``epochs`` times (fresh each time): an upper curve with its certified lower curve.
 
@@ -44,16 +44,16 @@ def allocation_curve(mu: float, t: int, k: int = 1, epochs: int = 1, rtol: float
         Independent allocations composed.
     rtol : float
         Requested relative width of the bracket at the target (grids are refined until it holds, or up to
-        :data:`GRID_LIMIT`; for k = 1 and one epoch, a uniform and a geometric grid: :mod:`.one_of_t`).
+        :data:`GRID_LIMIT`; for k = 1 and one epoch, a uniform and a geometric grid: :mod:`.one_of_t`). It
+        alone decides the work: the time limit of the running computation (:func:`gce.effort.current`)
+        only stops a refinement that would not fit (the bracket is then wider than ``rtol``, still
+        certified; the description and the deadline say so).
     delta, epsilon : float
         The target the width refers to: epsilon at ``delta`` (default) or, if ``epsilon`` is given, delta
         at ``epsilon``.
     tail : float
         P-mass beyond the clamp of one database's ratio, charged at infinite loss (with a delta target, up
         to ``1e-4 * delta``: it then costs at most that share of the bracket).
-    seconds : float, optional
-        Time the refinements may take: a refinement estimated to overrun it is not made (the bracket is
-        then wider than ``rtol``, still certified, and the description says so).
 
     Returns
     -------
@@ -95,18 +95,16 @@ def allocation_curve(mu: float, t: int, k: int = 1, epochs: int = 1, rtol: float
         return _plain(ratio.mu, k, epochs)
     if ratio.trivial:
         return _plain(0.0, k, epochs)
-    if seconds is not None and (not is_number(seconds) or seconds <= 0):
-        raise InvalidParameterError("seconds", f"must be a positive number of seconds, got {seconds!r}")
-    clock = _Clock(seconds)
     if k == 1 and epochs == 1:
-        laws = _single(ratio, t, rtol, delta, epsilon, tail, clock)
-        upper = [laws[w][0].curve() for w in ("remove", "add")]
-        lower = LowerBound([(laws[w][1].curve(), laws[w][1].slack, laws[w][1].slack_other)
-                            for w in ("remove", "add")])
-        grids = ", ".join(f"{w}: {laws[w][2]}" for w in ("remove", "add"))
-        curve = AllocationCurve(upper, lower, f"1 of {t}, {ratio.label} ({grids}){clock.note()}")
+        laws, kept, stopped = _single(ratio, t, rtol, delta, epsilon, tail, ladder=True)
+        # each direction: the least of its upper laws (each valid) and the largest of its lower ones
+        upper = [_Least([law.curve() for law in kept[w][0]]) if len(kept[w][0]) > 1 else kept[w][0][0].curve()
+                 for w in _WHICH]
+        lower = LowerBound([(law.curve(), law.slack, law.slack_other) for w in _WHICH for law in kept[w][1]])
+        grids = ", ".join(f"{w}: {laws[w][2]}" for w in _WHICH)
+        curve = AllocationCurve(upper, lower, f"1 of {t}, {ratio.label} ({grids}){_STOPPED if stopped else ''}")
     else:
-        curve = _composed(ratio, t, k, epochs, rtol, delta, epsilon, tail, clock)
+        curve = _composed(ratio, t, k, epochs, rtol, delta, epsilon, tail)
     if isinstance(ratio, GaussianRatio):
         return _no_worse_than_composition(curve, ratio.mu * math.sqrt(k * epochs))
     return curve
