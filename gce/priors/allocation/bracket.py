@@ -165,6 +165,14 @@ def _bracket_at(uppers: Sequence[_Law], lowers: Sequence[_Law], delta: float | N
     return lows, highs
 
 
+def _brackets_at(upper: _Law, lower: _Law, targets) -> tuple[list[float], list[float]]:
+    """One direction's (lower, upper) values at each target ``(delta, epsilon)`` (each curve built once)."""
+    low = LowerBound([(lower.curve(), lower.slack, lower.slack_other)])
+    up = upper.curve()
+    pairs = [_at(up, low, delta, epsilon) for delta, epsilon in targets]
+    return [lo for lo, _ in pairs], [hi for _, hi in pairs]
+
+
 def _at(curve, lower, delta: float | None, epsilon: float | None) -> tuple[float, float]:
     if epsilon is None:
         return float(lower.epsilon(delta)), float(curve.epsilon(delta))
@@ -186,10 +194,10 @@ class _DirectionLower(PrivacyCurve):
 
 #: Estimated seconds per unit of FFT work (points x log2 points) of one uniform-grid law (spread, powers,
 #: garbling, both measures): measured on a 2-core machine, with a margin. Only decides whether a step fits.
-_FFT_SECONDS = 6e-7
+_FFT_SECONDS = 1.5e-7
 #: Estimated seconds per unit of pairwise-sum work (points x offsets) of one geometric-grid sum (spread and
 #: garbling), and per sum whatever its size: as :data:`_FFT_SECONDS`.
-_LOG_SECONDS = (5e-8, 1e-2)
+_LOG_SECONDS = (8e-8, 1.5e-2)
 
 
 def _fft_seconds(size: int) -> float:

@@ -15,7 +15,7 @@ import math
 from collections.abc import Sequence
 
 from ...errors import NumericalLimitError
-from .bracket import _SETTLED, _WHICH, _bracket_at, _Law, _may_refine, _width
+from .bracket import _SETTLED, _WHICH, _brackets_at, _Law, _may_refine, _width
 from .geometric_grid import LOG_START_RHO, _geometric_laws, _log_seconds
 from .ratios import GaussianRatio
 from .uniform_grid import START_POINTS, _linear_laws, _linear_seconds
@@ -98,8 +98,7 @@ def _single(ratio: GaussianRatio, t: int, rtol: float, delta: float | None, epsi
                 if not done[which] and len(spent[which]) == len(_METHODS):
                     raise
                 continue
-            values = [_bracket_at([up], [low], d, e) for d, e in targets]
-            los, his = [v[0][0] for v in values], [v[1][0] for v in values]
+            los, his = _brackets_at(up, low, targets)
             done[which].append((up, low, label, method, los, his))
             history[which][method].append((max(_width(lo, hi) for lo, hi in zip(los, his)), seconds))
         if any(not done[w] for w in _WHICH):  # the uniform grid failed at once: the geometric one next
@@ -140,7 +139,8 @@ def _single(ratio: GaussianRatio, t: int, rtol: float, delta: float | None, epsi
         if not pending:
             break
         estimate = sum(_METHODS[m][3](ratio, t, params[w][m], tail, w) for w, m in pending.items())
-        if not _may_refine(estimate, "allocation refinement", delta, epsilon, width):
+        worst = targets[widths.index(width)]
+        if not _may_refine(estimate, "allocation refinement", worst[0], worst[1], width):
             stopped = True
             break
     best: dict[str, tuple[_Law, _Law, str]] = {}

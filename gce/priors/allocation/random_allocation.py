@@ -19,10 +19,12 @@ from numpy.typing import NDArray
 from ...accounting.curves import PrivacyCurve
 from ...errors import InvalidParameterError
 from ...validation import is_number
-from .bracket import _STOPPED, _TAIL_SHARE, _WHICH, DEFAULT_RTOL, TAIL, AllocationCurve, LowerBound, _check_count
-from .decomposition import _composed
+from .bracket import (_STOPPED, _TAIL_SHARE, _WHICH, DEFAULT_RTOL, TAIL, AllocationCurve, LowerBound, _check_count,
+                      _may_refine)
+from .decomposition import _blocks, _composed
 from .one_of_t import _single
 from .ratios import _RATIOS, GaussianRatio
+from .uniform_grid import START_POINTS, _linear_seconds
 
 
 def allocation_curve(mu: float, t: int, k: int = 1, epochs: int = 1, rtol: float = DEFAULT_RTOL,
@@ -95,6 +97,8 @@ def allocation_curve(mu: float, t: int, k: int = 1, epochs: int = 1, rtol: float
         return _plain(ratio.mu, k, epochs)
     if ratio.trivial:
         return _plain(0.0, k, epochs)
+    if isinstance(ratio, GaussianRatio) and not _first_step_fits(ratio, t, k, epochs, tail, delta, epsilon):
+        return _closed_forms(ratio.mu, t, k, epochs, "the time limit leaves no room for the first grid")
     if k == 1 and epochs == 1:
         laws, kept, stopped = _single(ratio, t, rtol, delta, epsilon, tail, ladder=True)
         # each direction: the least of its upper laws (each valid) and the largest of its lower ones
@@ -106,7 +110,7 @@ def allocation_curve(mu: float, t: int, k: int = 1, epochs: int = 1, rtol: float
     else:
         curve = _composed(ratio, t, k, epochs, rtol, delta, epsilon, tail)
     if isinstance(ratio, GaussianRatio):
-        return _no_worse_than_composition(curve, ratio.mu * math.sqrt(k * epochs))
+        return _no_worse_than_composition(curve, ratio.mu * math.sqrt(k * epochs), ratio.mu * k * math.sqrt(epochs / t))
     return curve
 
 
@@ -125,17 +129,42 @@ class _Least(PrivacyCurve):
         return np.min([np.atleast_1d(c.epsilon(d)) for c in self._curves], axis=0)
 
 
-def _no_worse_than_composition(curve: AllocationCurve, mu: float) -> AllocationCurve:
-    """The allocation's upper curve, or the composition of its k members' Gaussians over the epochs where
-    that is less (joint convexity: the k-set prior is a mixture of point masses, each a GDP(mu sqrt(k))
-    pair per epoch; coarse grids at small noise can be looser than that)."""
+def _no_worse_than_composition(curve: AllocationCurve, mu: float, below: float) -> AllocationCurve:
+    """The allocation's upper curve, or the composition of its k members' Gaussians over the epochs (GDP
+    ``mu``) where that is less (joint convexity: the k-set prior is a mixture of point masses, each a
+    GDP(mu sqrt(k)) pair per epoch; coarse grids at small noise can be looser than that); and its lower
+    curve, or the sum of every database's output (GDP ``below``, :func:`_beyond_grids`) where that is more
+    (coarse grids at large noise, ``mu`` far below the cells, can be looser than that)."""
     from ...accounting.curves import GaussianCurve
     least = _Least([curve, GaussianCurve(mu)])
-    return AllocationCurve([least], curve.lower, curve.description)
+    lower = LowerBound([(curve.lower, 0.0, 0.0), (GaussianCurve(below), 0.0, 0.0)])
+    return AllocationCurve([least], lower, curve.description)
 
 
 #: Largest mu the grids take (:class:`GaussianRatio`); from it on, :func:`_beyond_grids` (closed forms).
 MU_LIMIT = 40.0
+
+
+def _first_step_fits(ratio: GaussianRatio, t: int, k: int, epochs: int, tail: float, delta: float | None,
+                     epsilon: float | None) -> bool:
+    """Whether the first grid (both directions; for k > 1 or epochs, the decomposition's blocks) fits in the
+    running computation's time limit (estimated from its size: :func:`~.bracket._may_refine`)."""
+    if k == 1 and epochs == 1:
+        sizes = [t]
+    else:
+        sizes = sorted({size for size, _ in _blocks(t, k)} | ({t} if k == 1 and t > 1 else set()))
+    estimate = sum(_linear_seconds(ratio, size, START_POINTS, tail, which) for size in sizes for which in _WHICH)
+    return _may_refine(estimate, "allocation (first grid)", delta, epsilon, math.inf)
+
+
+def _closed_forms(mu: float, t: int, k: int, epochs: int, why: str) -> AllocationCurve:
+    """The bounds in closed form (:func:`_beyond_grids`), valid for every mu: above, the members' Gaussians
+    composed over the epochs; below, the sum of every database's output."""
+    from ...accounting.curves import GaussianCurve
+    high, low = mu * math.sqrt(k * epochs), mu * k * math.sqrt(epochs / t)
+    return AllocationCurve([GaussianCurve(high)], LowerBound([(GaussianCurve(low), 0.0, 0.0)]),
+                           f"{k} of {t}, mu {mu:g}, {why}: above, the members' Gaussians composed (GDP mu {high:g}); "
+                           f"below, the sum of the outputs (GDP mu {low:g})")
 
 
 def _beyond_grids(mu: float, t: int, k: int, epochs: int) -> AllocationCurve:
