@@ -620,8 +620,9 @@ def test_a_time_limit_stops_the_refinement_and_the_bracket_stays_certified():
 
     with effort.within(effort.Deadline(1e-3)) as deadline:
         curve = allocation_curve(3.0, 2, 1, epsilon=2.0, rtol=1e-4)
-    assert "stopped at the time limit" in curve.description
-    assert deadline.reached and deadline.stops[0].startswith("allocation refinement at epsilon 2 (bracket ")
+    assert "time limit" in curve.description  # the refinement stopped, or the first grid not started
+    assert deadline.reached and deadline.stops[0].startswith("allocation") and "at epsilon 2 (bracket " in \
+        deadline.stops[0]
     pq, qp = reference_deltas(3.0, 2, 1, 2.0)
     low, high = curve.delta_bracket(2.0)
     assert low <= max(pq, qp) <= high and (high - low) > 1e-4 * high
@@ -645,7 +646,7 @@ def test_the_time_limit_stops_the_route_and_the_report_says_so():
     assert _time.perf_counter() - start < 1.6
     assert report.theorem == "random allocation"
     assert report.time_limit_reached
-    assert any(n.startswith("time limit reached: allocation refinement at delta 1e-06") for n in report.notes)
+    assert any(n.startswith("time limit reached: allocation") for n in report.notes)
     low, high = report.bracket
     assert low <= high <= float(GaussianCurve(1.25).epsilon(1e-6))
 
