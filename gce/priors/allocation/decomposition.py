@@ -49,6 +49,8 @@ from .uniform_grid import GRID_LIMIT, START_POINTS, _direction_grid, _lower_laws
 _LOWER_POINTS = 2**15
 #: Loss grid of the composition (k > 1, epochs): relative to the requested width.
 _LOSS_GRID_SHARE = 0.25
+#: The first loss grid of the composition, in multiples of its estimate (halved while needed; at most 0.05).
+_COARSE = 8.0
 
 
 def _blocks(t: int, k: int) -> list[tuple[int, int]]:
@@ -91,7 +93,8 @@ def _composed(ratio: GaussianRatio, t: int, k: int, epochs: int, rtol: float, de
               epsilon: float | None, tail: float) -> AllocationCurve:
     """k of t and/or several epochs: the decomposition's 1-of-m pairs composed above, a garbled pair composed
     below (module doc), on the batch engine's loss grid. The cells and the loss grid are refined together
-    while the decomposition's own discretisation bracket is wider than ``rtol / 8``: a schedule that depends
+    while the decomposition's own discretisation bracket is wider than ``rtol / 8`` (the loss grid from
+    :data:`_COARSE` times its estimate, halved alone down to it, then with the cells): a schedule that depends
     on the question only, stopped only by the time limit (:func:`~.bracket._may_refine`, each step's cost
     estimated from its grids' sizes, :func:`_step_seconds`)."""
     sizes = _blocks(t, k)
@@ -112,9 +115,12 @@ def _composed(ratio: GaussianRatio, t: int, k: int, epochs: int, rtol: float, de
     while True:
         try:
             blocks = [(_block_laws(ratio, size, points, tail), count) for size, count in sizes]
-            if interval is None:
-                interval = _loss_interval([(up, count * epochs) for (up, _), count in blocks], rtol, delta,
-                                          epsilon)
+            if interval is None:  # coarse to fine: the first steps are cheap (the time limit may stop any)
+                target = _loss_interval([(up, count * epochs) for (up, _), count in blocks], rtol, delta, epsilon)
+                interval = min(target * _COARSE, max(target, 0.05))
+            if blocks_lower is None and not _may_refine(_compose_seconds(sizes, blocks, epochs, interval),
+                                                        "allocation (first composition)", delta, epsilon, math.inf):
+                raise _NoRoom("the time limit leaves no room for the first composition")
             trial, slack = _compose_blocks(blocks, epochs, interval)
             grow = copies * (1.0 + slack) ** max(copies - 1, 0)
             parts = [(_DirectionLower(trial.lower), slack * grow, slack * grow)]
@@ -140,6 +146,8 @@ def _composed(ratio: GaussianRatio, t: int, k: int, epochs: int, rtol: float, de
         if width <= rtol / 8 or high - low <= _SETTLED * slack * grow or points >= GRID_LIMIT // 8:
             break
         finer = points if all(_exact_blocks(ratio, size) for size, _ in sizes) else 2 * points  # exact blocks
+        if interval > target:  # the loss grid down to its estimate first, then the cells with it
+            finer = points
         if not _may_refine(_step_seconds(ratio, sizes, blocks, epochs, finer, interval / 2, tail),
                            "allocation refinement (decomposition)", delta, epsilon, width):
             stopped = True
@@ -148,6 +156,12 @@ def _composed(ratio: GaussianRatio, t: int, k: int, epochs: int, rtol: float, de
     if k == 1:
         lower = blocks_lower  # the blocks are 1-of-t allocations: their garbled pairs composed bound it below
         how = "garbled pairs composed" + ("" if single is None else f" (also {', '.join(laws[w][2] for w in _WHICH)})")
+    elif not _may_refine(_lower_seconds(ratio, t, epochs, tail, interval), "allocation (the garbled k-of-t pair)",
+                         delta, epsilon, math.inf):
+        from ...accounting.curves import GaussianCurve
+        lower = LowerBound([(GaussianCurve(0.0), 0.0, 0.0)])  # nothing certified here: 0 (Gaussians: see the caller)
+        how = "not computed (the time limit)"
+        stopped = True
     else:
         lows = []
         for d, which in enumerate(_WHICH):
@@ -174,6 +188,11 @@ def _composed(ratio: GaussianRatio, t: int, k: int, epochs: int, rtol: float, de
                                               f"{_STOPPED if stopped else ''}")
 
 
+class _NoRoom(Exception):
+    """The time limit leaves no room for the first step of the schedule (:func:`_composed`): the caller
+    answers in closed form."""
+
+
 #: The 1-of-t laws that bound epochs of 1 of t below are asked for this many times finer a bracket than
 #: the composition (their errors add up over the epochs).
 _SINGLE_SHARE = 16.0
@@ -185,19 +204,40 @@ def _step_seconds(ratio, sizes, blocks, epochs: int, points: int, interval: floa
     above and below) and the composition of the copies' losses on the loss grid (its span, from the block
     laws at hand, times the copies, over the interval; both directions, above and below)."""
     seconds = 0.0
-    span = 0.0
-    for (size, count), ((ups, _), _) in zip(sizes, blocks):
+    for size, _ in sizes:
         if not (_exact_blocks(ratio, size) or (size == 1 and isinstance(ratio, (GaussianRatio, LaplaceRatio)))):
             for which in _WHICH:
                 try:
                     seconds += 2.0 * _fft_seconds(_direction_grid(ratio, size, points, tail, which).size)
                 except NumericalLimitError:
                     pass
+    return seconds + _compose_seconds(sizes, blocks, epochs, interval)
+
+
+def _lower_seconds(ratio, t: int, epochs: int, tail: float, interval: float) -> float:
+    """Estimated seconds of the garbled k-of-t pair below (:func:`_composed`): its FFT of
+    :data:`_LOWER_POINTS` cells a direction, and its composition over the epochs (a span of about 40 a
+    copy, over the interval)."""
+    seconds = 0.0
+    for which in _WHICH:
+        try:
+            seconds += _fft_seconds(_direction_grid(ratio, t, _LOWER_POINTS, tail, which).size)
+        except NumericalLimitError:
+            pass
+    return seconds + (2.0 * _fft_seconds(int(min(40.0 * epochs / interval, 2**31)) + 1) if epochs > 1 else 0.0)
+
+
+def _compose_seconds(sizes, blocks, epochs: int, interval: float) -> float:
+    """Estimated seconds of composing the blocks' copies on the loss grid ``interval`` (:func:`_composed`):
+    the span of the block laws at hand times the copies, over the interval; both directions, above and
+    below, and the garbled 1-of-t pairs below."""
+    span = 0.0
+    for (size, count), ((ups, _), _) in zip(sizes, blocks):
         for law in ups:
             finite = law.loss[np.isfinite(law.loss) & (law.mass > 0)]
             if finite.size:
                 span += count * epochs * float(min(finite.max() - finite.min(), 200.0))
-    return seconds + 4.0 * _fft_seconds(int(min(span / interval, 2**31)) + 1)
+    return 6.0 * _fft_seconds(int(min(span / interval, 2**31)) + 1)
 
 
 def _merged_below(law: _Law, floor: float) -> _Law:

@@ -17,11 +17,11 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ...accounting.curves import PrivacyCurve
-from ...errors import InvalidParameterError
+from ...errors import InvalidParameterError, NumericalLimitError
 from ...validation import is_number
 from .bracket import (_STOPPED, _TAIL_SHARE, _WHICH, DEFAULT_RTOL, TAIL, AllocationCurve, LowerBound, _check_count,
                       _may_refine)
-from .decomposition import _blocks, _composed
+from .decomposition import _blocks, _composed, _NoRoom
 from .one_of_t import _single
 from .ratios import _RATIOS, GaussianRatio
 from .uniform_grid import START_POINTS, _linear_seconds
@@ -108,7 +108,12 @@ def allocation_curve(mu: float, t: int, k: int = 1, epochs: int = 1, rtol: float
         grids = ", ".join(f"{w}: {laws[w][2]}" for w in _WHICH)
         curve = AllocationCurve(upper, lower, f"1 of {t}, {ratio.label} ({grids}){_STOPPED if stopped else ''}")
     else:
-        curve = _composed(ratio, t, k, epochs, rtol, delta, epsilon, tail)
+        try:
+            curve = _composed(ratio, t, k, epochs, rtol, delta, epsilon, tail)
+        except _NoRoom as why:
+            if not isinstance(ratio, GaussianRatio):
+                raise NumericalLimitError(f"random allocation: {why}") from None
+            return _closed_forms(ratio.mu, t, k, epochs, str(why))
     if isinstance(ratio, GaussianRatio):
         return _no_worse_than_composition(curve, ratio.mu * math.sqrt(k * epochs), ratio.mu * k * math.sqrt(epochs / t))
     return curve
