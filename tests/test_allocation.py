@@ -643,7 +643,8 @@ def test_the_time_limit_stops_the_route_and_the_report_says_so():
                         hypotheses=(Point(()), Uniform(1, 1)), delta=1e-6)
     start = _time.perf_counter()
     report = solve(scenario, time_limit=0.6)
-    assert _time.perf_counter() - start < 1.6
+    # quiet machine: 0.7 to 0.9 s in all (the route itself about 0.2 s: its next step would not fit); 3x that
+    assert _time.perf_counter() - start < 3.0
     assert report.theorem == "random allocation"
     assert report.time_limit_reached
     assert any(n.startswith("time limit reached: allocation") for n in report.notes)
