@@ -7,7 +7,11 @@ Cases (delta 1e-6, Gaussian noise sigma, t steps, each record in k of them, one 
 (d) none vs at least one, 10,000 databases, identical Gaussians (sigma 1): target under 10 s, through solve()
     (the route's rate-1/2 Poisson bound with the empty set's share taken out).
 (e) the rates prior (Poisson subsampling at rate 1/t) through solve(), t = 100: gce's own certified bracket.
-(f) sigma 0.5, 1 of 100 through solve() with its default time budget (the route's refinements stop in it).
+(f) sigma 0.5, 1 of 100 through solve() with its default time limit (5 s).
+(g) the cases of the peers' table (sigma, t, k, epochs) at delta 1e-5, 1e-8 and 1e-10, at the accuracy solve
+    asks by default (rtol 0.01) within solve's default time limit (5 s): gce's bracket, its width, its
+    seconds, whether the limit stopped the refinement, and the ratios to dp-accounting's Poisson-subsampled
+    Gaussian at the same rate k/t composed t x epochs times (epsilon and time).
 Peers measured in the same run:
 * dp-accounting's Poisson-subsampled Gaussian at rate k/t, composed t times (the reference point: the same
   expected batch size; its epsilon is printed, and its time);
@@ -16,16 +20,18 @@ Peers measured in the same run:
 * PLD_accounting (PyPI, the implementation of arXiv 2602.17284) where it is installed: the script says so
   when it is not (it is not a dependency of gce).
 
-Run: python benchmarks/bench_allocation.py
+Run: python benchmarks/bench_allocation.py (only the peers' table: python benchmarks/bench_allocation.py peers)
 """
 
 from __future__ import annotations
 
 import importlib.util
+import sys
+import time
 
 from dp_accounting.pld import privacy_loss_distribution
 
-from gce import GaussianMechanism, Invocation, Point, Scenario, Uniform, solve
+from gce import GaussianMechanism, Invocation, Point, Scenario, Uniform, effort, solve
 from gce.priors.allocation import allocation_curve
 from gce.priors.hypotheses import Rates
 
@@ -84,9 +90,37 @@ def small_noise() -> None:
     scenario = Scenario(100, tuple(Invocation(i, GaussianMechanism(0.5)) for i in range(100)),
                         hypotheses=(Point(()), Uniform(1, 1)), delta=DELTA)
     seconds, report = best_of(lambda: solve(scenario), repeat=1)
-    stopped = any("time budget" in note for note in report.notes)
     print(f"solve(): 1 of 100, sigma 0.5: {report.theorem}, bracket [{report.bracket[0]:.4f}, "
-          f"{report.bracket[1]:.4f}] in {seconds:.2f} s" + (" (refinement stopped by the time budget)" if stopped else ""))
+          f"{report.bracket[1]:.4f}] in {seconds:.2f} s" + (" (time limit reached)" if report.time_limit_reached
+                                                            else ""))
+
+
+#: The peers' table (sigma, t, k, epochs): random allocation beside random-allocation and dp-accounting's
+#: pull request, measured on this machine class.
+PEER_CASES = ((1.0, 100, 1, 1), (0.8, 1000, 1, 1), (2.0, 1000, 1, 5), (1.2, 8, 2, 1), (1.0, 20, 2, 1),
+              (3.0, 16, 4, 1), (0.5, 20, 2, 1), (1.0, 100, 10, 1), (2.0, 1000, 10, 1))
+
+
+def peer_table(deltas=(1e-5, 1e-8, 1e-10), limit: float = 5.0, rtol: float = effort.DEFAULT_RTOL) -> None:
+    """(g): each case at each delta, gce within ``limit`` seconds at ``rtol``, beside dp-accounting's
+    Poisson PLD at the same rate (its epsilon at every delta from one composition)."""
+    print(f"\npeers' cases at rtol {rtol:g} within {limit:g} s (gce upper / Poisson epsilon; gce s / Poisson s)")
+    for sigma, t, k, epochs in PEER_CASES:
+        began = time.perf_counter()
+        one = privacy_loss_distribution.from_gaussian_mechanism(sigma, sampling_prob=k / t)
+        composed = one.self_compose(t * epochs)
+        t_poisson = time.perf_counter() - began
+        for delta in deltas:
+            with effort.within(effort.Deadline(limit)) as deadline:
+                began = time.perf_counter()
+                curve = allocation_curve(1.0 / sigma, t, k, epochs, rtol=rtol, delta=delta)
+                low, high = curve.epsilon_bracket(delta)
+                seconds = time.perf_counter() - began
+            e_poisson = float(composed.get_epsilon_for_delta(delta))
+            print(f"sigma {sigma:g}, t {t}, k {k}, epochs {epochs}, delta {delta:g}: [{low:.4f}, {high:.4f}] "
+                  f"({(high - low) / high:.2%} wide) {seconds:.2f} s"
+                  f"{' (time limit reached)' if deadline.reached else ''}; Poisson {e_poisson:.4f} "
+                  f"({t_poisson:.2f} s): ratios {high / e_poisson:.3f}, {seconds / t_poisson:.2f}", flush=True)
 
 
 def pld_accounting() -> None:
@@ -99,6 +133,9 @@ def pld_accounting() -> None:
 
 
 if __name__ == "__main__":
+    if sys.argv[1:] == ["peers"]:  # only (g)
+        peer_table()
+        sys.exit(0)
     results = [case(1.0, 1000, 1, limit=6.0, width=0.005), case(2.0, 100, 10, limit=60.0)]
     for args in ((1.0, 10, 1), (1.0, 100, 1), (3.0, 100, 10), (1.0, 20, 2)):
         case(*args)
@@ -112,4 +149,5 @@ if __name__ == "__main__":
                   Scenario(100, tuple(Invocation(i, GaussianMechanism(1.0)) for i in range(100)),
                            hypotheses=(Point(()), Rates((0.01,) * 100)), delta=DELTA), 0.01)
     pld_accounting()
+    peer_table()
     print("targets met" if all(results) else "targets NOT met")

@@ -734,7 +734,7 @@ def _solve_composite(scenario: Scenario, delta: float | None, epsilon: float | N
         restricted, preset, cover = _support_pairs(scenario)
         return WorstPair(_solve_pairs(restricted, delta, epsilon, budget), preset, cover)
 
-    context = RouteContext(scenario, worst_pair, (delta, epsilon), budget.left)
+    context = RouteContext(scenario, worst_pair, (delta, epsilon), budget.left, rtol=budget.rtol)
     answers = []
     for route in routes.ROUTES:  # read at call time: a row added to the table is tried
         if not route.exact and any(answer.exact for answer in answers):
@@ -770,7 +770,7 @@ def _solve_composite(scenario: Scenario, delta: float | None, epsilon: float | N
         baselines["001 Cor. 7"] = Baseline("001 Cor. 7", cor7.epsilon, cor7.delta, cor7.label)
     return Report(epsilon=eps, delta=d, theorem=winner.name, exact=winner.exact, witness=None, differing=(),
                   curve=winner.curve, baselines=baselines, solver="composite", notes=tuple(notes),
-                  title=scenario.title, bracket=bracket)
+                  title=scenario.title, bracket=bracket, lower_curve=None if winner.exact else winner.lower)
 
 
 def _route_bracket(winner, upper: float, delta: float | None, epsilon: float | None,

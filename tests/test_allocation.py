@@ -415,7 +415,7 @@ def test_rates_prior_through_solve_is_poisson_subsampling_within_its_bracket():
     t = 10
     scenario = Scenario(t, tuple(Invocation(i, GaussianMechanism(1.0)) for i in range(t)),
                         hypotheses=(Point(()), Rates((1 / t,) * t)), delta=1e-6)
-    report = solve(scenario)
+    report = solve(scenario, rtol=0.005)  # the width asked for reaches the route
     assert report.theorem == "Poisson subsampling (rates prior)" and not report.exact
     low, high = report.bracket
     assert high == report.epsilon and (high - low) / high <= 0.005
@@ -613,19 +613,26 @@ def test_solve_takes_subsampled_gaussians_through_the_allocation():
     assert sub.theorem == "random allocation" and sub.bracket == pytest.approx(expected, rel=1e-12)
 
 
-def test_a_time_budget_stops_the_refinement_and_the_bracket_stays_certified():
-    """mu 3, 1 of 2 with a 1 ms budget: no refinement, a wider bracket still around the quadrature."""
-    curve = allocation_curve(3.0, 2, 1, epsilon=2.0, rtol=1e-4, seconds=1e-3)
-    assert "stopped by the time budget" in curve.description
+def test_a_time_limit_stops_the_refinement_and_the_bracket_stays_certified():
+    """mu 3, 1 of 2 within a 1 ms limit: no refinement, a wider bracket still around the quadrature, the
+    stop recorded on the running computation's deadline (what solve reports as "time limit reached")."""
+    from gce import effort
+
+    with effort.within(effort.Deadline(1e-3)) as deadline:
+        curve = allocation_curve(3.0, 2, 1, epsilon=2.0, rtol=1e-4)
+    assert "time limit" in curve.description  # the refinement stopped, or the first grid not started
+    assert deadline.reached and deadline.stops[0].startswith("allocation") and "at epsilon 2 (bracket " in \
+        deadline.stops[0]
     pq, qp = reference_deltas(3.0, 2, 1, 2.0)
     low, high = curve.delta_bracket(2.0)
     assert low <= max(pq, qp) <= high and (high - low) > 1e-4 * high
-    with pytest.raises(InvalidParameterError) as info:
-        allocation_curve(1.0, 2, seconds=0.0)
-    assert info.value.field == "seconds"
+    fine = allocation_curve(3.0, 2, 1, epsilon=2.0, rtol=1e-4)  # no limit: the whole schedule
+    assert "stopped" not in fine.description
+    fine_low, fine_high = fine.delta_bracket(2.0)
+    assert low <= fine_low <= max(pq, qp) <= fine_high <= high and fine_high - fine_low <= 1e-4 * fine_high
 
 
-def test_solve_gives_the_route_a_share_of_its_time_budget():
+def test_the_time_limit_stops_the_route_and_the_report_says_so():
     """sigma 0.8, 1 of 3,000 refines for about 3 s without a budget (sigma 0.5, 1 of 100, the case this test
     had before the geometric grid, now takes 0.1 s); within 0.6 s it stops and says so, and its upper value is
     at most the single Gaussian's (mu 1.25; joint convexity over the singletons)."""
@@ -636,9 +643,11 @@ def test_solve_gives_the_route_a_share_of_its_time_budget():
                         hypotheses=(Point(()), Uniform(1, 1)), delta=1e-6)
     start = _time.perf_counter()
     report = solve(scenario, time_limit=0.6)
-    assert _time.perf_counter() - start < 1.6
+    # quiet machine: 0.7 to 0.9 s in all (the route itself about 0.2 s: its next step would not fit); 3x that
+    assert _time.perf_counter() - start < 3.0
     assert report.theorem == "random allocation"
-    assert any("stopped by the time budget" in n for n in report.notes)
+    assert report.time_limit_reached
+    assert any(n.startswith("time limit reached: allocation") for n in report.notes)
     low, high = report.bracket
     assert low <= high <= float(GaussianCurve(1.25).epsilon(1e-6))
 

@@ -228,10 +228,12 @@ def test_the_new_method_leaves_large_noise_to_the_uniform_grid():
 @pytest.mark.parametrize("mu, t", [(2.0, 1000), (3.0, 37)])
 def test_the_round_off_allowance_covers_the_drift_of_the_total_masses(mu, t):
     """The garbled laws' totals are 1 in exact arithmetic (Q-mass, and P-mass = E_Q[S] / t = 1): after the
-    ~2 log2 t pairwise sums they are off by less than the relative round-off charged (slack = 2e (1 + 2e))."""
+    ~2 log2 t pairwise sums they are off by less than the relative round-off allowance ``e``, which the
+    lower law applies cell by cell (masses times 1 - e): so their total lies in [1 - 2e, 1]."""
     ratio = GaussianRatio(mu)
     for which in A._WHICH:
         _, low, _ = A._geometric_laws(ratio, t, 1 / 16, TAIL, which)
-        drift = abs(math.fsum(low.mass) - 1.0)
-        assert 0.0 < low.slack < 1e-9
-        assert drift <= low.slack / 2, (which, drift, low.slack)
+        e = low.relative
+        assert 0.0 < e < 1e-9 and low.slack == 0.0
+        drift = abs(math.fsum(low.mass) / (1.0 - e) - 1.0)
+        assert drift <= e / 2, (which, drift, e)

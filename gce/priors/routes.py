@@ -57,6 +57,7 @@ from ..distributions import Distribution
 from ..hypotheses import SUPPORT_LIMIT, Point, Rates, Uniform
 from .subsampling import SubsamplingCurve
 from . import allocation as allocation_module
+from .. import effort
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..report import Report
@@ -118,12 +119,23 @@ class RouteContext:
         ``worst_pair() -> WorstPair``: the search of the worst pair over the
         supports, done by the caller (:func:`gce.solving.solve`); run at most
         once, when a route or the report first asks.
+    target : (delta, epsilon), optional
+        Where the answer is asked (one of them None); the scenario's own target by default.
+    seconds_left : callable, optional
+        Seconds left of the solve's time limit (routes that refine read the cap from
+        :func:`gce.effort.current` instead, and stop only there).
+    rtol : float
+        The relative width of the certified bracket asked for (:data:`gce.effort.DEFAULT_RTOL`): routes
+        that refine (random allocation, Poisson subsampling) refine until their bracket at the target is
+        that narrow, whatever the time (the cap only stops them).
     """
 
     def __init__(self, scenario: Scenario, worst_pair: Callable[[], WorstPair],
                  target: tuple[float | None, float | None] | None = None,
-                 seconds_left: Callable[[], float] | None = None):
+                 seconds_left: Callable[[], float] | None = None, rtol: float = effort.DEFAULT_RTOL):
         self.scenario = scenario
+        #: The relative width of the bracket asked for.
+        self.rtol = effort.check_rtol(rtol)
         #: Seconds left of the solve's time budget (None: no budget), for routes that refine.
         self.seconds_left = seconds_left
         self._search = worst_pair
@@ -469,14 +481,6 @@ class AllocationRoute(Route):
         """A pair that every ratio dominates (:meth:`_extreme`, smallest)."""
         return cls._extreme(ratios, largest=False)
 
-    #: Share of the solve's time left that one allocation curve may take (the other routes follow).
-    TIME_SHARE = 0.5
-
-    def _seconds(self, context: RouteContext) -> float | None:
-        """The time one allocation curve may take: a share of the solve's time left (at least 0.1 s)."""
-        left = None if context.seconds_left is None else context.seconds_left()
-        return None if left is None else max(self.TIME_SHARE * left, 0.1)
-
     @staticmethod
     def _mus(context: RouteContext) -> np.ndarray:
         """Each database's combined mu (several Gaussians on one database: sqrt(sum mu_i^2))."""
@@ -490,8 +494,10 @@ class AllocationRoute(Route):
         """The allocation curve of the support's k-sets at the largest mu, bracketed below at the smallest;
         for a rates prior the composition of the databases' subsampled Gaussians
         (:func:`gce.priors.allocation.poisson_curve`), for uniform(min, max) its rate-1/2 bound
-        (:func:`gce.priors.allocation.uniform_curve`)."""
+        (:func:`gce.priors.allocation.uniform_curve`). Each refines to the bracket width ``context.rtol``
+        (only the time limit, :func:`gce.effort.current`, stops it sooner, and says so)."""
         delta, epsilon = context.target
+        rtol = context.rtol
         other = self._other(context)
         k = self._members(context)
         if k is not None and not all(kinds.gdp_mu(g) is not None for g in context.scenario.table.kinds):
@@ -502,25 +508,23 @@ class AllocationRoute(Route):
             for mu, rate in zip(mus.tolist(), other.rates):
                 pairs[(mu, rate)] = pairs.get((mu, rate), 0) + 1
             curve = allocation_module.poisson_curve([(m, r, c) for (m, r), c in sorted(pairs.items())],
-                                                    delta=delta, epsilon=epsilon, seconds=self._seconds(context))
+                                                    rtol=rtol, delta=delta, epsilon=epsilon)
             return RouteAnswer("Poisson subsampling (rates prior)", curve, False, lower=curve.lower,
                                note=curve.description)
         if k is None:
             curve = allocation_module.uniform_curve(mus.tolist(), other.min_members, other.max_members,
-                                                    delta=delta, epsilon=epsilon, seconds=self._seconds(context))
+                                                    rtol=rtol, delta=delta, epsilon=epsilon)
             return RouteAnswer("Poisson subsampling at rate 1/2 (uniform prior)", curve, False,
                                lower=curve.lower, note=curve.description)
         support = self._support(context, k)
         per_database = mus[list(support)]
         high, low = float(per_database.max()), float(per_database.min())
-        seconds = self._seconds(context)
-        curve = allocation_module.allocation_curve(high, len(support), k, delta=delta, epsilon=epsilon,
-                                                   seconds=seconds)
+        curve = allocation_module.allocation_curve(high, len(support), k, rtol=rtol, delta=delta, epsilon=epsilon)
         lower = curve.lower
         note = curve.description
         if low < high:
-            lower = allocation_module.allocation_curve(low, len(support), k, delta=delta, epsilon=epsilon,
-                                                       seconds=self._seconds(context)).lower
+            lower = allocation_module.allocation_curve(low, len(support), k, rtol=rtol, delta=delta,
+                                                       epsilon=epsilon).lower
             note += f"; below at the smallest mu {low:g}"
         return RouteAnswer(self.name, curve, False, lower=lower, note=note)
 
@@ -537,16 +541,16 @@ class AllocationRoute(Route):
             raise UnsupportedCombinationError("no database that can hold the target runs a mechanism")
         # The pair of the support's largest parameters dominates every database of the support.
         high = self._dominating(present)
-        curve = allocation_module.allocation_curve(high, len(support), k, delta=delta, epsilon=epsilon,
-                                                   seconds=self._seconds(context))
+        curve = allocation_module.allocation_curve(high, len(support), k, rtol=context.rtol, delta=delta,
+                                                   epsilon=epsilon)
         lower, note = curve.lower, curve.description
         if len(present) < len(chosen):
             lower, note = None, note + "; a database without an invocation: no certified lower curve"
         else:
             low = self._dominated(present)
             if self._parameter(low) != self._parameter(high):
-                lower = allocation_module.allocation_curve(low, len(support), k, delta=delta, epsilon=epsilon,
-                                                           seconds=self._seconds(context)).lower
+                lower = allocation_module.allocation_curve(low, len(support), k, rtol=context.rtol, delta=delta,
+                                                           epsilon=epsilon).lower
                 note += f"; below at the smallest ({low.label})"
         return RouteAnswer(self.name, curve, False, lower=lower, note=note)
 

@@ -30,11 +30,12 @@ One module a method, each with the argument that proves it in its docstring; thi
 * :mod:`.ratios`: one database's likelihood ratio under Q (Gaussian, Laplace, canonical (eps, delta),
   subsampled), the only thing the methods read.
 * :mod:`.bracket`: one direction's law, the upper curve with its certified lower curve, the bracket's width,
-  the clock.
+  and where the time limit may stop a refinement (accuracy decides the work: :func:`~.bracket._may_refine`).
 * :mod:`.uniform_grid`: 1 of t on a uniform grid by one FFT (a spread above, a garbling below, the cyclic
   FFT's wrap).
 * :mod:`.geometric_grid`: 1 of t on a geometric grid by pairwise sums (small noise).
-* :mod:`.one_of_t`: 1 of t, one epoch: both grids, refined by whichever is predicted to be faster.
+* :mod:`.one_of_t`: 1 of t, one epoch: both grids, refined by whichever is predicted to be faster (from
+  the grids' sizes, never from measured times).
 * :mod:`.decomposition`: k of t and epochs (Feldman and Shenfeld's decomposition above, a garbling below).
 * :mod:`.random_allocation`: :func:`allocation_curve`, the entry point.
 * :mod:`.poisson`: per-database rates (:func:`poisson_curve`).

@@ -6,23 +6,27 @@ An upper curve is a valid guarantee (the maximum over both directions of dominat
 curve is never one: it bounds the exact curve from below (garbled pairs, less their round-off allowance), so
 the exact value at the target lies in the bracket between them.
 
-Time
-----
-The refinements (points doubled, or ``rho`` halved) stop when the next one, estimated from the last, would
-overrun the ``seconds`` given (the route gives a share of solve's time left): the bracket is then wider, still
-certified, and the description says so.
+Accuracy decides the work
+-------------------------
+The refinements (points doubled, ``rho`` halved, the loss grid halved) follow a schedule that depends only
+on the question and the requested relative width ``rtol`` of the bracket at the target: the same question
+gives the same numbers on any machine (docs/design.md, "Random allocation", "Time"). The time limit of the
+running computation (:func:`gce.effort.current`) only *stops*: before each step its cost is estimated from
+its grid's size (:func:`_linear_seconds`, :func:`_log_seconds`: cells times a constant, never a measured
+time), and a step that would not fit is not made; the last completed step is kept (a certified bracket,
+wider) and the stop is recorded on the deadline (the report then says ``time limit reached``).
 """
 
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import NDArray
 
+from ... import effort
 from ...accounting.curves import DiscreteLossCurve, PrivacyCurve, at_or_above
 from ...errors import InvalidParameterError
 from ...validation import is_integer
@@ -49,6 +53,9 @@ class _Law:
     infinite: float
     slack: float = 0.0
     slack_other: float = 0.0
+    #: A relative round-off allowance already applied to the masses and losses (the geometric grid's,
+    #: cell by cell): for the record only.
+    relative: float = 0.0
 
     def curve(self) -> DiscreteLossCurve:
         with np.errstate(divide="ignore"):
@@ -158,6 +165,14 @@ def _bracket_at(uppers: Sequence[_Law], lowers: Sequence[_Law], delta: float | N
     return lows, highs
 
 
+def _brackets_at(upper: _Law, lower: _Law, targets) -> tuple[list[float], list[float]]:
+    """One direction's (lower, upper) values at each target ``(delta, epsilon)`` (each curve built once)."""
+    low = LowerBound([(lower.curve(), lower.slack, lower.slack_other)])
+    up = upper.curve()
+    pairs = [_at(up, low, delta, epsilon) for delta, epsilon in targets]
+    return [lo for lo, _ in pairs], [hi for _, hi in pairs]
+
+
 def _at(curve, lower, delta: float | None, epsilon: float | None) -> tuple[float, float]:
     if epsilon is None:
         return float(lower.epsilon(delta)), float(curve.epsilon(delta))
@@ -177,34 +192,40 @@ class _DirectionLower(PrivacyCurve):
         return self._lower.direction_delta(self._which, eps)
 
 
-class _Clock:
-    """The time a computation may take (None: no limit): refinements stop when the next one, estimated at
-    :data:`_STEP_GROWTH` times the last, would overrun it (the grid kept is coarser: the bracket wider,
-    still certified)."""
+#: Estimated seconds per unit of FFT work (points x log2 points) of one uniform-grid law (spread, powers,
+#: garbling, both measures): measured on a 2-core machine, with a margin. Only decides whether a step fits.
+_FFT_SECONDS = 1.5e-7
+#: Estimated seconds per unit of pairwise-sum work (points x offsets) of one geometric-grid sum (spread and
+#: garbling), and per sum whatever its size: as :data:`_FFT_SECONDS`.
+_LOG_SECONDS = (8e-8, 1.5e-2)
 
-    def __init__(self, seconds: float | None):
-        self.start = time.perf_counter()
-        self.seconds = seconds
-        self.stopped = False
 
-    def another(self, last_step: float, growth: float | None = None) -> bool:
-        """Whether a step estimated from ``last_step`` (``growth`` times it, :data:`_STEP_GROWTH` by default)
-        fits in the time left (records when it does not)."""
-        if self.seconds is None:
-            return True
-        growth = _STEP_GROWTH if growth is None else growth
-        fits = time.perf_counter() - self.start + growth * last_step <= self.seconds
-        self.stopped = self.stopped or not fits
-        return fits
+def _fft_seconds(size: int) -> float:
+    """Estimated seconds of one law on an FFT of ``size`` points (:data:`_FFT_SECONDS`)."""
+    return _FFT_SECONDS * size * max(math.log2(max(size, 2)), 1.0)
 
-    def note(self) -> str:
-        return "; refinement stopped by the time budget (a wider bracket)" if self.stopped else ""
+
+def _target_text(delta: float | None, epsilon: float | None) -> str:
+    return f"delta {delta:g}" if epsilon is None else f"epsilon {epsilon:g}"
+
+
+def _may_refine(seconds: float, what: str, delta: float | None, epsilon: float | None, width: float) -> bool:
+    """Whether the next refinement, estimated at ``seconds``, fits in the running computation's time limit
+    (:func:`gce.effort.current`); when it does not, the stop is recorded there (``what`` at the target, with
+    the width of the bracket kept) and the caller keeps its last completed step."""
+    deadline = effort.current()
+    if deadline.fits(seconds):
+        return True
+    shown = "unbounded" if not math.isfinite(width) else f"{width:.1%} wide"
+    deadline.stop(f"{what} at {_target_text(delta, epsilon)} (bracket {shown})")
+    return False
+
+
+_STOPPED = "; refinement stopped at the time limit (a wider bracket, still certified)"
 
 
 #: A direction's bracket within this many times its round-off allowance is not refined (:func:`_single`).
 _SETTLED = 16.0
-#: A refinement (points doubled) costs about this many times the previous step.
-_STEP_GROWTH = 2.5
 
 
 def _check_count(value: object, name: str, low: int = 1) -> int:

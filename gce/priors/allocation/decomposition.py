@@ -31,7 +31,6 @@ Dong, Roth, Su, "Gaussian differential privacy", J. R. Stat. Soc. B 2022.
 from __future__ import annotations
 
 import math
-import time
 
 import numpy as np
 from scipy import special
@@ -39,7 +38,8 @@ from scipy import special
 from ...accounting import batch
 from ...accounting.curves import PrivacyCurve
 from ...errors import NumericalLimitError
-from .bracket import _SETTLED, _WHICH, AllocationCurve, LowerBound, _at, _Clock, _DirectionLower, _Law, _width
+from .bracket import (_SETTLED, _STOPPED, _WHICH, AllocationCurve, LowerBound, _at, _DirectionLower, _fft_seconds, _Law,
+                      _may_refine, _width)
 from .one_of_t import _single
 from .ratios import CanonicalRatio, GaussianRatio, LaplaceRatio, _phi_between
 from .uniform_grid import GRID_LIMIT, START_POINTS, _direction_grid, _lower_laws, _upper_laws
@@ -49,6 +49,8 @@ from .uniform_grid import GRID_LIMIT, START_POINTS, _direction_grid, _lower_laws
 _LOWER_POINTS = 2**15
 #: Loss grid of the composition (k > 1, epochs): relative to the requested width.
 _LOSS_GRID_SHARE = 0.25
+#: The first loss grid of the composition, in multiples of its estimate (halved while needed; at most 0.05).
+_COARSE = 8.0
 
 
 def _blocks(t: int, k: int) -> list[tuple[int, int]]:
@@ -88,32 +90,37 @@ def _compose_blocks(blocks, epochs: int, interval: float):
 
 
 def _composed(ratio: GaussianRatio, t: int, k: int, epochs: int, rtol: float, delta: float | None,
-              epsilon: float | None, tail: float, clock: _Clock | None = None) -> AllocationCurve:
+              epsilon: float | None, tail: float) -> AllocationCurve:
     """k of t and/or several epochs: the decomposition's 1-of-m pairs composed above, a garbled pair composed
     below (module doc), on the batch engine's loss grid. The cells and the loss grid are refined together
-    while the decomposition's own discretisation bracket is wider than ``rtol / 8``."""
+    while the decomposition's own discretisation bracket is wider than ``rtol / 8`` (the loss grid from
+    :data:`_COARSE` times its estimate, halved alone down to it, then with the cells): a schedule that depends
+    on the question only, stopped only by the time limit (:func:`~.bracket._may_refine`, each step's cost
+    estimated from its grids' sizes, :func:`_step_seconds`)."""
     sizes = _blocks(t, k)
     copies = sum(count for _, count in sizes) * epochs
     points = START_POINTS
     interval = None
     blocks_lower, kept = None, (points, interval)  # kept: the last grids that fit
-    clock = clock or _Clock(None)
+    stopped = False
     # Epochs of 1 of t: a second lower bound, the best garbled pair of one allocation by both methods
     # (uniform and geometric grids: :func:`_single`; at small noise the uniform grid's garbled pair is a
     # poor lower bound), composed over the epochs on the same loss grid; the larger of the two is kept.
     single = None
     if k == 1 and t > 1 and not _exact_blocks(ratio, t):
-        laws = _single(ratio, t, rtol / 100, delta, epsilon, tail, clock)  # fine: composed, errors add up
+        laws, _, stopped = _single(ratio, t, rtol / _SINGLE_SHARE, delta, epsilon, tail)  # composed: errors add up
         target = delta if epsilon is None else float(PrivacyCurve.delta(laws["remove"][0].curve(), epsilon))
         floor = max(math.log(max(1e-6 * target, 1e-300) / epochs) if target else -40.0, -40.0)
         single = [_merged_below(laws[w][1], floor) for w in _WHICH]
     while True:
-        step = time.perf_counter()
         try:
             blocks = [(_block_laws(ratio, size, points, tail), count) for size, count in sizes]
-            if interval is None:
-                interval = _loss_interval([(up, count * epochs) for (up, _), count in blocks], rtol, delta,
-                                          epsilon)
+            if interval is None:  # coarse to fine: the first steps are cheap (the time limit may stop any)
+                target = _loss_interval([(up, count * epochs) for (up, _), count in blocks], rtol, delta, epsilon)
+                interval = min(target * _COARSE, max(target, 0.05))
+            if blocks_lower is None and not _may_refine(_compose_seconds(sizes, blocks, epochs, interval),
+                                                        "allocation (first composition)", delta, epsilon, math.inf):
+                raise _NoRoom("the time limit leaves no room for the first composition")
             trial, slack = _compose_blocks(blocks, epochs, interval)
             grow = copies * (1.0 + slack) ** max(copies - 1, 0)
             parts = [(_DirectionLower(trial.lower), slack * grow, slack * grow)]
@@ -136,15 +143,25 @@ def _composed(ratio: GaussianRatio, t: int, k: int, epochs: int, rtol: float, de
         width = _width(low, high)
         # settled: within a few times the round-off allowance (e.g. a delta of 0 at the target), which
         # refining only grows
-        if width <= rtol / 8 or high - low <= _SETTLED * slack * grow or points >= GRID_LIMIT // 8 \
-                or not clock.another(time.perf_counter() - step):
+        if width <= rtol / 8 or high - low <= _SETTLED * slack * grow or points >= GRID_LIMIT // 8:
             break
-        if not all(_exact_blocks(ratio, size) for size, _ in sizes):  # exact blocks need no finer cells
-            points *= 2
-        interval /= 2
+        finer = points if all(_exact_blocks(ratio, size) for size, _ in sizes) else 2 * points  # exact blocks
+        if interval > target:  # the loss grid down to its estimate first, then the cells with it
+            finer = points
+        if not _may_refine(_step_seconds(ratio, sizes, blocks, epochs, finer, interval / 2, tail),
+                           "allocation refinement (decomposition)", delta, epsilon, width):
+            stopped = True
+            break
+        points, interval = finer, interval / 2
     if k == 1:
         lower = blocks_lower  # the blocks are 1-of-t allocations: their garbled pairs composed bound it below
         how = "garbled pairs composed" + ("" if single is None else f" (also {', '.join(laws[w][2] for w in _WHICH)})")
+    elif not _may_refine(_lower_seconds(ratio, t, epochs, tail, interval), "allocation (the garbled k-of-t pair)",
+                         delta, epsilon, math.inf):
+        from ...accounting.curves import GaussianCurve
+        lower = LowerBound([(GaussianCurve(0.0), 0.0, 0.0)])  # nothing certified here: 0 (Gaussians: see the caller)
+        how = "not computed (the time limit)"
+        stopped = True
     else:
         lows = []
         for d, which in enumerate(_WHICH):
@@ -167,7 +184,60 @@ def _composed(ratio: GaussianRatio, t: int, k: int, epochs: int, rtol: float, de
     blocks_text = " + ".join(f"{count * epochs} x (1 of {size})" for size, count in sizes)
     return AllocationCurve([composed], lower, f"{k} of {t}, {ratio.label}, {epochs} epoch(s): upper "
                                               f"{blocks_text} composed (Feldman and Shenfeld decomposition), "
-                                              f"{points:,} cells, loss grid {interval:.3g}; lower: {how}{clock.note()}")
+                                              f"{points:,} cells, loss grid {interval:.3g}; lower: {how}"
+                                              f"{_STOPPED if stopped else ''}")
+
+
+class _NoRoom(Exception):
+    """The time limit leaves no room for the first step of the schedule (:func:`_composed`): the caller
+    answers in closed form."""
+
+
+#: The 1-of-t laws that bound epochs of 1 of t below are asked for this many times finer a bracket than
+#: the composition (their errors add up over the epochs).
+_SINGLE_SHARE = 16.0
+
+
+def _step_seconds(ratio, sizes, blocks, epochs: int, points: int, interval: float, tail: float) -> float:
+    """Estimated seconds of one step of :func:`_composed` at ``points`` cells and loss grid ``interval``
+    (from the sizes of its grids, never measured): each block's laws on its FFT grid (both directions,
+    above and below) and the composition of the copies' losses on the loss grid (its span, from the block
+    laws at hand, times the copies, over the interval; both directions, above and below)."""
+    seconds = 0.0
+    for size, _ in sizes:
+        if not (_exact_blocks(ratio, size) or (size == 1 and isinstance(ratio, (GaussianRatio, LaplaceRatio)))):
+            for which in _WHICH:
+                try:
+                    seconds += 2.0 * _fft_seconds(_direction_grid(ratio, size, points, tail, which).size)
+                except NumericalLimitError:
+                    pass
+    return seconds + _compose_seconds(sizes, blocks, epochs, interval)
+
+
+def _lower_seconds(ratio, t: int, epochs: int, tail: float, interval: float) -> float:
+    """Estimated seconds of the garbled k-of-t pair below (:func:`_composed`): its FFT of
+    :data:`_LOWER_POINTS` cells a direction, and its composition over the epochs (a span of about 40 a
+    copy, over the interval)."""
+    seconds = 0.0
+    for which in _WHICH:
+        try:
+            seconds += _fft_seconds(_direction_grid(ratio, t, _LOWER_POINTS, tail, which).size)
+        except NumericalLimitError:
+            pass
+    return seconds + (2.0 * _fft_seconds(int(min(40.0 * epochs / interval, 2**31)) + 1) if epochs > 1 else 0.0)
+
+
+def _compose_seconds(sizes, blocks, epochs: int, interval: float) -> float:
+    """Estimated seconds of composing the blocks' copies on the loss grid ``interval`` (:func:`_composed`):
+    the span of the block laws at hand times the copies, over the interval; both directions, above and
+    below, and the garbled 1-of-t pairs below."""
+    span = 0.0
+    for (size, count), ((ups, _), _) in zip(sizes, blocks):
+        for law in ups:
+            finite = law.loss[np.isfinite(law.loss) & (law.mass > 0)]
+            if finite.size:
+                span += count * epochs * float(min(finite.max() - finite.min(), 200.0))
+    return 6.0 * _fft_seconds(int(min(span / interval, 2**31)) + 1)
 
 
 def _merged_below(law: _Law, floor: float) -> _Law:

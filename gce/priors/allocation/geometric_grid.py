@@ -41,11 +41,23 @@ non-negative terms (Higham, Sec. 4.2), n the offsets a cell receives, added in b
 the prefix sums in long double (:func:`_log_sum_round_off`). A partial sum's error reaches the final law
 once per copy of it, so the law's relative error is at most ``t`` times one sum's plus one term's; one term's
 cell masses are differences of distribution functions in the nearer tail, whose error is taken to be ``u``
-times the smaller tail mass (an estimate, as :data:`ROUND_OFF`'s on the uniform grid; it costs the spread at most as much in mass and mean).
-Above, that L1 error (and the relative error of the grid's positions, which moves means as much) is charged
-at infinite loss; below, with ``p`` and ``q`` known cell by cell to a relative ``e``, ``sum (p - e^eps
-q)_+`` moves by at most ``2e (1 + 2e)``: subtracted, with no ``e^eps`` term. Both are multiplied by
-:data:`ROUND_OFF`.
+times the smaller tail mass (an estimate, as :data:`ROUND_OFF`'s on the uniform grid). One term's spread
+moves the share ``(E[W | cell] - g_j) / (g_{j+1} - g_j)`` of a cell up, so its round-off moves a mean,
+never a mass; the grid's positions (exp of a sum) and the split of every sum move means by their relative
+error too.
+
+The errors are *relative, cell by cell*, so they are applied to the cells and not charged as mass at
+infinite loss (which would cost the whole allowance at every delta and make deltas below about 1e-10 out
+of reach). Above, with a relative mass error ``e`` and conditional means within ``e`` (``E[S~ | S]`` in
+``S [1 - e, 1 + e]``): the pair with P-masses scaled up by ``1 / (1 - e)^2`` and Q-masses down by ``(1 - e)
+/ (1 + e)`` dominates the spread pair cell by cell in P||Q (and the converse scaling in Q||P), and the
+spread pair of means off by ``e`` is dominated by ``1 / (1 - e)`` times the exact spread (Jensen's
+inequality on ``S' = E[S~ | S]``, then ``S <= S' / (1 - e)``); as a law, the masses scaled and the losses
+moved up (:func:`_log_upper_laws`). Below, with ``p = p~ (1 +- e)`` and ``q = q~ (1 +- e)`` cell by cell,
+``sum (p - e^eps q)_+ >= (1 - e) sum (p~ - e^(eps + c) q~)_+``, ``c = log((1 + e) / (1 - e))``: the masses
+scaled by ``1 - e`` and the losses moved down by ``c`` (:func:`_log_lower_laws`). Both bounds hold cell by
+cell, so they survive composition (a larger P-mass and a smaller Q-mass in every cell can only raise the
+composed divergence). Every ``e`` is multiplied by :data:`ROUND_OFF`.
 
 The errors are of second order in ``rho`` in both directions (:mod:`.one_of_t` chooses between the grids).
 
@@ -64,7 +76,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ...errors import NumericalLimitError
-from .bracket import ROUND_OFF, _Law
+from .bracket import _LOG_SECONDS, ROUND_OFF, _Law
 
 
 #: Relative cell width of the first geometric grid (each refinement halves it).
@@ -299,34 +311,60 @@ def _log_upper_laws(ratio, t: int, grid: _GeometricGrid, which: str) -> _Law:
     """The dominating pair of 1 of t on the geometric grid (module doc, "Small noise"): one term's
     ``min(W, B)`` spread onto 0 and the points, then ``S`` by pairwise sums each spread back; its law in the
     direction ``which`` (remove: P-masses ``q s / t`` at loss ``log(s / t)``, the clamp's excess at infinite
-    loss; add: Q-masses at ``-log(s / t)``, the mass at 0 at infinite loss)."""
+    loss; add: Q-masses at ``-log(s / t)``, the mass at 0 at infinite loss), with the round-off allowance
+    applied cell by cell (module doc, "Floating point": masses scaled, losses moved up)."""
     top = grid.top
     values = grid.values
     edges = np.concatenate(([0.0], values[: top + 1], [np.inf]))
     q, p = ratio.cells(edges)  # [0, g_0), [g_j, g_{j+1}) for j < top, [B, inf)
+    # One term's spread, cell by cell: the share lam = (E[W | cell] - g_j) / (g_{j+1} - g_j) of the cell's
+    # Q-mass moves up (a share in [0, 1]: its round-off moves the cell's mean, never its mass).
+    lower_edges = np.concatenate(([0.0], values[:top]))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        lam = np.where(q[:-1] > 0, (p[:-1] / np.where(q[:-1] > 0, q[:-1], 1.0) - lower_edges)
+                       / (values[: top + 1] - lower_edges), 0.0)
+    lam = np.clip(lam, 0.0, 1.0)
     law = np.zeros(grid.size)
-    zero = q[0] - p[0] / values[0]
-    law[0] += p[0] / values[0]
-    inner = values[: top + 1]
-    width = np.diff(inner)
-    law[:top] += (inner[1:] * q[1:top + 1] - p[1:top + 1]) / width
-    law[1:top + 1] += (p[1:top + 1] - inner[:-1] * q[1:top + 1]) / width
+    zero = float(q[0] * (1.0 - lam[0]))
+    law[: top + 1] += q[:-1] * lam
+    law[:top] += q[1:top + 1] * (1.0 - lam[1:])
     law[top] += q[-1]  # W >= B: clamped at B
-    one = (max(float(zero), 0.0), np.maximum(law, 0.0))
+    one = (zero, law)
     zero, mass = _binary(t, one, lambda x, y, same: _spread_sum(grid, x, y, same))
-    # L1 round-off, relative to the mass (module doc, "Floating point"): a partial sum's error reaches the
-    # final law once per copy of it (t times one sum's and one term's), the grid's positions (exp of a sum)
-    # carry a relative error per sum that moves each mean by as much.
-    per_sum = _log_sum_round_off(grid, 4 * grid.offsets(0.5)[0].size + 4)
-    cells = 4.0 * _U * (float(_tails(q).sum()) + 1.0)
-    positions = 4.0 * _U * (abs(math.log(grid.g0)) + grid.size * grid.log_r + 2.0) * _levels(t)
-    noise = ROUND_OFF * (t * (per_sum + cells) + positions)
-    loss = grid.log_values - math.log(t)
-    loss = loss + 4.0 * _U * (np.abs(loss) + 1.0)  # rounded up (a larger loss: a larger delta)
+    error = ROUND_OFF * _log_upper_relative(grid, t, q, p)
+    # With each cell's computed mass within a relative ``error`` of the exact spread's, and every
+    # conditional mean within as much (module doc, "Floating point"): the remove direction's P-masses
+    # scaled by 1 / (1 - e)^2 and its losses moved up by log((1 + e) / (1 - e)^2), the add direction's
+    # Q-masses by 1 / (1 - e) and its losses by log((1 + e)^2 / (1 - e)), dominate the spread pair cell by
+    # cell (a larger P-mass and a smaller Q-mass in P||Q; the converse in Q||P).
+    log_s = grid.log_values - math.log(t)
+    rounding = 4.0 * _U * (np.abs(log_s) + 1.0)  # log(s / t), rounded outwards
     if which == "remove":
-        p_law = np.exp(np.log(np.maximum(mass, 1e-320)) + grid.log_values - math.log(t)) * (mass > 0)
-        return _Law(loss, p_law, min(ratio.excess(float(values[top])) + noise, 1.0))
-    return _Law(-loss, mass, min(zero + noise, 1.0))
+        shift = math.log1p(error) - 2.0 * math.log1p(-error)
+        factor = 1.0 / (1.0 - error) ** 2
+        p_law = np.exp(np.log(np.maximum(mass, 1e-320)) + log_s) * (mass > 0) * factor
+        return _Law(log_s + rounding + shift, p_law, min(ratio.excess(float(values[top])) * factor, 1.0))
+    shift = 2.0 * math.log1p(error) - math.log1p(-error)
+    factor = 1.0 / (1.0 - error)
+    return _Law(-log_s + rounding + shift, mass * factor, min(zero * factor, 1.0))
+
+
+def _log_upper_relative(grid: _GeometricGrid, t: int, q: NDArray[np.float64], p: NDArray[np.float64]) -> float:
+    """Relative round-off of every cell's mass and every conditional mean of the spread law of ``S``
+    (module doc, "Floating point"), before :data:`ROUND_OFF`: a partial sum's relative error reaches the
+    final law once per copy of it (t times one sum's and one term's); each sum's bulk subtracts at most half
+    of what it adds (three times the relative error); one term's cell masses ``q`` and ``p`` (differences of
+    distribution functions in the nearer tail: u times the smaller tail) give its masses and its cells'
+    conditional means ``p / q``; the grid's positions (exp of a sum) move each mean by their relative error
+    at every level; the P-masses ``q s / t`` are one exp of a sum of logs."""
+    per_sum = _log_sum_round_off(grid, 4 * grid.offsets(0.5)[0].size + 4)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        term_q = float(np.max(np.where(q > 0, _tails(q) / q, 0.0)))
+        term_p = float(np.max(np.where(p > 0, _tails(p) / p, 0.0)))
+    term = _U * (2.0 * term_q + term_p + 8.0)
+    positions = 4.0 * _U * (abs(math.log(grid.g0)) + grid.size * grid.log_r + 2.0) * _levels(t)
+    masses = 4.0 * _U * (750.0 + abs(math.log(grid.g0)) + grid.size * grid.log_r + math.log(t))
+    return t * (3.0 * per_sum + term) + positions + masses
 
 
 def _log_lower_laws(ratio, t: int, grid: _GeometricGrid, which: str) -> _Law:
@@ -349,15 +387,18 @@ def _log_lower_laws(ratio, t: int, grid: _GeometricGrid, which: str) -> _Law:
     mass, moment = mass[keep], moment[keep]
     loss = np.log(moment) - np.log(mass) - math.log(t)
     # Relative round-off of every cell (all terms non-negative, no subtraction): a partial sum's relative error
-    # reaches the final cells once per copy of it, so t times one sum's and one term's. With p = p~ (1 +- e)
-    # and q = q~ (1 +- e) cell by cell, sum (p - e^eps q)_+ moves by at most 2e (1 + 2e) sum p: no e^eps term.
+    # reaches the final cells once per copy of it, so t times one sum's and one term's (module doc, "Floating
+    # point"). With p = p~ (1 +- e) and q = q~ (1 +- e) cell by cell, sum (p - e^eps q)_+ is at least
+    # (1 - e) sum (p~ - e^(eps + c) q~)_+, c = log((1 + e) / (1 - e)): the masses scaled by 1 - e and the
+    # losses moved down by c (and by the rounding of the computed loss) give a lower curve at every eps.
     with np.errstate(divide="ignore", invalid="ignore"):
-        term = 2.0 * _U * float(np.max(np.where(q > 0, _tails(q) / q, 0.0)))
+        term = _U * (2.0 * float(np.max(np.where(q > 0, _tails(q) / q, 0.0)))
+                     + float(np.max(np.where(p > 0, _tails(p) / p, 0.0))) + 4.0)
     relative = ROUND_OFF * t * (_log_sum_round_off(grid, 4 * grid.offsets(1.0 / 64.0)[0].size + 4) + term)
-    slack = 2.0 * relative * (1.0 + 2.0 * relative)
+    shift = math.log1p(relative) - math.log1p(-relative) + 4.0 * _U * (np.abs(loss) + math.log(t) + 2.0)
     if which == "remove":
-        return _Law(loss, moment / t, 0.0, slack, 0.0)
-    return _Law(-loss, mass, 0.0, slack, 0.0)
+        return _Law(loss - shift, moment / t * (1.0 - relative), 0.0, relative=relative)
+    return _Law(-loss - shift, mass * (1.0 - relative), 0.0, relative=relative)
 
 
 def _geometric_laws(ratio, t: int, rho: float, tail: float, which: str) -> tuple[_Law, _Law, str]:
@@ -368,3 +409,17 @@ def _geometric_laws(ratio, t: int, rho: float, tail: float, which: str) -> tuple
                                   f"exceeds the work limit")
     label = f"geometric grid rho 1/{round(1.0 / rho):,} ({grid.size:,} points)"
     return _log_upper_laws(ratio, t, grid, which), _log_lower_laws(ratio, t, grid, which), label
+
+
+def _log_seconds(ratio, t: int, rho: float, tail: float, which: str) -> float:
+    """Estimated seconds of :func:`_geometric_laws` (from the grid's work, never measured: bracket module
+    doc); 0 when the grid exceeds the limits (the step then declines at once)."""
+    try:
+        grid = _geometric_grid(ratio, t, rho, tail, which)
+    except NumericalLimitError:
+        return 0.0
+    work = _log_work(grid)
+    if work > LOG_WORK_LIMIT:
+        return 0.0
+    per_work, per_sum = _LOG_SECONDS
+    return _levels(t) * (per_sum + per_work * work)

@@ -14,7 +14,6 @@ divergences", NeurIPS 2018.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 
 import numpy as np
@@ -22,8 +21,8 @@ from numpy.typing import NDArray
 
 from ...errors import InvalidParameterError, NumericalLimitError
 from ...validation import is_number
-from .bracket import (_TAIL_SHARE, DEFAULT_RTOL, TAIL, AllocationCurve, LowerBound, _at, _check_count, _Clock,
-                      _DirectionLower, _Law, _width)
+from .bracket import (_STOPPED, _TAIL_SHARE, DEFAULT_RTOL, TAIL, AllocationCurve, LowerBound, _at, _check_count,
+                      _DirectionLower, _fft_seconds, _Law, _may_refine, _width)
 from .decomposition import _compose_blocks, _loss_interval
 from .ratios import GaussianRatio
 from .uniform_grid import GRID_LIMIT
@@ -78,6 +77,19 @@ def _poisson_laws(ratio: GaussianRatio, rate: float, points: int, tail: float) -
     return upper, lower
 
 
+def _poisson_seconds(blocks, kinds: int, points: int, interval: float) -> float:
+    """Estimated seconds of one step of :func:`poisson_curve` (from its grids' sizes, never measured): the
+    databases' laws on ``points`` cells and their composition on the loss grid (the span of the laws at hand
+    times the copies, over ``interval``; both directions, above and below)."""
+    span = 0.0
+    for (ups, _), count in blocks:
+        for law in ups:
+            finite = law.loss[np.isfinite(law.loss) & (law.mass > 0)]
+            if finite.size:
+                span += count * float(min(finite.max() - finite.min(), 200.0))
+    return kinds * 1e-7 * points + 4.0 * _fft_seconds(int(min(span / interval, 2**31)) + 1)
+
+
 def _check_rate(value: object, name: str) -> float:
     if not is_number(value) or not 0.0 <= value <= 1.0:
         raise InvalidParameterError(name, f"must be a probability in [0, 1], got {value!r}")
@@ -85,8 +97,7 @@ def _check_rate(value: object, name: str) -> float:
 
 
 def poisson_curve(parts: Sequence[tuple[float, float, int]], rtol: float = DEFAULT_RTOL,
-                  delta: float | None = 1e-6, epsilon: float | None = None, tail: float = TAIL,
-                  seconds: float | None = None) -> AllocationCurve:
+                  delta: float | None = 1e-6, epsilon: float | None = None, tail: float = TAIL) -> AllocationCurve:
     """The curve of "in none" against "in each database independently at its rate" (the per-database-rate
     prior: Poisson subsampling of the target's record, database by database), each database running a
     Gaussian of its ``mu``: an upper curve with its certified lower curve.
@@ -96,14 +107,15 @@ def poisson_curve(parts: Sequence[tuple[float, float, int]], rtol: float = DEFAU
     Balle, Barthe and Gaboardi 2018). Each pair is rounded to a dominating one above and garbled below
     (:func:`_poisson_laws`), and the pairs are composed by the batch engine
     (:func:`gce.accounting.batch.compose_laws`), both directions. The grids are refined while the bracket at
-    the target is wider than ``rtol``.
+    the target is wider than ``rtol`` (a schedule that depends on the question only; the time limit of the
+    running computation only stops it: :func:`~.bracket._may_refine`).
 
     Parameters
     ----------
     parts : sequence of (mu, rate, count)
         ``count`` databases running a mu-GDP mechanism each (several on one database: one Gaussian of
         ``sqrt(sum mu_i^2)``), each holding the target with probability ``rate``.
-    rtol, delta, epsilon, tail, seconds
+    rtol, delta, epsilon, tail
         As in :func:`allocation_curve`.
 
     Examples
@@ -138,13 +150,12 @@ def poisson_curve(parts: Sequence[tuple[float, float, int]], rtol: float = DEFAU
     points = _POISSON_POINTS
     blocks = [(_poisson_laws(ratio, rate, points, tail), count) for ratio, rate, count in clean]
     # Coarse to fine: the loss grid starts _POISSON_COARSE times the estimate and is halved while the
-    # bracket is too wide and the time allows (the lower curve's rounding down costs a grid step per copy).
+    # bracket is too wide (the lower curve's rounding down costs a grid step per copy).
     target = _loss_interval([(up, count) for (up, _), count in blocks], rtol, delta, epsilon)
     interval = min(target * _POISSON_COARSE, 0.05)
     done = None
-    clock = _Clock(seconds)
+    stopped = False
     while True:
-        step = time.perf_counter()
         try:
             composed, _ = _compose_blocks(blocks, 1, interval)
             lower = LowerBound([(_DirectionLower(composed.lower), 0.0, 0.0)])
@@ -158,17 +169,25 @@ def poisson_curve(parts: Sequence[tuple[float, float, int]], rtol: float = DEFAU
             interval *= 2.0
             continue
         done = (composed, lower, points, interval)
-        if _width(low, high) <= rtol or not clock.another(time.perf_counter() - step):
+        width = _width(low, high)
+        if width <= rtol:
             break
         if interval > target / 2:
-            interval /= 2
+            finer = (points, interval / 2)
         elif points < GRID_LIMIT // 8:
-            points *= 2
-            blocks = [(_poisson_laws(ratio, rate, points, tail), count) for ratio, rate, count in clean]
+            finer = (2 * points, interval)
         else:
             break
+        if not _may_refine(_poisson_seconds(blocks, len(clean), finer[0], finer[1]),
+                           "Poisson subsampling refinement", delta, epsilon, width):
+            stopped = True
+            break
+        if finer[0] != points:
+            blocks = [(_poisson_laws(ratio, rate, finer[0], tail), count) for ratio, rate, count in clean]
+        points, interval = finer
     composed, lower, points, interval = done
     shown = ", ".join(f"{count} x (mu {ratio.mu:g} at rate {rate:g})" for ratio, rate, count in clean[:4])
     more = ", ..." if len(clean) > 4 else ""
     return AllocationCurve([composed], lower, f"Poisson subsampling, {copies} database(s): {shown}{more}; "
-                                              f"{points:,} cells each, loss grid {interval:.3g}{clock.note()}")
+                                              f"{points:,} cells each, loss grid {interval:.3g}"
+                                              f"{_STOPPED if stopped else ''}")

@@ -17,17 +17,19 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ...accounting.curves import PrivacyCurve
-from ...errors import InvalidParameterError
+from ...errors import InvalidParameterError, NumericalLimitError
 from ...validation import is_number
-from .bracket import _TAIL_SHARE, DEFAULT_RTOL, TAIL, AllocationCurve, LowerBound, _check_count, _Clock
-from .decomposition import _composed
+from .bracket import (_STOPPED, _TAIL_SHARE, _WHICH, DEFAULT_RTOL, TAIL, AllocationCurve, LowerBound, _check_count,
+                      _may_refine)
+from .decomposition import _blocks, _composed, _NoRoom
 from .one_of_t import _single
 from .ratios import _RATIOS, GaussianRatio
+from .uniform_grid import START_POINTS, _linear_seconds
 
 
 def allocation_curve(mu: float, t: int, k: int = 1, epochs: int = 1, rtol: float = DEFAULT_RTOL,
                      delta: float | None = 1e-6, epsilon: float | None = None,
-                     tail: float = TAIL, seconds: float | None = None) -> AllocationCurve:
+                     tail: float = TAIL) -> AllocationCurve:
     """The curve of "in none" against "in exactly k of t" databases, each running a Gaussian of ``mu``,
     allocations repeated ``epochs`` times (fresh each time): an upper curve with its certified lower curve.
 
@@ -44,16 +46,16 @@ def allocation_curve(mu: float, t: int, k: int = 1, epochs: int = 1, rtol: float
         Independent allocations composed.
     rtol : float
         Requested relative width of the bracket at the target (grids are refined until it holds, or up to
-        :data:`GRID_LIMIT`; for k = 1 and one epoch, a uniform and a geometric grid: :mod:`.one_of_t`).
+        :data:`GRID_LIMIT`; for k = 1 and one epoch, a uniform and a geometric grid: :mod:`.one_of_t`). It
+        alone decides the work: the time limit of the running computation (:func:`gce.effort.current`)
+        only stops a refinement that would not fit (the bracket is then wider than ``rtol``, still
+        certified; the description and the deadline say so).
     delta, epsilon : float
         The target the width refers to: epsilon at ``delta`` (default) or, if ``epsilon`` is given, delta
         at ``epsilon``.
     tail : float
         P-mass beyond the clamp of one database's ratio, charged at infinite loss (with a delta target, up
         to ``1e-4 * delta``: it then costs at most that share of the bracket).
-    seconds : float, optional
-        Time the refinements may take: a refinement estimated to overrun it is not made (the bracket is
-        then wider than ``rtol``, still certified, and the description says so).
 
     Returns
     -------
@@ -95,20 +97,25 @@ def allocation_curve(mu: float, t: int, k: int = 1, epochs: int = 1, rtol: float
         return _plain(ratio.mu, k, epochs)
     if ratio.trivial:
         return _plain(0.0, k, epochs)
-    if seconds is not None and (not is_number(seconds) or seconds <= 0):
-        raise InvalidParameterError("seconds", f"must be a positive number of seconds, got {seconds!r}")
-    clock = _Clock(seconds)
+    if isinstance(ratio, GaussianRatio) and not _first_step_fits(ratio, t, k, epochs, tail, delta, epsilon):
+        return _closed_forms(ratio.mu, t, k, epochs, "the time limit leaves no room for the first grid")
     if k == 1 and epochs == 1:
-        laws = _single(ratio, t, rtol, delta, epsilon, tail, clock)
-        upper = [laws[w][0].curve() for w in ("remove", "add")]
-        lower = LowerBound([(laws[w][1].curve(), laws[w][1].slack, laws[w][1].slack_other)
-                            for w in ("remove", "add")])
-        grids = ", ".join(f"{w}: {laws[w][2]}" for w in ("remove", "add"))
-        curve = AllocationCurve(upper, lower, f"1 of {t}, {ratio.label} ({grids}){clock.note()}")
+        laws, kept, stopped = _single(ratio, t, rtol, delta, epsilon, tail, ladder=True)
+        # each direction: the least of its upper laws (each valid) and the largest of its lower ones
+        upper = [_Least([law.curve() for law in kept[w][0]]) if len(kept[w][0]) > 1 else kept[w][0][0].curve()
+                 for w in _WHICH]
+        lower = LowerBound([(law.curve(), law.slack, law.slack_other) for w in _WHICH for law in kept[w][1]])
+        grids = ", ".join(f"{w}: {laws[w][2]}" for w in _WHICH)
+        curve = AllocationCurve(upper, lower, f"1 of {t}, {ratio.label} ({grids}){_STOPPED if stopped else ''}")
     else:
-        curve = _composed(ratio, t, k, epochs, rtol, delta, epsilon, tail, clock)
+        try:
+            curve = _composed(ratio, t, k, epochs, rtol, delta, epsilon, tail)
+        except _NoRoom as why:
+            if not isinstance(ratio, GaussianRatio):
+                raise NumericalLimitError(f"random allocation: {why}") from None
+            return _closed_forms(ratio.mu, t, k, epochs, str(why))
     if isinstance(ratio, GaussianRatio):
-        return _no_worse_than_composition(curve, ratio.mu * math.sqrt(k * epochs))
+        return _no_worse_than_composition(curve, ratio.mu * math.sqrt(k * epochs), ratio.mu * k * math.sqrt(epochs / t))
     return curve
 
 
@@ -127,17 +134,42 @@ class _Least(PrivacyCurve):
         return np.min([np.atleast_1d(c.epsilon(d)) for c in self._curves], axis=0)
 
 
-def _no_worse_than_composition(curve: AllocationCurve, mu: float) -> AllocationCurve:
-    """The allocation's upper curve, or the composition of its k members' Gaussians over the epochs where
-    that is less (joint convexity: the k-set prior is a mixture of point masses, each a GDP(mu sqrt(k))
-    pair per epoch; coarse grids at small noise can be looser than that)."""
+def _no_worse_than_composition(curve: AllocationCurve, mu: float, below: float) -> AllocationCurve:
+    """The allocation's upper curve, or the composition of its k members' Gaussians over the epochs (GDP
+    ``mu``) where that is less (joint convexity: the k-set prior is a mixture of point masses, each a
+    GDP(mu sqrt(k)) pair per epoch; coarse grids at small noise can be looser than that); and its lower
+    curve, or the sum of every database's output (GDP ``below``, :func:`_beyond_grids`) where that is more
+    (coarse grids at large noise, ``mu`` far below the cells, can be looser than that)."""
     from ...accounting.curves import GaussianCurve
     least = _Least([curve, GaussianCurve(mu)])
-    return AllocationCurve([least], curve.lower, curve.description)
+    lower = LowerBound([(curve.lower, 0.0, 0.0), (GaussianCurve(below), 0.0, 0.0)])
+    return AllocationCurve([least], lower, curve.description)
 
 
 #: Largest mu the grids take (:class:`GaussianRatio`); from it on, :func:`_beyond_grids` (closed forms).
 MU_LIMIT = 40.0
+
+
+def _first_step_fits(ratio: GaussianRatio, t: int, k: int, epochs: int, tail: float, delta: float | None,
+                     epsilon: float | None) -> bool:
+    """Whether the first grid (both directions; for k > 1 or epochs, the decomposition's blocks) fits in the
+    running computation's time limit (estimated from its size: :func:`~.bracket._may_refine`)."""
+    if k == 1 and epochs == 1:
+        sizes = [t]
+    else:
+        sizes = sorted({size for size, _ in _blocks(t, k)} | ({t} if k == 1 and t > 1 else set()))
+    estimate = sum(_linear_seconds(ratio, size, START_POINTS, tail, which) for size in sizes for which in _WHICH)
+    return _may_refine(estimate, "allocation (first grid)", delta, epsilon, math.inf)
+
+
+def _closed_forms(mu: float, t: int, k: int, epochs: int, why: str) -> AllocationCurve:
+    """The bounds in closed form (:func:`_beyond_grids`), valid for every mu: above, the members' Gaussians
+    composed over the epochs; below, the sum of every database's output."""
+    from ...accounting.curves import GaussianCurve
+    high, low = mu * math.sqrt(k * epochs), mu * k * math.sqrt(epochs / t)
+    return AllocationCurve([GaussianCurve(high)], LowerBound([(GaussianCurve(low), 0.0, 0.0)]),
+                           f"{k} of {t}, mu {mu:g}, {why}: above, the members' Gaussians composed (GDP mu {high:g}); "
+                           f"below, the sum of the outputs (GDP mu {low:g})")
 
 
 def _beyond_grids(mu: float, t: int, k: int, epochs: int) -> AllocationCurve:

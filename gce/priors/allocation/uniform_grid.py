@@ -51,7 +51,7 @@ from numpy.typing import NDArray
 from scipy import fft as _fft
 
 from ...errors import NumericalLimitError
-from .bracket import _WHICH, ROUND_OFF, _Law
+from .bracket import _WHICH, ROUND_OFF, _fft_seconds, _Law
 from .ratios import GaussianRatio
 
 
@@ -189,3 +189,12 @@ def _linear_laws(ratio, t: int, points: int, tail: float, which: str) -> tuple[_
     d = _WHICH.index(which)
     grid = _direction_grid(ratio, t, points, tail, which)
     return _upper_laws(ratio, t, grid)[d], _lower_laws(ratio, t, 1, grid)[d], f"{points:,} cells"
+
+
+def _linear_seconds(ratio, t: int, points: int, tail: float, which: str) -> float:
+    """Estimated seconds of :func:`_linear_laws` (from the grid's size, never measured: bracket module doc);
+    0 when the grid exceeds the limit (the step then declines at once)."""
+    try:
+        return _fft_seconds(_direction_grid(ratio, t, points, tail, which).size)
+    except NumericalLimitError:
+        return 0.0

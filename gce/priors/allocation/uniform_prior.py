@@ -53,7 +53,7 @@ def log_size_mass_outside(n: int, min_members: int, max_members: int | None) -> 
 
 def uniform_curve(mus: Sequence[float], min_members: int, max_members: int | None = None,
                   rtol: float = DEFAULT_RTOL, delta: float | None = 1e-6,
-                  epsilon: float | None = None, seconds: float | None = None) -> AllocationCurve:
+                  epsilon: float | None = None) -> AllocationCurve:
     """The curve of "in none" against uniform over the sets of ``min_members`` to ``max_members`` of the
     ``n = len(mus)`` databases (001's "in at least one" for ``min_members = 1``), database ``i`` running a
     Gaussian of ``mus[i]``: an upper curve with its certified lower curve.
@@ -82,14 +82,14 @@ def uniform_curve(mus: Sequence[float], min_members: int, max_members: int | Non
     high = n if max_members is None else min(max_members, n)
     without_empty = min_members <= 1 and high >= n
     if not without_empty and high - min_members + 1 <= SIZES_LIMIT:
-        return _sizes_curve(mus, min_members, high, rtol, delta, epsilon, seconds)
+        return _sizes_curve(mus, min_members, high, rtol, delta, epsilon)
     if outside >= 0.5:
         raise NumericalLimitError(f"uniform({min_members}, {max_members}) holds only {1.0 - outside:.3g} of "
                                   f"the subsets of {n} databases (the rate-1/2 bound would charge more than "
                                   f"1) over more than {SIZES_LIMIT} sizes (joint convexity over the sizes)")
     values, counts = np.unique(np.array(mus), return_counts=True)
     half = poisson_curve([(float(m), 0.5, int(c)) for m, c in zip(values, counts)], rtol=rtol, delta=delta,
-                         epsilon=epsilon, seconds=seconds)
+                         epsilon=epsilon)
     log_b = log_outside - math.log1p(-outside)  # log((1 - p) / p)
     if without_empty:
         composed = half._upper[0]  # the batch engine's LawCurve: directions P||Q (0) and Q||P (1)
@@ -181,7 +181,7 @@ def _mixture_lower_laws(ratio: GaussianRatio, n: int, weights: dict[int, float],
 
 
 def _sizes_curve(mus: Sequence[float], low: int, high: int, rtol: float, delta: float | None,
-                 epsilon: float | None, seconds: float | None) -> AllocationCurve:
+                 epsilon: float | None) -> AllocationCurve:
     """uniform(low..high) of n = len(mus) databases by joint convexity over its sizes: the prior is the
     mixture ``sum_s w_s U_s`` (w_s proportional to C(n, s), U_s uniform over the s-sets), and hockey-stick
     divergences are jointly convex, so in both directions ``delta <= sum_s w_s delta_s`` with ``delta_s`` the
@@ -193,11 +193,10 @@ def _sizes_curve(mus: Sequence[float], low: int, high: int, rtol: float, delta: 
     weights = np.exp(log_w - special.logsumexp(log_w))
     top, bottom = max(mus), min(mus)
     curves = []
-    share = None if seconds is None else seconds / max(len(sizes), 1)
     from ...accounting.curves import GaussianCurve
     for s in sizes.tolist():
         curves.append(GaussianCurve(0.0) if s == 0 or top == 0.0
-                      else allocation_curve(top, n, s, rtol=rtol, delta=delta, epsilon=epsilon, seconds=share))
+                      else allocation_curve(top, n, s, rtol=rtol, delta=delta, epsilon=epsilon))
     upper = _Mixed(curves, weights)
     ratio = GaussianRatio(bottom)
     parts = []
