@@ -197,7 +197,9 @@ class _BudgetedCache(CompositionCache):
         ms = as_multiset(guarantees)
         key = frozenset(ms)
         found = self._memo.get(key)
-        upgrade = found is not None and not auxiliary and key in self._auxiliary
+        # (an auxiliary composition differs only where noise mechanisms' pmfs may lie on a coarser grid)
+        upgrade = found is not None and not auxiliary and key in self._auxiliary \
+            and any(kinds.pld_noise(g) is not None for g, _ in ms)
         if found is not None and not upgrade:
             return found
         deadline = self._budget.deadline

@@ -365,6 +365,16 @@ def _laws(guarantee: Guarantee, count: int, h: float, upper: bool) -> list[_Law]
     return [_dense_law(d, count, upper) for d in _noise_pmfs(guarantee, h, upper)]
 
 
+def build_seconds(guarantee: Guarantee, h: float) -> float:
+    """An estimate of the seconds dp-accounting's builds for the upper laws of ``guarantee`` on the grid of
+    width ``h`` take (:func:`_laws`: on the interval they are split from, or on ``h``); 0 when built already,
+    for canonical pairs and for closed-form laws."""
+    if kinds.pld_noise(guarantee) is None or closed_form(guarantee):
+        return 0.0
+    k, j = _multiple(h), round(_source_interval(guarantee) / _pld.DISCRETIZATION)
+    return _pld.build_seconds(guarantee, j * _pld.DISCRETIZATION if k > j and k % j == 0 else h)
+
+
 def closed_form(guarantee: Guarantee) -> bool:
     """Whether the laws of ``guarantee`` are built here in closed form (:func:`_gaussian_law`: a Gaussian
     mechanism or GDP, not subsampled), not by dp-accounting."""
@@ -963,13 +973,8 @@ class BatchCurve(PrivacyCurve):
         return self
 
     def lower_seconds(self) -> float:
-        """An estimate of the seconds :attr:`lower` takes: dp-accounting's builds of the optimistic pmfs
-        of the noise mechanisms not built yet (0 once composed, and for lists of points: their rounded-down
-        laws cost one transform)."""
-        if self._lower is not None:
-            return 0.0
-        return sum(_pld.build_seconds(g, self.interval, pessimistic=False) for g, _ in self.plan.guarantees
-                   if (g, self.interval) not in _OPTIMISTIC_BUILT and not closed_form(g))
+        """An estimate of the seconds :attr:`lower` takes (:func:`lower_seconds`; 0 once composed)."""
+        return 0.0 if self._lower is not None else lower_seconds(self, self.interval)
 
     @property
     def lower(self) -> LowerCurve:
@@ -1009,6 +1014,35 @@ class BatchCurve(PrivacyCurve):
 #: Seconds per grid point per law of one transform of a composition (both directions counted apart), measured
 #: on 2 shared cores: what :func:`lower_seconds` charges for composing on a given grid.
 SECONDS_PER_LAW_POINT = 6e-8
+
+
+#: Seconds the transforms of one law of noise mechanisms take over a composition on dp-accounting's interval
+#: (both directions, a wide total), measured on 2 shared cores; a coarser grid takes proportionally less.
+TRANSFORM_SECONDS = 0.01
+
+
+def transform_seconds(ms: Sequence[tuple[Guarantee, int]], interval: float) -> float:
+    """An estimate of the seconds the transforms of a composition take on the grid of width ``interval``,
+    from the question: canonical pairs and closed-form Gaussian laws over the window their moments give
+    (:func:`_window`'s Chernoff window, about that many standard deviations), at
+    :data:`SECONDS_PER_LAW_POINT` per law and grid point; each law of a noise mechanism at
+    :data:`TRANSFORM_SECONDS` on the default interval, proportionally less on a coarser grid."""
+    var, laws, noise = 0.0, 0, 0
+    for g, n in ms:
+        source = kinds.pld_source(g)
+        if source is None:
+            continue
+        if source.kind == "point":
+            var += n * _point_moments(source.parameters[0])[1]
+            laws += 1
+        elif closed_form(g):
+            var += n * kinds.gdp_mu(g) ** 2
+            laws += 1
+        else:
+            noise += 1
+    width = 2.0 * (math.sqrt(2.0 * math.log(1.0 / TAIL)) + 2.0) * math.sqrt(var)
+    points = min(width / interval, float(GRID_LIMIT)) if math.isfinite(width) else float(GRID_LIMIT)
+    return SECONDS_PER_LAW_POINT * laws * points + TRANSFORM_SECONDS * noise * _pld.DISCRETIZATION / interval
 
 
 def lower_at(guarantees, interval: float) -> LowerCurve:

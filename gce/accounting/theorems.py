@@ -701,9 +701,8 @@ COSTLY_ROWS = frozenset({"pld", "batch"})
 COARSEST_FALLBACK = 0.05
 
 
-#: Seconds the batch engine's transforms take per law of a composition on dp-accounting's interval (both
-#: directions, a wide total), measured on 2 shared cores; a coarser grid takes proportionally less.
-TRANSFORM_SECONDS = 0.01
+#: Seconds the batch engine's transforms take per law of noise mechanisms (:func:`gce.accounting.batch.transform_seconds`).
+TRANSFORM_SECONDS = _batch.TRANSFORM_SECONDS
 
 
 def composition_seconds(guarantees, interval: float | None = None, rtol: float = _batch.DEFAULT_RTOL) -> float:
@@ -714,17 +713,19 @@ def composition_seconds(guarantees, interval: float | None = None, rtol: float =
     build. Read only to decide whether a composition fits the time left, never how it is made."""
     ms = as_multiset(guarantees)
     # Gaussian mechanisms are one law together (batch.merge_gaussians); a pmf built on a finer interval
-    # is split onto a coarser one, not built again (batch._laws).
+    # is split onto a coarser one, not built again (batch.build_seconds).
     try:
         merged = _batch.merge_gaussians(tuple(ms))
     except NumericalLimitError:  # beyond the batch grid: compose() answers from the closed forms, at once
         return 0.0
+    points_grid = interval  # a list of points alone: its grid for rtol unless one is given
     if interval is None:  # the grid compose() takes at this accuracy (an auxiliary one's when auxiliary)
         interval = _batch.noise_interval(merged, rtol, _batch.auxiliary_compositions())
-    cost = sum(0.0 if _pld.build_seconds(g) == 0.0 or _batch.closed_form(g) else _pld.build_seconds(g, interval)
-               for g, _ in merged)
+        if not any(kinds.pld_noise(g) is not None for g, _ in merged):
+            points_grid = _batch.aligned_interval(merged, rtol)
+    cost = sum(_batch.build_seconds(g, interval) for g, _ in merged)
     if len(ms) > 1:  # every law is transformed over the whole grid, whose size goes as 1 / interval
-        cost += TRANSFORM_SECONDS * len(merged) * _pld.DISCRETIZATION / interval
+        cost += _batch.transform_seconds(merged, points_grid or interval)
     if cost == 0.0:
         return 0.0
     for theorem in THEOREMS:
