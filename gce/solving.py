@@ -205,7 +205,7 @@ class _BudgetedCache(CompositionCache):
         deadline = self._budget.deadline
         if upgrade:
             cost = composition_seconds(ms, rtol=self._budget.rtol)
-            if not deadline.fits(cost):  # the auxiliary composition stands (sound, on a coarser grid)
+            if cost > 0.0 and not deadline.fits(cost):  # the auxiliary composition stands (sound, on a coarser grid)
                 self._stopped(f"composition of {_shown(ms)} on the grid for rtol {self._budget.rtol:g} (about "
                               f"{cost:.2g} s; {max(deadline.left(), 0.0):.2g} s left): an auxiliary composition's "
                               f"coarser grid stands")
@@ -518,7 +518,7 @@ def _bracket(witness: Composition, upper: float, delta: float | None, epsilon: f
     while True:
         own = interval == curve.interval
         cost = curve.lower_seconds() if own else batch.lower_seconds(curve, interval)
-        if not deadline.fits(cost):
+        if cost > 0.0 and not deadline.fits(cost):
             reached = f"; bracket {relative_width(low, upper):.2%} wide" if lower is not None else ""
             deadline.stop(f"certified lower curve of the {theorem} composition on a grid of width {interval:g} "
                           f"(about {cost:.2g} s; {max(deadline.left(), 0.0):.2g} s left){reached}")

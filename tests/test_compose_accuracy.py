@@ -165,7 +165,7 @@ def test_rtol_refines_the_bracket_of_the_mixed_scenario():
 def test_the_grid_of_a_list_of_points_follows_rtol():
     ms = {ApproxDP(e, d): 2 for e, d in POINTS}
     coarse, fine = (batch.BatchCurve(tuple(ms.items()), r, batch.aligned_interval(tuple(ms.items()), r))
-                    for r in (0.01, 0.001))
+                    for r in (0.01, 0.0001))
     assert fine.interval < coarse.interval
     assert _width(fine.epsilon_bracket(1e-6)) <= _width(coarse.epsilon_bracket(1e-6))
 

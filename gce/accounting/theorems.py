@@ -751,12 +751,14 @@ def compose_within(guarantees, rtol: float = _batch.DEFAULT_RTOL,
     ms = as_multiset(guarantees)
     deadline = effort.current() if deadline is None else deadline
     cost = composition_seconds(ms, rtol=rtol)
-    if deadline.fits(cost):
+    if cost == 0.0 or deadline.fits(cost):  # (closed forms and exact rows cost nothing, even past the cap)
         return compose(dict(ms), rtol), None
     left = max(deadline.left(), 0.0)
     try:
-        base = _batch.noise_interval(_batch.merge_gaussians(tuple(ms)), rtol, _batch.auxiliary_compositions())
-    except NumericalLimitError:
+        merged = _batch.merge_gaussians(tuple(ms))
+        base = _batch.noise_interval(merged, rtol, _batch.auxiliary_compositions()) \
+            if any(kinds.pld_noise(g) is not None for g, _ in merged) else _batch.aligned_interval(merged, rtol)
+    except (NumericalLimitError, UnsupportedCombinationError):
         base = _pld.DISCRETIZATION
     interval = base
     while interval < COARSEST_FALLBACK:
