@@ -721,8 +721,8 @@ def composition_seconds(guarantees, interval: float | None = None, rtol: float =
     points_grid = interval  # a list of points alone: its grid for rtol unless one is given
     if interval is None:  # the grid compose() takes at this accuracy (an auxiliary one's when auxiliary)
         interval = _batch.noise_interval(merged, rtol, _batch.auxiliary_compositions())
-        if not any(kinds.pld_noise(g) is not None for g, _ in merged):
-            points_grid = _batch.aligned_interval(merged, rtol)
+        if len(ms) > 1 and not any(kinds.pld_noise(g) is not None for g, _ in merged):
+            points_grid = _points_grid(merged, rtol)
     cost = sum(_batch.build_seconds(g, interval) for g, _ in merged)
     if len(ms) > 1:  # every law is transformed over the whole grid, whose size goes as 1 / interval
         cost += _batch.transform_seconds(merged, points_grid or interval)
@@ -732,6 +732,17 @@ def composition_seconds(guarantees, interval: float | None = None, rtol: float =
         if theorem.name not in COSTLY_ROWS and theorem.accepts(ms) and theorem.is_exact(ms):
             return 0.0
     return cost
+
+
+def _points_grid(ms: Multiset, rtol: float) -> float:
+    """The batch grid of a list of points at ``rtol`` (:func:`~gce.accounting.batch.aligned_interval`), or
+    dp-accounting's interval where the list has no batch grid (moments beyond the floats, zCDP)."""
+    if any(kinds.pld_source(g) is None for g, _ in ms):  # (zCDP: no batch composition to estimate)
+        return _pld.DISCRETIZATION
+    try:
+        return _batch.aligned_interval(ms, rtol)
+    except (ArithmeticError, ValueError):
+        return _pld.DISCRETIZATION
 
 
 def compose_within(guarantees, rtol: float = _batch.DEFAULT_RTOL,
@@ -757,7 +768,7 @@ def compose_within(guarantees, rtol: float = _batch.DEFAULT_RTOL,
     try:
         merged = _batch.merge_gaussians(tuple(ms))
         base = _batch.noise_interval(merged, rtol, _batch.auxiliary_compositions()) \
-            if any(kinds.pld_noise(g) is not None for g, _ in merged) else _batch.aligned_interval(merged, rtol)
+            if any(kinds.pld_noise(g) is not None for g, _ in merged) else _points_grid(merged, rtol)
     except (NumericalLimitError, UnsupportedCombinationError):
         base = _pld.DISCRETIZATION
     interval = base
