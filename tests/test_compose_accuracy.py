@@ -78,6 +78,23 @@ def test_a_slowed_clock_gives_the_same_report():
     assert [slowed.lower_curve.epsilon(d) for d in deltas] == [plain.lower_curve.epsilon(d) for d in deltas]
 
 
+@pytest.mark.slow
+def test_a_slowed_clock_gives_the_same_report_on_subsampled_gaussians():
+    # Subsampled Gaussians beside Gaussians and points: dp-accounting's pessimistic and optimistic pmfs,
+    # auxiliary (coarser) compositions for the ranking and the baselines, enumeration of the maximal pairs.
+    invocations = [Invocation(0, GaussianMechanism(2.0), 3), Invocation(1, GaussianMechanism(3.0), 5),
+                   Invocation(2, Subsampled(0.05, GaussianMechanism(1.5)), 20), Invocation(3, PureDP(0.1), 4),
+                   Invocation(2, PureDP(0.05), 2)]
+    scenario = Scenario(databases=4, invocations=invocations, constraints=ConstraintSet(4, [AtMost(3)]), delta=1e-6)
+    batch.clear_caches()
+    plain = solve(scenario, time_limit=60)
+    batch.clear_caches()
+    with effort.clock(effort.slowed(10.0)):
+        slowed = solve(scenario, time_limit=60)
+    assert plain.theorem == "batch" and plain.bracket is not None and not slowed.time_limit_reached
+    assert slowed.to_dict() == plain.to_dict()
+
+
 def test_a_composition_does_not_depend_on_what_was_built_before():
     # An auxiliary composition's pmfs are split from those of a fixed interval, whichever were built before
     # (a subsampled Gaussian whose build on dp-accounting's interval is not cheap: from the 16 times coarser one).
