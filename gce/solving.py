@@ -482,7 +482,8 @@ REFINEMENT_GAIN = 0.1
 
 
 def _bracket(witness: Composition, upper: float, delta: float | None, epsilon: float | None, exact: bool,
-             theorem: str, budget: _Budget, notes: list[str]) -> tuple[tuple[float, float] | None, object | None]:
+             theorem: str, budget: _Budget, notes: list[str]
+             ) -> tuple[tuple[float, float] | None, batch.LowerCurve | None]:
     """(lower, upper) around the exact worst case, and the certified lower curve it comes from, when the
     answer is not exact and the worst pair's composition is a batch composition
     (:class:`~gce.accounting.batch.BatchCurve`): that pair is allowed, so its lower curve bounds the worst
