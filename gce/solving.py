@@ -25,7 +25,6 @@ against the time limit.
 from __future__ import annotations
 
 import contextlib
-import functools
 import math
 import reprlib
 import time
@@ -40,8 +39,8 @@ from .accounting.guarantees import ApproxDP, Guarantee, PureDP
 from .accounting.theorems import (COSTLY_ROWS, THEOREMS, Composition, as_multiset, compose, compose_within,
                                   composition_seconds)
 from .constraints import ConstraintSet
-from .effort import DEFAULT_RTOL, Deadline, check_rtol, within
-from .errors import InfeasibleConstraintsError, InvalidParameterError, UnsupportedCombinationError
+from .effort import DEFAULT_RTOL, Deadline, check_rtol, relative_width, within
+from .errors import InfeasibleConstraintsError, InvalidParameterError, NumericalLimitError, UnsupportedCombinationError
 from .model import Scenario, check_target
 from .hypotheses import Point, check_distribution
 from .priors.reproductions import corollary7
@@ -168,56 +167,80 @@ class _Budget:
         return max(share, MIN_SEARCH_SECONDS)
 
 
-#: Share of the time left that one composition may take before it falls back to a cheaper sound bound.
-COMPOSITION_SHARE = 0.5
-
-
 class _BudgetedCache(CompositionCache):
-    """The solve's compositions, once per multiset, each within the time left.
+    """The solve's compositions, once per multiset, at the solve's accuracy (``budget.rtol``), each within
+    the time left.
 
-    Before a composition, its cost is estimated (:func:`~gce.accounting.theorems.composition_seconds`:
-    dp-accounting's builds of the noise mechanisms' distributions, which a running build cannot be
-    interrupted in); when it exceeds :data:`COMPOSITION_SHARE` of the time left, a cheaper sound bound
-    answers instead (:func:`~gce.accounting.theorems.compose_within`: a coarser grid, closed forms)
-    and :attr:`notes` says so. The overrun of a solve is then what that bound costs, a few
-    milliseconds per distinct noise mechanism.
+    The grid of every composition follows from the accuracy alone (:func:`~gce.accounting.theorems.compose`),
+    so that the same question gives the same compositions. The clock only stops: before a composition,
+    its cost is estimated (:func:`~gce.accounting.theorems.composition_seconds`: dp-accounting's builds of
+    the noise mechanisms' distributions, which a running build cannot be interrupted in); only when it
+    does not fit in the time left does a cheaper sound bound answer instead
+    (:func:`~gce.accounting.theorems.compose_within`: a coarser grid, closed forms), recorded on the
+    solve's deadline so that the report says ``time limit reached``. The overrun of a solve is then what
+    that bound costs, a few milliseconds per distinct noise mechanism.
     """
 
     def __init__(self, budget: "_Budget") -> None:
         super().__init__()
         self._budget = budget
         self._auxiliary: set[frozenset] = set()
-        #: What the report should say about compositions that fell back.
-        self.notes: list[str] = []
+        #: Whether the cap stopped a composition (the first is recorded on the deadline), and how many more.
+        self._recorded = False
+        self._more_stopped = 0
 
-    def __call__(self, guarantees, share: float = COMPOSITION_SHARE, auxiliary: bool = False) -> Composition:
-        """The composition of ``guarantees``, within ``share`` of the time left; ``auxiliary``: a bound that
-        is not a witness's (a rival bound, a baseline), whose privacy-loss distributions may lie on a
-        coarser grid (:func:`gce.accounting.batch.auxiliary`). A witness's composition replaces an
-        auxiliary one of the same multiset."""
+    def __call__(self, guarantees, auxiliary: bool = False) -> Composition:
+        """The composition of ``guarantees`` at the solve's accuracy; ``auxiliary``: a bound that is not a
+        witness's (a rival bound, a baseline), whose privacy-loss distributions may lie on a coarser grid
+        (:func:`gce.accounting.batch.auxiliary`, decided by the question alone). A witness's composition
+        replaces an auxiliary one of the same multiset."""
         ms = as_multiset(guarantees)
         key = frozenset(ms)
         found = self._memo.get(key)
-        if found is not None and not auxiliary and key in self._auxiliary \
-                and composition_seconds(ms) > share * max(self._budget.left(), 0.0):
-            return found  # no time for dp-accounting's grid: the auxiliary composition stands (sound)
-        if found is None or (not auxiliary and key in self._auxiliary):
-            with batch.auxiliary() if auxiliary else contextlib.nullcontext():
-                found, note = compose_within(dict(ms), share * max(self._budget.left(), 0.0))
-            self._memo[key] = found
-            (self._auxiliary.add if auxiliary else self._auxiliary.discard)(key)
-            if note is not None:
-                self.notes.append((sum(n for _, n in ms), note))
+        # (an auxiliary composition differs only where noise mechanisms' pmfs may lie on a coarser grid)
+        upgrade = found is not None and not auxiliary and key in self._auxiliary \
+            and any(kinds.pld_noise(g) is not None for g, _ in ms)
+        if found is not None and not upgrade:
+            return found
+        deadline = self._budget.deadline
+        if upgrade:
+            cost = composition_seconds(ms, rtol=self._budget.rtol)
+            if cost > 0.0 and not deadline.fits(cost):  # the auxiliary composition stands (sound, on a coarser grid)
+                self._stopped(f"composition of {_shown(ms)} on the grid for rtol {self._budget.rtol:g} (about "
+                              f"{cost:.2g} s; {max(deadline.left(), 0.0):.2g} s left): an auxiliary composition's "
+                              f"coarser grid stands")
+                return found
+        # After the first stop, the others are counted in one note (summary) rather than listed.
+        quiet = deadline if not self._recorded else Deadline(max(deadline.left(), 0.0))
+        with batch.auxiliary() if auxiliary else contextlib.nullcontext():
+            found, stopped = compose_within(dict(ms), self._budget.rtol, quiet)
+        if stopped is not None:
+            self._more_stopped += self._recorded
+            self._recorded = True
+        self._memo[key] = found
+        (self._auxiliary.add if auxiliary else self._auxiliary.discard)(key)
         return found
 
+    def _stopped(self, what: str) -> None:
+        if self._recorded:
+            self._more_stopped += 1
+        else:
+            self._budget.deadline.stop(what)
+            self._recorded = True
+
     def summary(self) -> list[str]:
-        """The report's note on the compositions that fell back: the largest one's, and how many others."""
-        if not self.notes:
+        """The report's note on the compositions the cap stopped beyond the first (which the deadline records)."""
+        more = self._more_stopped
+        if not more:
             return []
-        _, note = max(self.notes, key=lambda item: item[0])
-        more = len(self.notes) - 1
-        return [note + (f"; {more} other composition{'s' if more > 1 else ''} of this solve (witnesses, "
-                        f"scores, baselines) fell back likewise" if more else "")]
+        return [f"time limit reached: {more} other composition{'s' if more > 1 else ''} of this solve (witnesses, "
+                f"scores, baselines) fell back likewise to coarser grids"]
+
+
+def _shown(ms) -> str:
+    """A multiset as the reports show it: its first three entries."""
+    shown = ", ".join(f"{n} x {g!r}" for g, n in ms[:3])
+    return f"[{shown}{', ...' if len(ms) > 3 else ''}]"
 
 
 #: Largest witness score per invocation (epsilon^2 capped): the weights of the score search stay finite.
@@ -346,8 +369,7 @@ def _solve_pairs(scenario: Scenario, delta: float | None, epsilon: float | None,
         if renyi is not None:
             witnesses.extend(renyi.witnesses)
         else:
-            scorer = functools.partial(budget.compose, share=AUXILIARY_WEIGHT / len(kinds))
-            scores = {g: _score(g, scorer) for g in kinds}
+            scores = {g: _score(g, budget.compose) for g in kinds}
             result = worst_pair(problem(lambda h: scores[h]), budget(AUXILIARY_WEIGHT))
             witnesses.append(result.witness)
             solver_names.add(result.method)
@@ -434,8 +456,8 @@ def _solve_pairs(scenario: Scenario, delta: float | None, epsilon: float | None,
         floor = bound.curve.delta_floor
         notes.append(_no_finite_epsilon(floor, delta))
     report_baselines = _baselines(scenario, delta, epsilon, budget, solved=solved)
-    bracket = _bracket(witness(), eps if epsilon is None else d, delta, epsilon, exact, theorem,
-                       budget, notes)
+    bracket, lower_curve = _bracket(witness(), eps if epsilon is None else d, delta, epsilon, exact, theorem,
+                                    budget, notes)
     notes += budget.compose.summary()
     differing, count = _differing(scenario, best_pair)
     return Report(
@@ -444,53 +466,83 @@ def _solve_pairs(scenario: Scenario, delta: float | None, epsilon: float | None,
         curve=report_curve, baselines=report_baselines,
         solver="+".join(sorted(solver_names)),
         witness_epsilon=best_eps if epsilon is None else None, notes=tuple(notes), title=scenario.title,
-        bracket=bracket, witness_names=_witness_names(scenario, best_pair),
+        bracket=bracket, witness_names=_witness_names(scenario, best_pair), lower_curve=lower_curve,
     )
 
 
-#: Largest expected epsilon drop of a bracket's lower curve, relative to the answer, worth composing it for.
+#: Largest expected epsilon drop of a bracket's lower curve, relative to the answer, on its first grid (a
+#: coarser composition's grid is halved until the rounded-down losses would lower epsilon by at most this).
 BRACKET_LOOSENESS = 0.25
-#: Share of the time left that composing a bracket's lower curve may take.
-BRACKET_SHARE = AUXILIARY_WEIGHT
+#: Most halvings of a composition's grid for its certified lower curve (a deterministic cap: each halves the
+#: rounded-down losses' error and doubles the cost).
+REFINEMENTS_MAX = 6
+#: A halving that narrows the bracket by less than this share of its width ends the refinement: what is
+#: left is not the lower curve's grid (the upper bound's own error, or the search's gap).
+REFINEMENT_GAIN = 0.1
 
 
 def _bracket(witness: Composition, upper: float, delta: float | None, epsilon: float | None, exact: bool,
-             theorem: str, budget: _Budget, notes: list[str]) -> tuple[float, float] | None:
-    """(lower, upper) around the exact worst case, and a note, when the answer is not exact and the worst
-    pair's composition has a certified lower curve (:class:`~gce.accounting.batch.BatchCurve`): that
-    pair is allowed, so the lower curve's value at the target bounds the worst case from below.
+             theorem: str, budget: _Budget, notes: list[str]
+             ) -> tuple[tuple[float, float] | None, batch.LowerCurve | None]:
+    """(lower, upper) around the exact worst case, and the certified lower curve it comes from, when the
+    answer is not exact and the worst pair's composition is a batch composition
+    (:class:`~gce.accounting.batch.BatchCurve`): that pair is allowed, so its lower curve bounds the worst
+    case from below at every epsilon (``Report.lower_curve``), and its value at the target is the
+    bracket's lower end. (None, None) otherwise.
 
-    The lower curve of noise mechanisms needs dp-accounting's optimistic distributions, built anew;
-    when their estimated cost exceeds :data:`BRACKET_SHARE` of the time left, it is not composed and
-    the note says so.
+    The lower curve is composed whenever the answer is not exact, on the composition's grid, then on
+    grids halved one at a time (:func:`~gce.accounting.batch.lower_at`, docs/design.md "Brackets and
+    exactness") while the bracket is wider than the accuracy asked for (``budget.rtol``): a schedule
+    decided by the question alone, at most :data:`REFINEMENTS_MAX` halvings, ended early when one gains
+    less than :data:`REFINEMENT_GAIN` of the width. The clock only stops it: a step whose estimated
+    cost does not fit in the time left is not taken, and the deadline records it (the report says
+    ``time limit reached``). The note states the width reached.
     """
     if exact or not math.isfinite(upper):
-        return None
+        return None, None
     # (not hasattr(c, "lower"): that would run the property, i.e. compose the lower curve)
     curves = [c for _, c in witness.candidates if callable(getattr(c, "lower_seconds", None))]
     if not curves:
-        return None
+        return None, None
     curve = curves[0]
-    # Rounded down, each copy's loss drops by up to the grid width: on a coarse grid over many copies the
-    # lower curve says little (an epsilon drop of about half of that, summed), and is not composed.
-    drop = 0.5 * curve.interval * sum(n for g, n in curve.plan.guarantees if not batch.closed_form(g))
-    if epsilon is None and drop > BRACKET_LOOSENESS * upper:
-        notes.append(f"bracket: not composed (on this composition's grid, of width {curve.interval:g}, the "
-                     f"rounded-down losses would lower epsilon by about {drop:.2g})")
-        return None
-    cost, left = curve.lower_seconds(), max(budget.left(), 0.0)
-    if cost > BRACKET_SHARE * left:
-        notes.append(f"bracket: the certified lower curve was not composed (its distributions would take about "
-                     f"{cost:.2g} s; {left:.2g} s left)")
-        return None
-    low = float(curve.lower.epsilon(delta)) if epsilon is None else float(curve.lower.delta(epsilon))
-    low = min(max(low, 0.0), upper)
-    if low <= 0.0:  # e.g. a coarse grid's lower curve: nothing certified above 0 to report
-        return None
-    width = (upper - low) / upper if upper > 0 else 0.0
+    deadline, rtol = budget.deadline, budget.rtol
     what = "epsilon" if epsilon is None else f"delta at epsilon {epsilon:g}"
-    notes.append(f"{theorem} composition: {what} in [{low:.5g}, {upper:.5g}], bracket {width:.2%} wide")
-    return low, upper
+    interval, halvings = curve.interval, REFINEMENTS_MAX if isinstance(curve, batch.LawCurve) else 0
+    if epsilon is None and halvings == 0:
+        # Rounded down, each copy's loss drops by up to the grid width: on a coarse grid over many copies
+        # the lower curve would say little (an epsilon drop of about half of that, summed).
+        copies = sum(n for g, n in curve.plan.guarantees if not batch.closed_form(g))
+        while 0.5 * interval * copies > BRACKET_LOOSENESS * upper and halvings < REFINEMENTS_MAX \
+                and interval / 2.0 >= batch.FINEST:
+            interval, halvings = interval / 2.0, halvings + 1
+    lower, low = None, 0.0
+    while True:
+        own = interval == curve.interval
+        cost = curve.lower_seconds() if own else batch.lower_seconds(curve, interval)
+        if cost > 0.0 and not deadline.fits(cost):
+            reached = f"; bracket {relative_width(low, upper):.2%} wide" if lower is not None else ""
+            deadline.stop(f"certified lower curve of the {theorem} composition on a grid of width {interval:g} "
+                          f"(about {cost:.2g} s; {max(deadline.left(), 0.0):.2g} s left){reached}")
+            break
+        try:
+            step = curve.lower if own else batch.lower_at(curve.plan.guarantees, interval)
+        except NumericalLimitError:  # a grid beyond GRID_LIMIT: the schedule ends where the work cap is
+            break
+        value = float(step.epsilon(delta)) if epsilon is None else float(step.delta(epsilon))
+        value = min(max(value, 0.0), upper)
+        gain = value - low if lower is not None else math.inf
+        if lower is None or value >= low:
+            lower, low = step, value
+        if relative_width(low, upper) <= rtol or halvings >= REFINEMENTS_MAX or interval / 2.0 < batch.FINEST \
+                or gain < REFINEMENT_GAIN * (upper - low + max(gain, 0.0)):
+            break
+        interval, halvings = interval / 2.0, halvings + 1
+    if lower is None or low <= 0.0:  # e.g. a coarse grid's lower curve: nothing certified above 0 to report
+        return None, lower
+    width = relative_width(low, upper)
+    grid = f" (lower curve on a grid of width {interval:g})" if interval != curve.interval else ""
+    notes.append(f"{theorem} composition: {what} in [{low:.5g}, {upper:.5g}], bracket {width:.2%} wide{grid}")
+    return (low, upper), lower
 
 
 #: The name of the Renyi bound in reports.
@@ -579,8 +631,8 @@ def _enumerated(scenario: Scenario, kinds: list, delta: float | None, epsilon: f
         notes.append(_no_finite_epsilon(worst.composition.curve.delta_floor, delta))
     differing, count = _differing(scenario, worst.pair)
     baselines = _baselines(scenario, delta, epsilon, budget, solved=solved)
-    bracket = _bracket(worst.composition, eps if epsilon is None else d, delta, epsilon,
-                       worst.exact and not substituted, theorem, budget, notes)
+    bracket, lower_curve = _bracket(worst.composition, eps if epsilon is None else d, delta, epsilon,
+                                    worst.exact and not substituted, theorem, budget, notes)
     notes += budget.compose.summary()
     return Report(
         epsilon=eps, delta=d, theorem=theorem, exact=worst.exact and not substituted, witness=worst.pair,
@@ -588,6 +640,7 @@ def _enumerated(scenario: Scenario, kinds: list, delta: float | None, epsilon: f
         curve=worst.curve, baselines=baselines,
         solver="enumeration", witness_epsilon=eps if epsilon is None else None, notes=tuple(notes),
         title=scenario.title, bracket=bracket, witness_names=_witness_names(scenario, worst.pair),
+        lower_curve=lower_curve,
     )
 
 

@@ -120,7 +120,8 @@ def test_a_tiny_time_limit_bounds_a_big_noise_mix_within_the_limit():
     start = time.perf_counter()
     report = solve(scenario, time_limit=0.05)
     assert time.perf_counter() - start < 0.05 + OVERHEAD
-    assert any(n.startswith("time limit: composing [") and "instead of 0.0001 (sound, looser)" in n
+    assert report.time_limit_reached
+    assert any(n.startswith("time limit reached: composition of [") and " on a grid of width " in n
                for n in report.notes)
     assert LOWER_4_100_11 <= report.epsilon < 1.1 * 1.41528  # sound, and within 10% of the full composition
 
@@ -141,6 +142,6 @@ def test_the_time_limit_covers_a_noise_mix_of_the_benchmark_size():
     default = solve(scenario)  # 5 s: a finer fallback grid, close to the full composition
     assert time.perf_counter() - start < 5.0 + OVERHEAD
     full = solve(scenario, time_limit=600)
-    assert not any(n.startswith("time limit: composing") for n in full.notes)
+    assert not full.time_limit_reached and not any(n.startswith("time limit reached") for n in full.notes)
     assert full.epsilon <= default.epsilon <= tiny.epsilon
     assert default.epsilon <= full.epsilon * 1.02

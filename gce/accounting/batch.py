@@ -94,13 +94,15 @@ from . import pld as _pld
 from .curves import DiscreteLossCurve, PrivacyCurve, at_or_above
 from ..errors import NumericalLimitError, UnsupportedCombinationError
 from .guarantees import GaussianMechanism, Guarantee
+from .. import effort
 
 __all__ = ["BatchCurve", "LowerCurve", "LawCurve", "batch_compose", "compose_laws", "loss_law", "plan", "log_mgf_bounds",
            "auxiliary", "auxiliary_compositions", "auxiliary_interval", "merge_gaussians", "closed_form",
-           "aligned_interval", "DEFAULT_RTOL", "TAIL", "GRID_LIMIT", "clear_caches"]
+           "aligned_interval", "noise_interval", "lower_at", "lower_seconds", "DEFAULT_RTOL", "TAIL", "GRID_LIMIT",
+           "clear_caches"]
 
-#: Default requested relative width of the epsilon bracket.
-DEFAULT_RTOL = 1e-2
+#: Default requested relative width of the epsilon bracket: the user's (:data:`gce.effort.DEFAULT_RTOL`).
+DEFAULT_RTOL = effort.DEFAULT_RTOL
 #: Tail mass above each Chernoff window (charged at +inf in the upper curve, subtracted in the lower).
 TAIL = 2.0**-60
 #: Tail mass below each window: it wraps *up* into the window (harmless above, subtracted below), so it
@@ -344,9 +346,10 @@ def _gaussian_law(mu: float, h: float, upper: bool) -> _Law:
 def _laws(guarantee: Guarantee, count: int, h: float, upper: bool) -> list[_Law]:
     """Upper or lower laws of ``count`` copies of ``guarantee``, one per direction (one when symmetric).
 
-    An upper law of a noise mechanism on a whole multiple of dp-accounting's default interval is
-    split onto it from the pmfs on that interval when they are built (:func:`_split_coarsen`: no
-    new build)."""
+    An upper law of a noise mechanism on a whole multiple of the interval of its summaries' pmfs
+    (:func:`_source_interval`) is split onto it from those pmfs (:func:`_split_coarsen`: no new build).
+    Which pmfs a law comes from follows from the question alone, never from what was built before, so
+    that the same composition gives the same curve in any process."""
     source = kinds.pld_source(guarantee)
     if source is None:
         raise UnsupportedCombinationError(f"no privacy-loss distribution for {guarantee!r}")
@@ -355,13 +358,21 @@ def _laws(guarantee: Guarantee, count: int, h: float, upper: bool) -> list[_Law]
     if closed_form(guarantee):
         return [_gaussian_law(math.sqrt(count) * kinds.gdp_mu(guarantee), h, upper)]
     k = _multiple(h)
-    if upper and k > 1:
-        for j in range(1, k):  # the finest interval dividing h on which the pmfs are built already
-            fine = j * _pld.DISCRETIZATION
-            if k % j == 0 and _pld.build_seconds(guarantee, fine) == 0.0:
-                return [_split_coarsen(_dense_law(d, count, True), k // j, fine)
-                        for d in _noise_pmfs(guarantee, fine, True)]
+    j = round(_source_interval(guarantee) / _pld.DISCRETIZATION)
+    if upper and k > j and k % j == 0:  # split from the pmfs the summaries read (built once, shared)
+        fine = j * _pld.DISCRETIZATION
+        return [_split_coarsen(_dense_law(d, count, True), k // j, fine) for d in _noise_pmfs(guarantee, fine, True)]
     return [_dense_law(d, count, upper) for d in _noise_pmfs(guarantee, h, upper)]
+
+
+def build_seconds(guarantee: Guarantee, h: float) -> float:
+    """An estimate of the seconds dp-accounting's builds for the upper laws of ``guarantee`` on the grid of
+    width ``h`` take (:func:`_laws`: on the interval they are split from, or on ``h``); 0 when built already,
+    for canonical pairs and for closed-form laws."""
+    if kinds.pld_noise(guarantee) is None or closed_form(guarantee):
+        return 0.0
+    k, j = _multiple(h), round(_source_interval(guarantee) / _pld.DISCRETIZATION)
+    return _pld.build_seconds(guarantee, j * _pld.DISCRETIZATION if k > j and k % j == 0 else h)
 
 
 def closed_form(guarantee: Guarantee) -> bool:
@@ -395,19 +406,32 @@ def log_mgf_bounds(guarantee: Guarantee, t: NDArray[np.float64]) -> tuple[NDArra
     return np.max([law.log_mgf(t, h) for law in laws], axis=0), max(law.infinite for law in laws)
 
 
-def _summary_interval(guarantee: Guarantee) -> float:
-    """The grid of the laws that summarise a guarantee (:func:`log_mgf_bounds`, :func:`_coarsening`):
-    split 4 times coarser from the default interval when built there (already, cheaply, or as Laplace
-    noise, whose pessimistic pmfs on a coarse interval are far above the mechanism), else built
-    :data:`MGF_COARSENING` times coarser (Gaussian noise: dp-accounting connects the dots, O(h^2))."""
+def _source_interval(guarantee: Guarantee) -> float:
+    """The interval of the pessimistic pmfs a noise mechanism's coarser upper laws are split from: the
+    default interval when a build there is cheap in a new process (:data:`MGF_FINE_SECONDS`), or for
+    Laplace noise, whose pessimistic pmfs on a coarse interval are far above the mechanism; else
+    :data:`MGF_COARSENING` times coarser (Gaussian noise: dp-accounting connects the dots, O(h^2)).
+    Decided from the mechanism alone, never from what is built already."""
     fine = _pld.DISCRETIZATION
     noise = kinds.pld_noise(guarantee)
-    if noise is None:
+    if noise is None or noise[0] != "gaussian" or \
+            _pld.build_seconds(guarantee, fine, fresh=True) <= MGF_FINE_SECONDS:
         return fine
-    if noise[0] != "gaussian" or _pld.build_seconds(guarantee, fine) <= MGF_FINE_SECONDS:
+    return MGF_COARSENING * fine
+
+
+def _summary_interval(guarantee: Guarantee) -> float:
+    """The grid of the laws that summarise a guarantee (:func:`log_mgf_bounds`, :func:`_coarsening`):
+    split 4 times coarser from the default interval when the pmfs are built there
+    (:func:`_source_interval`), else the coarser interval they are built on."""
+    fine = _pld.DISCRETIZATION
+    if kinds.pld_noise(guarantee) is None:
+        return fine
+    source = _source_interval(guarantee)
+    if source == fine:
         _noise_pmfs(guarantee, fine, True)
         return 4 * fine
-    return MGF_COARSENING * fine
+    return source
 
 
 #: Intervals of dp-accounting's default width per grid point of the laws :func:`log_mgf_bounds` and
@@ -524,7 +548,8 @@ def plan(ms: tuple[tuple[Guarantee, int], ...], rtol: float = DEFAULT_RTOL, inte
     """
     h = float(interval) if interval is not None else _interval(ms, rtol)
     ms = merge_gaussians(tuple((g, int(n)) for g, n in ms if n > 0))
-    if coarsen and h == _pld.DISCRETIZATION:  # noise mechanisms' pmfs: a coarser grid where the total is wide
+    if h == _pld.DISCRETIZATION and (coarsen or rtol > DEFAULT_RTOL):
+        # noise mechanisms' pmfs: a coarser grid where the accuracy asked for allows it (noise_interval)
         h *= _coarsening(ms, h, rtol)
     return Plan(ms, h, _directions([_laws(g, n, h, True) for g, n in ms]))
 
@@ -534,6 +559,16 @@ def plan(ms: tuple[tuple[Guarantee, int], ...], rtol: float = DEFAULT_RTOL, inte
 GRID_TARGET = 2**17
 #: Share of the requested bracket width that the coarser grid's own error may take.
 COARSENING_SHARE = 0.1
+
+
+def noise_interval(ms: tuple[tuple[Guarantee, int], ...], rtol: float = DEFAULT_RTOL, coarsen: bool = False) -> float:
+    """The grid width of a composition with noise mechanisms at the accuracy ``rtol``: dp-accounting's
+    interval at :data:`DEFAULT_RTOL` and finer accuracies (whose brackets :func:`lower_at` narrows from
+    below), the grid of an auxiliary composition (:func:`auxiliary_interval`) for an auxiliary one
+    (``coarsen``) or a looser accuracy. A function of the question alone."""
+    if coarsen or rtol > DEFAULT_RTOL:
+        return auxiliary_interval(ms, rtol)
+    return _pld.DISCRETIZATION
 
 
 def auxiliary_interval(ms: tuple[tuple[Guarantee, int], ...], rtol: float = DEFAULT_RTOL) -> float:
@@ -938,13 +973,8 @@ class BatchCurve(PrivacyCurve):
         return self
 
     def lower_seconds(self) -> float:
-        """An estimate of the seconds :attr:`lower` takes: dp-accounting's builds of the optimistic pmfs
-        of the noise mechanisms not built yet (0 once composed, and for lists of points: their rounded-down
-        laws cost one transform)."""
-        if self._lower is not None:
-            return 0.0
-        return sum(_pld.build_seconds(g, self.interval, pessimistic=False) for g, _ in self.plan.guarantees
-                   if (g, self.interval) not in _OPTIMISTIC_BUILT and not closed_form(g))
+        """An estimate of the seconds :attr:`lower` takes (:func:`lower_seconds`; 0 once composed)."""
+        return 0.0 if self._lower is not None else lower_seconds(self, self.interval)
 
     @property
     def lower(self) -> LowerCurve:
@@ -979,6 +1009,61 @@ class BatchCurve(PrivacyCurve):
     def delta_bracket(self, epsilon: float) -> tuple[float, float]:
         """(lower, upper): the exact delta at ``epsilon`` lies between them."""
         return float(self.lower.delta(epsilon)), float(self.delta(epsilon))
+
+
+#: Seconds per grid point per law of one transform of a composition (both directions counted apart), measured
+#: on 2 shared cores: what :func:`lower_seconds` charges for composing on a given grid.
+SECONDS_PER_LAW_POINT = 6e-8
+
+
+#: Seconds the transforms of one law of noise mechanisms take over a composition on dp-accounting's interval
+#: (both directions, a wide total), measured on 2 shared cores; a coarser grid takes proportionally less.
+TRANSFORM_SECONDS = 0.01
+
+
+def transform_seconds(ms: Sequence[tuple[Guarantee, int]], interval: float) -> float:
+    """An estimate of the seconds the transforms of a composition take on the grid of width ``interval``,
+    from the question: canonical pairs and closed-form Gaussian laws over the window their moments give
+    (:func:`_window`'s Chernoff window, about that many standard deviations), at
+    :data:`SECONDS_PER_LAW_POINT` per law and grid point; each law of a noise mechanism at
+    :data:`TRANSFORM_SECONDS` on the default interval, proportionally less on a coarser grid."""
+    var, laws, noise = 0.0, 0, 0
+    for g, n in ms:
+        source = kinds.pld_source(g)
+        if source is None:
+            continue
+        if source.kind == "point":
+            var += n * _point_moments(source.parameters[0])[1]
+            laws += 1
+        elif closed_form(g):
+            var += n * kinds.gdp_mu(g) ** 2
+            laws += 1
+        else:
+            noise += 1
+    width = 2.0 * (math.sqrt(2.0 * math.log(1.0 / TAIL)) + 2.0) * math.sqrt(var)
+    points = min(width / interval, float(GRID_LIMIT)) if math.isfinite(width) else float(GRID_LIMIT)
+    return SECONDS_PER_LAW_POINT * laws * points + TRANSFORM_SECONDS * noise * _pld.DISCRETIZATION / interval
+
+
+def lower_at(guarantees, interval: float) -> LowerCurve:
+    """The certified lower curve of a composition on the grid of width ``interval`` (the rounded-down laws
+    of :meth:`Plan.lower`, composed as :attr:`BatchCurve.lower` is): a lower bound at any width, tighter
+    as it shrinks (each copy's loss drops by at most ``interval``). What refines a bracket from below
+    when a batch composition's is wider than the accuracy asked for."""
+    ms = merge_gaussians(_multiset(guarantees))
+    return LowerCurve([_compose(laws, float(interval)) for laws in _directions(
+        [_laws(g, int(n), float(interval), False) for g, n in ms])])
+
+
+def lower_seconds(curve: BatchCurve, interval: float) -> float:
+    """An estimate of the seconds :func:`lower_at` takes for ``curve``'s guarantees at ``interval``, from the
+    question: dp-accounting's builds of the optimistic pmfs not built yet and the transforms over a grid
+    as wide as the curve's (its points scaled by the widths' ratio)."""
+    ms = curve.plan.guarantees
+    builds = sum(_pld.build_seconds(g, interval, pessimistic=False) for g, _ in ms
+                 if (g, interval) not in _OPTIMISTIC_BUILT and not closed_form(g))
+    points = max(p.size for p in curve._parts) * curve.interval / interval
+    return builds + SECONDS_PER_LAW_POINT * len(ms) * len(curve._parts) * points
 
 
 def batch_compose(guarantees, rtol: float = DEFAULT_RTOL, interval: float | None = None) -> BatchCurve:

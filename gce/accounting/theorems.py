@@ -49,6 +49,7 @@ from .curves import (
     PrivacyCurve,
     ZCDPCurve,
 )
+from .. import effort
 from ..errors import InvalidParameterError, NumericalLimitError, UnsupportedCombinationError
 from ..validation import is_integer
 from .guarantees import Guarantee
@@ -211,6 +212,11 @@ class Theorem(abc.ABC):
     def is_exact(self, ms: Multiset) -> bool:
         """Whether :meth:`curve` is the exact optimum for the class ``ms`` describes."""
         return False
+
+    def at_accuracy(self, rtol: float) -> "Theorem":
+        """The theorem computing at the relative accuracy ``rtol`` (:mod:`gce.effort`): itself, unless its
+        curve is computed on a grid (the rows of privacy-loss distributions)."""
+        return self
 
     def __repr__(self) -> str:
         return f"<theorem {self.name}>"
@@ -438,8 +444,15 @@ class PLDComposition(_OneTraversal):
     name = "pld"
     source = "dp-accounting privacy-loss distributions (pessimistic)"
 
+    def __init__(self, rtol: float = _batch.DEFAULT_RTOL) -> None:
+        #: The accuracy of the batch row this row defers to (its own grid is dp-accounting's interval).
+        self.rtol = float(rtol)
+
+    def at_accuracy(self, rtol: float) -> "PLDComposition":
+        return self if rtol == self.rtol else PLDComposition(rtol)
+
     def _inputs(self, ms: Multiset):
-        if BatchComposition().accepts(ms):
+        if BatchComposition(self.rtol).accepts(ms):
             # Many distinct points, or a mix with noise mechanisms: the batch row composes the same
             # per-invocation distributions (dp-accounting's pessimistic pmfs at the same interval for the
             # noise, split pairs at most as high as pld's rounded-up ones for the points) in one
@@ -473,6 +486,13 @@ class BatchComposition(_OneTraversal):
     name = "batch"
     source = "batch PLD composition on one grid (Koskela et al. 2020; Doroshenko et al. 2022)"
 
+    def __init__(self, rtol: float = _batch.DEFAULT_RTOL) -> None:
+        #: The requested relative width of the bracket, which sets the grid (:func:`~gce.accounting.batch.plan`).
+        self.rtol = float(rtol)
+
+    def at_accuracy(self, rtol: float) -> "BatchComposition":
+        return self if rtol == self.rtol else BatchComposition(rtol)
+
     def _inputs(self, ms: Multiset):
         sources = [kinds.pld_source(g) for g, _ in ms]
         if len(ms) < 2 or any(s is None for s in sources):
@@ -480,17 +500,17 @@ class BatchComposition(_OneTraversal):
         noise = any(s.kind != "point" for s in sources)
         if not noise and len({s.parameters for s in sources}) < BATCH_MIN_POINTS:
             return None
-        interval = _batch.aligned_interval(ms)
+        interval = _batch.aligned_interval(ms, self.rtol)
         coarsen = _batch.auxiliary_compositions()
         try:
-            _batch.plan(ms, _batch.DEFAULT_RTOL, interval, coarsen)
+            _batch.plan(ms, self.rtol, interval, coarsen)
         except (NumericalLimitError, UnsupportedCombinationError):
             return None
         return ms, interval, coarsen
 
     def _curve(self, inputs) -> PrivacyCurve:
         ms, interval, coarsen = inputs
-        return _batch.BatchCurve(ms, _batch.DEFAULT_RTOL, interval, coarsen)
+        return _batch.BatchCurve(ms, self.rtol, interval, coarsen)
 
 
 #: Every theorem, exact ones first (the selector stops at an exact one).
@@ -614,13 +634,18 @@ def _pld_fallback(ms: Multiset) -> list[tuple[str, PrivacyCurve]]:
         return []
 
 
-def compose(guarantees: Iterable[Guarantee] | Mapping[Guarantee, int]) -> Composition:
+def compose(guarantees: Iterable[Guarantee] | Mapping[Guarantee, int],
+            rtol: float = _batch.DEFAULT_RTOL) -> Composition:
     """Compose guarantees with every compatible theorem; the tightest wins.
 
     Parameters
     ----------
     guarantees : iterable of Guarantee, or mapping Guarantee -> count
         The per-invocation guarantees of the composed mechanisms.
+    rtol : float
+        The relative accuracy asked for (:mod:`gce.effort`): it alone sets the grids of the rows that
+        compose privacy-loss distributions (:meth:`Theorem.at_accuracy`), so the same list gives the
+        same curve on any machine.
 
     Returns
     -------
@@ -639,10 +664,11 @@ def compose(guarantees: Iterable[Guarantee] | Mapping[Guarantee, int]) -> Compos
     ('kairouz-III.3', True, 1.867)
     """
     ms = as_multiset(guarantees)
+    rtol = float(rtol)
     if not ms:
         return Composition(ms, (("none", DiscreteLossCurve([], [], 0.0)),), exact=True)
     accepted = []
-    for theorem in THEOREMS:  # an exact theorem ends the search before costlier ones are asked
+    for theorem in (t.at_accuracy(rtol) for t in THEOREMS):  # an exact theorem ends the search early
         if theorem.accepts(ms):
             if theorem.is_exact(ms):
                 return Composition(ms, ((theorem.name, theorem.curve(ms)),), exact=True)
@@ -660,7 +686,7 @@ def compose(guarantees: Iterable[Guarantee] | Mapping[Guarantee, int]) -> Compos
     groups = _split(ms)
     if groups is None:  # e.g. subsampled Gaussians with sigma near 0 beside Gaussians: nothing bounds them
         return Composition(ms, (("vacuous (no theorem applies)", _vacuous()),), exact=False)
-    a, b = compose(dict(groups[0])), compose(dict(groups[1]))
+    a, b = compose(dict(groups[0]), rtol), compose(dict(groups[1]), rtol)
     return Composition(ms, (("split: " + "+".join(n for n, _ in a.candidates[:1] + b.candidates[:1]),
                              _sum_of_curves(a.curve, b.curve)),), exact=False)
 
@@ -675,29 +701,31 @@ COSTLY_ROWS = frozenset({"pld", "batch"})
 COARSEST_FALLBACK = 0.05
 
 
-#: Seconds the batch engine's transforms take per law of a composition on dp-accounting's interval (both
-#: directions, a wide total), measured on 2 shared cores; a coarser grid takes proportionally less.
-TRANSFORM_SECONDS = 0.01
+#: Seconds the batch engine's transforms take per law of noise mechanisms (:func:`gce.accounting.batch.transform_seconds`).
+TRANSFORM_SECONDS = _batch.TRANSFORM_SECONDS
 
 
-def composition_seconds(guarantees, interval: float = _pld.DISCRETIZATION) -> float:
-    """An estimate of the seconds :func:`compose` takes (at grid ``interval``): dp-accounting's builds
-    of the noise mechanisms' distributions not built yet (:func:`gce.accounting.pld.build_seconds`),
-    which dominate; 0 when an exact row answers (closed forms and enumeration, cheap) or no noise
-    mechanism is left to build."""
+def composition_seconds(guarantees, interval: float | None = None, rtol: float = _batch.DEFAULT_RTOL) -> float:
+    """An estimate of the seconds :func:`compose` takes at the accuracy ``rtol`` (or on the grid of width
+    ``interval``): dp-accounting's builds of the noise mechanisms' distributions not built yet
+    (:func:`gce.accounting.pld.build_seconds`), which dominate, and the transforms over the grid; 0
+    when an exact row answers (closed forms and enumeration, cheap) or no noise mechanism is left to
+    build. Read only to decide whether a composition fits the time left, never how it is made."""
     ms = as_multiset(guarantees)
-    # Gaussian mechanisms are one law together (batch.merge_gaussians); a pmf built on the default
-    # interval is split onto a coarser one, not built again (batch._laws).
+    # Gaussian mechanisms are one law together (batch.merge_gaussians); a pmf built on a finer interval
+    # is split onto a coarser one, not built again (batch.build_seconds).
     try:
         merged = _batch.merge_gaussians(tuple(ms))
     except NumericalLimitError:  # beyond the batch grid: compose() answers from the closed forms, at once
         return 0.0
-    if interval == _pld.DISCRETIZATION and _batch.auxiliary_compositions():
-        interval = _batch.auxiliary_interval(merged)  # the grid an auxiliary composition takes
-    cost = sum(0.0 if _pld.build_seconds(g) == 0.0 or _batch.closed_form(g) else _pld.build_seconds(g, interval)
-               for g, _ in merged)
+    points_grid = interval  # a list of points alone: its grid for rtol unless one is given
+    if interval is None:  # the grid compose() takes at this accuracy (an auxiliary one's when auxiliary)
+        interval = _batch.noise_interval(merged, rtol, _batch.auxiliary_compositions())
+        if len(ms) > 1 and not any(kinds.pld_noise(g) is not None for g, _ in merged):
+            points_grid = _points_grid(merged, rtol)
+    cost = sum(_batch.build_seconds(g, interval) for g, _ in merged)
     if len(ms) > 1:  # every law is transformed over the whole grid, whose size goes as 1 / interval
-        cost += TRANSFORM_SECONDS * len(merged) * _pld.DISCRETIZATION / interval
+        cost += _batch.transform_seconds(merged, points_grid or interval)
     if cost == 0.0:
         return 0.0
     for theorem in THEOREMS:
@@ -706,42 +734,66 @@ def composition_seconds(guarantees, interval: float = _pld.DISCRETIZATION) -> fl
     return cost
 
 
-def compose_within(guarantees, seconds: float) -> tuple[Composition, str | None]:
-    """:func:`compose`, or a cheaper sound composition when its estimated cost exceeds ``seconds``.
+def _points_grid(ms: Multiset, rtol: float) -> float:
+    """The batch grid of a list of points at ``rtol`` (:func:`~gce.accounting.batch.aligned_interval`), or
+    dp-accounting's interval where the list has no batch grid (moments beyond the floats, zCDP)."""
+    if any(kinds.pld_source(g) is None for g, _ in ms):  # (zCDP: no batch composition to estimate)
+        return _pld.DISCRETIZATION
+    try:
+        return _batch.aligned_interval(ms, rtol)
+    except (ArithmeticError, ValueError):
+        return _pld.DISCRETIZATION
+
+
+def compose_within(guarantees, rtol: float = _batch.DEFAULT_RTOL,
+                   deadline: effort.Deadline | None = None) -> tuple[Composition, str | None]:
+    """:func:`compose` at the accuracy ``rtol``, or, only when its estimated cost
+    (:func:`composition_seconds`) does not fit in the time left on ``deadline`` (the running
+    computation's, :func:`gce.effort.current`, by default), a cheaper sound composition; the cap
+    then stopped a step and ``deadline.stop`` records it (the report says ``time limit reached``).
 
     The cheaper one keeps every closed-form row and composes the privacy-loss distributions on a
     coarser grid (:class:`~gce.accounting.batch.BatchCurve` with dp-accounting's pessimistic pmfs at
-    that width: sound at any width, looser as it grows): the finest of the default width times 2, 4,
-    8, ... (at most :data:`COARSEST_FALLBACK`) whose builds not made yet fit in ``seconds``, so that
-    the compositions of one solve share their coarse distributions. Returns the composition and, when
-    it fell back, a note saying so.
+    that width: sound at any width, looser as it grows): the finest of the grid for ``rtol`` times 2,
+    4, 8, ... (at most :data:`COARSEST_FALLBACK`) whose builds not made yet fit in the time left, so
+    that the compositions of one solve share their coarse distributions. Returns the composition and,
+    when it fell back, what the cap stopped (the phrase given to ``deadline.stop``).
     """
     ms = as_multiset(guarantees)
-    cost = composition_seconds(ms)
-    if cost <= seconds:
-        return compose(dict(ms)), None
-    interval = _pld.DISCRETIZATION
+    deadline = effort.current() if deadline is None else deadline
+    cost = composition_seconds(ms, rtol=rtol)
+    if cost == 0.0 or deadline.fits(cost):  # (closed forms and exact rows cost nothing, even past the cap)
+        return compose(dict(ms), rtol), None
+    left = max(deadline.left(), 0.0)
+    try:
+        merged = _batch.merge_gaussians(tuple(ms))
+        base = _batch.noise_interval(merged, rtol, _batch.auxiliary_compositions()) \
+            if any(kinds.pld_noise(g) is not None for g, _ in merged) else _points_grid(merged, rtol)
+    except (NumericalLimitError, UnsupportedCombinationError):
+        base = _pld.DISCRETIZATION
+    interval = base
     while interval < COARSEST_FALLBACK:
         interval = min(2.0 * interval, COARSEST_FALLBACK)
-        if composition_seconds(ms, interval) <= seconds:
+        if composition_seconds(ms, interval) <= left:
             break
     candidates = []
     for theorem in THEOREMS:
         if theorem.name not in COSTLY_ROWS and theorem.accepts(ms):
             candidates.append((theorem.name, theorem.curve(ms)))
     try:
-        candidates.append(("batch", _batch.BatchCurve(ms, _batch.DEFAULT_RTOL, interval)))
-        how = f"privacy-loss distributions on a grid of width {interval:g} instead of {_pld.DISCRETIZATION:g}"
+        candidates.append(("batch", _batch.BatchCurve(ms, rtol, interval)))
+        how = f"on a grid of width {interval:g}"
     except (NumericalLimitError, UnsupportedCombinationError):
-        how = "closed forms only"
+        how = "by closed forms only"
     if not candidates:
         groups = _split(ms)
         if groups is None:
             candidates.append(("vacuous (no theorem applies)", _vacuous()))
-        else:  # as compose() does: each group bounded within half the time, then simple composition
-            a, b = (compose_within(dict(group), seconds / 2.0)[0] for group in groups)
+        else:  # as compose() does: each group bounded within the time left, then simple composition
+            a, b = (compose_within(dict(group), rtol, deadline)[0] for group in groups)
             candidates.append(("split: " + "+".join(n for n, _ in a.candidates[:1] + b.candidates[:1]),
                                _sum_of_curves(a.curve, b.curve)))
-    note = (f"time limit: composing {_describe(ms)} would take about {cost:.2g} s ({seconds:.2g} s left); "
-            f"bounded with {how} (sound, looser)")
-    return Composition(ms, tuple(candidates), exact=False), note
+    stopped = (f"composition of {_describe(ms)} {how} (the grid for rtol {rtol:g}, of width {base:g}, would "
+               f"take about {cost:.2g} s; {left:.2g} s left)")
+    deadline.stop(stopped)
+    return Composition(ms, tuple(candidates), exact=False), stopped
