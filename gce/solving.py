@@ -234,13 +234,18 @@ class _BudgetedCache(CompositionCache):
 SEARCH_SECONDS = (2e-4, 2e-7)
 
 
+#: The searches of one per guarantee may take at most 1 / this of the time left (the compositions, the Renyi
+#: bound and the baselines follow them).
+SEARCHES_SHARE_INVERSE = 2.0
+
+
 def _search_seconds(scenario: Scenario) -> float:
     """The estimated seconds of one search (:data:`SEARCH_SECONDS`), the weights built included."""
     return SEARCH_SECONDS[0] + SEARCH_SECONDS[1] * scenario.n
 
 
 def _dominating_counts(scenario: Scenario, kinds: list, chain: list | None, budget: _Budget, solved: list,
-                       searches: int) -> Counter:
+                       why: str) -> Counter:
     """A multiset dominating every allowed pair's differing invocations, from one search instead of one
     per guarantee (and per link of a dominance chain).
 
@@ -251,13 +256,12 @@ def _dominating_counts(scenario: Scenario, kinds: list, chain: list | None, budg
     g_1 <= ... <= g_K, the invocations with a guarantee >= g_j that a pair makes differ are also at most
     S times the most any one database holds, and the chain's multiset follows from these counts C_j as
     in :func:`_chain_bound` (each invocation matched to a weaker-or-equal guarantee). The cap decided it
-    (the searches would not fit in the time left), so the report says so.
+    (the searches would not fit in the time left, ``why``), so the report says so.
     """
-    left = max(budget.left(), 0.0)
+    searches = len(kinds) + (len(chain) - 1 if chain else 0)
     budget.deadline.stop(f"one search per guarantee ({searches:,} searches for {len(kinds):,} distinct guarantees, "
-                         f"about {searches * _search_seconds(scenario):.2g} s; {left:.2g} s left): each "
-                         f"guarantee's differing invocations bounded through the most databases a pair can "
-                         f"make differ")
+                         f"{why}): each guarantee's differing invocations bounded through the most databases "
+                         f"a pair can make differ")
     sizes = WeightProblem(scenario.constraints, np.ones(scenario.n), scenario.neighborhood)
     result = worst_pair(sizes, budget(AUXILIARY_WEIGHT))
     solved.append((sizes, result))
@@ -378,7 +382,7 @@ def _solve_pairs(scenario: Scenario, delta: float | None, epsilon: float | None,
     parallel_search = _parallel_applies(scenario) and not any(_uniform_weights(kind_problem(g)) for g in everywhere)
     # One search per guarantee (and per link of a dominance chain), unless they cannot finish in the time left.
     searches = len(kinds) + (len(chain) - 1 if chain else 0)
-    per_kind = len(kinds) == 1 or budget.deadline.fits(searches * _search_seconds(scenario))
+    per_kind = len(kinds) == 1 or budget.deadline.fits(SEARCHES_SHARE_INVERSE * searches * _search_seconds(scenario))
     budget.plan((searches if per_kind else AUXILIARY_WEIGHT) + MIXED_SEARCH_WEIGHT * (len(kinds) > 1)
                 + AUXILIARY_WEIGHT * (2 * (len(kinds) > 1) + parallel_search))  # mixed: score and Renyi searches
 
@@ -389,8 +393,15 @@ def _solve_pairs(scenario: Scenario, delta: float | None, epsilon: float | None,
     by_kind = {}
     solved = []  # (problem, result) of the per-kind searches with uniform weights, reused by the parallel baseline
     if not per_kind:
-        upper = _dominating_counts(scenario, kinds, chain, budget, solved, searches)
-    for g in kinds if per_kind else ():
+        upper = _dominating_counts(scenario, kinds, chain, budget, solved,
+                                   f"about {searches * _search_seconds(scenario):.2g} s; "
+                                   f"{max(budget.left(), 0.0):.2g} s left")
+    for done, g in enumerate(kinds if per_kind else ()):
+        if done and budget.deadline.expired():  # slower than estimated: the searches so far give witnesses
+            per_kind = False
+            upper = _dominating_counts(scenario, kinds, chain, budget, solved,
+                                       f"the time limit passed after {done:,} of them")
+            break
         searched_problem = kind_problem(g)
         result = by_kind[g] = worst_pair(searched_problem, budget())
         if _uniform_weights(searched_problem):
@@ -442,7 +453,10 @@ def _solve_pairs(scenario: Scenario, delta: float | None, epsilon: float | None,
 
     candidates = [upper]
     if per_kind and chain is not None and len(chain) > 1:  # the chain's multiset first: the per-kind one only if time is left
-        candidates.insert(0, _chain_bound(chain, kind_problem, budget, by_kind[chain[-1]]))
+        chained = _chain_bound(chain, kind_problem, budget, by_kind[chain[-1]])
+        if chained is None:  # the time limit passed during its searches: the counted chain instead
+            chained = _dominating_counts(scenario, kinds, chain, budget, [], "the time limit passed during those of the dominance chain")
+        candidates.insert(0, chained)
     options = []
     for c in candidates:
         if options and budget.left() <= 0:
@@ -678,12 +692,15 @@ def _chain_bound(chain, problem, budget, weakest) -> Counter:
     g_{K-1}, ... replaces each by a weaker-or-equal guarantee: composition of
     the latter is a valid bound (monotonicity of composition). ``problem(g)`` is the
     weight problem of guarantee g's invocations; ``weakest`` is the already solved
-    problem of the weakest guarantee g_K alone (C_K).
+    problem of the weakest guarantee g_K alone (C_K). None when the time limit passes
+    before its searches end.
     """
     counts: Counter[Guarantee] = Counter()
     above = 0
     weights = None  # per database, the invocations with a guarantee in chain[j:], summed from the weakest
     for j in range(len(chain) - 1, -1, -1):
+        if j < len(chain) - 1 and budget.deadline.expired():
+            return None  # cut by the cap (the caller says so)
         own = problem(chain[j])
         weights = own.weights if weights is None else weights + own.weights  # integer counts: exact in any order
         result = weakest if j == len(chain) - 1 else worst_pair(replace(own, weights=weights), budget())
