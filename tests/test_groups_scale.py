@@ -180,3 +180,23 @@ def test_counted_bounds_are_sound_against_brute_force(monkeypatch, chain):
     worst = max(compose(dict(ms)).epsilon(DELTA) for ms in multisets)
     assert report.epsilon >= worst * (1 - 1e-9)
     assert report.epsilon <= worst * 1.5  # the counted bound is not vacuous here
+
+
+def test_none_vs_any_marks_every_group():
+    """The setting of 001 Thm. 3 needs every database queried: ranges counting up and down, steps, arrays."""
+    from gce import Point, Uniform
+    from gce.priors.routes import none_vs_any
+
+    n = 50
+    cases = [([InvocationGroup(range(n), PureDP(0.1))], True),
+             ([InvocationGroup(range(n - 1, -1, -1), PureDP(0.1))], True),
+             ([InvocationGroup(range(0, n, 2), PureDP(0.1)), InvocationGroup(range(n - 1, 0, -2), PureDP(0.2))], True),
+             ([InvocationGroup(range(0, n, 2), PureDP(0.1))], False),
+             ([InvocationGroup(np.arange(1, n), PureDP(0.1))], False),
+             ([InvocationGroup(np.arange(1, n), PureDP(0.1)), Invocation(0, PureDP(0.3))], True)]
+    for invocations, expected in cases:
+        scenario = Scenario(n, invocations, hypotheses=(Point(()), Uniform(1)), epsilon=1.0)
+        assert ({r.database for r in scenario.invocations} == set(range(n))) == expected  # brute force
+        assert none_vs_any(scenario) == expected
+    bounded = Scenario(n, [InvocationGroup(range(n), PureDP(0.1))], hypotheses=(Point(()), Uniform(2)), epsilon=1.0)
+    assert not none_vs_any(bounded)
