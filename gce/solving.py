@@ -396,11 +396,15 @@ def _solve_pairs(scenario: Scenario, delta: float | None, epsilon: float | None,
         upper = _dominating_counts(scenario, kinds, chain, budget, solved,
                                    f"about {searches * _search_seconds(scenario):.2g} s; "
                                    f"{max(budget.left(), 0.0):.2g} s left")
+        witnesses.append(solved[-1][1].witness)  # the most databases differing: an allowed pair
+        solver_names.add(solved[-1][1].method)
     for done, g in enumerate(kinds if per_kind else ()):
         if done and budget.deadline.expired():  # slower than estimated: the searches so far give witnesses
             per_kind = False
             upper = _dominating_counts(scenario, kinds, chain, budget, solved,
                                        f"the time limit passed after {done:,} of them")
+            witnesses.append(solved[-1][1].witness)
+            solver_names.add(solved[-1][1].method)
             break
         searched_problem = kind_problem(g)
         result = by_kind[g] = worst_pair(searched_problem, budget())
@@ -421,11 +425,16 @@ def _solve_pairs(scenario: Scenario, delta: float | None, epsilon: float | None,
         if renyi is not None:
             witnesses.extend(renyi.witnesses)
         else:
-            scorer = functools.partial(budget.compose, share=AUXILIARY_WEIGHT / len(kinds))
-            scores = {g: _score(g, scorer) for g in kinds}
-            result = worst_pair(problem(lambda h: scores[h]), budget(AUXILIARY_WEIGHT))
-            witnesses.append(result.witness)
-            solver_names.add(result.method)
+            estimate = COMPOSE_SECONDS_PER_GUARANTEE * len(kinds)  # one composition per guarantee
+            if estimate > ALWAYS_RUN_SECONDS and not budget.deadline.fits(estimate):
+                budget.deadline.stop(f"the scalar score's witness: {len(kinds):,} guarantees composed one by "
+                                     f"one (about {estimate:.2g} s; {max(budget.left(), 0.0):.2g} s left)")
+            else:
+                scorer = functools.partial(budget.compose, share=AUXILIARY_WEIGHT / len(kinds))
+                scores = {g: _score(g, scorer) for g in kinds}
+                result = worst_pair(problem(lambda h: scores[h]), budget(AUXILIARY_WEIGHT))
+                witnesses.append(result.witness)
+                solver_names.add(result.method)
 
     # Lower bound: the worst of the witness pairs, each composed on its own (first: at dp-accounting's
     # accuracy, which the bounds below share when their multiset is a witness's).
@@ -434,7 +443,8 @@ def _solve_pairs(scenario: Scenario, delta: float | None, epsilon: float | None,
     ranked = _ranked_witnesses(scenario, witnesses, renyi, delta, epsilon, +upper)
     for rank, (pair, estimate) in enumerate(ranked):
         if best_pair is not None and budget.left() <= 0:
-            notes.append("time limit reached: the other witness pairs were not composed")
+            budget.deadline.stop(f"the other witness pairs were not composed ({len(ranked) - rank:,} of "
+                                 f"{len(ranked):,})")
             break
         if best_pair is not None and estimate <= best_eps:
             continue  # its own Renyi bound is below the worst pair found: it cannot be worse
