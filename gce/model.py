@@ -597,6 +597,25 @@ class Invocations(Sequence):
         keep = np.arange(kind.size) - first < size
         return np.bincount(kind[keep], weights=counts[keep], minlength=len(self._kinds))
 
+    def suffix_database_max(self, rank: np.ndarray) -> np.ndarray:
+        """With the guarantees ranked (``rank[k]`` for :attr:`kinds` ``[k]``, a permutation of 0..K-1), for
+        every j the most invocations (repeats counted) that one database runs with a guarantee of rank >= j.
+
+        The records sorted by database, ranks descending: a running sum within each database gives, at each
+        record, that database's invocations of rank >= the record's; the most per rank, then a suffix
+        maximum. O(records log records)."""
+        rank = np.asarray(rank, dtype=np.intp)
+        ranks = rank[self.kind]
+        order = np.lexsort((-ranks, self.database))
+        counts = self.repeat[order].astype(np.float64)  # exact: a scenario's total is at most 2^53
+        running = np.cumsum(counts)
+        databases = self.database[order]
+        starts = np.flatnonzero(np.r_[True, databases[1:] != databases[:-1]])
+        before = np.repeat(running[starts] - counts[starts], np.diff(np.r_[starts, databases.size]))
+        most = np.zeros(rank.size)
+        np.maximum.at(most, ranks[order], running - before)
+        return np.maximum.accumulate(most[::-1])[::-1]
+
     def kind_totals(self) -> np.ndarray:
         """Per guarantee of :attr:`kinds`, its invocations (repeats counted), as float64 (exact: <= 2^53)."""
         return np.bincount(self._group_kind, weights=self._group_repeat * np.diff(self._offsets),

@@ -254,9 +254,11 @@ def _dominating_counts(scenario: Scenario, kinds: list, chain: list | None, budg
     (:meth:`~gce.model.Invocations.top_counts`); with each guarantee on a single database that is its
     count, the per-guarantee maximum itself. When the guarantees form a dominance chain
     g_1 <= ... <= g_K, the invocations with a guarantee >= g_j that a pair makes differ are also at most
-    S times the most any one database holds, and the chain's multiset follows from these counts C_j as
+    S times the most that one database runs of them (:meth:`~gce.model.Invocations.suffix_database_max`),
+    and the chain's multiset follows from these counts C_j as
     in :func:`_chain_bound` (each invocation matched to a weaker-or-equal guarantee). The cap decided it
-    (the searches would not fit in the time left, ``why``), so the report says so.
+    (the searches would not fit in the time left, ``why``), so the report says so
+    (docs/design.md, "Mixed guarantees").
     """
     searches = len(kinds) + (len(chain) - 1 if chain else 0)
     budget.deadline.stop(f"one search per guarantee ({searches:,} searches for {len(kinds):,} distinct guarantees, "
@@ -272,8 +274,10 @@ def _dominating_counts(scenario: Scenario, kinds: list, chain: list | None, budg
     if chain is None or len(chain) < 2:
         return +Counter({g: int(top[position[g]]) for g in kinds})
     order = np.array([position[g] for g in chain])
-    suffix = lambda values, add: add.accumulate(values[::-1])[::-1]  # over chain[j:], for every j
-    bounds = np.minimum(suffix(top[order], np.add), size * suffix(table.top_counts(scenario.n, 1)[order], np.maximum))
+    rank = np.empty(len(chain), dtype=np.intp)
+    rank[order] = np.arange(len(chain))
+    # C_j: at most the per-guarantee bounds of chain[j:] summed, and S times the most one database runs of them
+    bounds = np.minimum(np.add.accumulate(top[order][::-1])[::-1], size * table.suffix_database_max(rank))
     above = np.r_[np.maximum.accumulate(bounds[::-1])[::-1][1:], 0.0]  # the largest C_i with i > j
     counts = np.maximum(bounds - above, 0.0)
     return +Counter({g: int(c) for g, c in zip(chain, counts.tolist())})
@@ -691,7 +695,7 @@ def _enumerated(scenario: Scenario, kinds: list, delta: float | None, epsilon: f
 _dominance_chain = kinds.dominance_chain
 
 
-def _chain_bound(chain, problem, budget, weakest) -> Counter:
+def _chain_bound(chain, problem, budget, weakest) -> Counter | None:
     """A multiset dominating every pair's differing invocations, from prefix counts.
 
     With the guarantees ordered g_1 <= ... <= g_K (each implied by the next),

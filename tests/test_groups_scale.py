@@ -89,6 +89,12 @@ def test_aggregates_equal_records_and_the_loop_over_groups(monkeypatch):
         assert np.array_equal(table.kind_counts(n, k), counts)
         for size in (0, 1, 5, n):
             assert table.top_counts(n, size)[k] == np.sort(counts)[::-1][:size].sum()
+    rank = rng.permutation(len(table.kinds))
+    for j in range(len(table.kinds)):  # the most one database runs of the guarantees ranked j or later
+        per_database = np.zeros(n)
+        for r in records:
+            per_database[r.database] += r.repeat if rank[table.kinds.index(r.guarantee)] >= j else 0
+        assert table.suffix_database_max(rank)[j] == per_database.max()
 
 
 def test_renyi_term_table_is_renyi_terms_row_by_row():
@@ -221,3 +227,27 @@ def test_without_renyi_terms_the_skipped_stages_still_answer_soundly(monkeypatch
     exact = compose({ApproxDP(0.001 + 1e-5 * i, 1e-12): 1 for i in range(k - m, k)}).epsilon(DELTA)
     assert report.epsilon >= exact * (1 - 1e-9)
     assert report.epsilon <= exact * (1 + report.rtol)
+
+
+def test_counted_chain_dominates_every_allowed_set_link_by_link():
+    """The counted chain multiset dominates a pair's differing invocations iff, for every link j, it holds at
+    least as many invocations at least as weak as g_j: checked on every allowed set, with databases that hold
+    several guarantees of the chain (their counts add up on one database)."""
+    from itertools import combinations
+
+    import gce.solving as solving
+    from gce.effort import Deadline
+
+    n, m = 7, 2
+    chain_kinds = [PureDP(0.01), PureDP(0.02), PureDP(0.05), PureDP(0.1)]
+    invocations = [Invocation(i, chain_kinds[j], 1 + (i + j) % 3) for i in range(n) for j in range(4) if (i + j) % 2]
+    scenario = Scenario(n, invocations, ConstraintSet(n, (AtMost(m),)), delta=DELTA)
+    kinds = sorted(scenario.table.kinds, key=repr)
+    chain = solving._dominance_chain(kinds)
+    assert chain == chain_kinds
+    counts = solving._dominating_counts(scenario, kinds, chain, solving._Budget(Deadline(10.0)), [], "test")
+    for size in range(1, m + 1):
+        for members in combinations(range(n), size):
+            brute = _brute_multiset(scenario.invocations, members)
+            for j in range(len(chain)):
+                assert sum(brute[g] for g in chain[j:]) <= sum(counts[g] for g in chain[j:]), (members, j)
