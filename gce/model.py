@@ -45,8 +45,11 @@ __all__ = ["Databases", "Invocation", "InvocationGroup", "Invocations", "Invocat
 #: work in log space, O(1) memory in a repeat count.
 MAX_INVOCATIONS = 2**53
 #: Most invocation groups for which the aggregates loop over the groups (each range group in O(1) memory);
-#: beyond, one flat index of the records answers them in vectorised numpy (records, not groups x calls).
+#: beyond, one flat index of the records answers them in vectorised numpy (records, not groups x calls),
+#: unless the groups list more than :data:`FLAT_RECORDS_PER_GROUP` databases each on average (a few large
+#: ranges: the loop is cheap, the index would take memory per database).
 LOOP_GROUPS_MAX = 64
+FLAT_RECORDS_PER_GROUP = 1_000
 
 
 @dataclass(frozen=True)
@@ -465,7 +468,7 @@ class Invocations(Sequence):
         # value: a bound built on it is infinite, as it must be (never a wrapped or clamped finite number).
         with np.errstate(over="ignore"):
             value = self._group_repeat * np.asarray(per_kind, dtype=np.float64)[self._group_kind]
-            if len(self._groups) > LOOP_GROUPS_MAX:
+            if self._many():
                 # bincount adds each database's terms one by one in the order of the records, as the loop does
                 return np.bincount(self.database, weights=value[self._record_group], minlength=n)
             out = np.zeros(n)
@@ -528,7 +531,9 @@ class Invocations(Sequence):
         return np.sort(order[starts + np.arange(total)]).astype(np.int64)
 
     def _many(self) -> bool:
-        return len(self._groups) > LOOP_GROUPS_MAX
+        """Whether the aggregates go through the flat index of the records (many small groups)."""
+        groups = len(self._groups)
+        return groups > LOOP_GROUPS_MAX and len(self) <= FLAT_RECORDS_PER_GROUP * groups
 
     def multiset_on(self, members: Iterable[int]) -> Multiset:
         """The guarantees of the invocations on the databases ``members``, as a multiset."""

@@ -474,7 +474,7 @@ def _solve_pairs(scenario: Scenario, delta: float | None, epsilon: float | None,
     options = []
     for c in candidates:
         if options and budget.left() <= 0:
-            notes.append("time limit reached: the per-guarantee maxima were not composed (the chain bound was)")
+            budget.deadline.stop("the per-guarantee maxima were not composed (the chain bound was)")
             break
         options.append((budget.compose(c, auxiliary=True), c))
     bound, upper = min(options, key=lambda o: _at(o[0], delta, epsilon)[index])
