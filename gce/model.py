@@ -44,6 +44,12 @@ __all__ = ["Databases", "Invocation", "InvocationGroup", "Invocations", "Invocat
 #: Counts are kept as integers and as float64 weights (exact up to 2^53); the composition theorems
 #: work in log space, O(1) memory in a repeat count.
 MAX_INVOCATIONS = 2**53
+#: Most invocation groups for which the aggregates loop over the groups (each range group in O(1) memory);
+#: beyond, one flat index of the records answers them in vectorised numpy (records, not groups x calls),
+#: unless the groups list more than :data:`FLAT_RECORDS_PER_GROUP` databases each on average (a few large
+#: ranges: the loop is cheap, the index would take memory per database).
+LOOP_GROUPS_MAX = 64
+FLAT_RECORDS_PER_GROUP = 1_000
 
 
 @dataclass(frozen=True)
@@ -462,6 +468,9 @@ class Invocations(Sequence):
         # value: a bound built on it is infinite, as it must be (never a wrapped or clamped finite number).
         with np.errstate(over="ignore"):
             value = self._group_repeat * np.asarray(per_kind, dtype=np.float64)[self._group_kind]
+            if self._many():
+                # bincount adds each database's terms one by one in the order of the records, as the loop does
+                return np.bincount(self.database, weights=value[self._record_group], minlength=n)
             out = np.zeros(n)
             for j, g in enumerate(self._groups):
                 if value[j] == 0.0:
@@ -496,8 +505,43 @@ class Invocations(Sequence):
         chosen = self._members(members)
         return [g.positions(chosen) if chosen.size else np.empty(0, dtype=np.intp) for g in self._groups]
 
+    @cached_property
+    def _by_database(self) -> tuple[np.ndarray, np.ndarray]:
+        """The invocation records ordered by database (stably), and their databases in that order: the
+        index through which a set of databases finds its records when the groups are many."""
+        order = np.argsort(self.database, kind="stable")
+        return order, self.database[order]
+
+    @cached_property
+    def _record_group(self) -> np.ndarray:
+        """Per invocation record, the index of its group."""
+        return np.repeat(np.arange(len(self._groups), dtype=np.intp), np.diff(self._offsets))
+
+    def _records_on(self, chosen: np.ndarray) -> np.ndarray:
+        """The indices (ascending) of the records on the databases ``chosen`` (sorted, unique), found
+        through :attr:`_by_database`: O(members log records + hits), whatever the number of groups."""
+        order, databases = self._by_database
+        low = np.searchsorted(databases, chosen, "left")
+        high = np.searchsorted(databases, chosen, "right")
+        lengths = high - low
+        total = int(lengths.sum())
+        if total == 0:
+            return np.empty(0, dtype=np.int64)
+        starts = np.repeat(low - (np.cumsum(lengths) - lengths), lengths)
+        return np.sort(order[starts + np.arange(total)]).astype(np.int64)
+
+    def _many(self) -> bool:
+        """Whether the aggregates go through the flat index of the records (many small groups)."""
+        groups = len(self._groups)
+        return groups > LOOP_GROUPS_MAX and len(self) <= FLAT_RECORDS_PER_GROUP * groups
+
     def multiset_on(self, members: Iterable[int]) -> Multiset:
         """The guarantees of the invocations on the databases ``members``, as a multiset."""
+        if self._many():
+            records = self._records_on(self._members(members))
+            # float64 counts are exact: a scenario's total is at most 2^53
+            counts = np.bincount(self.kind[records], weights=self.repeat[records], minlength=len(self._kinds))
+            return tuple((self._kinds[k], int(counts[k])) for k in np.flatnonzero(counts).tolist())
         counts: Counter[int] = Counter()
         for j, hits in enumerate(self._per_group_hits(members)):
             if hits.size:
@@ -506,12 +550,81 @@ class Invocations(Sequence):
 
     def count_on(self, members: Iterable[int]) -> int:
         """How many invocations (repeats counted) run on the databases ``members``."""
+        if self._many():
+            return int(self.repeat[self._records_on(self._members(members))].sum())
         return sum(hits.size * g.repeat for g, hits in zip(self._groups, self._per_group_hits(members)))
 
     def positions_on(self, members: Iterable[int]) -> np.ndarray:
         """The indices (ascending) of the invocation records on the databases ``members``."""
+        if self._many():
+            return self._records_on(self._members(members))
         parts = [hits + self._offsets[j] for j, hits in enumerate(self._per_group_hits(members)) if hits.size]
         return np.concatenate(parts) if parts else np.empty(0, dtype=np.int64)
+
+    def kind_counts(self, n: int, kind: int) -> np.ndarray:
+        """Per database, the invocations (repeats counted) of the guarantee :attr:`kinds` ``[kind]``: the
+        weights of :meth:`weights` for the indicator of that guarantee, in O(n + its records)."""
+        if not self._many():
+            per_kind = np.zeros(len(self._kinds))
+            per_kind[kind] = 1.0
+            return self.weights(n, per_kind)
+        order, starts = self._by_kind
+        records = order[starts[kind]:starts[kind + 1]]
+        # integer counts (each at most 2^53 in total): exact in any order of addition
+        return np.bincount(self.database[records], weights=self.repeat[records], minlength=n).astype(np.float64)
+
+    @cached_property
+    def _by_kind(self) -> tuple[np.ndarray, np.ndarray]:
+        """The invocation records ordered by guarantee (stably), and where each guarantee's run starts."""
+        order = np.argsort(self.kind, kind="stable")
+        starts = np.searchsorted(self.kind[order], np.arange(len(self._kinds) + 1))
+        return order, starts
+
+    @cached_property
+    def kind_position(self) -> dict[Guarantee, int]:
+        """The position of each distinct guarantee in :attr:`kinds`."""
+        return {g: k for k, g in enumerate(self._kinds)}
+
+    def top_counts(self, n: int, size: int) -> np.ndarray:
+        """Per guarantee of :attr:`kinds`, its invocations (repeats counted) on the ``size`` databases that
+        hold the most of them: no set of ``size`` databases holds more. float64, exact (<= 2^53)."""
+        if size <= 0:
+            return np.zeros(len(self._kinds))
+        if size >= n:
+            return self.kind_totals()
+        key = self.kind.astype(np.int64) * n + self.database
+        cells, inverse = np.unique(key, return_inverse=True)
+        counts = np.bincount(inverse.ravel(), weights=self.repeat, minlength=cells.size)
+        kind = cells // n
+        order = np.lexsort((-counts, kind))  # by guarantee, each one's databases from the most invocations down
+        kind, counts = kind[order], counts[order]
+        first = np.searchsorted(kind, kind, "left")
+        keep = np.arange(kind.size) - first < size
+        return np.bincount(kind[keep], weights=counts[keep], minlength=len(self._kinds))
+
+    def suffix_database_max(self, rank: np.ndarray) -> np.ndarray:
+        """With the guarantees ranked (``rank[k]`` for :attr:`kinds` ``[k]``, a permutation of 0..K-1), for
+        every j the most invocations (repeats counted) that one database runs with a guarantee of rank >= j.
+
+        The records sorted by database, ranks descending: a running sum within each database gives, at each
+        record, that database's invocations of rank >= the record's; the most per rank, then a suffix
+        maximum. O(records log records)."""
+        rank = np.asarray(rank, dtype=np.intp)
+        ranks = rank[self.kind]
+        order = np.lexsort((-ranks, self.database))
+        counts = self.repeat[order].astype(np.float64)  # exact: a scenario's total is at most 2^53
+        running = np.cumsum(counts)
+        databases = self.database[order]
+        starts = np.flatnonzero(np.r_[True, databases[1:] != databases[:-1]])
+        before = np.repeat(running[starts] - counts[starts], np.diff(np.r_[starts, databases.size]))
+        most = np.zeros(rank.size)
+        np.maximum.at(most, ranks[order], running - before)
+        return np.maximum.accumulate(most[::-1])[::-1]
+
+    def kind_totals(self) -> np.ndarray:
+        """Per guarantee of :attr:`kinds`, its invocations (repeats counted), as float64 (exact: <= 2^53)."""
+        return np.bincount(self._group_kind, weights=self._group_repeat * np.diff(self._offsets),
+                           minlength=len(self._kinds))
 
     def multiset(self, mask: np.ndarray | None = None) -> Multiset:
         """The guarantees of the (masked: one flag per invocation record) invocations, as a multiset."""

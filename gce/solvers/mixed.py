@@ -357,6 +357,44 @@ def renyi_terms(guarantee: Guarantee, alphas: NDArray[np.float64] = RENYI_ORDERS
     (Laplace, subsampled Gaussian and Laplace) their upper privacy-loss law's
     moment-generating function (:func:`gce.accounting.batch.log_mgf_bounds`).
     """
+    table = renyi_term_table((guarantee,), alphas)
+    return None if table is None else (table[0][0], float(table[1][0]))
+
+
+def renyi_term_table(guarantees: Sequence[Guarantee], alphas: NDArray[np.float64] = RENYI_ORDERS
+                     ) -> tuple[NDArray[np.float64], NDArray[np.float64]] | None:
+    """:func:`renyi_terms` of every guarantee: (divergences[guarantee, order], leaks[guarantee]), or None
+    when one has no Renyi bound. The randomized-response divergences of all (epsilon, delta) points are
+    evaluated in one vectorised pass (:func:`_randomized_response_divergences`), elementwise the same
+    floats as one guarantee at a time: the cost grows with the distinct guarantees in numpy, not in
+    numpy calls per guarantee."""
+    alphas = np.asarray(alphas, dtype=float)
+    rows: list[list] = []  # per guarantee, its candidates; a point's divergences by their row in ``points``
+    points: list[float] = []
+    for guarantee in guarantees:
+        candidates = _terms_but_point(guarantee, alphas)
+        point = kind_table.point(guarantee)
+        if point is not None and point[1] < 1.0:
+            candidates.append((len(points), -float(np.log1p(-point[1]))))
+            points.append(point[0])
+        if not candidates:
+            return None
+        rows.append(candidates)
+    divergences = _randomized_response_divergences(np.array(points, dtype=float), alphas) if points else None
+    out = np.empty((len(rows), alphas.size))
+    leaks = np.empty(len(rows))
+    for i, candidates in enumerate(rows):
+        candidates = [(divergences[c] if isinstance(c, int) else c, leak) for c, leak in candidates]
+        leak = min(c[1] for c in candidates)
+        chosen = [c[0] for c in candidates if c[1] == leak]
+        out[i] = chosen[0] if len(chosen) == 1 else np.min(chosen, axis=0)
+        leaks[i] = leak
+    return out, leaks
+
+
+def _terms_but_point(guarantee: Guarantee, alphas: NDArray[np.float64]) -> list:
+    """The candidates of :func:`renyi_terms` other than the (epsilon, delta) point's: zCDP and a noise
+    mechanism's upper privacy-loss law."""
     candidates = []  # (divergences, leak): each a valid bound; with equal leaks the elementwise minimum is too
     rho = kind_table.zcdp_rho(guarantee)
     if rho is not None:  # Gaussian, GDP: exact; pure DP (Laplace): rho = eps^2 / 2 (BS16 Prop. 1.4)
@@ -375,15 +413,7 @@ def renyi_terms(guarantee: Guarantee, alphas: NDArray[np.float64] = RENYI_ORDERS
         if infinite < 1.0:
             leak = -math.log1p(-infinite)
             candidates.append((np.maximum((log_mgf + leak) / t, 0.0), leak))
-    point = kind_table.point(guarantee)
-    if point is not None and point[1] < 1.0:
-        eps, delta = point
-        candidates.append((_randomized_response_divergence(eps, np.asarray(alphas, dtype=float)),
-                           -float(np.log1p(-delta))))
-    if not candidates:
-        return None
-    leak = min(c[1] for c in candidates)
-    return np.min([c[0] for c in candidates if c[1] == leak], axis=0), leak
+    return candidates
 
 
 def _log_cosh(x: NDArray[np.float64]) -> NDArray[np.float64]:
@@ -395,6 +425,11 @@ def _log_cosh(x: NDArray[np.float64]) -> NDArray[np.float64]:
 
 
 def _randomized_response_divergence(eps: float, alphas: NDArray[np.float64]) -> NDArray[np.float64]:
+    """:func:`_randomized_response_divergences` of one epsilon."""
+    return _randomized_response_divergences(np.array([eps], dtype=float), alphas)[0]
+
+
+def _randomized_response_divergences(eps: NDArray[np.float64], alphas: NDArray[np.float64]) -> NDArray[np.float64]:
     """Renyi divergences of binary randomized response at ``eps`` (both directions alike), at each order.
 
     With p = e^eps / (1 + e^eps) and q = 1 - p, D_a = log(p^a q^(1-a) + q^a p^(1-a)) / (a - 1)
@@ -403,14 +438,20 @@ def _randomized_response_divergence(eps: float, alphas: NDArray[np.float64]) -> 
     eps + (log(1 + e^(-(2a - 1) eps)) - log(1 + e^(-eps))) / (a - 1), finite up to eps = 1.8e308 (the
     first form's exponents overflow beyond 1e308 / a). Within 2e-15 of 60-digit values from eps = 1e-300
     to 1e308; rounded up by :data:`~gce.accounting.curves.ROUND_UP` and clipped to [0, eps]
-    (D_a <= D_inf = eps).
+    (D_a <= D_inf = eps). One row per epsilon of ``eps``, one column per order.
     """
-    if eps < 1.0:
-        out = (_log_cosh((alphas - 0.5) * eps) - _log_cosh(np.array([eps / 2.0]))) / (alphas - 1.0)
-    else:
-        tail = min(eps, 800.0)  # e^(-800) is already 0: the exponents below never overflow
-        out = eps + (np.log1p(np.exp(-(2.0 * alphas - 1.0) * tail)) - math.log1p(math.exp(-tail))) / (alphas - 1.0)
-    return np.clip(out * (1.0 + ROUND_UP), 0.0, eps)
+    eps = np.asarray(eps, dtype=float)
+    out = np.empty((eps.size, alphas.size))
+    small = eps < 1.0
+    if small.any():
+        e = eps[small][:, None]
+        out[small] = (_log_cosh((alphas[None, :] - 0.5) * e) - _log_cosh(e / 2.0)) / (alphas[None, :] - 1.0)
+    if not small.all():
+        tail = np.minimum(eps[~small], 800.0)  # e^(-800) is already 0: the exponents below never overflow
+        own = np.array([math.log1p(math.exp(-t)) for t in tail.tolist()])[:, None]
+        out[~small] = eps[~small][:, None] + (np.log1p(np.exp(-(2.0 * alphas[None, :] - 1.0) * tail[:, None]))
+                                              - own) / (alphas[None, :] - 1.0)
+    return np.clip(out * (1.0 + ROUND_UP), 0.0, eps[:, None])
 
 
 def renyi_curve(divergences: NDArray[np.float64], leak: float,
