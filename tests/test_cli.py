@@ -217,18 +217,38 @@ def test_curve_rows_bracket_with_the_reports_lower_curve(capsys, monkeypatch):
     assert "theorem: gaussian-dp; exact: no" in out
 
 
-def test_curve_strict_exits_3_when_the_limit_was_reached(capsys, monkeypatch):
-    _stub_solve(monkeypatch, lambda report: dict(time_limit_reached=True, notes=report.notes + (
-        "time limit reached: allocation refinement (bracket 3.2% wide)",)))
-    status, out, _ = run(capsys, "curve", HOSPITALS, "--deltas", "1e-6", "--strict")
+ALLOCATION = str(ROOT / "examples" / "dp_sgd_allocation.toml")
+
+
+def test_curve_rows_of_random_allocation_carry_certified_brackets_within_rtol(capsys):
+    """The real thing: the example's random-allocation curve (sigma 1, 1 of 100), each row [lower, upper]
+    within the default accuracy, and certified: it overlaps a much finer bracket of the same curve."""
+    from gce.priors.allocation import allocation_curve
+
+    status, out, _ = run(capsys, "curve", ALLOCATION, "--deltas", "1e-10", "1e-6", "1e-2", "--json",
+                         "--time-limit", "60")
+    data = json.loads(out)
+    assert status == 0 and data["status"] == "complete" and not data["exact"]
+    fine = allocation_curve(1.0, 100, delta=1e-10, rtol=1e-3)
+    for row in data["curve"]:
+        low, high = row["lower"], row["upper"]
+        assert low <= row["epsilon"] == high and (high - low) / high <= 0.01
+        reference = fine.epsilon_bracket(row["delta"])
+        assert low <= reference[1] and reference[0] <= high  # two certified brackets of one number overlap
+
+
+def test_curve_strict_exits_3_when_the_limit_was_reached(capsys):
+    """A limit far too short for the allocation grids at delta 1e-10: the table is still printed (certified,
+    coarser), its first line and the JSON say so, and --strict makes it exit status 3."""
+    status, out, _ = run(capsys, "curve", ALLOCATION, "--deltas", "1e-10", "--time-limit", "0.01", "--strict")
     lines = out.splitlines()
     assert status == 3 and lines[0].startswith("time limit reached: a certified but coarser table (1% asked")
-    assert lines[1] == "Hospitals: nobody stays in more than 365 of 1,000 hospitals a year"
-    assert lines[-1] == "note: time limit reached: allocation refinement (bracket 3.2% wide)"
-    status, out, _ = run(capsys, "curve", HOSPITALS, "--deltas", "1e-6", "--json")
+    assert any(line.startswith("note: time limit reached: ") for line in lines)
+    status, out, _ = run(capsys, "curve", ALLOCATION, "--deltas", "1e-10", "--time-limit", "0.01", "--json")
     data = json.loads(out)
     assert status == 0 and data["status"] == "time limit reached" and data["time_limit_reached"] is True
-    assert data["notes"][-1] == "time limit reached: allocation refinement (bracket 3.2% wide)"
+    row, = data["curve"]
+    assert row["lower"] <= 2.0762 and row["upper"] >= 2.0775  # holds the fine bracket [2.0762, 2.0775]
 
 
 @pytest.mark.parametrize("form", [(), ("--json",)], ids=["text", "json"])
