@@ -16,8 +16,9 @@ upper bound. Witness pairs (the maximizers of those sub-problems and of a
 scalar score) give a lower bound; ``exact`` when the two meet. When they do
 not (:mod:`gce.solvers.mixed`): if the allowed pairs can be listed,
 every maximal differing multiset is composed and the worst returned (exact);
-otherwise a branch and bound over the memberships closes the gap to 1% or
-reports it at the time budget. Every composition of a solve is computed once
+otherwise a branch and bound over the memberships closes the gap to the
+solve's ``rtol`` (1% by default) or reports it when the time limit stops
+it. Every composition of a solve is computed once
 (:class:`~gce.solvers.mixed.CompositionCache`), and compositions count
 against the time limit.
 """
@@ -28,7 +29,6 @@ import contextlib
 import functools
 import math
 import reprlib
-import time
 from collections import Counter
 from dataclasses import replace
 
@@ -123,23 +123,20 @@ def _symmetric_for_bounded(scenario: Scenario) -> tuple[Scenario, list[str]]:
     return replace(scenario, invocations=invocations), notes
 
 
-#: Seconds a search is given when the budget is spent: enough for its combinatorial bounds, not for HiGHS.
-MIN_SEARCH_SECONDS = 1e-3
-#: Weight of the branch and bound of mixed guarantees in the budget (planned whenever guarantees differ).
-MIXED_SEARCH_WEIGHT = 0.5
-#: Weight of an auxiliary search (the witness score, the ``parallel`` baseline) in the budget, against 1 for
-#: a search whose bound enters the guarantee.
+#: Share of the time left that auxiliary compositions (the witness scores, a bracket's lower curve) may take.
 AUXILIARY_WEIGHT = 0.25
 
 
 class _Budget:
-    """One time budget for all the searches of a solve: the whole solve ends within it plus a fixed overhead.
+    """The time cap and the accuracy of a solve: the whole solve ends within the cap plus a fixed overhead.
 
-    The searches are planned (:meth:`plan`, with weights) before they run;
-    each is given its weight's share of the time left among the planned
-    searches still to run, so a search that ends early leaves its time to the
-    later ones. A search whose share is spent still answers, with a certified
-    bound from its fast combinatorial bounds: sound, only looser.
+    The searches (:func:`~gce.solvers.weights.worst_pair`, the branch and
+    bound, the enumeration) do the work their problem and ``rtol`` decide,
+    in the same order on any machine; none is given a share of the time. The
+    solve's :class:`~gce.effort.Deadline` (:func:`gce.effort.current` inside
+    :func:`solve`) only stops them: a search it stops still answers, with
+    certified bounds (sound, only looser), and the stop is recorded there, so
+    the report says ``time limit reached``.
     """
 
     def __init__(self, deadline: Deadline, rtol: float = DEFAULT_RTOL):
@@ -147,7 +144,6 @@ class _Budget:
         self.deadline = deadline
         #: The accuracy asked of the solve.
         self.rtol = rtol
-        self.planned = 0.0
         #: Every composition of the solve, once per multiset (bound, witnesses and baselines share them),
         #: each within the time left (:class:`_BudgetedCache`).
         self.compose = _BudgetedCache(self)
@@ -155,17 +151,6 @@ class _Budget:
     def left(self) -> float:
         """Seconds until the deadline (negative once it has passed)."""
         return self.deadline.left()
-
-    def plan(self, weight: float) -> None:
-        """Announce searches of total ``weight`` (1 per main search, :data:`AUXILIARY_WEIGHT` per auxiliary one)."""
-        self.planned += weight
-
-    def __call__(self, weight: float = 1.0) -> float:
-        """Seconds for the next search, one of the planned ones, of ``weight``."""
-        left = self.deadline.left()
-        share = left * weight / max(self.planned, weight)
-        self.planned = max(self.planned - weight, 0.0)
-        return max(share, MIN_SEARCH_SECONDS)
 
 
 #: Share of the time left that one composition may take before it falls back to a cheaper sound bound.
@@ -316,10 +301,6 @@ def _solve_pairs(scenario: Scenario, delta: float | None, epsilon: float | None,
     problem = lambda keep: WeightProblem(scenario.constraints, _weights(scenario, keep), scenario.neighborhood)
     chain = _dominance_chain(kinds)
     kind_problems = {g: problem(lambda h, g=g: h == g) for g in kinds}
-    # The parallel baseline needs its own search unless some kind runs equally often on every database.
-    parallel_search = _parallel_applies(scenario) and not any(_uniform_weights(p) for p in kind_problems.values())
-    budget.plan(len(kinds) + (len(chain) - 1 if chain else 0) + MIXED_SEARCH_WEIGHT * (len(kinds) > 1)
-                + AUXILIARY_WEIGHT * (2 * (len(kinds) > 1) + parallel_search))  # mixed: score and Renyi searches
 
     # Upper bound: per guarantee, the most invocations of that kind any allowed pair makes differ.
     upper: Counter[Guarantee] = Counter()
@@ -329,13 +310,14 @@ def _solve_pairs(scenario: Scenario, delta: float | None, epsilon: float | None,
     solved = []  # (problem, result) of the per-kind searches, reused by the parallel baseline
     for g in kinds:
         kind_problem = kind_problems[g]
-        result = by_kind[g] = worst_pair(kind_problem, budget())
+        result = by_kind[g] = worst_pair(kind_problem)
         solved.append((kind_problem, result))
         upper[g] = int(round(result.upper_bound))
         witnesses.append(result.witness)
         solver_names.add(result.method)
         if not result.exact:
-            notes.append(f"solver {result.method} stopped at its time budget for {g!r}: witness "
+            why = "stopped by the time limit" if result.stopped else "did not close its gap"
+            notes.append(f"solver {result.method} {why} for {g!r}: witness "
                          f"{result.value:g} invocations, certified bound {result.upper_bound:g}")
     renyi = None
     if len(kinds) > 1:
@@ -348,7 +330,7 @@ def _solve_pairs(scenario: Scenario, delta: float | None, epsilon: float | None,
         else:
             scorer = functools.partial(budget.compose, share=AUXILIARY_WEIGHT / len(kinds))
             scores = {g: _score(g, scorer) for g in kinds}
-            result = worst_pair(problem(lambda h: scores[h]), budget(AUXILIARY_WEIGHT))
+            result = worst_pair(problem(lambda h: scores[h]))
             witnesses.append(result.witness)
             solver_names.add(result.method)
 
@@ -428,7 +410,8 @@ def _solve_pairs(scenario: Scenario, delta: float | None, epsilon: float | None,
         what = "epsilon" if epsilon is None else f"delta at epsilon {epsilon:g}"
         notes.append(f"branch and bound over the memberships: {searched.nodes} nodes; {what} of the worst pair "
                      f"found {best_eps:.6g}, certified bound {upper_value:.6g} from {source} (gap {gap:.3%})"
-                     + ("" if searched.complete else "; stopped at the time budget"))
+                     + ("" if searched.complete else "; stopped by the time limit" if searched.stopped
+                        else f"; stopped after {searched.nodes} nodes, the most searched"))
 
     if math.isinf(eps):
         floor = bound.curve.delta_floor
@@ -526,30 +509,24 @@ def _renyi_bound(scenario: Scenario, budget: _Budget) -> RenyiSearch | None:
     """:func:`gce.solvers.mixed.renyi_bound` of the scenario, an auxiliary search of the budget; None when a
     guarantee has no Renyi bound."""
     terms = {g: renyi_terms(g) for g in scenario.table.kinds}
-    seconds = budget(AUXILIARY_WEIGHT)
     if any(t is None for t in terms.values()):
         return None
     divergences = np.stack([_weights(scenario, lambda g, k=k: terms[g][0][k]) for k in range(len(RENYI_ORDERS))])
     leaks = _weights(scenario, lambda g: terms[g][1])
-    return renyi_bound(scenario.constraints, scenario.neighborhood, divergences, leaks, seconds)
+    return renyi_bound(scenario.constraints, scenario.neighborhood, divergences, leaks)
 
 
 def _branch_and_bound(scenario: Scenario, kinds: list, delta: float | None, epsilon: float | None,
                       budget: _Budget, bound, witnesses: list, exact_searches: bool):
     """Mixed guarantees on pairs too many to list: :func:`gce.solvers.mixed.branch_and_bound` from the
-    dominating multiset's node, within this search's share of the budget."""
-    deadline = time.perf_counter() + budget(MIXED_SEARCH_WEIGHT)
+    dominating multiset's node, towards a relative gap of the solve's ``rtol``, capped by its deadline."""
     counts = np.stack([_weights(scenario, lambda h, g=g: h == g) for g in kinds], axis=1)
     index = 0 if epsilon is None else 1
     return branch_and_bound(
         scenario.constraints, scenario.neighborhood, counts, kinds, budget.compose,
         lambda c: _at(c, delta, epsilon)[index],
         lambda pair: scenario.table.multiset_on(pair[0] ^ pair[1]),
-        (bound, witnesses, exact_searches), deadline)
-
-
-#: Share of the time left that listing and composing the maximal differing multisets may take.
-ENUMERATION_SHARE = 0.5
+        (bound, witnesses, exact_searches), tolerance=budget.rtol, deadline=budget.deadline)
 
 
 def _enumerated(scenario: Scenario, kinds: list, delta: float | None, epsilon: float | None, budget: _Budget,
@@ -560,17 +537,17 @@ def _enumerated(scenario: Scenario, kinds: list, delta: float | None, epsilon: f
     guarantee are maximal hold the worst case at every epsilon
     (:mod:`gce.solvers.mixed`); the report's curve is the pointwise maximum
     of their curves, exact when each composition is. None when the pairs are
-    too many to list or the time share runs out (the searches take over).
+    too many to list (counts), or when the time limit stops the listing (recorded on the solve's
+    deadline): the searches take over.
     """
-    deadline = time.perf_counter() + ENUMERATION_SHARE * max(budget.left(), 0.0)
     counts = np.stack([_weights(scenario, lambda h, g=g: h == g) for g in kinds], axis=1)
-    profiles = maximal_profiles(scenario.constraints, scenario.neighborhood, counts, deadline)
+    profiles = maximal_profiles(scenario.constraints, scenario.neighborhood, counts, budget.deadline)
     if profiles is None:
         return None
     index = 0 if epsilon is None else 1
-    worst = worst_profile(profiles, kinds, budget.compose, lambda c: _at(c, delta, epsilon)[index], deadline)
+    worst = worst_profile(profiles, kinds, budget.compose, lambda c: _at(c, delta, epsilon)[index],
+                          budget.deadline)
     if worst is None:
-        notes.append("time limit reached while composing the maximal differing multisets: searched instead")
         return None
     eps, d, theorem = _at(worst.composition, delta, epsilon)
     notes.append(f"enumerated the allowed pairs ({profiles.allowed_sets} allowed sets): {worst.composed} maximal "
@@ -611,7 +588,7 @@ def _chain_bound(chain, problem, budget, weakest) -> Counter:
     above = 0
     for j in range(len(chain) - 1, -1, -1):
         top = set(chain[j:])
-        result = weakest if j == len(chain) - 1 else worst_pair(problem(lambda h, top=top: h in top), budget())
+        result = weakest if j == len(chain) - 1 else worst_pair(problem(lambda h, top=top: h in top))
         c_j = int(round(result.upper_bound))
         counts[chain[j]] = max(c_j - above, 0)
         above = max(above, c_j)
@@ -701,7 +678,7 @@ def _largest_difference(scenario: Scenario, budget: _Budget, solved: list) -> fl
         if _uniform_weights(problem):
             return result.upper_bound / float(problem.weights[0])
     problem = WeightProblem(scenario.constraints, np.ones(scenario.n), scenario.neighborhood)
-    return worst_pair(problem, budget(AUXILIARY_WEIGHT)).upper_bound
+    return worst_pair(problem).upper_bound
 
 
 def check_support(name: str, hypothesis, constraints) -> None:
@@ -759,8 +736,6 @@ def _solve_composite(scenario: Scenario, delta: float | None, epsilon: float | N
         notes.append(_no_finite_epsilon(winner.curve.delta_floor, delta))
     bracket = _route_bracket(winner, eps if epsilon is None else d, delta, epsilon, notes)
     pairs = context.worst_pair()
-    if _parallel_applies(scenario):
-        budget.plan(AUXILIARY_WEIGHT)
     baselines = _baselines(scenario, delta, epsilon, budget)
     where = "" if pairs.cover is None else f" in the supports ({pairs.cover})"
     baselines["worst pair"] = Baseline("worst pair", pairs.report.epsilon, pairs.report.delta,

@@ -34,8 +34,6 @@ constraints all the same.
 
 from __future__ import annotations
 
-import math
-import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from itertools import combinations
@@ -47,6 +45,7 @@ from numpy.typing import NDArray
 from scipy.sparse.csgraph import dijkstra
 
 from ..constraints import ConstraintSet
+from ..effort import Deadline
 
 __all__ = [
     "PACKING_KINDS",
@@ -70,6 +69,9 @@ MAX_CLIQUES = 20_000
 
 #: Most odd holes (induced 5-cycles) :func:`odd_holes` lists.
 MAX_HOLES = 20_000
+
+#: Most paths v1 - v0 - v4 :func:`odd_holes` extends (its work, counted: dense graphs have many).
+HOLE_PATHS = 2_000_000
 
 #: Slack below which a fractional value counts as zero, and a cycle length as 1.
 CUT_EPSILON = 1e-6
@@ -240,9 +242,11 @@ def conflict_cliques(graph: nx.Graph) -> list[list[int]]:
     return cliques
 
 
-def odd_holes(graph: nx.Graph, limit: int = MAX_HOLES, deadline: float = math.inf) -> list[tuple[int, ...]]:
-    """Induced cycles of length 5 (odd holes) of a conflict graph: at most ``limit``,
-    those found by ``deadline`` (``time.perf_counter`` seconds).
+def odd_holes(graph: nx.Graph, limit: int = MAX_HOLES, deadline: Deadline | None = None,
+              paths: int = HOLE_PATHS) -> list[tuple[int, ...]]:
+    """Induced cycles of length 5 (odd holes) of a conflict graph: at most ``limit``, those found
+    from the first ``paths`` paths ``v1 - v0 - v4`` (a deterministic amount of work); ``deadline``
+    only caps the search (:meth:`~gce.effort.Deadline.stop` records where).
 
     A set with no two members adjacent holds at most two vertices of a
     5-cycle: the odd-cycle inequality ``x(C) <= (|C| - 1) / 2`` of the stable
@@ -262,10 +266,14 @@ def odd_holes(graph: nx.Graph, limit: int = MAX_HOLES, deadline: float = math.in
     adj = {v: set(graph[v]) for v in graph}
     holes: list[tuple[int, ...]] = []
     for v0 in sorted(adj):
-        if time.perf_counter() > deadline:
+        if deadline is not None and deadline.expired():
+            deadline.stop(f"odd-hole search on {len(adj):,} conflicting databases ({len(holes):,} holes found)")
             break
         higher = sorted(u for u in adj[v0] if u > v0)
         for a, v1 in enumerate(higher):
+            paths -= len(higher) - a - 1
+            if paths < 0:
+                return holes
             for v4 in higher[a + 1:]:
                 if v4 in adj[v1]:
                     continue  # v0 v1 v4 is a triangle
@@ -282,10 +290,11 @@ def odd_holes(graph: nx.Graph, limit: int = MAX_HOLES, deadline: float = math.in
 
 
 def violated_odd_cycles(graph: nx.Graph, x: NDArray[np.float64], limit: int = MAX_HOLES,
-                        deadline: float = math.inf) -> list[list[int]]:
+                        deadline: Deadline | None = None) -> list[list[int]]:
     """Odd cycles ``C`` of a conflict graph whose inequality ``x(C) <= (|C| - 1) / 2``
-    a fractional point ``x`` violates: at most ``limit``, each listed once, those
-    found by ``deadline`` (the search runs from :data:`DIJKSTRA_BATCH` vertices at a time).
+    a fractional point ``x`` violates: at most ``limit``, each listed once (the search
+    runs from :data:`DIJKSTRA_BATCH` vertices at a time, in order, until ``limit`` are
+    found; ``deadline`` only caps it, and :meth:`~gce.effort.Deadline.stop` records where).
 
     Exact separation of the odd-cycle inequalities (Groetschel, Lovasz and
     Schrijver 1988, Lemma 9.1.11): give edge ``uv`` the length
@@ -315,7 +324,10 @@ def violated_odd_cycles(graph: nx.Graph, x: NDArray[np.float64], limit: int = MA
     sources = np.array([i for i in graph.nodes if x[i] > CUT_EPSILON], dtype=np.int64)
     found: dict[frozenset[int], list[int]] = {}
     for batch in np.array_split(sources, -(-sources.size // DIJKSTRA_BATCH)) if sources.size else []:
-        if len(found) >= limit or time.perf_counter() > deadline:
+        if len(found) >= limit:
+            break
+        if deadline is not None and deadline.expired():
+            deadline.stop(f"odd-cycle separation on {n:,} databases ({len(found):,} cycles found)")
             break
         dist, pred = dijkstra(cover, indices=batch, return_predecessors=True)
         for row in np.flatnonzero(dist[np.arange(batch.size), batch + n] < 1.0 - CUT_EPSILON):

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import itertools
 import random
-import time
 
 import networkx as nx
 import numpy as np
@@ -105,7 +104,7 @@ def test_strengthened_milp_matches_enumeration(seed, n, neighborhood):
     sides = 2 if form == "disjoint" else 1
     assert structure.partition_bound(weights, sides) >= expected
 
-    rows, relaxation = separate(problem, form, structure, clique_rows(structure), time.perf_counter() + 10.0)
+    rows, relaxation = separate(problem, form, structure, clique_rows(structure))
     assert relaxation >= expected - 1e-6
     answer = _solve_model(problem, form, rows, 10.0)
     assert problem.value(*answer.pair) == expected and answer.upper >= expected
@@ -207,7 +206,7 @@ def test_large_random_graph_bound_above_every_witness(neighborhood):
     assert problem.allowed_pair(*result.witness) and not result.exact
     sides = 2 if neighborhood == "bounded" else 1
     other = LocalSearch(PackingStructure.of(cs), np.ones(500), sides, seed=99)
-    other.run(deadline=time.perf_counter() + 0.5)
+    other.run(max_moves=20_000)
     assert problem.allowed_pair(*other.best_pair())
     assert other.best_total <= result.upper_bound
     assert result.upper_bound < (500 if sides == 2 else 250)  # better than the trivial relaxation
