@@ -310,7 +310,7 @@ def _solve_pairs(scenario: Scenario, delta: float | None, epsilon: float | None,
     solved = []  # (problem, result) of the per-kind searches, reused by the parallel baseline
     for g in kinds:
         kind_problem = kind_problems[g]
-        result = by_kind[g] = worst_pair(kind_problem)
+        result = by_kind[g] = worst_pair(kind_problem, None)
         solved.append((kind_problem, result))
         upper[g] = int(round(result.upper_bound))
         witnesses.append(result.witness)
@@ -330,7 +330,7 @@ def _solve_pairs(scenario: Scenario, delta: float | None, epsilon: float | None,
         else:
             scorer = functools.partial(budget.compose, share=AUXILIARY_WEIGHT / len(kinds))
             scores = {g: _score(g, scorer) for g in kinds}
-            result = worst_pair(problem(lambda h: scores[h]))
+            result = worst_pair(problem(lambda h: scores[h]), None)
             witnesses.append(result.witness)
             solver_names.add(result.method)
 
@@ -588,7 +588,7 @@ def _chain_bound(chain, problem, budget, weakest) -> Counter:
     above = 0
     for j in range(len(chain) - 1, -1, -1):
         top = set(chain[j:])
-        result = weakest if j == len(chain) - 1 else worst_pair(problem(lambda h, top=top: h in top))
+        result = weakest if j == len(chain) - 1 else worst_pair(problem(lambda h, top=top: h in top), None)
         c_j = int(round(result.upper_bound))
         counts[chain[j]] = max(c_j - above, 0)
         above = max(above, c_j)
@@ -678,7 +678,7 @@ def _largest_difference(scenario: Scenario, budget: _Budget, solved: list) -> fl
         if _uniform_weights(problem):
             return result.upper_bound / float(problem.weights[0])
     problem = WeightProblem(scenario.constraints, np.ones(scenario.n), scenario.neighborhood)
-    return worst_pair(problem).upper_bound
+    return worst_pair(problem, None).upper_bound
 
 
 def check_support(name: str, hypothesis, constraints) -> None:

@@ -278,7 +278,7 @@ def branch_and_bound(constraints: ConstraintSet, neighborhood: str, counts: NDAr
             big = float(w.sum()) + 1.0 if inside else 0.0
             w[list(inside)] += big
             with within(deadline):
-                result = worst_pair(WeightProblem(constraints, w, neighborhood))
+                result = worst_pair(WeightProblem(constraints, w, neighborhood), None)
             upper = result.upper_bound - big * len(inside)
             if upper < -0.5:  # no allowed pair holds all of I
                 return None
@@ -497,13 +497,13 @@ def renyi_bound(constraints: ConstraintSet, neighborhood: str, divergences: NDAr
     deadline), and the curve increases in every one."""
     # A sum beyond the double range (divergences near 1e308 on one database) is +inf: that order's bound is
     # then +inf (it bounds delta by 1), not searched; the other orders still bound the curve.
-    results = [worst_pair(WeightProblem(constraints, w, neighborhood)) if np.isfinite(w).all() else None
+    results = [worst_pair(WeightProblem(constraints, w, neighborhood), None) if np.isfinite(w).all() else None
                for w in divergences]
     uppers = np.array([math.inf if r is None else r.upper_bound for r in results])
     if not leaks.any():
         leak = 0.0
     elif np.isfinite(leaks).all():
-        leak = worst_pair(WeightProblem(constraints, leaks, neighborhood)).upper_bound
+        leak = worst_pair(WeightProblem(constraints, leaks, neighborhood), None).upper_bound
     else:
         leak = math.inf
     witnesses = tuple(dict.fromkeys(r.witness for r in results if r is not None))

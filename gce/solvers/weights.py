@@ -190,6 +190,14 @@ class PatternList(Solver):
         return WeightResult(witness, value, value, self.name)
 
 
+@functools.lru_cache(maxsize=8)
+def _allowed_masks(constraints: ConstraintSet) -> tuple[list[frozenset[int]], np.ndarray]:
+    """The allowed sets of a small constraint set, and their bit masks (listed once: a branch and bound or a
+    Renyi bound weighs the same sets many times)."""
+    sets = list(constraints.allowed_sets())
+    return sets, np.array([sum(1 << i for i in s) for s in sets], dtype=np.int64)
+
+
 class Exhaustive(Solver):
     """Every allowed set (and pair) enumerated: small instances, any constraints."""
 
@@ -199,11 +207,9 @@ class Exhaustive(Solver):
         return problem.n <= EXHAUSTIVE_MAX_N
 
     def solve(self, problem: WeightProblem, time_limit: float | None = None) -> WeightResult:
-        sets = list(problem.constraints.allowed_sets())
-        masks = np.array([sum(1 << i for i in s) for s in sets], dtype=np.int64)
-        weight_of = np.zeros(1 << problem.n)
-        for i in range(problem.n):
-            weight_of[[m for m in range(1 << problem.n) if m >> i & 1]] += problem.weights[i]
+        sets, masks = _allowed_masks(problem.constraints)
+        bits = (np.arange(1 << problem.n)[:, None] >> np.arange(problem.n)[None, :]) & 1
+        weight_of = bits @ problem.weights  # the weight of every subset, by its bit mask
         if problem.neighborhood == "unbounded":
             best = int(np.argmax(weight_of[masks]))
             witness = (_EMPTY, sets[best])
@@ -230,7 +236,7 @@ def _scaled(problem: WeightProblem, time_limit: float | None, exponent: int) -> 
     back): the bound is raised by that much per database. A sum beyond the double range is +inf, the
     correctly rounded value."""
     scaled = WeightProblem(problem.constraints, np.ldexp(problem.weights, -exponent), problem.neighborhood)
-    result = worst_pair(scaled, time_limit)
+    result = worst_pair(scaled, None)
     with np.errstate(over="ignore"):
         value = problem.value(*result.witness)
         pad = float(np.ldexp(problem.n * 2.0**-1074, exponent)) if exponent > 0 else 0.0
@@ -243,13 +249,14 @@ def _scaled(problem: WeightProblem, time_limit: float | None, exponent: int) -> 
 SOLVERS: tuple[Solver, ...] = (Unconstrained(), TopM(), PatternList(), Exhaustive(), MILP())
 
 
-def worst_pair(problem: WeightProblem, time_limit: float | None = None) -> WeightResult:
+def worst_pair(problem: WeightProblem, time_limit: float | None = DEFAULT_TIME_LIMIT) -> WeightResult:
     """The heaviest allowed pair and a certified upper bound, from the first solver that accepts.
 
-    The work is decided by the problem alone. The cap is the running
-    computation's deadline (:func:`gce.effort.current`, set by :func:`gce.solve`),
-    or, given ``time_limit``, a cap of that many seconds whose stops are passed on
-    to the running computation's deadline.
+    The work is decided by the problem alone; the time only caps it. The cap
+    is the running computation's deadline (:func:`gce.effort.current`, set by
+    :func:`gce.solve`), tightened to ``time_limit`` seconds when given (then
+    its stops are passed on to the running computation's deadline). Code
+    running inside a computation passes ``time_limit=None``.
 
     Raises
     ------
@@ -263,8 +270,8 @@ def worst_pair(problem: WeightProblem, time_limit: float | None = None) -> Weigh
         raise InvalidParameterError("problem", f"must be a WeightProblem, got {problem!r}")
     if time_limit is not None:
         outer = effort.current()
-        with effort.within(Deadline(check_time_limit(time_limit))) as deadline:
-            result = worst_pair(problem)
+        with effort.within(Deadline(min(check_time_limit(time_limit), outer.left()))) as deadline:
+            result = worst_pair(problem, None)
         for stop in deadline.stops:
             outer.stop(stop)
         return result

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import tiers
+from gce import effort
 from gce.constraints import AtMost, Conflicts, ConstraintSet, Exclusive, Together
 from gce.solvers import MILP, PlainMILP, WeightProblem, formulation, worst_pair
 from gce.solvers.heuristics import LocalSearch
@@ -178,9 +179,33 @@ def test_budget_binds_unbounded_bound_is_sound(time_limit):
     problem = WeightProblem(ConstraintSet(90, (Conflicts.from_graph(graph),)), np.ones(90), "unbounded")
     # Independent reference: a maximum independent set is a maximum clique of the complement.
     _, optimum = nx.max_weight_clique(nx.complement(graph), weight=None)
-    result = MILP().solve(problem, time_limit)
+    with effort.within(effort.Deadline(time_limit)) as cap:
+        result = worst_pair(problem)
     assert problem.allowed_pair(*result.witness)
     assert result.value <= optimum <= result.upper_bound
+    # Not exact only where the cap stopped it, and then the cap says so (once, with the gap).
+    assert result.exact or result.stopped
+    assert cap.reached == result.stopped and len(cap.stops) == result.stopped
+    if result.stopped:
+        assert cap.stops[0].startswith("worst-case search on 90 databases (")
+        assert f"witness {result.value:g}, certified bound {result.upper_bound:g}" in cap.stops[0]
+
+
+@pytest.mark.parametrize("neighborhood", ["unbounded", "bounded"])
+def test_the_milp_gives_the_same_answer_on_a_slower_machine(neighborhood):
+    """Every step's work is counted (moves, nodes, rounds, cycles) and HiGHS is deterministic (one thread,
+    seed 0): with time passing 10x faster the same witness and bound, and exact (the cap not reached)."""
+    graph = nx.gnm_random_graph(45, 110, seed=2)  # HiGHS proves the bounded optimum (34) in about 0.7 s
+    problem = WeightProblem(ConstraintSet(45, (Conflicts.from_graph(graph),)), np.ones(45), neighborhood)
+    normal = MILP().solve(problem, 60.0)
+    with effort.clock(effort.slowed(10.0)):
+        slow = MILP().solve(problem, 60.0)
+    assert normal == slow and normal.exact and not normal.stopped
+    _, optimum = nx.max_weight_clique(nx.complement(graph), weight=None)
+    if neighborhood == "unbounded":  # a maximum independent set
+        assert normal.value == optimum
+    else:  # two disjoint independent sets
+        assert optimum < normal.value <= 2 * optimum
 
 
 @pytest.mark.slow  # 1 s; test_hardening_solve's whole-solve budget is the bounded fast twin
