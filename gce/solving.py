@@ -341,7 +341,7 @@ def _solve_pairs(scenario: Scenario, delta: float | None, epsilon: float | None,
     ranked = _ranked_witnesses(scenario, witnesses, renyi, delta, epsilon, +upper)
     for rank, (pair, estimate) in enumerate(ranked):
         if best_pair is not None and budget.left() <= 0:
-            notes.append("time limit reached: the other witness pairs were not composed")
+            budget.deadline.stop("the other witness pairs were not composed")
             break
         if best_pair is not None and estimate <= best_eps:
             continue  # its own Renyi bound is below the worst pair found: it cannot be worse
@@ -364,7 +364,7 @@ def _solve_pairs(scenario: Scenario, delta: float | None, epsilon: float | None,
     options = []
     for c in candidates:
         if options and budget.left() <= 0:
-            notes.append("time limit reached: the per-guarantee maxima were not composed (the chain bound was)")
+            budget.deadline.stop("the per-guarantee maxima were not composed (the chain bound was)")
             break
         options.append((budget.compose(c, auxiliary=True), c))
     bound, upper = min(options, key=lambda o: _at(o[0], delta, epsilon)[index])

@@ -93,9 +93,11 @@ def test_the_bracket_round_trips_through_json(batch_wins):
 # ---------------------------------------------------------------------------
 # The time limit covers the compositions
 
-#: Seconds a solve may overrun its limit: the fallback compositions (a few milliseconds per distinct
-#: noise mechanism on the coarsest grid) and the searches' minimum shares, on a shared machine.
-OVERHEAD = 1.0
+def within_the_cap(elapsed: float, time_limit: float) -> bool:
+    """The overrun contract (a solve ends within 1.1 x its limit + 0.5 s: the fallback compositions, a few
+    milliseconds per distinct noise mechanism on the coarsest grid, and the searches' combinatorial bounds),
+    with a shared machine's margin: 3x (tests never assert a wall time tighter; benchmarks/ measure it)."""
+    return elapsed < 3 * (1.1 * time_limit + 0.5)
 
 
 def _noise_mix(n: int, repeat: int, seed: int) -> Scenario:
@@ -122,7 +124,7 @@ def test_a_tiny_time_limit_bounds_a_big_noise_mix_within_the_limit():
     scenario = _noise_mix(4, 100, seed=11)  # fresh mechanisms: about 2.5 s of dp-accounting builds at 1e-4
     start = time.perf_counter()
     report = solve(scenario, time_limit=0.05)
-    assert time.perf_counter() - start < 0.05 + OVERHEAD
+    assert within_the_cap(time.perf_counter() - start, 0.05)
     assert any(n.startswith("time limit: composing [") and "instead of 0.0001 (sound, looser)" in n
                for n in report.notes)
     assert LOWER_4_100_11 <= report.epsilon < 1.1 * 1.41528  # sound, and within 10% of the full composition
@@ -139,10 +141,10 @@ def test_the_time_limit_covers_a_noise_mix_of_the_benchmark_size():
     scenario = _noise_mix(40, 1000, seed=12)
     start = time.perf_counter()
     tiny = solve(scenario, time_limit=0.5)
-    assert time.perf_counter() - start < 0.5 + OVERHEAD
+    assert within_the_cap(time.perf_counter() - start, 0.5)
     start = time.perf_counter()
     default = solve(scenario)  # 5 s: a finer fallback grid, close to the full composition
-    assert time.perf_counter() - start < 5.0 + OVERHEAD
+    assert within_the_cap(time.perf_counter() - start, 5.0)
     full = solve(scenario, time_limit=600)
     assert not any(n.startswith("time limit: composing") for n in full.notes)
     assert full.epsilon <= default.epsilon <= tiny.epsilon
@@ -261,7 +263,7 @@ def test_tiny_limits_say_so_and_stay_sound_on_a_hard_conflict_graph(time_limit):
     start = time.perf_counter()
     report = solve(scenario, time_limit=time_limit)
     elapsed = time.perf_counter() - start
-    assert elapsed < 3 * (1.1 * time_limit + 0.5)  # the overrun contract, with a loaded machine's margin
+    assert within_the_cap(elapsed, time_limit)
     assert report.time_limit_reached and any(n.startswith("time limit reached: worst-case search")
                                              for n in report.notes)
     assert report.epsilon >= exact * (1 - 1e-9)
