@@ -264,7 +264,8 @@ def separate(problem: WeightProblem, form: str, structure: PackingStructure, row
     (:func:`~gce.solvers.packing.violated_odd_cycles`) that a copy of its
     optimum violates; repeat while rows are added and the relaxation's bound
     drops by at least :data:`SEPARATION_MIN_GAIN` (relative), at most
-    :data:`SEPARATION_ROUNDS` times. ``deadline`` (default :func:`gce.effort.current`)
+    :data:`SEPARATION_ROUNDS` times (none when the model does not fit the memory
+    limit; each round's model is estimated before it is built, as HiGHS' are). ``deadline`` (default :func:`gce.effort.current`)
     only caps the rounds; a stop is recorded on it. On a sparse random
     conflict graph the first relaxation sits at ``x = 1/2`` and the rounds
     take its bound from about n/2 toward the odd-cycle bound; inside exclusive
@@ -285,9 +286,9 @@ def separate(problem: WeightProblem, form: str, structure: PackingStructure, row
     seen = {frozenset(h) for h in found}
     cycles: list[tuple[NDArray[np.int64], float]] = []
     bound = math.inf
-    for round_ in range(SEPARATION_ROUNDS):
+    for round_ in range(SEPARATION_ROUNDS if _model_fits_memory(problem, form) else 0):
         remaining = deadline.left()
-        if remaining < MIN_HIGHS_SECONDS:
+        if remaining < MIN_HIGHS_SECONDS or not _model_fits_time(problem, form, remaining):
             deadline.stop(f"cutting planes (round {round_ + 1} of at most {SEPARATION_ROUNDS} not solved)")
             break
         current = rows + holes.take(chosen) + Rows.of(structure.n, cycles)

@@ -235,3 +235,20 @@ def test_large_random_graph_bound_above_every_witness(neighborhood):
     assert problem.allowed_pair(*other.best_pair())
     assert other.best_total <= result.upper_bound
     assert result.upper_bound < (500 if sides == 2 else 250)  # better than the trivial relaxation
+
+
+def test_a_highs_model_estimated_beyond_the_time_left_is_not_built_and_the_stop_is_recorded(monkeypatch):
+    """The model's construction and HiGHS' presolve ignore the time limit, so the cost of every HiGHS call
+    is estimated from its columns before the model is built; a call that does not fit is a stop of the cap
+    (here: 1 column a second, so 90 columns do not fit in 60 s), and the bounds stay certified."""
+    import gce.solvers.milp as milp
+
+    monkeypatch.setattr(milp, "HIGHS_COLUMNS_PER_SECOND", 1)
+    graph = nx.gnm_random_graph(90, 270, seed=5)
+    problem = WeightProblem(ConstraintSet(90, (Conflicts.from_graph(graph),)), np.ones(90), "unbounded")
+    _, optimum = nx.max_weight_clique(nx.complement(graph), weight=None)
+    with effort.within(effort.Deadline(60.0)) as cap:
+        result = worst_pair(problem, None)
+    assert result.stopped and not result.exact and result.value <= optimum <= result.upper_bound
+    assert "cutting planes (round 1 of at most 12 not solved)" in cap.stops[0]
+    assert "HiGHS not started (90 columns, " in cap.stops[0]
