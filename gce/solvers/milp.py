@@ -30,19 +30,20 @@ points only, never an allowed set.
 :class:`MILP` escalates: a local search for the witness
 (:mod:`gce.solvers.heuristics`) against a clique-partition bound, cutting
 planes on the linear relaxation with the clique rows, then HiGHS on the
-strengthened model. The certified upper bound is the smallest of HiGHS' MIP dual bound,
-the relaxation's optimum and the combinatorial bound, so it stays valid when
-the time cap stops a step (docs/design.md, "The worst-case search" and
-"Performance targets": a certified bound, the gap reported).
+strengthened model. The certified upper bound is the smallest of HiGHS' MIP
+dual bound, the relaxation's optimum and the combinatorial bound, so it stays
+valid when the time cap stops a step (docs/design.md, "The worst-case search"
+and "Performance targets": a certified bound, the gap reported).
 
 Every step's work is decided by the problem: moves of the local search
-(:func:`~gce.solvers.heuristics.local_search_moves`), rounds of cutting planes (:data:`SEPARATION_ROUNDS`,
-:data:`SEPARATION_MIN_GAIN`), cycles separated (counts), HiGHS to optimality on
-one thread with a fixed seed. The same problem gives the same answer on any
-machine and load (docs/design.md, "Limits and time"). The clock only caps:
-the running computation's :class:`~gce.effort.Deadline` (:func:`gce.effort.current`)
-stops a step, which keeps its certified bounds, and the stop is recorded on
-the deadline (the report then says ``time limit reached``).
+(:func:`~gce.solvers.heuristics.local_search_moves`), rounds of cutting planes
+(:data:`SEPARATION_ROUNDS`, :data:`SEPARATION_MIN_GAIN`), cycles separated
+(counts), HiGHS to optimality on one thread with a fixed seed. The same
+problem gives the same answer on any machine and load (docs/design.md,
+"Limits and time"). The clock only caps: the running computation's
+:class:`~gce.effort.Deadline` (:func:`gce.effort.current`) stops a step, which
+keeps its certified bounds, and the stop is recorded on the deadline (the
+report then says ``time limit reached``).
 :class:`PlainMILP` is the formulation used before (compiled rows only, the
 XOR model for every bounded problem): the reference the benchmarks compare
 against.
@@ -235,17 +236,16 @@ def program(problem: WeightProblem, form: str, rows: Rows | None) -> tuple[Progr
 
 
 def _solve_model(problem: WeightProblem, form: str, rows: Rows | None, time_limit: float,
-                 integral: bool = True, max_nodes: int | None = None) -> _Answer:
-    """Solve the model of ``form`` (:func:`program`) with HiGHS, capped at ``time_limit`` seconds
-    (:func:`gce.solvers.highs.solve_program`: deterministic, interruptible by Ctrl-C), at most
-    ``max_nodes`` nodes.
+                 integral: bool = True) -> _Answer:
+    """Solve the model of ``form`` (:func:`program`) with HiGHS to optimality, capped at ``time_limit``
+    seconds (:func:`gce.solvers.highs.solve_program`: deterministic, interruptible by Ctrl-C).
 
     ``integral=False`` solves the linear relaxation instead. The bound is
     HiGHS' MIP dual bound or the relaxation's optimum, plus a relative slack for
     solver tolerances; ``inf`` when HiGHS gives none.
     """
     model, width = program(problem, form, rows)
-    answer = solve_program(model, time_limit, relax=not integral, max_nodes=max_nodes)
+    answer = solve_program(model, time_limit, relax=not integral)
     values = None
     if answer.values is not None:
         n = problem.n
@@ -265,8 +265,9 @@ def separate(problem: WeightProblem, form: str, structure: PackingStructure, row
     optimum violates; repeat while rows are added and the relaxation's bound
     drops by at least :data:`SEPARATION_MIN_GAIN` (relative), at most
     :data:`SEPARATION_ROUNDS` times (none when the model does not fit the memory
-    limit; each round's model is estimated before it is built, as HiGHS' are). ``deadline`` (default :func:`gce.effort.current`)
-    only caps the rounds; a stop is recorded on it. On a sparse random
+    limit; each round's model is estimated before it is built, as HiGHS' are).
+    ``deadline`` (default :func:`gce.effort.current`) only caps the rounds; a
+    stop is recorded on it. On a sparse random
     conflict graph the first relaxation sits at ``x = 1/2`` and the rounds
     take its bound from about n/2 toward the odd-cycle bound; inside exclusive
     groups the clique rows already make it tight, few rows are added, and the
@@ -393,11 +394,11 @@ class _Run:
         return WeightResult(witness, value, upper, self.method, f"{self.form}; {source} bound",
                             stopped=self.deadline.reached)
 
-    def milp(self, rows: Rows | None, max_nodes: int | None = None) -> WeightResult:
-        """HiGHS on the model (at most ``max_nodes`` nodes; else to optimality): its solution joins the
-        candidates, its dual bound the bounds. Not made when the model does not fit the memory limit
-        (deterministic), or, a stop of the cap, when less than :data:`MIN_HIGHS_SECONDS` are left or the
-        model would not be built in the time left (:func:`_model_fits_time`)."""
+    def milp(self, rows: Rows | None) -> WeightResult:
+        """HiGHS on the model, to optimality: its solution joins the candidates, its dual bound the bounds.
+        Not made when the model does not fit the memory limit (deterministic), or, a stop of the cap, when
+        less than :data:`MIN_HIGHS_SECONDS` are left or the model would not be built in the time left
+        (:func:`_model_fits_time`)."""
         problem, form, deadline = self.problem, self.form, self.deadline
         if not _model_fits_memory(problem, form):
             return self.result()
@@ -405,7 +406,7 @@ class _Run:
         if left < MIN_HIGHS_SECONDS or not _model_fits_time(problem, form, left):
             deadline.stop(f"HiGHS not started ({_columns(problem, form):,} columns, {max(left, 0.0):.2g} s left)")
             return self.result()
-        answer = _solve_model(problem, form, rows, left, max_nodes=max_nodes)
+        answer = _solve_model(problem, form, rows, left)
         if answer.stopped:
             deadline.stop("HiGHS stopped")
         self.offer(answer.pair)
@@ -417,8 +418,9 @@ class _Run:
         result = self.result()
         if self.deadline.reached:
             gap = result.gap / result.upper_bound if result.upper_bound > 0 else 0.0
-            self.deadline.cap.stop(f"worst-case search on {self.problem.n:,} databases ({'; '.join(self.deadline.stops)}): "
-                                   f"witness {result.value:g}, certified bound {result.upper_bound:g} (gap {gap:.1%})")
+            stages = "; ".join(self.deadline.stops)
+            self.deadline.cap.stop(f"worst-case search on {self.problem.n:,} databases ({stages}): witness "
+                                   f"{result.value:g}, certified bound {result.upper_bound:g} (gap {gap:.1%})")
         return result
 
 
