@@ -63,7 +63,7 @@ from ..constraints import ConstraintSet, LinearSystem
 from .base import Solver, WeightProblem, WeightResult, round_bound
 from .. import effort, resources
 from ..effort import Deadline
-from .heuristics import CLOCK_EVERY, LocalSearch, greedy_pair, local_search_moves
+from .heuristics import LocalSearch, greedy_pair, local_search_moves
 from .highs import Program, solve_program
 from .packing import PackingStructure, odd_holes, violated_odd_cycles
 
@@ -475,8 +475,7 @@ class MILP(Solver):
         structure = _packing(problem.constraints)
         if form != "xor":
             run.bound("clique-partition", structure.partition_bound(problem.weights, 2 if form == "disjoint" else 1))
-        if run.deadline.expired():  # no time at all: the first blocks of the greedy witness and the bounds
-            run.offer(greedy_pair(problem, blocks=CLOCK_EVERY))
+        if run.deadline.expired():  # no time at all: the combinatorial bounds, no witness (the empty pair)
             run.deadline.cap.stop("worst-case searches after the time limit (combinatorial bounds only)")
             return replace(run.result(), stopped=True)
         search = self._search(problem, structure, form)

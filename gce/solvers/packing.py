@@ -34,6 +34,7 @@ constraints all the same.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable
 from dataclasses import dataclass
 from itertools import combinations
@@ -203,19 +204,35 @@ class PackingStructure:
         float
         """
         w = np.asarray(weights, dtype=float)
-        free = np.ones(self.n, dtype=bool)
+        members, part, capacity, free = self._parts
         bound = 0.0
+        if members.size:  # each part's sides * m heaviest: one sort by (part, decreasing weight)
+            values = w[members]
+            order = np.lexsort((-values, part))
+            sizes = np.bincount(part, minlength=capacity.size)
+            rank = np.arange(members.size) - (np.cumsum(sizes) - sizes)[part[order]]
+            keep = np.minimum(sizes, sides * capacity)
+            bound = float(values[order][rank < keep[part[order]]].sum())
+        return bound + float(w[free].sum())
+
+    @functools.cached_property
+    def _parts(self) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.int64], NDArray[np.int64]]:
+        """The partition of :meth:`partition_bound`, which depends on the groups only (computed once): the
+        members of the parts, concatenated; the part of each; each part's capacity; the databases left free."""
+        free = np.ones(self.n, dtype=bool)
+        parts, capacities = [], []
         order = sorted(range(len(self.groups)), key=lambda j: self.groups[j].capacity / len(self.groups[j].members))
         for j in order:
             group = self.groups[j]
             part = group.members[free[group.members]]
-            if part.size == 0:
-                continue
-            free[part] = False
-            keep = min(part.size, sides * group.capacity)
-            if keep:
-                bound += float(np.sort(w[part])[part.size - keep:].sum())
-        return bound + float(w[free].sum())
+            if part.size:
+                free[part] = False
+                parts.append(part)
+                capacities.append(group.capacity)
+        sizes = [p.size for p in parts]
+        members = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+        return (members.astype(np.int64), np.repeat(np.arange(len(parts)), sizes).astype(np.int64),
+                np.array(capacities, dtype=np.int64), np.flatnonzero(free))
 
 
 def conflict_cliques(graph: nx.Graph) -> list[list[int]]:

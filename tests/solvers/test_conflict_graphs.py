@@ -252,3 +252,28 @@ def test_a_highs_model_estimated_beyond_the_time_left_is_not_built_and_the_stop_
     assert result.stopped and not result.exact and result.value <= optimum <= result.upper_bound
     assert "cutting planes (round 1 of at most 12 not solved)" in cap.stops[0]
     assert "HiGHS not started (90 columns, " in cap.stops[0]
+
+
+def _partition_bound_by_parts(structure: PackingStructure, weights: np.ndarray, sides: int) -> float:
+    """The partition bound written out part by part (the definition in its docstring)."""
+    free = np.ones(structure.n, dtype=bool)
+    bound = 0.0
+    groups = sorted(structure.groups, key=lambda g: g.capacity / len(g.members))
+    for group in groups:
+        part = group.members[free[group.members]]
+        free[part] = False
+        keep = min(part.size, sides * group.capacity)
+        bound += float(np.sort(weights[part])[part.size - keep:].sum()) if keep else 0.0
+    return bound + float(weights[free].sum())
+
+
+@tiers.parametrize("seed", range(40), default=8)
+def test_the_vectorised_partition_bound_is_the_bound_part_by_part(seed):
+    rng = random.Random(seed)
+    n = rng.randint(5, 60)
+    cs = conflict_instance(rng, n, with_at_most=seed % 2 == 1)
+    structure = PackingStructure.of(cs)
+    weights = np.array([rng.choice([0.0, 0.5, 1.0, 2.0, 3.25, 7.0]) for _ in range(n)])
+    for sides in (1, 2):
+        assert structure.partition_bound(weights, sides) == pytest.approx(
+            _partition_bound_by_parts(structure, weights, sides), rel=1e-12)
