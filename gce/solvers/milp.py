@@ -76,6 +76,8 @@ __all__ = ["formulation", "separate", "MILP", "PlainMILP"]
 HIGHS_COLUMNS_PER_SECOND = 500_000
 #: Bytes one column of the model takes, built and inside HiGHS (its rows' share included), for the memory policy.
 HIGHS_BYTES_PER_COLUMN = 600
+#: Most moves of the local search before the cutting planes (about 0.05 s); the rest come after them.
+FIRST_MOVES = 2_000
 #: Most linear relaxations solved in the cutting-plane rounds.
 SEPARATION_ROUNDS = 12
 #: Relative drop of the relaxation's bound below which the rounds stop.
@@ -435,13 +437,17 @@ class MILP(Solver):
     Steps, each skipped once the witness is proved optimal, each of a work
     decided by the problem (the same answer on any machine):
 
-    1. a greedy pair, and a local search of
-       :func:`~gce.solvers.heuristics.local_search_moves` moves (packing
-       constraints only) against the clique-partition bound;
+    1. a greedy pair, and a local search of at most :data:`FIRST_MOVES` moves
+       (packing constraints only) against the clique-partition bound;
     2. cutting-plane rounds on the linear relaxation with the clique rows
        (:func:`separate`), whose optimum is a bound too;
-    3. HiGHS on the strengthened model, to optimality;
-    4. when HiGHS could not run (memory), the local search again from the best pair.
+    3. the rest of the local search's moves
+       (:func:`~gce.solvers.heuristics.local_search_moves`), against that bound;
+    4. HiGHS on the strengthened model, to optimality;
+    5. when HiGHS could not run (memory), the local search again from the best pair.
+
+    The order matters only when the cap stops a step: the cheap bounds come
+    first, so that an early stop still has them.
 
     (A first HiGHS run on the clique rows alone, before the cutting planes, cost
     more than it saved once it was bounded by nodes rather than seconds: on 90
@@ -452,7 +458,7 @@ class MILP(Solver):
     ----------
     strengthen : bool
         Add the clique and odd-cycle rows and run the cutting planes (default).
-        Without them, one MILP on the compiled rows (steps 1, 3, 4).
+        Without them, one MILP on the compiled rows (steps 1, 3, 4, 5).
 
     References
     ----------
@@ -480,20 +486,19 @@ class MILP(Solver):
             return replace(run.result(), stopped=True)
         search = self._search(problem, structure, form)
         moves = local_search_moves(problem.n)
+        first = min(moves, FIRST_MOVES)
         if search is None:
             run.offer(greedy_pair(problem, run.deadline))
         else:
-            search.run(moves, target=min(run.bounds.values()), deadline=run.deadline)
-            if search.stopped:
-                run.deadline.stop("local search")
-            run.offer(search.best_pair())
+            self._improve(run, search, first)
         result = run.result()
         if not result.exact and not self.strengthen:
+            self._improve(run, search, moves - first)
             result = run.milp(None)
         elif not result.exact:
             rows, relaxation = separate(problem, form, structure, clique_rows(structure), run.deadline)
             run.bound("lp", relaxation)
-            result = run.result()
+            result = self._improve(run, search, moves - first)
             if not result.exact:
                 result = run.milp(rows)
         if not result.exact and search is not None and not run.deadline.reached:
@@ -504,6 +509,17 @@ class MILP(Solver):
                 run.deadline.stop("second local search")
             run.offer(search.best_pair())
         return run.finish()
+
+    @staticmethod
+    def _improve(run: _Run, search: LocalSearch | None, moves: int) -> WeightResult:
+        """``moves`` more moves of the local search (none without one, or once the cap has passed), up to
+        the smallest bound so far; its best pair joins the candidates."""
+        if search is not None and moves > 0 and not run.deadline.expired():
+            search.run(moves, target=min(run.bounds.values()), deadline=run.deadline)
+            if search.stopped:
+                run.deadline.stop("local search")
+            run.offer(search.best_pair())
+        return run.result()
 
     @staticmethod
     def _search(problem: WeightProblem, structure: PackingStructure, form: str) -> LocalSearch | None:
