@@ -53,6 +53,7 @@ from __future__ import annotations
 
 import functools
 import math
+from collections import OrderedDict
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -178,10 +179,33 @@ class _Answer:
         return (_EMPTY, sets[0]) if len(sets) == 1 else (sets[0], sets[1])
 
 
-@functools.lru_cache(maxsize=8)
-def _packing(constraints: ConstraintSet) -> PackingStructure:
-    """The packing structure of a constraint set, built once per solve (every search of a solve shares it)."""
-    return PackingStructure.of(constraints)
+#: The packing structures built lately, by constraint set (every search of a solve shares one).
+_STRUCTURES: OrderedDict[ConstraintSet, PackingStructure] = OrderedDict()
+#: How many of them are kept.
+STRUCTURES_KEPT = 8
+
+
+def _packing(constraints: ConstraintSet, deadline: Deadline | None = None) -> PackingStructure | None:
+    """The packing structure of a constraint set, built once per solve (every search of a solve shares it).
+
+    Building it cannot be interrupted, so its cost is estimated first
+    (:meth:`~gce.solvers.packing.PackingStructure.estimate_seconds`); None, a stop of the cap
+    ``deadline``, when that does not fit in the time left.
+    """
+    found = _STRUCTURES.get(constraints)
+    if found is not None:
+        _STRUCTURES.move_to_end(constraints)
+        return found
+    if deadline is not None:
+        seconds = PackingStructure.estimate_seconds(constraints)
+        if not deadline.fits(seconds):
+            deadline.stop(f"conflict structure not built (about {seconds:.2g} s; {max(deadline.left(), 0.0):.2g} s "
+                          f"left)")
+            return None
+    found = _STRUCTURES[constraints] = PackingStructure.of(constraints)
+    if len(_STRUCTURES) > STRUCTURES_KEPT:
+        _STRUCTURES.popitem(last=False)
+    return found
 
 
 @functools.lru_cache(maxsize=8)
@@ -478,12 +502,18 @@ class MILP(Solver):
     def solve(self, problem: WeightProblem, time_limit: float | None = None) -> WeightResult:
         form = formulation(problem)
         run = _Run(problem, form, self.name, effort.current() if time_limit is None else Deadline(time_limit))
-        structure = _packing(problem.constraints)
-        if form != "xor":
-            run.bound("clique-partition", structure.partition_bound(problem.weights, 2 if form == "disjoint" else 1))
         if run.deadline.expired():  # no time at all: the combinatorial bounds, no witness (the empty pair)
+            structure = _STRUCTURES.get(problem.constraints)
+            if structure is not None and form != "xor":
+                run.bound("clique-partition", structure.partition_bound(problem.weights, 2 if form == "disjoint" else 1))
             run.deadline.cap.stop("worst-case searches after the time limit (combinatorial bounds only)")
             return replace(run.result(), stopped=True)
+        structure = _packing(problem.constraints, run.deadline)
+        if structure is None:  # its build would not end in the time left: a greedy witness, the total as bound
+            run.offer(greedy_pair(problem, run.deadline))
+            return run.finish()
+        if form != "xor":
+            run.bound("clique-partition", structure.partition_bound(problem.weights, 2 if form == "disjoint" else 1))
         search = self._search(problem, structure, form)
         moves = local_search_moves(problem.n)
         first = min(moves, FIRST_MOVES)
@@ -512,13 +542,18 @@ class MILP(Solver):
 
     @staticmethod
     def _improve(run: _Run, search: LocalSearch | None, moves: int) -> WeightResult:
-        """``moves`` more moves of the local search (none without one, or once the cap has passed), up to
-        the smallest bound so far; its best pair joins the candidates."""
-        if search is not None and moves > 0 and not run.deadline.expired():
-            search.run(moves, target=min(run.bounds.values()), deadline=run.deadline)
-            if search.stopped:
+        """``moves`` more moves of the local search (none once the cap has passed), up to the smallest bound
+        so far; its best pair (at least its greedy start) joins the candidates."""
+        if search is None:
+            return run.result()
+        if moves > 0:
+            if run.deadline.expired():
                 run.deadline.stop("local search")
-            run.offer(search.best_pair())
+            else:
+                search.run(moves, target=min(run.bounds.values()), deadline=run.deadline)
+                if search.stopped:
+                    run.deadline.stop("local search")
+        run.offer(search.best_pair())
         return run.result()
 
     @staticmethod

@@ -277,3 +277,24 @@ def test_the_vectorised_partition_bound_is_the_bound_part_by_part(seed):
     for sides in (1, 2):
         assert structure.partition_bound(weights, sides) == pytest.approx(
             _partition_bound_by_parts(structure, weights, sides), rel=1e-12)
+
+
+def test_a_conflict_structure_estimated_beyond_the_time_left_is_not_built(monkeypatch):
+    """networkx's graph and cliques cannot be interrupted (100,000 conflicts: seconds), so their cost is
+    estimated first; when it does not fit, the search answers with a greedy witness and the total weight as
+    its bound (sound), and records the stop. Here: 1 conflict a second, 270 conflicts, 60 s left."""
+    from collections import OrderedDict
+
+    import gce.solvers.milp as milp
+    import gce.solvers.packing as packing
+
+    monkeypatch.setattr(packing, "PACKING_UNITS_PER_SECOND", 1)
+    monkeypatch.setattr(milp, "_STRUCTURES", OrderedDict())  # nothing built before
+    graph = nx.gnm_random_graph(90, 270, seed=5)
+    problem = WeightProblem(ConstraintSet(90, (Conflicts.from_graph(graph),)), np.ones(90), "unbounded")
+    _, optimum = nx.max_weight_clique(nx.complement(graph), weight=None)
+    with effort.within(effort.Deadline(60.0)) as cap:
+        result = worst_pair(problem, None)
+    assert result.stopped and problem.allowed_pair(*result.witness)
+    assert 0 < result.value <= optimum <= result.upper_bound == 90
+    assert "conflict structure not built (about 2.7e+02 s; " in cap.stops[0]
