@@ -165,7 +165,7 @@ class PackingStructure:
             if constraint.kind == "conflicts":
                 units += len(constraint.edges)
             elif constraint.kind == "at_most" and constraint.among is None:
-                units += n
+                units += n * n // 2 if n <= MAX_GRAPH_GROUP else 0  # else one range array, no graph
             elif constraint.kind in PACKING_KINDS:
                 for bound in constraint.at_most_bounds(n):
                     size = len(bound.among)
