@@ -18,8 +18,14 @@ d. 2,000 databases with guarantees from 5 levels (a dominance chain), at
    most 365, unbounded: ``gce.solve`` time, and the relative gap between the
    certified epsilon and the witness's epsilon; peer: dp-accounting composing
    the witness's differing mechanisms. Targets: < 10 s, gap <= 1%.
+e. The time limit only caps: case c's graph with two pure guarantees,
+   bounded pairs, solved at limits 0.1, 0.5 and 2 s; each solve's time
+   against the overrun contract 1.1 x limit + 0.5 s (ratio <= 1), and the
+   report saying ``time limit reached``. Then case b's structure as a
+   whole solve, twice, once with time passing 10x faster
+   (``gce.effort.slowed``): identical reports (the peer is the run itself).
 
-Run: python benchmarks/bench_solvers.py   (about 40 s; not collected by pytest)
+Run: python benchmarks/bench_solvers.py   (about 60 s; not collected by pytest)
 """
 
 from __future__ import annotations
@@ -32,7 +38,7 @@ import networkx as nx
 import numpy as np
 from dp_accounting.pld import common, privacy_loss_distribution
 
-from gce import ApproxDP, Invocation, Scenario, solve
+from gce import ApproxDP, Invocation, PureDP, Scenario, effort, solve
 from gce.constraints import AtMost, Conflicts, ConstraintSet, Exclusive
 from gce.solvers import DEFAULT_TIME_LIMIT, PlainMILP, WeightProblem, WeightResult, worst_pair
 
@@ -152,10 +158,35 @@ def mixed() -> bool:
     return t_ours < 10.0 and gap <= 0.01
 
 
+def capped() -> bool:
+    n = 500
+    cs = ConstraintSet(n, (Conflicts.from_graph(nx.gnm_random_graph(n, 3 * n, seed=0)),))
+    invocations = tuple(Invocation(i, PureDP(0.1 if i % 2 else 0.2)) for i in range(n))
+    scenario = Scenario(n, invocations, cs, neighborhood="bounded", delta=0.0)
+    solve(scenario, time_limit=0.05)  # imports and caches
+    ok = True
+    print(f"e. the time limit only caps: {n} databases, {3 * n} random conflicts, two guarantees, bounded pairs")
+    for limit in (0.1, 0.5, 2.0):
+        seconds, report = best_of(lambda: solve(scenario, time_limit=limit), repeat=1)
+        contract = 1.1 * limit + 0.5
+        print(f"   limit {limit:4.1f} s: {seconds:6.3f} s, ratio to 1.1 x limit + 0.5 s {seconds / contract:.3f} "
+              f"(target <= 1); time limit reached {report.time_limit_reached}; epsilon {report.epsilon:.4g}")
+        ok &= seconds <= contract and report.time_limit_reached
+    structured_scenario = Scenario(n, tuple(Invocation(i, ApproxDP(0.05, 1e-9)) for i in range(n)),
+                                   structured_constraints(), neighborhood="bounded", delta=DELTA)
+    normal_seconds, normal = best_of(lambda: solve(structured_scenario, time_limit=60.0), repeat=1)
+    with effort.clock(effort.slowed(10.0)):
+        slow_seconds, slow = best_of(lambda: solve(structured_scenario, time_limit=60.0), repeat=1)
+    same = normal.to_dict() == slow.to_dict()
+    print(f"   case b as a solve: {normal_seconds:.3f} s, with time passing 10x faster {slow_seconds:.3f} s "
+          f"(ratio {slow_seconds / normal_seconds:.2f}); identical reports {same} (target True)\n")
+    return ok and same
+
+
 def main() -> int:
-    results = [hospitals(), structured(), unstructured(), mixed()]
+    results = [hospitals(), structured(), unstructured(), mixed(), capped()]
     print("all targets met" if all(results) else "TARGET MISSED: " + ", ".join(
-        case for case, ok in zip("abcd", results) if not ok))
+        case for case, ok in zip("abcde", results) if not ok))
     return 0 if all(results) else 1
 
 

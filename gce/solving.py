@@ -16,8 +16,9 @@ upper bound. Witness pairs (the maximizers of those sub-problems and of a
 scalar score) give a lower bound; ``exact`` when the two meet. When they do
 not (:mod:`gce.solvers.mixed`): if the allowed pairs can be listed,
 every maximal differing multiset is composed and the worst returned (exact);
-otherwise a branch and bound over the memberships closes the gap to 1% or
-reports it at the time budget. Every composition of a solve is computed once
+otherwise a branch and bound over the memberships closes the gap to the
+solve's ``rtol`` (1% by default) or reports it when the time limit stops
+it. Every composition of a solve is computed once
 (:class:`~gce.solvers.mixed.CompositionCache`), and compositions count
 against the time limit.
 """
@@ -27,7 +28,6 @@ from __future__ import annotations
 import contextlib
 import math
 import reprlib
-import time
 from collections import Counter
 from dataclasses import replace
 
@@ -129,23 +129,16 @@ def _symmetric_for_bounded(scenario: Scenario) -> tuple[Scenario, list[str]]:
     return replace(scenario, invocations=invocations), notes
 
 
-#: Seconds a search is given when the budget is spent: enough for its combinatorial bounds, not for HiGHS.
-MIN_SEARCH_SECONDS = 1e-3
-#: Weight of the branch and bound of mixed guarantees in the budget (planned whenever guarantees differ).
-MIXED_SEARCH_WEIGHT = 0.5
-#: Weight of an auxiliary search (the witness score, the ``parallel`` baseline) in the budget, against 1 for
-#: a search whose bound enters the guarantee.
-AUXILIARY_WEIGHT = 0.25
-
-
 class _Budget:
-    """One time budget for all the searches of a solve: the whole solve ends within it plus a fixed overhead.
+    """The time cap and the accuracy of a solve: the whole solve ends within the cap plus a fixed overhead.
 
-    The searches are planned (:meth:`plan`, with weights) before they run;
-    each is given its weight's share of the time left among the planned
-    searches still to run, so a search that ends early leaves its time to the
-    later ones. A search whose share is spent still answers, with a certified
-    bound from its fast combinatorial bounds: sound, only looser.
+    The searches (:func:`~gce.solvers.weights.worst_pair`, the branch and
+    bound, the enumeration) do the work their problem and ``rtol`` decide,
+    in the same order on any machine; none is given a share of the time. The
+    solve's :class:`~gce.effort.Deadline` (:func:`gce.effort.current` inside
+    :func:`solve`) only stops them: a search it stops still answers, with
+    certified bounds (sound, only looser), and the stop is recorded there, so
+    the report says ``time limit reached``.
     """
 
     def __init__(self, deadline: Deadline, rtol: float = DEFAULT_RTOL):
@@ -153,7 +146,6 @@ class _Budget:
         self.deadline = deadline
         #: The accuracy asked of the solve.
         self.rtol = rtol
-        self.planned = 0.0
         #: Every composition of the solve, once per multiset (bound, witnesses and baselines share them),
         #: each within the time left (:class:`_BudgetedCache`).
         self.compose = _BudgetedCache(self)
@@ -161,17 +153,6 @@ class _Budget:
     def left(self) -> float:
         """Seconds until the deadline (negative once it has passed)."""
         return self.deadline.left()
-
-    def plan(self, weight: float) -> None:
-        """Announce searches of total ``weight`` (1 per main search, :data:`AUXILIARY_WEIGHT` per auxiliary one)."""
-        self.planned += weight
-
-    def __call__(self, weight: float = 1.0) -> float:
-        """Seconds for the next search, one of the planned ones, of ``weight``."""
-        left = self.deadline.left()
-        share = left * weight / max(self.planned, weight)
-        self.planned = max(self.planned - weight, 0.0)
-        return max(share, MIN_SEARCH_SECONDS)
 
 
 class _BudgetedCache(CompositionCache):
@@ -288,7 +269,7 @@ def _dominating_counts(scenario: Scenario, kinds: list, chain: list | None, budg
                          f"{why}): each guarantee's differing invocations bounded through the most databases "
                          f"a pair can make differ")
     sizes = WeightProblem(scenario.constraints, np.ones(scenario.n), scenario.neighborhood)
-    result = worst_pair(sizes, budget(AUXILIARY_WEIGHT))
+    result = worst_pair(sizes, None)
     solved.append((sizes, result))
     size = min(scenario.n, math.ceil(result.upper_bound - 1e-6))  # an integer: the bound rounded up, less slack
     table = scenario.table
@@ -410,8 +391,6 @@ def _solve_pairs(scenario: Scenario, delta: float | None, epsilon: float | None,
     # One search per guarantee (and per link of a dominance chain), unless they cannot finish in the time left.
     searches = len(kinds) + (len(chain) - 1 if chain else 0)
     per_kind = len(kinds) == 1 or budget.deadline.fits(SEARCHES_SHARE_INVERSE * searches * _search_seconds(scenario))
-    budget.plan((searches if per_kind else AUXILIARY_WEIGHT) + MIXED_SEARCH_WEIGHT * (len(kinds) > 1)
-                + AUXILIARY_WEIGHT * (2 * (len(kinds) > 1) + parallel_search))  # mixed: score and Renyi searches
 
     # Upper bound: per guarantee, the most invocations of that kind any allowed pair makes differ.
     upper: Counter[Guarantee] = Counter()
@@ -434,14 +413,15 @@ def _solve_pairs(scenario: Scenario, delta: float | None, epsilon: float | None,
             solver_names.add(solved[-1][1].method)
             break
         searched_problem = kind_problem(g)
-        result = by_kind[g] = worst_pair(searched_problem, budget())
+        result = by_kind[g] = worst_pair(searched_problem, None)
         if _uniform_weights(searched_problem):
             solved.append((searched_problem, result))
         upper[g] = int(round(result.upper_bound))
         witnesses.append(result.witness)
         solver_names.add(result.method)
         if not result.exact:
-            notes.append(f"solver {result.method} stopped at its time budget for {g!r}: witness "
+            why = "stopped by the time limit" if result.stopped else "did not close its gap"
+            notes.append(f"solver {result.method} {why} for {g!r}: witness "
                          f"{result.value:g} invocations, certified bound {result.upper_bound:g}")
     renyi = None
     if len(kinds) > 1:
@@ -458,7 +438,7 @@ def _solve_pairs(scenario: Scenario, delta: float | None, epsilon: float | None,
                                      f"one (about {estimate:.2g} s; {max(budget.left(), 0.0):.2g} s left)")
             else:
                 scores = {g: _score(g, budget.compose) for g in kinds}
-                result = worst_pair(problem(lambda h: scores[h]), budget(AUXILIARY_WEIGHT))
+                result = worst_pair(problem(lambda h: scores[h]), None)
                 witnesses.append(result.witness)
                 solver_names.add(result.method)
 
@@ -542,7 +522,8 @@ def _solve_pairs(scenario: Scenario, delta: float | None, epsilon: float | None,
         what = "epsilon" if epsilon is None else f"delta at epsilon {epsilon:g}"
         notes.append(f"branch and bound over the memberships: {searched.nodes} nodes; {what} of the worst pair "
                      f"found {best_eps:.6g}, certified bound {upper_value:.6g} from {source} (gap {gap:.3%})"
-                     + ("" if searched.complete else "; stopped at the time budget"))
+                     + ("" if searched.complete else "; stopped by the time limit" if searched.stopped
+                        else f"; stopped after {searched.nodes} nodes, the most searched"))
 
     if math.isinf(eps):
         floor = bound.curve.delta_floor
@@ -672,36 +653,30 @@ def _renyi_bound(scenario: Scenario, budget: _Budget) -> RenyiSearch | None:
     """:func:`gce.solvers.mixed.renyi_bound` of the scenario, an auxiliary search of the budget; None when a
     guarantee has no Renyi bound."""
     terms = renyi_term_table(scenario.table.kinds)  # per distinct guarantee, vectorised
-    seconds = budget(AUXILIARY_WEIGHT)
     if terms is None:
         return None
     divergences = np.stack([scenario.table.weights(scenario.n, terms[0][:, k]) for k in range(len(RENYI_ORDERS))])
     leaks = scenario.table.weights(scenario.n, terms[1])
-    return renyi_bound(scenario.constraints, scenario.neighborhood, divergences, leaks, seconds)
+    return renyi_bound(scenario.constraints, scenario.neighborhood, divergences, leaks)
 
 
 def _branch_and_bound(scenario: Scenario, kinds: list, delta: float | None, epsilon: float | None,
                       budget: _Budget, bound, witnesses: list, exact_searches: bool):
     """Mixed guarantees on pairs too many to list: :func:`gce.solvers.mixed.branch_and_bound` from the
-    dominating multiset's node, within this search's share of the budget."""
-    deadline = time.perf_counter() + budget(MIXED_SEARCH_WEIGHT)
+    dominating multiset's node, towards a relative gap of the solve's ``rtol``, capped by its deadline."""
     counts = np.stack([_weights(scenario, lambda h, g=g: h == g) for g in kinds], axis=1)
     index = 0 if epsilon is None else 1
     return branch_and_bound(
         scenario.constraints, scenario.neighborhood, counts, kinds, budget.compose,
         lambda c: _at(c, delta, epsilon)[index],
         lambda pair: scenario.table.multiset_on(pair[0] ^ pair[1]),
-        (bound, witnesses, exact_searches), deadline)
+        (bound, witnesses, exact_searches), tolerance=budget.rtol, deadline=budget.deadline)
 
 
 def _listable(constraints: ConstraintSet) -> bool:
     """Whether :func:`~gce.solvers.mixed.maximal_profiles` may list the allowed sets (a pattern list, or
     few enough blocks), decided before the per-database counts of every guarantee are built for it."""
     return constraints.explicit_sets() is not None or constraints.block_count() <= ENUMERATION_BLOCKS_MAX
-
-
-#: Share of the time left that listing and composing the maximal differing multisets may take.
-ENUMERATION_SHARE = 0.5
 
 
 def _enumerated(scenario: Scenario, kinds: list, delta: float | None, epsilon: float | None, budget: _Budget,
@@ -712,17 +687,17 @@ def _enumerated(scenario: Scenario, kinds: list, delta: float | None, epsilon: f
     guarantee are maximal hold the worst case at every epsilon
     (:mod:`gce.solvers.mixed`); the report's curve is the pointwise maximum
     of their curves, exact when each composition is. None when the pairs are
-    too many to list or the time share runs out (the searches take over).
+    too many to list (counts), or when the time limit stops the listing (recorded on the solve's
+    deadline): the searches take over.
     """
-    deadline = time.perf_counter() + ENUMERATION_SHARE * max(budget.left(), 0.0)
     counts = np.stack([_weights(scenario, lambda h, g=g: h == g) for g in kinds], axis=1)
-    profiles = maximal_profiles(scenario.constraints, scenario.neighborhood, counts, deadline)
+    profiles = maximal_profiles(scenario.constraints, scenario.neighborhood, counts, budget.deadline)
     if profiles is None:
         return None
     index = 0 if epsilon is None else 1
-    worst = worst_profile(profiles, kinds, budget.compose, lambda c: _at(c, delta, epsilon)[index], deadline)
+    worst = worst_profile(profiles, kinds, budget.compose, lambda c: _at(c, delta, epsilon)[index],
+                          budget.deadline)
     if worst is None:
-        notes.append("time limit reached while composing the maximal differing multisets: searched instead")
         return None
     eps, d, theorem = _at(worst.composition, delta, epsilon)
     notes.append(f"enumerated the allowed pairs ({profiles.allowed_sets} allowed sets): {worst.composed} maximal "
@@ -770,7 +745,7 @@ def _chain_bound(chain, problem, budget, weakest) -> Counter | None:
             return None  # cut by the cap (the caller says so)
         own = problem(chain[j])
         weights = own.weights if weights is None else weights + own.weights  # integer counts: exact in any order
-        result = weakest if j == len(chain) - 1 else worst_pair(replace(own, weights=weights), budget())
+        result = weakest if j == len(chain) - 1 else worst_pair(replace(own, weights=weights), None)
         c_j = int(round(result.upper_bound))
         counts[chain[j]] = max(c_j - above, 0)
         above = max(above, c_j)
@@ -887,7 +862,7 @@ def _largest_difference(scenario: Scenario, budget: _Budget, solved: list) -> fl
         if _uniform_weights(problem):
             return result.upper_bound / float(problem.weights[0])
     problem = WeightProblem(scenario.constraints, np.ones(scenario.n), scenario.neighborhood)
-    return worst_pair(problem, budget(AUXILIARY_WEIGHT)).upper_bound
+    return worst_pair(problem, None).upper_bound
 
 
 def check_support(name: str, hypothesis, constraints) -> None:
@@ -945,8 +920,6 @@ def _solve_composite(scenario: Scenario, delta: float | None, epsilon: float | N
         notes.append(_no_finite_epsilon(winner.curve.delta_floor, delta))
     bracket = _route_bracket(winner, eps if epsilon is None else d, delta, epsilon, notes)
     pairs = context.worst_pair()
-    if _parallel_applies(scenario):
-        budget.plan(AUXILIARY_WEIGHT)
     baselines = _baselines(scenario, delta, epsilon, budget)
     where = "" if pairs.cover is None else f" in the supports ({pairs.cover})"
     baselines["worst pair"] = Baseline("worst pair", pairs.report.epsilon, pairs.report.delta,

@@ -24,6 +24,7 @@ import pytest
 from gce import resources
 from gce.constraints import AtMost, ConstraintSet, Patterns, Together, estimate_membership
 from gce.constraints.tables import MembershipTable, membership_statistics
+from gce.effort import Deadline, clock, slowed
 from gce.errors import InvalidParameterError, ResourceLimitError
 from gce.solvers.base import WeightProblem, membership_matrix
 from gce.solvers.heuristics import greedy_pair
@@ -161,9 +162,13 @@ def test_greedy_witness_stops_at_its_deadline_with_an_allowed_set():
     cs = ConstraintSet(n, (Together((0, 1, 2)), AtMost(50)))
     problem = WeightProblem(cs, np.ones(n), "unbounded")
     started = time.perf_counter()
-    b0, b1 = greedy_pair(problem, deadline=started + 0.2)
+    cap = Deadline(0.2)
+    b0, b1 = greedy_pair(problem, cap)
     assert time.perf_counter() - started < 3 * 0.2 + 2.0  # the arrays' set-up, then at most one batch late
     assert cs.satisfied(b1) and not b0 and {0, 1, 2} <= b1  # the heaviest block first
+    with clock(slowed(1e9)):  # the cap passes within the first batch of blocks: the stop is recorded
+        cap = Deadline(0.2)
+    assert cs.satisfied(greedy_pair(problem, cap)[1]) and cap.reached and cap.stops[0].startswith("greedy witness")
     b0, b1 = greedy_pair(problem)
     assert len(b1) == 50 and {0, 1, 2} <= b1  # without a deadline: as full as at_most allows
 

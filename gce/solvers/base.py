@@ -140,6 +140,9 @@ class WeightResult:
     upper_bound: float
     method: str
     detail: str = ""
+    #: Whether the time cap stopped a step of the search (then the answer may differ on a faster machine;
+    #: it is sound all the same, and the cap's :class:`~gce.effort.Deadline` records the stop).
+    stopped: bool = False
 
     @property
     def exact(self) -> bool:
@@ -155,7 +158,7 @@ class Solver(abc.ABC):
     """A worst-case solver: declares what it accepts and answers with bounds."""
 
     name: str = ""
-    #: Whether answers are always exact (time-limited solvers may not be).
+    #: Whether answers are always exact (solvers whose cap can stop them may not be).
     always_exact: bool = True
 
     @abc.abstractmethod
@@ -163,8 +166,9 @@ class Solver(abc.ABC):
         """Whether this solver handles the problem's constraints and neighbourhood."""
 
     @abc.abstractmethod
-    def solve(self, problem: WeightProblem, time_limit: float) -> WeightResult:
-        """Solve; the result's witness must be an allowed pair."""
+    def solve(self, problem: WeightProblem, time_limit: float | None = None) -> WeightResult:
+        """Solve; the result's witness must be an allowed pair. The work is decided by the problem alone;
+        ``time_limit`` (seconds; default: the running computation's :func:`gce.effort.current`) only caps it."""
 
 
 def round_bound(problem: WeightProblem, bound: float) -> float:

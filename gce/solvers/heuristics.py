@@ -12,21 +12,27 @@
 
 A heuristic gives a lower bound only; the solvers pair it with a certified
 upper bound and re-check every witness against the constraints.
+
+Both do a deterministic amount of work (blocks scanned, moves made, a fixed
+seed): the same problem gives the same pair on any machine. A
+:class:`~gce.effort.Deadline` only caps them; when it stops one, the
+heuristic keeps what it found (an allowed pair, a witness still) and says so
+(``stopped``), and the solver records the stop on the deadline.
 """
 
 from __future__ import annotations
 
 import math
 import random
-import time
 
 import numpy as np
 from numpy.typing import NDArray
 
+from ..effort import Deadline
 from .base import WeightProblem
 from .packing import PackingStructure
 
-__all__ = ["greedy_pair", "LocalSearch"]
+__all__ = ["greedy_pair", "LocalSearch", "GREEDY_BLOCKS", "local_search_moves"]
 
 _EMPTY: frozenset[int] = frozenset()
 
@@ -36,14 +42,39 @@ ACCEPT_WORSE = 0.01
 RESTART_AFTER = 4000
 #: Members of a large group scanned when refilling around an evicted member.
 REFILL_SCAN = 64
-#: Moves between two looks at the clock.
+#: Moves (or greedy blocks) between two looks at the clock.
 CLOCK_EVERY = 64
+#: Most blocks the greedy witness scans, heaviest first (one ``satisfied`` check each: 10^7 blocks take
+#: minutes); the set found by then is allowed, so still a witness.
+GREEDY_BLOCKS = 200_000
+#: Most work of the greedy witness, in members visited: each check costs about :data:`CHECK_COST` plus the
+#: members of the set checked (about 0.05 microseconds each: 14 microseconds a check of 50 members, 250 of
+#: 5,000), so about a second.
+GREEDY_WORK = 20_000_000
+CHECK_COST = 300
+#: Most moves of one local-search run: about 25 microseconds a move, so about a second on a quiet machine.
+MAX_MOVES = 50_000
 
 
-def _greedy_set(problem: WeightProblem, banned: frozenset[int], deadline: float) -> frozenset[int]:
+def local_search_moves(n: int) -> int:
+    """The move budget of one local-search run on ``n`` databases, from the size alone (deterministic):
+    ``n^2 / 10``, at most :data:`MAX_MOVES`. Quadratic because small problems need few moves (HiGHS proves
+    them optimal in milliseconds, and a branch and bound solves hundreds of them) while on large ones the
+    witness comes from the search: 25,000 moves at 500 databases, the cap from 708 on.
+
+    >>> local_search_moves(14), local_search_moves(500), local_search_moves(10**6)
+    (19, 25000, 50000)
+    """
+    return int(min(n * n // 10, MAX_MOVES))
+
+
+def _greedy_set(problem: WeightProblem, banned: frozenset[int], deadline: Deadline | None,
+                blocks: int = GREEDY_BLOCKS) -> tuple[frozenset[int], bool]:
     """Whole ``together`` blocks outside ``banned``, heaviest first (ties: smallest member first), while the
-    set stays allowed; the blocks are taken from arrays, one at a time, and the scan stops at ``deadline``
-    (``time.perf_counter``) with the set found so far (allowed, so still a witness)."""
+    set stays allowed; the blocks are taken from arrays, one at a time, at most ``blocks`` of them and
+    :data:`GREEDY_WORK` members visited. The
+    ``deadline`` only caps the scan: it stops with the set found so far (allowed, so still a witness), and
+    the second value says that it did."""
     constraints = problem.constraints
     labels = constraints.block_labels()
     if labels is None:
@@ -58,25 +89,35 @@ def _greedy_set(problem: WeightProblem, banned: frozenset[int], deadline: float)
     order = order[usable[order]]
     members = np.argsort(label, kind="stable")
     ends = np.cumsum(np.bincount(label, minlength=count))
-    chosen = _EMPTY
+    order = order[:blocks]
+    chosen, work = _EMPTY, 0
     for start in range(0, order.size, CLOCK_EVERY):
-        if start and time.perf_counter() > deadline:
-            break
+        if start and deadline is not None and deadline.expired():
+            return chosen, True
         for b in order[start:start + CLOCK_EVERY].tolist():
             block = frozenset(members[(ends[b - 1] if b else 0):ends[b]].tolist())
+            work += CHECK_COST + len(chosen) + len(block)
+            if work > GREEDY_WORK:
+                return chosen, False
             if constraints._allows(chosen | block):  # in range by construction: no re-validation
                 chosen = chosen | block
-    return chosen
+    return chosen, False
 
 
-def greedy_pair(problem: WeightProblem, deadline: float = math.inf) -> tuple[frozenset[int], frozenset[int]]:
-    """A quick allowed pair: a greedy b1, then (bounded) a greedy b0 on the other databases, each scan
-    stopped at ``deadline`` (``time.perf_counter``)."""
-    b1 = _greedy_set(problem, _EMPTY, deadline)
-    if problem.neighborhood == "unbounded":
-        return _EMPTY, b1
-    b0 = _greedy_set(problem, b1, deadline)
-    return (b0, b1) if problem.allowed_pair(b0, b1) else (_EMPTY, b1)
+def greedy_pair(problem: WeightProblem, deadline: Deadline | None = None, *,
+                blocks: int = GREEDY_BLOCKS) -> tuple[frozenset[int], frozenset[int]]:
+    """A quick allowed pair: a greedy b1, then (bounded) a greedy b0 on the other databases, each scanning
+    at most ``blocks`` blocks and capped by ``deadline`` (then :attr:`Deadline.stop` records it)."""
+    b1, stopped = _greedy_set(problem, _EMPTY, deadline, blocks)
+    if problem.neighborhood == "bounded" and not stopped:
+        b0, stopped = _greedy_set(problem, b1, deadline, blocks)
+        pair = (b0, b1) if problem.allowed_pair(b0, b1) else (_EMPTY, b1)
+    else:
+        pair = (_EMPTY, b1)
+    if stopped:
+        deadline.stop(f"greedy witness on {problem.n:,} databases (stopped after {len(pair[0]) + len(pair[1]):,} "
+                      f"members)")
+    return pair
 
 
 class LocalSearch:
@@ -108,6 +149,8 @@ class LocalSearch:
     >>> search = LocalSearch(PackingStructure.of(cs), np.ones(6), sides=2)
     >>> search.run(max_moves=200)
     6.0
+    >>> search.stopped
+    False
     >>> sorted(sorted(s) for s in search.best_sets())
     [[0, 2, 4], [1, 3, 5]]
     """
@@ -128,6 +171,8 @@ class LocalSearch:
         self.inside: list[list[set[int]]] = [[set() for _ in self.members] for _ in range(sides)]
         self.total = 0.0
         self.log: list[tuple[int, int]] = []  # (database, side it was added to (>= 0) or removed from (~side))
+        #: Whether the last :meth:`run` was stopped by its deadline before its moves were made.
+        self.stopped = False
         self._greedy()
         self.best_total, self.best_side = self.total, list(self.side)
 
@@ -207,15 +252,17 @@ class LocalSearch:
         return evicted
 
     # --- search ------------------------------------------------------------------------------------
-    def run(self, deadline: float | None = None, max_moves: int | None = None, target: float = math.inf) -> float:
-        """Improve the state until ``deadline`` (``time.perf_counter`` seconds),
-        ``max_moves`` moves, or a total of ``target`` (a known upper bound);
-        returns the best total weight found so far."""
+    def run(self, max_moves: int, target: float = math.inf, deadline: Deadline | None = None) -> float:
+        """Improve the state for ``max_moves`` moves or until a total of ``target`` (a known upper bound);
+        returns the best total weight found so far. The result depends on the moves alone;
+        ``deadline`` only caps them (:attr:`stopped` then says so)."""
+        self.stopped = False
         if not self.candidates:
             return self.best_total
         moves, since_best = 0, 0
-        while (max_moves is None or moves < max_moves) and self.best_total < target - 1e-9:
-            if moves % CLOCK_EVERY == 0 and deadline is not None and time.perf_counter() >= deadline:
+        while moves < max_moves and self.best_total < target - 1e-9:
+            if moves % CLOCK_EVERY == 0 and deadline is not None and deadline.expired():
+                self.stopped = True
                 break
             moves += 1
             since_best += 1

@@ -13,6 +13,11 @@ to HiGHS through ``highspy`` instead of cvxpy for two reasons:
 * **Cheap to build.** The model is passed as one sparse row-wise matrix
   (``HighsLp``), without cvxpy's canonicalization; time limits then bound the
   whole call closely.
+* **Deterministic.** HiGHS runs on one thread with random seed 0
+  (:data:`DETERMINISTIC_OPTIONS`), so the same program gives the same answer on
+  any machine and load; its work is bounded by counts (``mip_max_nodes``), and
+  its ``time_limit`` is only the cap of the solve (docs/design.md, "Limits and
+  time"): :attr:`Answer.stopped` says when that cap stopped it.
 
 HiGHS prints a banner ("Running HiGHS ...", "Includes third-party software
 components ...") from inside ``highspy.Highs()`` (the constructor installs its
@@ -52,7 +57,7 @@ from numpy.typing import NDArray
 
 from ..errors import GCEError
 
-__all__ = ["Program", "Answer", "solve_program", "new_highs", "CANCEL_WAIT"]
+__all__ = ["Program", "Answer", "solve_program", "new_highs", "CANCEL_WAIT", "DETERMINISTIC_OPTIONS"]
 
 #: Seconds to wait for HiGHS to stop after a KeyboardInterrupt before re-raising anyway.
 CANCEL_WAIT = 2.0
@@ -61,6 +66,9 @@ _POLL = 0.05
 #: How the lines of HiGHS' banner begin (:func:`new_highs` drops them): the version and copyright line, the
 #: third-party notice and, when HiGHS found one, the BLAS in use.
 BANNER_LINE = re.compile(rb"Running HiGHS \d+\.\d+\.\d+|Includes third-party software components, see |Using BLAS: ")
+#: HiGHS options that would otherwise vary between machines or runs: one thread (the parallel simplex and
+#: the MIP's concurrent tasks split work by timing), no parallel LP, a fixed seed for its random choices.
+DETERMINISTIC_OPTIONS: dict[str, object] = {"threads": 1, "parallel": "off", "random_seed": 0}
 #: One construction at a time moves file descriptors 1 and 2 (they belong to the whole process).
 _STREAMS_LOCK = threading.Lock()
 
@@ -178,6 +186,10 @@ class Answer:
     values: NDArray[np.float64] | None
     bound: float
     status: str
+    #: Branch-and-bound nodes HiGHS explored (0 for a relaxation).
+    nodes: int = 0
+    #: Whether the time cap stopped HiGHS (the answer then depends on the machine's speed).
+    stopped: bool = False
 
 
 def _model(program: Program, relax: bool):
@@ -224,17 +236,21 @@ def _run(h) -> None:
         raise
 
 
-def solve_program(program: Program, time_limit: float, *, relax: bool = False) -> Answer:
+def solve_program(program: Program, time_limit: float, *, relax: bool = False,
+                  max_nodes: int | None = None) -> Answer:
     """Solve a 0/1 program (or its linear relaxation, ``relax=True``) within ``time_limit`` seconds.
 
     Parameters
     ----------
     program : Program
     time_limit : float
-        Seconds HiGHS may spend (its ``time_limit`` option); at least 1 ms.
+        The cap: seconds HiGHS may spend (its ``time_limit`` option); at least 1 ms.
     relax : bool
         Solve the linear relaxation (interior point with crossover, which beats
         simplex on these degenerate relaxations).
+    max_nodes : int, optional
+        Most branch-and-bound nodes (HiGHS' ``mip_max_nodes``): a deterministic
+        bound on the work; without it, to optimality (``mip_rel_gap`` 0).
 
     Returns
     -------
@@ -252,11 +268,15 @@ def solve_program(program: Program, time_limit: float, *, relax: bool = False) -
     import highspy
 
     h = new_highs()
+    for option, setting in DETERMINISTIC_OPTIONS.items():
+        h.setOptionValue(option, setting)
     h.setOptionValue("time_limit", max(float(time_limit), 1e-3))
     if relax:
         h.setOptionValue("solver", "ipm")
     else:
         h.setOptionValue("mip_rel_gap", 0.0)
+        if max_nodes is not None:
+            h.setOptionValue("mip_max_nodes", int(max_nodes))
     if h.passModel(_model(program, relax)) == highspy.HighsStatus.kError:  # pragma: no cover - defensive
         raise GCEError("HiGHS rejected the worst-case model")
     _run(h)
@@ -270,4 +290,6 @@ def solve_program(program: Program, time_limit: float, *, relax: bool = False) -
     else:
         dual = float(info.mip_dual_bound)
         bound = dual if math.isfinite(dual) else math.inf
-    return Answer(values, bound, h.modelStatusToString(status))
+    stopped = status == highspy.HighsModelStatus.kTimeLimit
+    nodes = 0 if relax else int(getattr(info, "mip_node_count", 0))
+    return Answer(values, bound, h.modelStatusToString(status), nodes, stopped)

@@ -19,7 +19,6 @@ same multiset twice.
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -32,6 +31,7 @@ from ..accounting.curves import ROUND_UP, FunctionCurve, PrivacyCurve
 from ..accounting.guarantees import Guarantee
 from ..accounting.theorems import Composition, as_multiset, compose
 from ..constraints import ConstraintSet
+from ..effort import DEFAULT_RTOL, Deadline, current, within
 from ..errors import NumericalLimitError, UnsupportedCombinationError
 from ..resources import check_memory
 from .base import WeightProblem, membership_matrix
@@ -106,7 +106,7 @@ def _pareto_maximal(profiles: NDArray[np.float64]) -> NDArray[np.bool_]:
 
 
 def maximal_profiles(constraints: ConstraintSet, neighborhood: str, counts: NDArray[np.float64],
-                     deadline: float) -> Profiles | None:
+                     deadline: Deadline | None = None) -> Profiles | None:
     """Every maximal profile of the allowed pairs, with a pair attaining it, or None when too many to list.
 
     ``counts[i, k]`` is the number of invocations of kind k on database i. The
@@ -115,9 +115,11 @@ def maximal_profiles(constraints: ConstraintSet, neighborhood: str, counts: NDAr
     unbounded pairs are (empty, b), bounded ones (b, b') for every two sets.
     Distinct profiles are kept with one pair each, then the componentwise
     maximal ones (a dominated profile composes to a curve below a maximal one).
-    None when the sets, pairs or profiles exceed the limits of this module or
-    ``deadline`` (``time.perf_counter``) passes.
+    None when the sets, pairs or profiles exceed the limits of this module
+    (counts: the same answer on any machine), or when the cap ``deadline``
+    (default :func:`gce.effort.current`) stops the listing, which it then records.
     """
+    deadline = current() if deadline is None else deadline
     n = constraints.n
     if constraints.explicit_sets() is None and constraints.block_count() > ENUMERATION_BLOCKS_MAX:
         return None
@@ -135,7 +137,8 @@ def maximal_profiles(constraints: ConstraintSet, neighborhood: str, counts: NDAr
     rows: list[NDArray[np.float64]] = []
     firsts = range(1) if neighborhood == "unbounded" else range(len(sets))
     for i in firsts:
-        if time.perf_counter() > deadline:
+        if deadline.expired():
+            deadline.stop(f"listing the differing multisets of {len(sets):,} allowed sets (searched instead)")
             return None
         inside = np.zeros(n)
         inside[list(sets[i])] = 1.0
@@ -168,13 +171,16 @@ class Worst:
 
 
 def worst_profile(profiles: Profiles, kinds: Sequence[Guarantee], cache: CompositionCache,
-                  value: Callable[[Composition], float], deadline: float) -> Worst | None:
+                  value: Callable[[Composition], float], deadline: Deadline | None = None) -> Worst | None:
     """Compose every maximal profile; the worst by ``value`` (epsilon, or delta at the target) and the
-    pointwise maximum of all their curves (the worst-case curve at every epsilon). None when ``deadline``
-    passes first."""
+    pointwise maximum of all their curves (the worst-case curve at every epsilon). None when the cap
+    ``deadline`` (default :func:`gce.effort.current`) stops it first, which it then records."""
+    deadline = current() if deadline is None else deadline
     best, best_value, curves, exact = None, -1.0, [], True
-    for row, pair in zip(profiles.counts, profiles.pairs):
-        if time.perf_counter() > deadline:
+    for index, (row, pair) in enumerate(zip(profiles.counts, profiles.pairs)):
+        if deadline.expired():
+            deadline.stop(f"composing the maximal differing multisets ({index} of {len(profiles.pairs)} "
+                          f"composed; searched instead)")
             return None
         composition = cache({g: int(round(c)) for g, c in zip(kinds, row) if c > 0})
         curves.append(composition.curve)
@@ -189,8 +195,9 @@ def worst_profile(profiles: Profiles, kinds: Sequence[Guarantee], cache: Composi
 # ---------------------------------------------------------------------------
 # Branch and bound over the membership variables, for pairs too many to list
 
-#: Relative gap (in epsilon, or in delta for an epsilon target) at which the search stops.
-SEARCH_TOLERANCE = 0.01
+#: Relative gap (in epsilon, or in delta for an epsilon target) at which the search stops by default: the
+#: accuracy asked of a solve (:data:`gce.effort.DEFAULT_RTOL`; :func:`gce.solve` passes its ``rtol``).
+SEARCH_TOLERANCE = DEFAULT_RTOL
 #: Most nodes evaluated (each costs one search per guarantee kind and one composition).
 NODES_MAX = 2_000
 
@@ -206,6 +213,8 @@ class Searched:
     curve: PrivacyCurve
     complete: bool
     nodes: int
+    #: Whether the time cap stopped the search (then ``complete`` may be False on this machine only).
+    stopped: bool = False
 
 
 @dataclass(frozen=True)
@@ -222,7 +231,7 @@ def branch_and_bound(constraints: ConstraintSet, neighborhood: str, counts: NDAr
                      kinds: Sequence[Guarantee], cache: CompositionCache, value: Callable[[Composition], float],
                      differing: Callable[[tuple[frozenset[int], frozenset[int]]], dict],
                      root: tuple[Composition, Sequence[tuple[frozenset[int], frozenset[int]]], bool],
-                     deadline: float, tolerance: float = SEARCH_TOLERANCE) -> Searched:
+                     tolerance: float = SEARCH_TOLERANCE, deadline: Deadline | None = None) -> Searched:
     """Best-first branch and bound on "database i differs" (i in b0 XOR b1), the worst pair and a bound.
 
     A node fixes databases inside the differing set (I) and outside it (O).
@@ -236,19 +245,25 @@ def branch_and_bound(constraints: ConstraintSet, neighborhood: str, counts: NDAr
     at every epsilon. The witnesses of those searches are allowed pairs,
     composed for the lower bound. Children split a free database on which
     the witnesses disagree. The search stops when the largest open bound is
-    within ``tolerance`` of the best pair, when no node is open, or at
-    ``deadline``; the curve is the pointwise maximum of the curves of the
-    nodes left (open, pruned or closed), which together cover every pair.
+    within ``tolerance`` of the best pair (relative), when no node is open,
+    or after :data:`NODES_MAX` nodes: a deterministic schedule, the same
+    answer on any machine. The cap ``deadline`` (default
+    :func:`gce.effort.current`) only stops it early, and records that it did.
+    The curve is the pointwise maximum of the curves of the nodes left (open,
+    pruned or closed), which together cover every pair.
 
     ``root`` is the composition, witnesses and exactness the caller already
     has for the node with nothing fixed; ``differing(pair)`` is the pair's
     differing multiset.
     """
+    deadline = current() if deadline is None else deadline
     n, k_count = counts.shape
     best: list = [None, -1.0, None]  # pair, value, composition
+    cut: list[str] = []  # what the cap stopped
 
     def consider(pair) -> None:
-        if time.perf_counter() > deadline and best[0] is not None:
+        if best[0] is not None and deadline.expired():
+            cut.append("witnesses not composed")
             return
         composition = cache(differing(pair))
         v = value(composition)
@@ -257,13 +272,13 @@ def branch_and_bound(constraints: ConstraintSet, neighborhood: str, counts: NDAr
 
     def evaluate(inside: frozenset[int], outside: frozenset[int]) -> _Node | None:
         bounds, witnesses, exact = [], [], True
-        seconds = max((deadline - time.perf_counter()) / (4 * k_count), 1e-3)
         for k in range(k_count):
             w = counts[:, k].copy()
             w[list(outside)] = 0.0
             big = float(w.sum()) + 1.0 if inside else 0.0
             w[list(inside)] += big
-            result = worst_pair(WeightProblem(constraints, w, neighborhood), seconds)
+            with within(deadline):
+                result = worst_pair(WeightProblem(constraints, w, neighborhood), None)
             upper = result.upper_bound - big * len(inside)
             if upper < -0.5:  # no allowed pair holds all of I
                 return None
@@ -284,9 +299,12 @@ def branch_and_bound(constraints: ConstraintSet, neighborhood: str, counts: NDAr
             return True
         return np.isfinite(bound) and bound <= low * (1.0 + tolerance)
 
-    while open_nodes and nodes < NODES_MAX and time.perf_counter() < deadline:
+    while open_nodes and nodes < NODES_MAX:
         open_nodes.sort(key=lambda node: node.bound)
         if gap_closed(open_nodes[-1].bound):
+            break
+        if deadline.expired():
+            cut.append("nodes left open")
             break
         node = open_nodes.pop()
         fixed = node.inside | node.outside
@@ -301,7 +319,8 @@ def branch_and_bound(constraints: ConstraintSet, neighborhood: str, counts: NDAr
         j = max(choice, key=lambda i: (counts[i].sum(), -i))
         children = []
         for child in ((node.inside | {j}, node.outside), (node.inside, node.outside | {j})):
-            if time.perf_counter() > deadline:
+            if deadline.expired():
+                cut.append("nodes left open")
                 break
             children.append(evaluate(*child))
             nodes += 1
@@ -320,7 +339,11 @@ def branch_and_bound(constraints: ConstraintSet, neighborhood: str, counts: NDAr
     upper = max(upper, best[1])
     curves = _maximal_curves([node.composition for node in left] + [best[2]])
     complete = not open_nodes or all(gap_closed(node.bound) for node in open_nodes)
-    return Searched(best[0], best[1], best[2], upper, curves, complete, nodes)
+    if cut:
+        gap = upper / best[1] - 1.0 if best[1] > 0 else math.inf
+        deadline.stop(f"branch and bound over the memberships after {nodes} nodes ({'; '.join(dict.fromkeys(cut))}; "
+                      f"gap {gap:.2%}, asked {tolerance:.2%})")
+    return Searched(best[0], best[1], best[2], upper, curves, complete, nodes, bool(cut))
 
 
 def _maximal_curves(compositions: Sequence[Composition]) -> PrivacyCurve:
@@ -508,20 +531,20 @@ class RenyiSearch:
 
 
 def renyi_bound(constraints: ConstraintSet, neighborhood: str, divergences: NDArray[np.float64],
-                leaks: NDArray[np.float64], seconds: float) -> RenyiSearch:
+                leaks: NDArray[np.float64]) -> RenyiSearch:
     """:func:`renyi_curve` of certified upper bounds, over the allowed pairs, on the sum of the per-database
     divergences at each order (``divergences[order, database]``) and on the sum of the leaks: each sum is a
-    maximum-weight problem (:func:`~gce.solvers.weights.worst_pair`), and the curve increases in every one."""
-    share = max(seconds / (len(divergences) + 1), 1e-3)
+    maximum-weight problem (:func:`~gce.solvers.weights.worst_pair`, capped by the running computation's
+    deadline), and the curve increases in every one."""
     # A sum beyond the double range (divergences near 1e308 on one database) is +inf: that order's bound is
     # then +inf (it bounds delta by 1), not searched; the other orders still bound the curve.
-    results = [worst_pair(WeightProblem(constraints, w, neighborhood), share) if np.isfinite(w).all() else None
+    results = [worst_pair(WeightProblem(constraints, w, neighborhood), None) if np.isfinite(w).all() else None
                for w in divergences]
     uppers = np.array([math.inf if r is None else r.upper_bound for r in results])
     if not leaks.any():
         leak = 0.0
     elif np.isfinite(leaks).all():
-        leak = worst_pair(WeightProblem(constraints, leaks, neighborhood), share).upper_bound
+        leak = worst_pair(WeightProblem(constraints, leaks, neighborhood), None).upper_bound
     else:
         leak = math.inf
     witnesses = tuple(dict.fromkeys(r.witness for r in results if r is not None))

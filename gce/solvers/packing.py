@@ -34,8 +34,7 @@ constraints all the same.
 
 from __future__ import annotations
 
-import math
-import time
+import functools
 from collections.abc import Iterable
 from dataclasses import dataclass
 from itertools import combinations
@@ -47,6 +46,7 @@ from numpy.typing import NDArray
 from scipy.sparse.csgraph import dijkstra
 
 from ..constraints import ConstraintSet
+from ..effort import Deadline
 
 __all__ = [
     "PACKING_KINDS",
@@ -71,6 +71,9 @@ MAX_CLIQUES = 20_000
 #: Most odd holes (induced 5-cycles) :func:`odd_holes` lists.
 MAX_HOLES = 20_000
 
+#: Most paths v1 - v0 - v4 :func:`odd_holes` extends (its work, counted: dense graphs have many).
+HOLE_PATHS = 2_000_000
+
 #: Slack below which a fractional value counts as zero, and a cycle length as 1.
 CUT_EPSILON = 1e-6
 
@@ -83,6 +86,11 @@ EDGE_TIE_BREAK = 1e-9
 
 #: Largest ``m <= 1`` bound whose clique joins the conflict graph (``g`` members cost ``g^2 / 2`` edges).
 MAX_GRAPH_GROUP = 64
+
+#: Conflict edges and group members :meth:`PackingStructure.of` handles per second (networkx's graph and
+#: its maximal cliques: 100,000 edges of a path took 2 to 4 s on 2 shared cores): the cost estimate of
+#: building a structure, checked before it is built (the build cannot be interrupted).
+PACKING_UNITS_PER_SECOND = 50_000
 
 
 @dataclass(frozen=True, eq=False)
@@ -140,6 +148,29 @@ class PackingStructure:
     groups: tuple[Group, ...]
     graph: nx.Graph
     exact: bool
+
+    @staticmethod
+    def estimate_seconds(constraints: ConstraintSet) -> float:
+        """Seconds :meth:`of` takes, about, from the conflict edges and group members it will handle
+        (:data:`PACKING_UNITS_PER_SECOND`), counted without building anything.
+
+        >>> from gce.constraints import Conflicts
+        >>> PackingStructure.estimate_seconds(ConstraintSet(4, (Conflicts(((0, 1), (2, 3))),)))
+        4e-05
+        """
+        n, units = constraints.n, 0
+        for constraint in constraints.constraints:
+            if constraint.is_vacuous(n):
+                continue
+            if constraint.kind == "conflicts":
+                units += len(constraint.edges)
+            elif constraint.kind == "at_most" and constraint.among is None:
+                units += n * n // 2 if n <= MAX_GRAPH_GROUP else 0  # else one range array, no graph
+            elif constraint.kind in PACKING_KINDS:
+                for bound in constraint.at_most_bounds(n):
+                    size = len(bound.among)
+                    units += size + (size * size // 2 if bound.m <= 1 and size <= MAX_GRAPH_GROUP else 0)
+        return units / PACKING_UNITS_PER_SECOND
 
     @classmethod
     def of(cls, constraints: ConstraintSet) -> "PackingStructure":
@@ -201,19 +232,35 @@ class PackingStructure:
         float
         """
         w = np.asarray(weights, dtype=float)
-        free = np.ones(self.n, dtype=bool)
+        members, part, capacity, free = self._parts
         bound = 0.0
+        if members.size:  # each part's sides * m heaviest: one sort by (part, decreasing weight)
+            values = w[members]
+            order = np.lexsort((-values, part))
+            sizes = np.bincount(part, minlength=capacity.size)
+            rank = np.arange(members.size) - (np.cumsum(sizes) - sizes)[part[order]]
+            keep = np.minimum(sizes, sides * capacity)
+            bound = float(values[order][rank < keep[part[order]]].sum())
+        return bound + float(w[free].sum())
+
+    @functools.cached_property
+    def _parts(self) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.int64], NDArray[np.int64]]:
+        """The partition of :meth:`partition_bound`, which depends on the groups only (computed once): the
+        members of the parts, concatenated; the part of each; each part's capacity; the databases left free."""
+        free = np.ones(self.n, dtype=bool)
+        parts, capacities = [], []
         order = sorted(range(len(self.groups)), key=lambda j: self.groups[j].capacity / len(self.groups[j].members))
         for j in order:
             group = self.groups[j]
             part = group.members[free[group.members]]
-            if part.size == 0:
-                continue
-            free[part] = False
-            keep = min(part.size, sides * group.capacity)
-            if keep:
-                bound += float(np.sort(w[part])[part.size - keep:].sum())
-        return bound + float(w[free].sum())
+            if part.size:
+                free[part] = False
+                parts.append(part)
+                capacities.append(group.capacity)
+        sizes = [p.size for p in parts]
+        members = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+        return (members.astype(np.int64), np.repeat(np.arange(len(parts)), sizes).astype(np.int64),
+                np.array(capacities, dtype=np.int64), np.flatnonzero(free))
 
 
 def conflict_cliques(graph: nx.Graph) -> list[list[int]]:
@@ -240,9 +287,11 @@ def conflict_cliques(graph: nx.Graph) -> list[list[int]]:
     return cliques
 
 
-def odd_holes(graph: nx.Graph, limit: int = MAX_HOLES, deadline: float = math.inf) -> list[tuple[int, ...]]:
-    """Induced cycles of length 5 (odd holes) of a conflict graph: at most ``limit``,
-    those found by ``deadline`` (``time.perf_counter`` seconds).
+def odd_holes(graph: nx.Graph, limit: int = MAX_HOLES, deadline: Deadline | None = None,
+              paths: int = HOLE_PATHS) -> list[tuple[int, ...]]:
+    """Induced cycles of length 5 (odd holes) of a conflict graph: at most ``limit``, those found
+    from the first ``paths`` paths ``v1 - v0 - v4`` (a deterministic amount of work); ``deadline``
+    only caps the search (:meth:`~gce.effort.Deadline.stop` records where).
 
     A set with no two members adjacent holds at most two vertices of a
     5-cycle: the odd-cycle inequality ``x(C) <= (|C| - 1) / 2`` of the stable
@@ -262,10 +311,14 @@ def odd_holes(graph: nx.Graph, limit: int = MAX_HOLES, deadline: float = math.in
     adj = {v: set(graph[v]) for v in graph}
     holes: list[tuple[int, ...]] = []
     for v0 in sorted(adj):
-        if time.perf_counter() > deadline:
+        if deadline is not None and deadline.expired():
+            deadline.stop(f"odd-hole search on {len(adj):,} conflicting databases ({len(holes):,} holes found)")
             break
         higher = sorted(u for u in adj[v0] if u > v0)
         for a, v1 in enumerate(higher):
+            paths -= len(higher) - a - 1
+            if paths < 0:
+                return holes
             for v4 in higher[a + 1:]:
                 if v4 in adj[v1]:
                     continue  # v0 v1 v4 is a triangle
@@ -282,10 +335,11 @@ def odd_holes(graph: nx.Graph, limit: int = MAX_HOLES, deadline: float = math.in
 
 
 def violated_odd_cycles(graph: nx.Graph, x: NDArray[np.float64], limit: int = MAX_HOLES,
-                        deadline: float = math.inf) -> list[list[int]]:
+                        deadline: Deadline | None = None) -> list[list[int]]:
     """Odd cycles ``C`` of a conflict graph whose inequality ``x(C) <= (|C| - 1) / 2``
-    a fractional point ``x`` violates: at most ``limit``, each listed once, those
-    found by ``deadline`` (the search runs from :data:`DIJKSTRA_BATCH` vertices at a time).
+    a fractional point ``x`` violates: at most ``limit``, each listed once (the search
+    runs from :data:`DIJKSTRA_BATCH` vertices at a time, in order, until ``limit`` are
+    found; ``deadline`` only caps it, and :meth:`~gce.effort.Deadline.stop` records where).
 
     Exact separation of the odd-cycle inequalities (Groetschel, Lovasz and
     Schrijver 1988, Lemma 9.1.11): give edge ``uv`` the length
@@ -315,7 +369,10 @@ def violated_odd_cycles(graph: nx.Graph, x: NDArray[np.float64], limit: int = MA
     sources = np.array([i for i in graph.nodes if x[i] > CUT_EPSILON], dtype=np.int64)
     found: dict[frozenset[int], list[int]] = {}
     for batch in np.array_split(sources, -(-sources.size // DIJKSTRA_BATCH)) if sources.size else []:
-        if len(found) >= limit or time.perf_counter() > deadline:
+        if len(found) >= limit:
+            break
+        if deadline is not None and deadline.expired():
+            deadline.stop(f"odd-cycle separation on {n:,} databases ({len(found):,} cycles found)")
             break
         dist, pred = dijkstra(cover, indices=batch, return_predecessors=True)
         for row in np.flatnonzero(dist[np.arange(batch.size), batch + n] < 1.0 - CUT_EPSILON):

@@ -12,7 +12,11 @@
   constraints) as a strengthened mixed-integer program solved by HiGHS
   (interruptible: :mod:`gce.solvers.highs`), with a local-search witness and a
   certified upper bound (HiGHS' dual bound or a clique-partition bound) when
-  the time budget ends first.
+  the time cap stops it.
+
+Every solver's work is decided by the problem; the time limit only caps it
+(:mod:`gce.effort`): the same problem gives the same answer on any machine,
+unless the cap stops a search, which the cap's deadline then records.
 
 :func:`worst_pair` picks the first solver that accepts the problem and
 re-checks the witness against the constraints (STYLE: "check every optimizer
@@ -27,7 +31,9 @@ import math
 import numpy as np
 import scipy.sparse as sp
 
+from .. import effort
 from ..constraints import ConstraintSet
+from ..effort import Deadline
 from ..errors import GCEError, InvalidParameterError
 from ..resources import check_memory
 from .base import Solver, WeightProblem, WeightResult, check_time_limit, membership_matrix
@@ -35,7 +41,7 @@ from .milp import MILP
 
 __all__ = ["Unconstrained", "TopM", "PatternList", "Exhaustive", "MILP", "SOLVERS", "worst_pair", "DEFAULT_TIME_LIMIT"]
 
-#: Seconds a time-limited solver may spend before answering with its bound.
+#: Seconds a solve may take by default before the cap stops its searches (they answer with their bounds).
 DEFAULT_TIME_LIMIT = 5.0
 #: Largest n that :class:`Exhaustive` enumerates (2^n sets, (2^n)^2 pairs).
 EXHAUSTIVE_MAX_N = 12
@@ -116,7 +122,7 @@ class Unconstrained(Solver):
     def can_solve(self, problem: WeightProblem) -> bool:
         return _kinds(problem) <= {"together"}
 
-    def solve(self, problem: WeightProblem, time_limit: float) -> WeightResult:
+    def solve(self, problem: WeightProblem, time_limit: float | None = None) -> WeightResult:
         everything = frozenset(range(problem.n))
         value = float(problem.weights.sum())
         return WeightResult((_EMPTY, everything), value, value, self.name)
@@ -135,7 +141,7 @@ class TopM(Solver):
     def can_solve(self, problem: WeightProblem) -> bool:
         return self._groups(problem) is not None
 
-    def solve(self, problem: WeightProblem, time_limit: float) -> WeightResult:
+    def solve(self, problem: WeightProblem, time_limit: float | None = None) -> WeightResult:
         w = problem.weights
         grouped, b0, b1 = (np.zeros(problem.n, dtype=bool) for _ in range(3))
         for members, m in self._groups(problem):
@@ -166,7 +172,7 @@ class PatternList(Solver):
             return False
         return problem.neighborhood == "unbounded" or len(explicit) + 1 <= PATTERN_PAIRS_MAX
 
-    def solve(self, problem: WeightProblem, time_limit: float) -> WeightResult:
+    def solve(self, problem: WeightProblem, time_limit: float | None = None) -> WeightResult:
         sets = list(problem.constraints.allowed_sets())  # the empty set first, then allowed patterns
         members = membership_matrix(sets, problem.n)  # sparse: sets x databases dense was 16 GB at 10^6 x 2,000
         totals = members @ problem.weights
@@ -184,6 +190,14 @@ class PatternList(Solver):
         return WeightResult(witness, value, value, self.name)
 
 
+@functools.lru_cache(maxsize=8)
+def _allowed_masks(constraints: ConstraintSet) -> tuple[list[frozenset[int]], np.ndarray]:
+    """The allowed sets of a small constraint set, and their bit masks (listed once: a branch and bound or a
+    Renyi bound weighs the same sets many times)."""
+    sets = list(constraints.allowed_sets())
+    return sets, np.array([sum(1 << i for i in s) for s in sets], dtype=np.int64)
+
+
 class Exhaustive(Solver):
     """Every allowed set (and pair) enumerated: small instances, any constraints."""
 
@@ -192,12 +206,10 @@ class Exhaustive(Solver):
     def can_solve(self, problem: WeightProblem) -> bool:
         return problem.n <= EXHAUSTIVE_MAX_N
 
-    def solve(self, problem: WeightProblem, time_limit: float) -> WeightResult:
-        sets = list(problem.constraints.allowed_sets())
-        masks = np.array([sum(1 << i for i in s) for s in sets], dtype=np.int64)
-        weight_of = np.zeros(1 << problem.n)
-        for i in range(problem.n):
-            weight_of[[m for m in range(1 << problem.n) if m >> i & 1]] += problem.weights[i]
+    def solve(self, problem: WeightProblem, time_limit: float | None = None) -> WeightResult:
+        sets, masks = _allowed_masks(problem.constraints)
+        bits = (np.arange(1 << problem.n)[:, None] >> np.arange(problem.n)[None, :]) & 1
+        weight_of = bits @ problem.weights  # the weight of every subset, by its bit mask
         if problem.neighborhood == "unbounded":
             best = int(np.argmax(weight_of[masks]))
             witness = (_EMPTY, sets[best])
@@ -216,7 +228,7 @@ class Exhaustive(Solver):
 SCALE_RANGE = (2.0**-20, 2.0**60)
 
 
-def _scaled(problem: WeightProblem, time_limit: float, exponent: int) -> WeightResult:
+def _scaled(problem: WeightProblem, time_limit: float | None, exponent: int) -> WeightResult:
     """:func:`worst_pair` on the weights times 2^-``exponent``: its witness, weighed on the original weights,
     and its bound scaled back.
 
@@ -224,21 +236,27 @@ def _scaled(problem: WeightProblem, time_limit: float, exponent: int) -> WeightR
     back): the bound is raised by that much per database. A sum beyond the double range is +inf, the
     correctly rounded value."""
     scaled = WeightProblem(problem.constraints, np.ldexp(problem.weights, -exponent), problem.neighborhood)
-    result = worst_pair(scaled, time_limit)
+    result = worst_pair(scaled, None)
     with np.errstate(over="ignore"):
         value = problem.value(*result.witness)
         pad = float(np.ldexp(problem.n * 2.0**-1074, exponent)) if exponent > 0 else 0.0
         upper = float(np.ldexp(result.upper_bound, exponent)) + pad
     detail = f"{result.detail}; weights scaled by 2^{-exponent}".lstrip("; ")
-    return WeightResult(result.witness, value, max(upper, value), result.method, detail)
+    return WeightResult(result.witness, value, max(upper, value), result.method, detail, result.stopped)
 
 
 #: Solvers in the order the dispatcher tries them.
 SOLVERS: tuple[Solver, ...] = (Unconstrained(), TopM(), PatternList(), Exhaustive(), MILP())
 
 
-def worst_pair(problem: WeightProblem, time_limit: float = DEFAULT_TIME_LIMIT) -> WeightResult:
+def worst_pair(problem: WeightProblem, time_limit: float | None = DEFAULT_TIME_LIMIT) -> WeightResult:
     """The heaviest allowed pair and a certified upper bound, from the first solver that accepts.
+
+    The work is decided by the problem alone; the time only caps it. The cap
+    is the running computation's deadline (:func:`gce.effort.current`, set by
+    :func:`gce.solve`), tightened to ``time_limit`` seconds when given (then
+    its stops are passed on to the running computation's deadline). Code
+    running inside a computation passes ``time_limit=None``.
 
     Raises
     ------
@@ -250,13 +268,19 @@ def worst_pair(problem: WeightProblem, time_limit: float = DEFAULT_TIME_LIMIT) -
     """
     if not isinstance(problem, WeightProblem):
         raise InvalidParameterError("problem", f"must be a WeightProblem, got {problem!r}")
-    time_limit = check_time_limit(time_limit)
+    if time_limit is not None:
+        outer = effort.current()
+        with effort.within(Deadline(min(check_time_limit(time_limit), outer.left()))) as deadline:
+            result = worst_pair(problem, None)
+        for stop in deadline.stops:
+            outer.stop(stop)
+        return result
     largest = float(problem.weights.max()) if problem.n else 0.0
     if largest > 0.0 and not SCALE_RANGE[0] <= largest <= SCALE_RANGE[1]:
         return _scaled(problem, time_limit, math.frexp(largest)[1] - 1)
     for solver in SOLVERS:
         if solver.can_solve(problem):
-            result = solver.solve(problem, time_limit)
+            result = solver.solve(problem)
             if not problem.allowed_pair(*result.witness):  # pragma: no cover - defensive
                 raise GCEError(f"solver {solver.name} returned a pair outside the constraints: {result.witness}")
             return result

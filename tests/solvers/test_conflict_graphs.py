@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import itertools
 import random
-import time
 
 import networkx as nx
 import numpy as np
 import pytest
 
 import tiers
+from gce import effort
 from gce.constraints import AtMost, Conflicts, ConstraintSet, Exclusive, Together
 from gce.solvers import MILP, PlainMILP, WeightProblem, formulation, worst_pair
 from gce.solvers.heuristics import LocalSearch
@@ -105,7 +105,7 @@ def test_strengthened_milp_matches_enumeration(seed, n, neighborhood):
     sides = 2 if form == "disjoint" else 1
     assert structure.partition_bound(weights, sides) >= expected
 
-    rows, relaxation = separate(problem, form, structure, clique_rows(structure), time.perf_counter() + 10.0)
+    rows, relaxation = separate(problem, form, structure, clique_rows(structure))
     assert relaxation >= expected - 1e-6
     answer = _solve_model(problem, form, rows, 10.0)
     assert problem.value(*answer.pair) == expected and answer.upper >= expected
@@ -179,9 +179,33 @@ def test_budget_binds_unbounded_bound_is_sound(time_limit):
     problem = WeightProblem(ConstraintSet(90, (Conflicts.from_graph(graph),)), np.ones(90), "unbounded")
     # Independent reference: a maximum independent set is a maximum clique of the complement.
     _, optimum = nx.max_weight_clique(nx.complement(graph), weight=None)
-    result = MILP().solve(problem, time_limit)
+    with effort.within(effort.Deadline(time_limit)) as cap:
+        result = worst_pair(problem)
     assert problem.allowed_pair(*result.witness)
     assert result.value <= optimum <= result.upper_bound
+    # Not exact only where the cap stopped it, and then the cap says so (once, with the gap).
+    assert result.exact or result.stopped
+    assert cap.reached == result.stopped and len(cap.stops) == result.stopped
+    if result.stopped:
+        assert cap.stops[0].startswith("worst-case search on 90 databases (")
+        assert f"witness {result.value:g}, certified bound {result.upper_bound:g}" in cap.stops[0]
+
+
+@pytest.mark.parametrize("neighborhood", ["unbounded", "bounded"])
+def test_the_milp_gives_the_same_answer_on_a_slower_machine(neighborhood):
+    """Every step's work is counted (moves, nodes, rounds, cycles) and HiGHS is deterministic (one thread,
+    seed 0): with time passing 10x faster the same witness and bound, and exact (the cap not reached)."""
+    graph = nx.gnm_random_graph(45, 110, seed=2)  # HiGHS proves the bounded optimum (34) in about 0.7 s
+    problem = WeightProblem(ConstraintSet(45, (Conflicts.from_graph(graph),)), np.ones(45), neighborhood)
+    normal = MILP().solve(problem, 60.0)
+    with effort.clock(effort.slowed(10.0)):
+        slow = MILP().solve(problem, 60.0)
+    assert normal == slow and normal.exact and not normal.stopped
+    _, optimum = nx.max_weight_clique(nx.complement(graph), weight=None)
+    if neighborhood == "unbounded":  # a maximum independent set
+        assert normal.value == optimum
+    else:  # two disjoint independent sets
+        assert optimum < normal.value <= 2 * optimum
 
 
 @pytest.mark.slow  # 1 s; test_hardening_solve's whole-solve budget is the bounded fast twin
@@ -207,7 +231,70 @@ def test_large_random_graph_bound_above_every_witness(neighborhood):
     assert problem.allowed_pair(*result.witness) and not result.exact
     sides = 2 if neighborhood == "bounded" else 1
     other = LocalSearch(PackingStructure.of(cs), np.ones(500), sides, seed=99)
-    other.run(deadline=time.perf_counter() + 0.5)
+    other.run(max_moves=20_000)
     assert problem.allowed_pair(*other.best_pair())
     assert other.best_total <= result.upper_bound
     assert result.upper_bound < (500 if sides == 2 else 250)  # better than the trivial relaxation
+
+
+def test_a_highs_model_estimated_beyond_the_time_left_is_not_built_and_the_stop_is_recorded(monkeypatch):
+    """The model's construction and HiGHS' presolve ignore the time limit, so the cost of every HiGHS call
+    is estimated from its columns before the model is built; a call that does not fit is a stop of the cap
+    (here: 1 column a second, so 90 columns do not fit in 60 s), and the bounds stay certified."""
+    import gce.solvers.milp as milp
+
+    monkeypatch.setattr(milp, "HIGHS_COLUMNS_PER_SECOND", 1)
+    graph = nx.gnm_random_graph(90, 270, seed=5)
+    problem = WeightProblem(ConstraintSet(90, (Conflicts.from_graph(graph),)), np.ones(90), "unbounded")
+    _, optimum = nx.max_weight_clique(nx.complement(graph), weight=None)
+    with effort.within(effort.Deadline(60.0)) as cap:
+        result = worst_pair(problem, None)
+    assert result.stopped and not result.exact and result.value <= optimum <= result.upper_bound
+    assert "cutting planes (round 1 of at most 12 not solved)" in cap.stops[0]
+    assert "HiGHS not started (90 columns, " in cap.stops[0]
+
+
+def _partition_bound_by_parts(structure: PackingStructure, weights: np.ndarray, sides: int) -> float:
+    """The partition bound written out part by part (the definition in its docstring)."""
+    free = np.ones(structure.n, dtype=bool)
+    bound = 0.0
+    groups = sorted(structure.groups, key=lambda g: g.capacity / len(g.members))
+    for group in groups:
+        part = group.members[free[group.members]]
+        free[part] = False
+        keep = min(part.size, sides * group.capacity)
+        bound += float(np.sort(weights[part])[part.size - keep:].sum()) if keep else 0.0
+    return bound + float(weights[free].sum())
+
+
+@tiers.parametrize("seed", range(40), default=8)
+def test_the_vectorised_partition_bound_is_the_bound_part_by_part(seed):
+    rng = random.Random(seed)
+    n = rng.randint(5, 60)
+    cs = conflict_instance(rng, n, with_at_most=seed % 2 == 1)
+    structure = PackingStructure.of(cs)
+    weights = np.array([rng.choice([0.0, 0.5, 1.0, 2.0, 3.25, 7.0]) for _ in range(n)])
+    for sides in (1, 2):
+        assert structure.partition_bound(weights, sides) == pytest.approx(
+            _partition_bound_by_parts(structure, weights, sides), rel=1e-12)
+
+
+def test_a_conflict_structure_estimated_beyond_the_time_left_is_not_built(monkeypatch):
+    """networkx's graph and cliques cannot be interrupted (100,000 conflicts: seconds), so their cost is
+    estimated first; when it does not fit, the search answers with a greedy witness and the total weight as
+    its bound (sound), and records the stop. Here: 1 conflict a second, 270 conflicts, 60 s left."""
+    from collections import OrderedDict
+
+    import gce.solvers.milp as milp
+    import gce.solvers.packing as packing
+
+    monkeypatch.setattr(packing, "PACKING_UNITS_PER_SECOND", 1)
+    monkeypatch.setattr(milp, "_STRUCTURES", OrderedDict())  # nothing built before
+    graph = nx.gnm_random_graph(90, 270, seed=5)
+    problem = WeightProblem(ConstraintSet(90, (Conflicts.from_graph(graph),)), np.ones(90), "unbounded")
+    _, optimum = nx.max_weight_clique(nx.complement(graph), weight=None)
+    with effort.within(effort.Deadline(60.0)) as cap:
+        result = worst_pair(problem, None)
+    assert result.stopped and problem.allowed_pair(*result.witness)
+    assert 0 < result.value <= optimum <= result.upper_bound == 90
+    assert "conflict structure not built (about 2.7e+02 s; " in cap.stops[0]
