@@ -61,7 +61,24 @@ def _is_tty(stream: IO[str]) -> bool:
         return False
 
 
-class Progress:
+class _TerminalLine:
+    """What both reporters share: the stream (``sys.stderr`` unless one was given) and whether they draw."""
+
+    _stream: IO[str] | None
+    quiet: bool
+
+    @property
+    def stream(self) -> IO[str]:
+        """The stream drawn on (``sys.stderr`` unless one was given)."""
+        return sys.stderr if self._stream is None else self._stream
+
+    @property
+    def active(self) -> bool:
+        """Whether anything is drawn: not quiet and the stream is a terminal."""
+        return not self.quiet and _is_tty(self.stream)
+
+
+class Progress(_TerminalLine):
     """Report progress on one updating line of a terminal.
 
     Parameters
@@ -101,16 +118,6 @@ class Progress:
         self.min_interval = float(min_interval)
         self._last_draw = -math.inf
         self._drawn = False
-
-    @property
-    def stream(self) -> IO[str]:
-        """The stream written to (``sys.stderr`` unless one was given)."""
-        return sys.stderr if self._stream is None else self._stream
-
-    @property
-    def active(self) -> bool:
-        """Whether calls write anything: not quiet and the stream is a terminal."""
-        return not self.quiet and _is_tty(self.stream)
 
     def line(self, step: int, total: int | None = None, message: str = "") -> str:
         """The text of one progress line; control characters in the label or message are escaped
@@ -158,7 +165,7 @@ ELAPSED_AFTER = 2.0
 ELAPSED_EVERY = 1.0
 
 
-class Elapsed:
+class Elapsed(_TerminalLine):
     """A line ``solve: solving (3 s)`` on a terminal for a command that runs longer than ``after`` seconds.
 
     A context manager: on entry a daemon thread starts (only when the stream is a terminal and not
@@ -203,16 +210,6 @@ class Elapsed:
         self._stopped = threading.Event()
         self._thread: threading.Thread | None = None
         self._drawn = False
-
-    @property
-    def stream(self) -> IO[str]:
-        """The stream drawn on (``sys.stderr`` unless one was given)."""
-        return sys.stderr if self._stream is None else self._stream
-
-    @property
-    def active(self) -> bool:
-        """Whether anything may be drawn: not quiet and the stream is a terminal."""
-        return not self.quiet and _is_tty(self.stream)
 
     def stage(self, name: str) -> None:
         """Say what the command is doing now (shown from the next redraw)."""
