@@ -1,0 +1,90 @@
+"""The Poisson route (none vs at least one of many databases) keeps to the accuracy contract: within rtol and
+the same numbers under a slowed clock, a visible stop under a tiny limit, sound against a fine reference."""
+
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+import pytest
+from dp_accounting.pld import privacy_loss_distribution
+
+from gce import Invocation, Point, Scenario, Uniform, effort, solve
+from gce.accounting.guarantees import GaussianMechanism
+from gce.priors.allocation import poisson_curve
+
+SIGMA = 50.0
+
+
+def _none_vs_any(n: int, epsilon: float) -> Scenario:
+    return Scenario(n, [Invocation(i, GaussianMechanism(SIGMA)) for i in range(n)],
+                    hypotheses=(Point(()), Uniform(1)), epsilon=epsilon)
+
+
+def test_split_lower_curve_brackets_dp_accounting_poisson_subsampled_gaussians():
+    # 10 databases at rate 0.1, mu 1: dp-accounting's subsampled Gaussian composed (its own bracket is
+    # far below 1e-4 here); ours: a certified bracket around it, within the default rtol.
+    curve = poisson_curve([(1.0, 0.1, 10)], epsilon=1.0)
+    low, high = curve.delta_bracket(1.0)
+    pld = privacy_loss_distribution.from_gaussian_mechanism(1.0, sampling_prob=0.1, value_discretization_interval=1e-5)
+    peer = float(pld.self_compose(10).get_delta_for_epsilon(1.0))
+    assert low <= peer * (1 + 1e-4) and peer * (1 - 1e-4) <= high
+    assert (high - low) / high <= 0.005
+
+
+def test_none_vs_any_1000_within_rtol_and_identical_under_a_slowed_clock():
+    scenario = _none_vs_any(1000, 1.0)
+    report = solve(scenario, time_limit=60)
+    with effort.clock(effort.slowed(10.0)):
+        slowed = solve(scenario, time_limit=60)
+    assert not report.time_limit_reached and not slowed.time_limit_reached
+    assert report.accuracy <= 0.01
+    assert report.delta == slowed.delta and report.bracket == slowed.bracket
+    # Poisson subsampling at rate 1/2 of 1000 Gaussians (mu 0.02): dp-accounting's, the empty set's share
+    # 2^-1000 being nothing at this scale.
+    pld = privacy_loss_distribution.from_gaussian_mechanism(SIGMA, sampling_prob=0.5,
+                                                            value_discretization_interval=1e-5)
+    peer = float(pld.self_compose(1000).get_delta_for_epsilon(1.0))
+    low, high = report.bracket
+    assert low <= peer * 1.001 and peer * 0.999 <= high
+
+
+def test_none_vs_any_tiny_limit_is_visible_and_sound():
+    scenario = _none_vs_any(1000, 1.0)
+    fine = solve(scenario, time_limit=60)
+    start = time.perf_counter()
+    cut = solve(scenario, time_limit=0.05)
+    assert time.perf_counter() - start <= 3 * (1.1 * 0.05 + 0.5)
+    assert cut.time_limit_reached
+    assert any("time limit reached" in note for note in cut.notes)
+    low, high = cut.bracket
+    # sound: the stopped bracket holds the fine one
+    assert low <= fine.bracket[1] and fine.bracket[0] <= high
+    assert cut.delta >= fine.bracket[0]
+
+
+def test_first_grid_that_does_not_fit_gives_closed_forms_and_a_stop():
+    deadline = effort.Deadline(1e-9)
+    with effort.within(deadline):
+        curve = poisson_curve([(0.02, 0.5, 10_000)], epsilon=2.0)
+    assert deadline.reached and "first grid" in deadline.stops[0]
+    # above: every database a member, GDP(0.02 * sqrt(10,000)) = GDP(2); below: delta 0
+    from gce.accounting.curves import GaussianCurve
+    assert math.isclose(curve.delta(2.0), GaussianCurve(2.0).delta(2.0), rel_tol=1e-12)
+    assert curve.delta_bracket(2.0)[0] == 0.0
+
+
+@pytest.mark.slow
+def test_none_vs_any_10000_under_the_default_limit():
+    scenario = _none_vs_any(10_000, 2.0)
+    start = time.perf_counter()
+    report = solve(scenario, time_limit=5.0)
+    elapsed = time.perf_counter() - start
+    assert elapsed <= 3 * (1.1 * 5.0 + 0.5)
+    assert report.accuracy <= 0.01 or report.time_limit_reached
+    pld = privacy_loss_distribution.from_gaussian_mechanism(SIGMA, sampling_prob=0.5,
+                                                            value_discretization_interval=1e-4)
+    peer = float(pld.self_compose(10_000).get_delta_for_epsilon(2.0))
+    low, high = report.bracket
+    assert low <= peer * 1.01 and peer * 0.99 <= high
