@@ -88,3 +88,12 @@ def test_none_vs_any_10000_under_the_default_limit():
     peer = float(pld.self_compose(10_000).get_delta_for_epsilon(2.0))
     low, high = report.bracket
     assert low <= peer * 1.01 and peer * 0.99 <= high
+
+
+def test_a_finer_rtol_reaches_the_poisson_route():
+    scenario = _none_vs_any(3, 1.0)
+    coarse, fine = solve(scenario, time_limit=60), solve(scenario, time_limit=60, rtol=0.001)
+    assert not fine.time_limit_reached and fine.rtol == 0.001
+    assert fine.accuracy <= 0.001 < coarse.accuracy <= 0.01
+    # both brackets hold the exact value: they overlap, the finer inside the coarser's upper end
+    assert coarse.bracket[0] <= fine.bracket[1] and fine.bracket[0] <= coarse.bracket[1]
