@@ -17,8 +17,8 @@ from gce.priors.allocation import poisson_curve
 SIGMA = 50.0
 
 
-def _none_vs_any(n: int, epsilon: float) -> Scenario:
-    return Scenario(n, [Invocation(i, GaussianMechanism(SIGMA)) for i in range(n)],
+def _none_vs_any(n: int, epsilon: float, sigma: float = SIGMA) -> Scenario:
+    return Scenario(n, [Invocation(i, GaussianMechanism(sigma)) for i in range(n)],
                     hypotheses=(Point(()), Uniform(1)), epsilon=epsilon)
 
 
@@ -91,8 +91,9 @@ def test_none_vs_any_10000_under_the_default_limit():
 
 
 def test_a_finer_rtol_reaches_the_poisson_route():
-    scenario = _none_vs_any(3, 1.0)
+    scenario = _none_vs_any(3, 1.0, sigma=2.0)
     coarse, fine = solve(scenario, time_limit=60), solve(scenario, time_limit=60, rtol=0.001)
+    assert fine.theorem == coarse.theorem == "Poisson subsampling at rate 1/2 (uniform prior)"
     assert not fine.time_limit_reached and fine.rtol == 0.001
     assert fine.accuracy <= 0.001 < coarse.accuracy <= 0.01
     # both brackets hold the exact value: they overlap, the finer inside the coarser's upper end
