@@ -153,6 +153,8 @@ def _compose_poisson(blocks, interval: float) -> _SplitLowerCurve:
 _STEP_SECONDS = 3.5e-8
 #: Window (points) of the first loss grid of :func:`poisson_curve`: a fraction of a second a step.
 _FIRST_WINDOW = 2**17
+#: Smallest P-mass beyond one database's clamp that :func:`poisson_curve` refines to.
+_TAIL_FLOOR = 1e-100
 
 
 def _window_span(blocks, interval: float) -> float:
@@ -165,6 +167,16 @@ def _window_span(blocks, interval: float) -> float:
         lo, hi, _, _ = batch._window(laws, interval)
         span = max(span, (hi - lo + 1) * interval)
     return span
+
+
+def _cell_loss(clean, points: int, tail: float) -> float:
+    """The widest loss step between neighbouring cells of the databases' laws on ``points`` cells (the
+    cells are uniform in ``log W``, so this is about ``rate mu`` times their width in z)."""
+    widest = 0.0
+    for ratio, rate, _ in clean:
+        grid = _log_grid(ratio, points, tail)[1:]
+        widest = max(widest, float(np.max(np.diff(np.log1p(rate * (grid - 1.0))))))
+    return widest
 
 
 def _poisson_seconds(span: float, kinds: int, points: int, interval: float) -> float:
@@ -234,8 +246,9 @@ def poisson_curve(parts: Sequence[tuple[float, float, int]], rtol: float = DEFAU
     points = _POISSON_POINTS
     blocks = [(_poisson_laws(ratio, rate, points, tail), count) for ratio, rate, count in clean]
     # Coarse to fine: the first loss grid spans the composition's window in _FIRST_WINDOW points (or is the
-    # estimate itself when that is coarser); it is halved while the bracket is too wide, then the cells
-    # doubled. A schedule that depends on the question only; the time limit stops it before a step whose
+    # estimate itself when that is coarser); it is halved while the bracket is too wide (the cells doubled
+    # with it while a cell spans more loss; first the clamp raised while its charge is a share of the
+    # bracket). A schedule that depends on the question only; the time limit stops it before a step whose
     # estimated cost does not fit, the first one included (closed forms then).
     target = _loss_interval([(up, count) for (up, _), count in blocks], rtol, delta, epsilon)
     span = _window_span(blocks, min(target * _POISSON_COARSE, 0.05))
@@ -258,32 +271,30 @@ def poisson_curve(parts: Sequence[tuple[float, float, int]], rtol: float = DEFAU
                 raise
             interval *= 2.0
             continue
-        done = (composed, lower, points, interval)
         width = _width(low, high)
+        done = (composed, lower, points, interval)
         if width <= rtol:
             break
-        # The engine's round-off allowances (in both curves) do not shrink with the grids: a bracket they
-        # make up half of is as narrow as this method gets.
-        if composed._slack + composed.lower._split._slack >= (high - low) / 2:
-            break
-        # Which grid limits the bracket: the cells (the split compositions of the spread and of the garbled
-        # pairs on one loss grid differ by the cells' rounding only) or the loss grid (the shift of the lower
-        # curve, :class:`_SplitLower`).
-        unshifted = LowerBound([(_DirectionLower(composed.lower._split), 0.0, 0.0)])
-        cells_width = _width(_at(composed, unshifted, delta, epsilon)[0], high)
-        if cells_width > width / 2 and points < GRID_LIMIT // 8:
-            finer = (2 * points, interval)
+        # What limits the bracket: the clamp (the P-mass beyond it, charged at infinite loss in the upper
+        # curve), else the loss grid (the shift of the lower curve, :class:`_SplitLower`, and the split of
+        # both), halved with the cells doubled while a cell spans more loss than a grid step.
+        charge = max(math.fsum(count * up[d].infinite for (up, _), count in blocks) for d in range(2))
+        if charge > (high - low) / 4 and tail > _TAIL_FLOOR:
+            finer = (points, interval, max(tail * 1e-4, _TAIL_FLOOR))
         elif interval / 2 >= batch.FINEST:
-            finer = (points, interval / 2)
+            more = points
+            while more < GRID_LIMIT // 8 and _cell_loss(clean, more, tail) > interval / 2:
+                more *= 2
+            finer = (more, interval / 2, tail)
         else:
             break
         if not _may_refine(_poisson_seconds(span, len(clean), finer[0], finer[1]),
                            "Poisson subsampling refinement", delta, epsilon, width):
             stopped = True
             break
-        if finer[0] != points:
-            blocks = [(_poisson_laws(ratio, rate, finer[0], tail), count) for ratio, rate, count in clean]
-        points, interval = finer
+        if finer[0] != points or finer[2] != tail:
+            blocks = [(_poisson_laws(ratio, rate, finer[0], finer[2]), count) for ratio, rate, count in clean]
+        points, interval, tail = finer
     composed, lower, points, interval = done
     shown = ", ".join(f"{count} x (mu {ratio.mu:g} at rate {rate:g})" for ratio, rate, count in clean[:4])
     more = ", ..." if len(clean) > 4 else ""
