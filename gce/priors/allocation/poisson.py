@@ -150,7 +150,7 @@ def _compose_poisson(blocks, interval: float) -> _SplitLowerCurve:
 #: Estimated seconds per unit of FFT work (window points x log2 points) of one composition of
 #: :func:`poisson_curve` (four a step: two directions, upper and lower, each with its curve): 2.5e-8
 #: measured on a 2-core machine (2.2 million points, 4.6 s a step), with a margin. Only decides whether a step fits.
-_STEP_SECONDS = 3.5e-8
+_STEP_SECONDS = 3e-8
 #: Window (points) of the first loss grid of :func:`poisson_curve`: a fraction of a second a step.
 _FIRST_WINDOW = 2**17
 #: Smallest P-mass beyond one database's clamp that :func:`poisson_curve` refines to.
