@@ -282,10 +282,14 @@ def poisson_curve(parts: Sequence[tuple[float, float, int]], rtol: float = DEFAU
         if charge > (high - low) / 4 and tail > _TAIL_FLOOR:
             finer = (points, interval, max(tail * 1e-4, _TAIL_FLOOR))
         elif interval / 2 >= batch.FINEST:
+            # The bracket narrows about as the loss grid (the lower curve's shift): a quarter of it when
+            # the width is more than twice rtol, else a half.
+            step = 4.0 if width > 2.0 * rtol else 2.0
+            finer_interval = max(interval / step, batch.FINEST)
             more = points
-            while more < GRID_LIMIT // 8 and _cell_loss(clean, more, tail) > interval / 2:
+            while more < GRID_LIMIT // 8 and _cell_loss(clean, more, tail) > finer_interval:
                 more *= 2
-            finer = (more, interval / 2, tail)
+            finer = (more, finer_interval, tail)
         else:
             break
         if not _may_refine(_poisson_seconds(span, len(clean), finer[0], finer[1]),
