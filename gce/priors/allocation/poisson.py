@@ -246,10 +246,10 @@ def poisson_curve(parts: Sequence[tuple[float, float, int]], rtol: float = DEFAU
     points = _POISSON_POINTS
     blocks = [(_poisson_laws(ratio, rate, points, tail), count) for ratio, rate, count in clean]
     # Coarse to fine: the first loss grid spans the composition's window in _FIRST_WINDOW points (or is the
-    # estimate itself when that is coarser); it is quartered (halved within twice rtol) while the bracket is too wide (the cells doubled
-    # with it while a cell spans more loss; first the clamp raised while its charge is a share of the
-    # bracket). A schedule that depends on the question only; the time limit stops it before a step whose
-    # estimated cost does not fit, the first one included (closed forms then).
+    # estimate itself when that is coarser); it is quartered (halved within twice rtol) while the bracket is
+    # too wide, the cells doubled with it while a cell spans more loss; first the clamp is raised while its
+    # charge is a share of the bracket. A schedule that depends on the question only; the time limit stops
+    # it before a step whose estimated cost does not fit, the first one included (closed forms then).
     target = _loss_interval([(up, count) for (up, _), count in blocks], rtol, delta, epsilon)
     span = _window_span(blocks, min(target * _POISSON_COARSE, 0.05))
     interval = min(max(span / _FIRST_WINDOW, target), 0.05)
