@@ -99,10 +99,11 @@ def part_b(n: int, limit: float) -> bool:
     same_seconds, same = _peer_subsampled(n)
     low, high = report.bracket
     accurate = report.accuracy is not None and report.accuracy <= 0.01
+    verdict = "within rtol" if accurate else "time limit reached" if report.time_limit_reached else "NOT within rtol"
     print(f"    peer (dp-accounting, Poisson at rate 1/2) {same_seconds:.2f} s, delta {same:.6g}: time ratio "
           f"ours/peer {seconds / same_seconds:.3f}, delta ratio ours/peer {report.delta / same:.6f}, "
           f"{'inside' if low <= same * 1.001 and same * 0.999 <= high else 'OUTSIDE'} our bracket; accuracy "
-          f"{report.accuracy:.3%} ({'within rtol' if accurate else 'time limit reached' if report.time_limit_reached else 'NOT within rtol'})")
+          f"{report.accuracy:.3%} ({verdict})")
     return within and (accurate or report.time_limit_reached)
 
 
