@@ -53,6 +53,7 @@ from scipy.optimize import linprog
 from ..accounting.curves import PrivacyCurve
 from ..accounting.guarantees import Guarantee
 from ..accounting.pld import one_directional
+from .. import effort
 from ..accounting.theorems import compose
 from ..errors import InvalidParameterError
 from ..validation import is_integer
@@ -137,8 +138,9 @@ class _PairProfiles:
     """
 
     def __init__(self, h0: Distribution, h1: Distribution, invocations: tuple[Invocation, ...],
-                 max_compositions: int | None = MAX_COMPOSITIONS):
+                 max_compositions: int | None = MAX_COMPOSITIONS, rtol: float = effort.DEFAULT_RTOL):
         self.h0, self.h1 = h0, h1
+        self.rtol = float(rtol)
         self.w0, self.w1 = _normalised(h0), _normalised(h1)
         groups = per_database_multisets(invocations)
         databases = sorted(groups)
@@ -209,9 +211,9 @@ class _PairProfiles:
         composed apart and joined by basic composition (:func:`~gce.priors.grid._split_curve`,
         002 Thm. III.1); otherwise the differing invocations are composed together."""
         if (out0 * self.asymmetric).any() and (out1 * self.asymmetric).any():
-            a, b = compose(self._multiset(out0)), compose(self._multiset(out1))
+            a, b = compose(self._multiset(out0), self.rtol), compose(self._multiset(out1), self.rtol)
             return _split_curve(a.curve, b.curve), False, "split: " + a.candidates[0][0] + "+" + b.candidates[0][0]
-        c = compose(self._multiset(out0 + out1))
+        c = compose(self._multiset(out0 + out1), self.rtol)
         return c.curve, c.exact, "+".join(name for name, _ in c.candidates)
 
     def values(self, eps: NDArray[np.float64], which: NDArray[np.intp] | None = None) -> NDArray[np.float64]:
@@ -386,6 +388,9 @@ class CouplingCurve(PrivacyCurve):
         Cap on distinct compositions (one per distinct differing multiset);
         beyond it counts are rounded up, which loosens but never invalidates
         the bound (:attr:`coarsened` then names the ladder ratio). None: no cap.
+    rtol : float
+        The relative accuracy every pair's composition is computed to (:func:`gce.accounting.theorems.compose`;
+        :mod:`gce.effort`, default :data:`gce.effort.DEFAULT_RTOL`).
 
     Notes
     -----
@@ -422,6 +427,7 @@ class CouplingCurve(PrivacyCurve):
         h1: Distribution | Iterable[tuple[Iterable[int], float]],
         invocations: Iterable[Invocation],
         max_compositions: int | None = MAX_COMPOSITIONS,
+        rtol: float = effort.DEFAULT_RTOL,
     ):
         self.h0 = _as_distribution(h0, "h0")
         self.h1 = _as_distribution(h1, "h1")
@@ -429,7 +435,8 @@ class CouplingCurve(PrivacyCurve):
         if max_compositions is not None and (not is_integer(max_compositions) or max_compositions < 1):
             raise InvalidParameterError("max_compositions",
                                         f"must be an integer >= 1 or None, got {max_compositions!r}")
-        self._profiles = _PairProfiles(self.h0, self.h1, self.invocations, max_compositions)
+        self._profiles = _PairProfiles(self.h0, self.h1, self.invocations, max_compositions,
+                                       effort.check_rtol(rtol))
         self._transport = _Transport(self._profiles.w0, self._profiles.w1)
         floors = self._profiles.floors[self._profiles.index]
         self.delta_floor = self._transport.solve(floors)[1]

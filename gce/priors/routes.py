@@ -311,7 +311,8 @@ class CouplingRoute(Route):
     def run(self, context: RouteContext) -> RouteAnswer:
         """The coupling curve of the two listed supports."""
         d0, d1 = self._supports(context)
-        return RouteAnswer(self.name, CouplingCurve(d0, d1, context.scenario.invocations), False)
+        return RouteAnswer(self.name, CouplingCurve(d0, d1, context.scenario.invocations,
+                                                        rtol=context.rtol), False)
 
 
 class AllocationRoute(Route):
@@ -594,7 +595,8 @@ class SubsamplingRoute(Route):
     def run(self, context: RouteContext) -> RouteAnswer:
         """The subsampling curve over all databases, in the order that gives the least."""
         scenario = context.scenario
-        return RouteAnswer(self.name, SubsamplingCurve(scenario.invocations, tuple(range(scenario.n))), False)
+        return RouteAnswer(self.name, SubsamplingCurve(scenario.invocations, tuple(range(scenario.n)),
+                                                            rtol=context.rtol), False)
 
 
 class WorstPairRoute(Route):

@@ -34,6 +34,7 @@ from numpy.typing import NDArray
 from ..accounting import kinds
 from ..accounting.curves import PrivacyCurve
 from ..accounting.guarantees import ApproxDP, GaussianMechanism, Guarantee, PureDP, Subsampled
+from .. import effort
 from ..accounting.theorems import Multiset, compose
 from ..errors import InvalidParameterError, UnsupportedCombinationError
 from ..validation import is_integer
@@ -164,7 +165,7 @@ class _OrderTerms:
     """The subsampling bound for one order of the databases: weights and term curves."""
 
     def __init__(self, order: tuple[int, ...], groups: dict[int, Multiset],
-                 subsampled: Callable[[int], Multiset]):
+                 subsampled: Callable[[int], Multiset], rtol: float = effort.DEFAULT_RTOL):
         self.order = order
         self.weights, self.tail = _order_weights(len(order))
         self.curves: list[PrivacyCurve] = []
@@ -178,7 +179,7 @@ class _OrderTerms:
         for i in range(len(self.weights)):
             term = suffix[i].copy()
             term.update(dict(groups[order[i]]))
-            c = compose(dict(+term))
+            c = compose(dict(+term), rtol)
             self.curves.append(c.curve)
             self.names.append("+".join(name for name, _ in c.candidates))
         self.delta_floor = min(math.fsum(w * c.delta_floor for w, c in zip(self.weights, self.curves)) + self.tail,
@@ -218,6 +219,9 @@ class SubsamplingCurve(PrivacyCurve):
         Any order of the databases gives a valid bound. "strongest-first" sorts
         by the area under each database's composed curve (smallest first);
         "best" (default) takes the pointwise minimum of the three orders.
+    rtol : float
+        The relative accuracy every term's composition is computed to (:func:`gce.accounting.theorems.compose`;
+        :mod:`gce.effort`, default :data:`gce.effort.DEFAULT_RTOL`).
 
     Raises
     ------
@@ -236,7 +240,8 @@ class SubsamplingCurve(PrivacyCurve):
     """
 
     def __init__(self, invocations: Iterable[Invocation], databases: Sequence[int] | None = None,
-                 order: str = "best"):
+                 order: str = "best", rtol: float = effort.DEFAULT_RTOL):
+        rtol = effort.check_rtol(rtol)
         invocations = _check_invocations(invocations)
         if databases is None:
             databases = sorted({inv.database for inv in invocations})
@@ -265,7 +270,7 @@ class SubsamplingCurve(PrivacyCurve):
         if order in ("given", "best"):
             orders.append(self.databases)
         if order != "given":
-            strength = {d: float(np.sum(_sorted_call(compose(dict(groups[d])).curve, _STRENGTH_GRID)))
+            strength = {d: float(np.sum(_sorted_call(compose(dict(groups[d]), rtol).curve, _STRENGTH_GRID)))
                         if groups[d] else 0.0 for d in self.databases}
             ranked = tuple(sorted(self.databases, key=lambda d: strength[d]))
             if order in ("strongest-first", "best"):
@@ -281,7 +286,7 @@ class SubsamplingCurve(PrivacyCurve):
                 continue
             seen.add(key)
             try:
-                self._routes.append(_OrderTerms(o, groups, subsampled))
+                self._routes.append(_OrderTerms(o, groups, subsampled, rtol))
             except UnsupportedCombinationError as err:
                 failure = failure or err
         if not self._routes:

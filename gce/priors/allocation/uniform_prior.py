@@ -91,6 +91,14 @@ def uniform_curve(mus: Sequence[float], min_members: int, max_members: int | Non
     half = poisson_curve([(float(m), 0.5, int(c)) for m, c in zip(values, counts)], rtol=rtol, delta=delta,
                          epsilon=epsilon)
     log_b = log_outside - math.log1p(-outside)  # log((1 - p) / p)
+    if without_empty and not hasattr(half._upper[0], "direction"):
+        # No grid fitted in the time limit (closed forms, both directions alike): the upper curve moved by the
+        # empty set's share as in :class:`_WithoutEmpty`, with the same curve for both directions, delta 0 below.
+        curve = half._upper[0]
+        floor = max(curve.delta_floor / (1.0 - outside), curve.delta_floor * (1.0 + 1.0 / (1.0 - outside)))
+        upper = _WithoutEmpty(curve.delta, curve.delta, outside, floor)
+        return AllocationCurve([upper], half.lower, f"uniform({min_members}..{n}) of {n} as Poisson subsampling "
+                                                     f"at rate 1/2 less the empty set's share; {half.description}")
     if without_empty:
         composed = half._upper[0]  # the batch engine's LawCurve: directions P||Q (0) and Q||P (1)
         remove, add = composed.direction(0), composed.direction(1)
