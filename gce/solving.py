@@ -361,8 +361,14 @@ def solve(
             report = _solve_pairs(scenario, delta, epsilon, budget)
     stops = [f"time limit reached: {stop}" for stop in deadline.stops]
     lower_curve = report.curve if report.exact and report.lower_curve is None else report.lower_curve
-    return replace(report, rtol=rtol, time_limit_reached=deadline.reached, lower_curve=lower_curve,
-                   notes=tuple(report.notes) + tuple(note for note in stops if note not in report.notes))
+    report = replace(report, rtol=rtol, time_limit_reached=deadline.reached, lower_curve=lower_curve,
+                     notes=tuple(report.notes) + tuple(note for note in stops if note not in report.notes))
+    if not report.time_limit_reached and report.accuracy is not None and report.accuracy > rtol:
+        report = replace(report, notes=report.notes + (
+            f"accuracy: the certified bracket is {100 * report.accuracy:.3g}% wide, wider than the {100 * rtol:.3g}% "
+            f"asked, with time left: the engines' numerical limits (grid sizes, round-off at very small deltas) "
+            f"stopped the refinement, not the clock (the answer is still certified)",))
+    return report
 
 
 def check_scenario(scenario: object, field: str = "scenario") -> Scenario:

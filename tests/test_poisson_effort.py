@@ -15,6 +15,8 @@ from gce import Invocation, Point, Scenario, Uniform, effort, solve
 from gce.accounting.guarantees import GaussianMechanism
 from gce.priors.allocation import poisson_curve
 
+import tiers
+
 SIGMA = 50.0
 
 
@@ -35,31 +37,38 @@ def test_split_lower_curve_brackets_dp_accounting_poisson_subsampled_gaussians()
 
 
 @functools.cache
-def _fine_1000():
-    """The 1,000-database question at epsilon 1 under a generous limit (shared by the tests below)."""
-    return solve(_none_vs_any(1000, 1.0), time_limit=60)
+def _fine(n: int, epsilon: float):
+    """The n-database question under a generous limit (shared by the tests below)."""
+    return solve(_none_vs_any(n, epsilon), time_limit=60)
 
 
-def test_none_vs_any_1000_within_rtol_and_identical_under_a_slowed_clock():
-    scenario = _none_vs_any(1000, 1.0)
-    report = _fine_1000()
+#: The default tier's question (200 databases, delta about 5.5e-3 at epsilon 0.2: two seconds); 1,000 databases
+#: at epsilon 1 (delta about 1e-3) in the slow tier.
+SIZES = tiers.parametrize("n, epsilon", [(200, 0.2), (1000, 1.0)], default=1)
+
+
+@SIZES
+def test_none_vs_any_within_rtol_and_identical_under_a_slowed_clock(n, epsilon):
+    scenario = _none_vs_any(n, epsilon)
+    report = _fine(n, epsilon)
     with effort.clock(effort.slowed(10.0)):
         slowed = solve(scenario, time_limit=60)
     assert not report.time_limit_reached and not slowed.time_limit_reached
     assert report.accuracy <= 0.01
     assert report.delta == slowed.delta and report.bracket == slowed.bracket
-    # Poisson subsampling at rate 1/2 of 1000 Gaussians (mu 0.02): dp-accounting's, the empty set's share
-    # 2^-1000 being nothing at this scale.
+    # Poisson subsampling at rate 1/2 of n Gaussians (mu 0.02): dp-accounting's, the empty set's share
+    # 2^-n being nothing at this scale.
     pld = privacy_loss_distribution.from_gaussian_mechanism(SIGMA, sampling_prob=0.5,
                                                             value_discretization_interval=1e-4)
-    peer = float(pld.self_compose(1000).get_delta_for_epsilon(1.0))
+    peer = float(pld.self_compose(n).get_delta_for_epsilon(epsilon))
     low, high = report.bracket
     assert low <= peer * 1.001 and peer * 0.999 <= high
 
 
-def test_none_vs_any_tiny_limit_is_visible_and_sound():
-    scenario = _none_vs_any(1000, 1.0)
-    fine = _fine_1000()
+@SIZES
+def test_none_vs_any_tiny_limit_is_visible_and_sound(n, epsilon):
+    scenario = _none_vs_any(n, epsilon)
+    fine = _fine(n, epsilon)
     start = time.perf_counter()
     cut = solve(scenario, time_limit=0.05)
     assert time.perf_counter() - start <= 3 * (1.1 * 0.05 + 0.5)
@@ -97,6 +106,7 @@ def test_none_vs_any_10000_under_the_default_limit():
     assert low <= peer * 1.01 and peer * 0.99 <= high
 
 
+@pytest.mark.slow  # about 6 s; the rtol's path through the routes is checked fast in test_routes_rtol.py
 def test_a_finer_rtol_reaches_the_poisson_route():
     scenario = _none_vs_any(3, 1.0, sigma=2.0)
     coarse, fine = solve(scenario, time_limit=60), solve(scenario, time_limit=60, rtol=0.001)
