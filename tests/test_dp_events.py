@@ -294,3 +294,20 @@ def test_dp_sgd_sequences_against_pld_and_rdp(sequence):
         assert low <= ref_pld.get_epsilon(delta) <= high * (1 + RTOL)
         assert low_pld.get_epsilon_for_delta(delta) <= high
         assert gce.effort.relative_width(low, high) <= RTOL
+
+
+def test_same_events_same_answer_and_the_time_limit_only_stops():
+    """Two accountants fed the same events (in another order) answer the same numbers; a time limit too
+    short for any refinement of a finer bracket (rtol 1e-4) keeps a certified one, says so, and overlaps."""
+    a, b = GceAccountant(), GceAccountant()
+    first, second = dp_sgd(10, 0.05, 2.0), dp_sgd(10, 0.02, 1.5)
+    a.compose(first).compose(second)
+    b.compose(second).compose(first)
+    full = a.get_epsilon_bracket(1e-5)
+    assert full == b.get_epsilon_bracket(1e-5) and not a.time_limit_reached
+    capped = GceAccountant(rtol=1e-4, time_limit=1e-9).compose(first).compose(second)
+    low, high = capped.get_epsilon_bracket(1e-5)
+    assert capped.time_limit_reached and gce.effort.relative_width(low, high) > 1e-4
+    assert max(low, full[0]) <= min(high, full[1])  # both certified: they bracket the same number
+    with pytest.raises(gce.InvalidParameterError, match="time_limit"):
+        GceAccountant(time_limit=0)
