@@ -262,6 +262,9 @@ def test_accountant_interface():
         GceAccountant(rtol=0.0)
     with pytest.raises(gce.InvalidParameterError, match="target_delta"):
         accountant.get_epsilon(0.0)
+    with pytest.raises(pa.UnsupportedEventError, match="count"):
+        accountant.compose(event, -1)
+    assert accountant.guarantees == {gce.GaussianMechanism(1.0): 4}
 
 
 def dp_sgd(steps: int, rate: float, sigma: float) -> de.DpEvent:

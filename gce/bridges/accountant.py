@@ -40,11 +40,12 @@ from typing import Any
 from .. import effort
 from ..accounting import batch, kinds
 from ..accounting import dp_accounting as _dpa
-from ..accounting.guarantees import ZCDP, GaussianDP, GaussianMechanism, Guarantee, Subsampled
+from ..accounting.guarantees import GaussianDP, Guarantee
 from ..accounting.pld import DISCRETIZATION
 from ..accounting.theorems import compose_within
 from ..errors import InvalidParameterError, NumericalLimitError, UnsupportedCombinationError
 from ..priors.allocation import poisson_curve
+from ..validation import is_integer
 from .dp_events import from_dp_event
 
 __all__ = ["GceAccountant", "LOWER_HALVINGS"]
@@ -61,7 +62,8 @@ def _gaussian_parts(ms: tuple[tuple[Guarantee, int], ...]) -> list[tuple[float, 
     parts, sampled = [], False
     for guarantee, count in ms:
         rate, inner = kinds.sampling(guarantee)
-        if not isinstance(inner, (GaussianMechanism, GaussianDP)) or isinstance(inner, Subsampled):
+        family = kinds.family(inner)
+        if family is None or family[0] != "gaussian":  # (a Subsampled inner has no gaussian family either)
             return None
         sampled |= rate < 1.0
         parts.append((float(kinds.gdp_mu(inner)), rate, int(count)))
@@ -71,7 +73,12 @@ def _gaussian_parts(ms: tuple[tuple[Guarantee, int], ...]) -> list[tuple[float, 
 def _as_lower_input(ms: tuple[tuple[Guarantee, int], ...]) -> tuple[tuple[Guarantee, int], ...]:
     """The multiset with each ``ZCDP(rho)`` as ``GaussianDP(sqrt(2 rho))``, a rho-zCDP mechanism (BS16
     Prop. 1.6): the exact worst case of the stated guarantees is at least that of this multiset."""
-    return tuple((GaussianDP(math.sqrt(2.0 * g.rho)) if isinstance(g, ZCDP) else g, n) for g, n in ms)
+    return tuple((GaussianDP(math.sqrt(2.0 * kinds.zcdp_rho(g))) if _is_zcdp(g) else g, n) for g, n in ms)
+
+
+def _is_zcdp(guarantee: Guarantee) -> bool:
+    family = kinds.family(guarantee)
+    return family is not None and family[0] == "zcdp"
 
 
 class GceAccountant(_pa.PrivacyAccountant):
@@ -119,6 +126,9 @@ class GceAccountant(_pa.PrivacyAccountant):
     # -- dp-accounting's interface
 
     def _maybe_compose(self, event: Any, count: int, do_compose: bool) -> Any:
+        if not is_integer(count) or count < 0:
+            return self.CompositionErrorDetails(invalid_event=event,
+                                                error_message=f"count: must be an integer >= 0, got {count!r}")
         try:
             ms = from_dp_event(event)
         except InvalidParameterError as error:
@@ -175,9 +185,13 @@ class GceAccountant(_pa.PrivacyAccountant):
         delta, epsilon = (target, None) if what == "epsilon" else (None, target)
         parts = _gaussian_parts(ms)
         if parts is not None:
-            curve = poisson_curve(parts, self.rtol, delta=delta, epsilon=epsilon)
-            low, high = curve.epsilon_bracket(target) if what == "epsilon" else curve.delta_bracket(target)
-            return low, high, "poisson subsampling"
+            try:
+                curve = poisson_curve(parts, self.rtol, delta=delta, epsilon=epsilon)
+            except (NumericalLimitError, InvalidParameterError):  # beyond its grids (sigma near 0): compose
+                curve = None
+            if curve is not None:
+                low, high = curve.epsilon_bracket(target) if what == "epsilon" else curve.delta_bracket(target)
+                return low, high, "poisson subsampling"
         composition, _ = compose_within(dict(ms), self.rtol, deadline)
         bound = composition.at_delta(target) if what == "epsilon" else composition.at_epsilon(target)
         high = bound.epsilon if what == "epsilon" else bound.delta

@@ -57,7 +57,6 @@ from ..accounting import kinds
 from ..accounting.guarantees import (
     ZCDP,
     ApproxDP,
-    GaussianDP,
     GaussianMechanism,
     Guarantee,
     LaplaceMechanism,
@@ -156,7 +155,8 @@ def _one_gaussian(inner: Multiset) -> Guarantee | None:
     Cor. 3.3: mu = sqrt(sum mu_i^2)), or None when some entry is not a Gaussian mechanism or GDP."""
     total = 0.0
     for guarantee, count in inner.items():
-        if not isinstance(guarantee, (GaussianMechanism, GaussianDP)):
+        family = kinds.family(guarantee)
+        if family is None or family[0] != "gaussian":
             return None
         total += count * kinds.gdp_mu(guarantee) ** 2
     return GaussianMechanism(sigma=1.0 / math.sqrt(total)) if total > 0.0 else PureDP(0.0)
