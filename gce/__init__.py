@@ -4,7 +4,8 @@ The generalized composition experiment (001, Alg. 2) lets public facts limit whi
 databases one person can be in; ``gce`` turns per-invocation guarantees and those
 facts into a hypothesis-DP guarantee (001, Def. 3). This package level exposes what
 a script or notebook needs: guarantees, constraints, hypotheses, scenarios,
-``solve``, ``calibrate``, the composition selector and the online ``Accountant``.
+``solve``, ``calibrate``, the composition selector and the online ``Accountant``; dp-accounting's
+events in (``from_dp_event``, ``GceAccountant``).
 
 Examples
 --------
@@ -64,6 +65,18 @@ from .files.scenario import load_scenario
 from .solving import solve
 from .calibration import Calibration, calibrate
 from .ledger import Accountant, LedgerError
+from .bridges.dp_events import from_dp_event
+
+
+def __getattr__(name: str) -> object:
+    """``GceAccountant`` (:mod:`gce.bridges.accountant`) on first use: it subclasses dp-accounting's
+    ``PrivacyAccountant``, and dp-accounting is slow to import."""
+    if name == "GceAccountant":
+        from .bridges.accountant import GceAccountant
+
+        return GceAccountant
+    raise AttributeError(f"module 'gce' has no attribute {name!r}")
+
 
 __version__ = "0.1.0"
 
@@ -74,6 +87,7 @@ __all__ = [
     "GCEError",
     "GaussianDP",
     "GaussianMechanism",
+    "GceAccountant",
     "Guarantee",
     "InfeasibleConstraintsError",
     "InvalidParameterError",
@@ -108,6 +122,7 @@ __all__ = [
     "Uniform",
     "calibrate",
     "estimate_membership",
+    "from_dp_event",
     "load_scenario",
     "solve",
 ]

@@ -28,6 +28,7 @@ import numpy as np
 
 from .accounting.guarantees import Guarantee
 from .accounting.kinds import KINDS, is_guarantee
+from .bridges.dp_events import as_guarantee
 from .accounting.theorems import Multiset
 from .constraints import ConstraintSet
 from .constraints.base import MAX_DATABASES
@@ -101,6 +102,15 @@ class Databases:
 _GUARANTEE_TYPES = frozenset(KINDS)
 
 
+def _take_event(record: "Invocation | InvocationGroup") -> None:
+    """A dp-accounting ``DpEvent`` given as a record's guarantee becomes its one mechanism, ``repeat`` times
+    the runs it describes (:func:`gce.bridges.dp_events.as_guarantee`; an event of several distinct
+    mechanisms is refused: a record holds one guarantee). Anything else is left for the record's checks."""
+    guarantee, repeat = as_guarantee(record.guarantee, record.repeat)
+    object.__setattr__(record, "guarantee", guarantee)
+    object.__setattr__(record, "repeat", repeat)
+
+
 @dataclass(frozen=True)
 class Invocation:
     """``repeat`` runs of a mechanism with ``guarantee`` on database ``database``."""
@@ -116,6 +126,7 @@ class Invocation:
         if not is_integer(self.database) or self.database < 0:
             raise InvalidParameterError("database", f"must be a database index >= 0, got {self.database!r}")
         object.__setattr__(self, "database", int(self.database))
+        _take_event(self)
         if not is_guarantee(self.guarantee):
             raise InvalidParameterError("mechanism", f"must be a guarantee, got {self.guarantee!r}")
         if not is_integer(self.repeat) or self.repeat < 1:
@@ -238,6 +249,7 @@ class InvocationGroup:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "databases", _database_indices(self.databases, "databases"))
+        _take_event(self)
         if not is_guarantee(self.guarantee):
             raise InvalidParameterError("mechanism", f"must be a guarantee, got {self.guarantee!r}")
         if not is_integer(self.repeat) or self.repeat < 1:

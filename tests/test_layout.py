@@ -14,10 +14,12 @@ from sources import GCE, nodes
 
 #: Layers, lowest first; a module is matched by the longest prefix listed. The hypothesis records
 #: (``hypotheses``, ``distributions``) sit below the model; ``priors`` (the engines, and the two thin
-#: modules that re-export the records from their old place) above the solvers.
+#: modules that re-export the records from their old place) above the solvers. The bridges from dp-accounting:
+#: reading events (``bridges.dp_events``) beside the accounting it converts to, below the model that takes
+#: events; ``GceAccountant`` (``bridges.accountant``, on the Poisson-subsampling engine) above the priors.
 LAYERS = (
     ("errors", "validation", "resources", "effort"),
-    ("accounting",),
+    ("accounting", "bridges"),
     ("constraints",),
     ("distributions", "hypotheses"),
     ("model", "report"),
@@ -25,7 +27,7 @@ LAYERS = (
     ("priors",),
     ("files",),
     ("solving",),
-    ("calibration", "plot", "progress", "membership"),
+    ("calibration", "plot", "progress", "membership", "bridges.accountant"),
     ("ledger",),
     ("cli", "__main__", ""),
 )

@@ -37,6 +37,7 @@ __all__ = [
     "fast_path",
     "privacy_loss_distribution",
     "common",
+    "privacy_accountant",
     "DensePMF",
     "dense_pmfs",
     "vectorised_gaussian",
@@ -89,6 +90,15 @@ def common() -> ModuleType:
     """``dp_accounting.pld.common`` (``DifferentialPrivacyParameters``), imported on first use."""
     fast_path()
     from dp_accounting.pld import common as module
+
+    return module
+
+
+def privacy_accountant() -> ModuleType:
+    """``dp_accounting.privacy_accountant`` (``PrivacyAccountant``, ``NeighboringRelation``), imported on
+    first use: the base class of :class:`gce.bridges.accountant.GceAccountant`."""
+    fast_path()
+    from dp_accounting import privacy_accountant as module
 
     return module
 

@@ -46,6 +46,7 @@ from numpy.typing import NDArray
 
 from ..accounting import kinds
 from ..accounting.guarantees import Guarantee
+from ..bridges.dp_events import as_guarantee
 from ..constraints import ConstraintSet
 from ..constraints.neighborhood import check_neighborhood
 from ..errors import GCEError, InvalidParameterError
@@ -716,6 +717,7 @@ class Accountant:
     # -- deciding ----------------------------------------------------------
 
     def _request(self, databases: object, guarantee: Guarantee, repeat: object):
+        guarantee, repeat = as_guarantee(guarantee, repeat)  # a dp-accounting event of one mechanism
         repeat = _check_repeat(repeat)
         if not kinds.is_guarantee(guarantee):
             raise InvalidParameterError("mechanism", f"must be a guarantee, got {guarantee!r}")
@@ -812,7 +814,9 @@ class Accountant:
         ----------
         databases : "all", int, str or list
             The databases (indices or names) the mechanism runs on, one invocation each.
-        guarantee : Guarantee
+        guarantee : Guarantee or dp-accounting DpEvent
+            An event of one mechanism run ``n`` times counts as ``repeat * n`` invocations of it
+            (:func:`gce.bridges.dp_events.as_guarantee`); an event of several distinct mechanisms is refused.
         repeat : int
         """
         members, key, weights, repeat = self._request(databases, guarantee, repeat)
@@ -840,6 +844,7 @@ class Accountant:
             Who asks (recorded).
         """
         analyst = _check_analyst(analyst)
+        guarantee, repeat = as_guarantee(guarantee, repeat)
         members, key, weights, repeat = self._request(databases, guarantee, repeat)
         mechanism = json.dumps(mechanism_to_dict(guarantee))
         reach_bound = self._reach(members, key)

@@ -1,0 +1,229 @@
+"""``GceAccountant``: dp-accounting's ``PrivacyAccountant`` interface on gce's engines (docs/design.md,
+"From dp-accounting").
+
+Code that accounts with dp-accounting switches by one line::
+
+    accountant = GceAccountant()          # was: dp_accounting.pld.PLDAccountant()
+    accountant.compose(event, count)
+    accountant.get_epsilon(target_delta)  # a certified upper bound
+
+Each composed event is read by :func:`gce.bridges.dp_events.from_dp_event` into guarantees, accumulated
+as one multiset; an answer composes the whole multiset at the accuracy ``rtol`` (:mod:`gce.effort`), so
+the same events give the same numbers on any machine:
+
+* subsampled Gaussian mechanisms (DP-SGD: ``PoissonSampledDpEvent`` of ``GaussianDpEvent``), alone or with
+  unsampled Gaussians: the Poisson-subsampling engine
+  (:func:`gce.priors.allocation.poisson_curve`: dominating pairs above, garblings below, grids refined
+  until the bracket at the target is ``rtol`` wide, docs/design.md "Random allocation");
+* anything else: :func:`gce.compose` (the tightest compatible theorem; ``batch`` rows carry their own
+  certified lower curve; exact rows are their own lower end); where no row has a lower curve, the
+  batch engine's rounded-down laws (:func:`gce.accounting.batch.lower_at`) on dp-accounting's grid and
+  two halvings of it, zCDP entries replaced by the Gaussian mechanism of the same rho (a rho-zCDP
+  mechanism: BS16 Prop. 1.6, so the exact worst case is at least its).
+
+``get_epsilon`` / ``get_delta`` return the certified upper end; ``get_epsilon_bracket`` /
+``get_delta_bracket`` return ``(lower, upper)`` around the exact value for the guarantees read (for
+k-ary randomized response with k > 2 the guarantee is looser than the event: dp_events' module doc).
+Only ``ADD_OR_REMOVE_ONE`` is accepted: gce's guarantees are stated for add/remove of the record.
+
+References
+----------
+BS16: Bun, Steinke, "Concentrated Differential Privacy" (Prop. 1.6).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from typing import Any
+
+from .. import effort
+from ..accounting import batch, kinds
+from ..accounting import dp_accounting as _dpa
+from ..accounting.guarantees import GaussianDP, Guarantee
+from ..accounting.pld import DISCRETIZATION
+from ..accounting.theorems import compose_within
+from ..errors import InvalidParameterError, NumericalLimitError, UnsupportedCombinationError
+from ..priors.allocation import poisson_curve
+from ..validation import is_integer
+from .dp_events import from_dp_event
+
+__all__ = ["GceAccountant", "LOWER_HALVINGS"]
+
+_pa = _dpa.privacy_accountant()
+
+#: Halvings of dp-accounting's grid tried for the lower end when no composition row has a lower curve.
+LOWER_HALVINGS = 2
+
+
+def _gaussian_parts(ms: tuple[tuple[Guarantee, int], ...]) -> list[tuple[float, float, int]] | None:
+    """``[(mu, rate, count)]`` when every entry is a Gaussian mechanism (or GDP), Poisson-subsampled or
+    not, and at least one is subsampled: the Poisson-subsampling engine's input; None otherwise."""
+    parts, sampled = [], False
+    for guarantee, count in ms:
+        rate, inner = kinds.sampling(guarantee)
+        family = kinds.family(inner)
+        if family is None or family[0] != "gaussian":  # (a Subsampled inner has no gaussian family either)
+            return None
+        sampled |= rate < 1.0
+        parts.append((float(kinds.gdp_mu(inner)), rate, int(count)))
+    return parts if sampled else None
+
+
+def _as_lower_input(ms: tuple[tuple[Guarantee, int], ...]) -> tuple[tuple[Guarantee, int], ...]:
+    """The multiset with each ``ZCDP(rho)`` as ``GaussianDP(sqrt(2 rho))``, a rho-zCDP mechanism (BS16
+    Prop. 1.6): the exact worst case of the stated guarantees is at least that of this multiset."""
+    return tuple((GaussianDP(math.sqrt(2.0 * kinds.zcdp_rho(g))) if _is_zcdp(g) else g, n) for g, n in ms)
+
+
+def _is_zcdp(guarantee: Guarantee) -> bool:
+    family = kinds.family(guarantee)
+    return family is not None and family[0] == "zcdp"
+
+
+class GceAccountant(_pa.PrivacyAccountant):
+    """A dp-accounting ``PrivacyAccountant`` whose answers are gce's certified brackets (module doc).
+
+    Parameters
+    ----------
+    neighboring_relation : dp_accounting.NeighboringRelation
+        Only ``ADD_OR_REMOVE_ONE`` (the default); any other is refused.
+    rtol : float
+        The accuracy asked of each bracket (:data:`gce.effort.DEFAULT_RTOL` by default).
+    time_limit : float or None
+        Seconds one answer may take (None: no cap). The cap only stops refinements; an answer it
+        stopped is still certified, wider, and :attr:`time_limit_reached` says so.
+
+    Attributes
+    ----------
+    engine : str
+        What gave the last answer (``"poisson subsampling"`` or ``"compose: <theorem>"``).
+    time_limit_reached : bool
+        Whether the cap stopped any step of the last answer.
+    """
+
+    def __init__(self, neighboring_relation: Any = None, rtol: float = effort.DEFAULT_RTOL,
+                 time_limit: float | None = None) -> None:
+        relation = _pa.NeighboringRelation
+        if neighboring_relation is None:
+            neighboring_relation = relation.ADD_OR_REMOVE_ONE
+        if neighboring_relation is not relation.ADD_OR_REMOVE_ONE:
+            raise InvalidParameterError("neighboring_relation", f"gce's guarantees hold for add/remove of a "
+                                                                f"record: only ADD_OR_REMOVE_ONE, got "
+                                                                f"{neighboring_relation!r}")
+        super().__init__(neighboring_relation)
+        self.rtol = effort.check_rtol(rtol)
+        if time_limit is not None and (not isinstance(time_limit, (int, float)) or isinstance(time_limit, bool)
+                                       or not time_limit > 0):
+            raise InvalidParameterError("time_limit", f"must be a number of seconds > 0 or None, got "
+                                                      f"{time_limit!r}")
+        self.time_limit = None if time_limit is None else float(time_limit)
+        self._counts: Counter[Guarantee] = Counter()
+        self._answers: dict[tuple[str, float], tuple[float, float, str, bool]] = {}
+        self.engine = ""
+        self.time_limit_reached = False
+
+    # -- dp-accounting's interface
+
+    def _maybe_compose(self, event: Any, count: int, do_compose: bool) -> Any:
+        if not is_integer(count) or count < 0:
+            return self.CompositionErrorDetails(invalid_event=event,
+                                                error_message=f"count: must be an integer >= 0, got {count!r}")
+        try:
+            ms = from_dp_event(event)
+        except InvalidParameterError as error:
+            return self.CompositionErrorDetails(invalid_event=event, error_message=str(error))
+        if do_compose and count:
+            for guarantee, n in ms.items():
+                self._counts[guarantee] += n * int(count)
+            self._answers.clear()
+        return None
+
+    def get_epsilon(self, target_delta: float) -> float:
+        """The certified upper bound on epsilon at ``target_delta`` for everything composed so far."""
+        return self.get_epsilon_bracket(target_delta)[1]
+
+    def get_delta(self, target_epsilon: float) -> float:
+        """The certified upper bound on delta at ``target_epsilon`` for everything composed so far."""
+        return self.get_delta_bracket(target_epsilon)[1]
+
+    # -- gce's brackets
+
+    @property
+    def guarantees(self) -> dict[Guarantee, int]:
+        """The multiset composed so far (what :func:`gce.compose` would take)."""
+        return dict(self._counts)
+
+    def get_epsilon_bracket(self, target_delta: float) -> tuple[float, float]:
+        """``(lower, upper)``: the exact epsilon at ``target_delta`` of the guarantees composed lies between."""
+        if not isinstance(target_delta, (int, float)) or isinstance(target_delta, bool) \
+                or not 0.0 < target_delta < 1.0:
+            raise InvalidParameterError("target_delta", f"must be a number in (0, 1), got {target_delta!r}")
+        return self._answer("epsilon", float(target_delta))
+
+    def get_delta_bracket(self, target_epsilon: float) -> tuple[float, float]:
+        """``(lower, upper)``: the exact delta at ``target_epsilon`` of the guarantees composed lies between."""
+        if not isinstance(target_epsilon, (int, float)) or isinstance(target_epsilon, bool) \
+                or not 0.0 <= target_epsilon < math.inf:
+            raise InvalidParameterError("target_epsilon", f"must be a finite number >= 0, got {target_epsilon!r}")
+        return self._answer("delta", float(target_epsilon))
+
+    def _answer(self, what: str, target: float) -> tuple[float, float]:
+        key = (what, target)
+        if key not in self._answers:
+            deadline = effort.Deadline(self.time_limit)
+            with effort.within(deadline):
+                low, high, engine = self._compute(what, target, deadline)
+            self._answers[key] = (low, high, engine, deadline.reached)
+        low, high, self.engine, self.time_limit_reached = self._answers[key]
+        return low, high
+
+    def _compute(self, what: str, target: float, deadline: effort.Deadline) -> tuple[float, float, str]:
+        ms = tuple(sorted(self._counts.items(), key=lambda item: repr(item[0])))  # one order: one answer
+        if not ms:
+            return 0.0, 0.0, "nothing composed"
+        delta, epsilon = (target, None) if what == "epsilon" else (None, target)
+        parts = _gaussian_parts(ms)
+        if parts is not None:
+            try:
+                curve = poisson_curve(parts, self.rtol, delta=delta, epsilon=epsilon)
+            except (NumericalLimitError, InvalidParameterError):  # beyond its grids (sigma near 0): compose
+                curve = None
+            if curve is not None:
+                low, high = curve.epsilon_bracket(target) if what == "epsilon" else curve.delta_bracket(target)
+                return low, high, "poisson subsampling"
+        composition, _ = compose_within(dict(ms), self.rtol, deadline)
+        bound = composition.at_delta(target) if what == "epsilon" else composition.at_epsilon(target)
+        high = bound.epsilon if what == "epsilon" else bound.delta
+        engine = f"compose: {bound.theorem}"
+        if composition.exact:
+            return high, high, engine
+        lower = self._lower(composition, ms, what, target, high)
+        return min(lower, high), high, engine
+
+    def _lower(self, composition: Any, ms: tuple[tuple[Guarantee, int], ...], what: str, target: float,
+               high: float) -> float:
+        """A certified lower end: a composition row's own lower curve, else the batch engine's rounded-down
+        laws on dp-accounting's grid, halved while the bracket is wider than ``rtol`` (module doc)."""
+        def read(curve: Any) -> float:
+            return float(curve.epsilon(target)) if what == "epsilon" else float(curve.delta(target))
+
+        best = 0.0
+        for _, curve in composition.candidates:
+            if callable(getattr(curve, "lower_seconds", None)):
+                best = max(best, read(curve.lower))
+        stand_in = _as_lower_input(ms)
+        if stand_in != ms:  # zCDP as Gaussians: their composition, when exact, is all the lower end can say
+            composed = compose_within(dict(stand_in), self.rtol)[0]
+            if composed.exact:
+                return max(best, read(composed.curve))
+        interval = DISCRETIZATION
+        for _ in range(LOWER_HALVINGS + 1):
+            if effort.relative_width(best, high) <= self.rtol:
+                break
+            try:
+                best = max(best, read(batch.lower_at(stand_in, interval)))
+            except (NumericalLimitError, UnsupportedCombinationError):
+                break
+            interval /= 2.0
+        return best
