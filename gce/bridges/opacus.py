@@ -166,6 +166,8 @@ class PoissonAccountant(_HistoryAccountant):
         merged: dict[tuple[float, float], int] = {}
         for sigma, rate, steps in entries:  # composition commutes: equal steps anywhere are one part
             merged[(sigma, rate)] = merged.get((sigma, rate), 0) + steps
+        if not merged:
+            return _revealing(None)
         if any(sigma == 0.0 for sigma, _ in merged):
             return _revealing("a step without noise")
         return poisson_curve([(_mu(sigma), rate, steps) for (sigma, rate), steps in merged.items()],
@@ -191,7 +193,7 @@ class AllocationAccountant(_HistoryAccountant):
                 return upper
             lower = (LowerBound([(GaussianCurve(0.0), 0.0, 0.0)]) if not below else
                      allocation_curve(mu, t, epochs=below[(mu, t)], rtol=self.rtol, delta=delta).lower)
-            return AllocationCurve([upper], lower, f"{upper.description}; below: the complete epochs only")
+            return AllocationCurve(upper._upper, lower, f"{upper.description}; below: the complete epochs only")
         return epochs_curve(above, below, self.rtol, delta)
 
 
