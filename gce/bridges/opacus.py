@@ -14,6 +14,11 @@ arXiv 2502.08202; Chua et al., AISTATS 2025), whose curve gce computes as a cert
 * :class:`PoissonAccountant` (mechanism ``"gce-poisson"``): Poisson batches, the composition of the
   subsampled Gaussians (:func:`gce.priors.allocation.poisson_curve`, Balle, Barthe and Gaboardi 2018).
 
+What is certified is the random allocation itself (Chua et al.'s balls and bins: each example's batch
+uniform over the epoch's ``t`` and independent of the other examples'). A loader that shuffles and cuts
+batches of a fixed size is accounted this way in the literature; it is that sampler only when every batch
+has the same size (a smaller last batch makes its position less likely), which this module does not prove.
+
 ``get_epsilon(delta)`` is the certified upper end of the bracket (a valid guarantee);
 ``get_epsilon_bracket(delta)`` gives both ends. The accountants need neither Opacus nor torch;
 :func:`register` makes them available to ``PrivacyEngine(accountant="gce-shuffled")`` (it imports Opacus).
