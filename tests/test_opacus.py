@@ -85,16 +85,27 @@ def test_a_cut_short_epoch_is_bracketed_by_the_full_epochs_around_it():
 def test_epochs_at_several_noises_compose_between_their_bounds():
     """The general composition agrees with allocation_curve on one (mu, t), and a mixed history lies between
     every epoch at its least and at its most noise."""
-    low, high = epochs_curve({(1.0, 10): 3}, {(1.0, 10): 3}, 0.01, 1e-6).epsilon_bracket(1e-6)
-    ref_low, ref_high = allocation_curve(1.0, 10, epochs=3, delta=1e-6, rtol=DEFAULT_RTOL).epsilon_bracket(1e-6)
+    low, high = epochs_curve({(1.0, 10): 2}, {(1.0, 10): 2}, DEFAULT_RTOL, 1e-6).epsilon_bracket(1e-6)
+    ref_low, ref_high = allocation_curve(1.0, 10, epochs=2, delta=1e-6, rtol=DEFAULT_RTOL).epsilon_bracket(1e-6)
     assert max(low, ref_low) <= min(high, ref_high) and high - low <= 0.01 * high
-    mixed = _run(AllocationAccountant(), [(1.0, 0.1, 20), (2.0, 0.1, 10)])
+    mixed = _run(AllocationAccountant(), [(1.0, 0.1, 10), (2.0, 0.1, 10)])
     low, high = mixed.get_epsilon_bracket(1e-6)
-    all_less = allocation_curve(0.5, 10, epochs=3, delta=1e-6, rtol=DEFAULT_RTOL).epsilon_bracket(1e-6)
-    all_more = allocation_curve(1.0, 10, epochs=3, delta=1e-6, rtol=DEFAULT_RTOL).epsilon_bracket(1e-6)
-    assert all_less[0] <= low <= high <= all_more[1] and high - low <= 0.01 * high
-    two = allocation_curve(1.0, 10, epochs=2, delta=1e-6, rtol=DEFAULT_RTOL).epsilon_bracket(1e-6)
-    assert high > two[1]  # the third epoch costs something
+    assert "2 epochs at 2 (mu, t)" in mixed.curve(1e-6).description
+    all_less = allocation_curve(0.5, 10, epochs=2, delta=1e-6, rtol=DEFAULT_RTOL).epsilon_bracket(1e-6)
+    one = allocation_curve(1.0, 10, epochs=1, delta=1e-6, rtol=DEFAULT_RTOL).epsilon_bracket(1e-6)
+    assert all_less[0] <= low <= high <= ref_high and high - low <= 0.01 * high
+    assert high > one[1]  # the second epoch costs something
+
+
+def test_a_time_limit_only_widens_the_bracket():
+    history = [(1.0, 0.1, 20), (2.0, 0.1, 10)]
+    fine = _run(AllocationAccountant(), history)
+    low, high = fine.get_epsilon_bracket(1e-6)
+    assert not fine.time_limit_reached
+    capped = _run(AllocationAccountant(time_limit=1e-9), history)
+    c_low, c_high = capped.get_epsilon_bracket(1e-6)
+    assert capped.time_limit_reached and c_low <= low <= high <= c_high
+    assert c_high > 1.01 * high  # the closed forms: the Gaussians composed above
 
 
 def test_no_step_costs_nothing_and_a_step_without_noise_everything():
@@ -156,7 +167,8 @@ def test_registered_in_opacus():
         assert isinstance(accountant, IAccountant) and accountant.mode == mode and accountant.mechanism() == name
     accountant = create_accountant("gce-shuffled")
     accountant.history = [(1.0, 0.1, 10)]  # as make_private_with_epsilon sets it
-    assert accountant.get_epsilon(1e-6) == allocation_curve(1.0, 10, delta=1e-6, rtol=DEFAULT_RTOL).epsilon_bracket(1e-6)[1]
+    one = allocation_curve(1.0, 10, delta=1e-6, rtol=DEFAULT_RTOL)
+    assert accountant.get_epsilon(1e-6) == one.epsilon_bracket(1e-6)[1]
 
 
 @pytest.mark.slow
@@ -186,4 +198,5 @@ def test_readme_opacus_block_runs(capsys):
     (block,) = re.findall(r"```py\n(.*?)```", section, re.S)
     exec(compile(block, "README.md (With Opacus)", "exec"), {})
     printed = capsys.readouterr().out.split()
-    assert float(printed[0]) == pytest.approx(allocation_curve(1.0, 10, delta=1e-6, rtol=DEFAULT_RTOL).epsilon_bracket(1e-6)[1])
+    one = allocation_curve(1.0, 10, delta=1e-6, rtol=DEFAULT_RTOL)
+    assert float(printed[0]) == pytest.approx(one.epsilon_bracket(1e-6)[1])

@@ -56,7 +56,8 @@ from ..accounting.curves import GaussianCurve
 from ..errors import InvalidParameterError, NumericalLimitError
 from ..priors.allocation import MU_LIMIT, AllocationCurve, LowerBound, allocation_curve, poisson_curve
 from ..priors.allocation.bracket import TAIL, _TAIL_SHARE, _DirectionLower, _may_refine, _width
-from ..priors.allocation.decomposition import _COARSE, _block_laws, _compose_blocks, _loss_interval
+from ..priors.allocation.decomposition import (_COARSE, _block_laws, _compose_blocks, _loss_interval,
+                                               _step_seconds)
 from ..priors.allocation.random_allocation import _Least
 from ..priors.allocation.ratios import GaussianRatio
 from ..priors.allocation.uniform_grid import GRID_LIMIT, START_POINTS
@@ -270,6 +271,9 @@ def epochs_curve(above: Mapping[tuple[float, int], int], below: Mapping[tuple[fl
             if interval is None:
                 target = _loss_interval([(laws[key][0], count) for key, count in above.items()], rtol, delta, None)
                 interval = min(target * _COARSE, max(target, 0.05))
+                if not _may_refine(_seconds(laws, above, below, points, interval, tail),
+                                   "allocation epochs (first composition)", delta, None, math.inf):
+                    return closed
             upper, _ = _compose_blocks([(laws[key], count) for key, count in above.items()], 1, interval)
             parts = [(GaussianCurve(low_mu), 0.0, 0.0)]
             if below:
@@ -289,11 +293,19 @@ def epochs_curve(above: Mapping[tuple[float, int], int], below: Mapping[tuple[fl
         if width <= rtol or points >= GRID_LIMIT // 8:
             break
         finer = points if interval > target else 2 * points
-        if not _may_refine(0.0 if effort.current().seconds is None else math.inf,
+        if not _may_refine(_seconds(laws, above, below, finer, interval / 2, tail),
                            "allocation refinement (epochs)", delta, None, width):
             break
         points, interval = finer, interval / 2
     return closed if kept is None else kept
+
+
+def _seconds(laws, above, below, points: int, interval: float, tail: float) -> float:
+    """Estimated seconds of one step of :func:`epochs_curve` (from its grids' sizes, never measured): each
+    ``(mu, t)``'s step of the decomposition's schedule
+    (:func:`~gce.priors.allocation.decomposition._step_seconds`), above and below."""
+    return sum(_step_seconds(GaussianRatio(key[0]), [(key[1], count)], [(laws[key], count)], 1, points, interval,
+                             tail) for counts in (above, below) for key, count in counts.items())
 
 
 def _revealing(why: str | None) -> AllocationCurve:
