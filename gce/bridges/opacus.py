@@ -99,7 +99,7 @@ class _HistoryAccountant:
         self.history: list[Entry] = []
         #: Whether the time limit stopped the last computation (its bracket is then wider than rtol).
         self.time_limit_reached = False
-        self._cache: dict[tuple[Any, ...], AllocationCurve] = {}
+        self._cache: dict[tuple[Any, ...], tuple[AllocationCurve, bool]] = {}
 
     @classmethod
     def mechanism(cls) -> str:
@@ -125,9 +125,9 @@ class _HistoryAccountant:
         if key not in self._cache:
             deadline = effort.Deadline(self.time_limit)
             with effort.within(deadline):
-                self._cache[key] = self._curve(entries, float(delta))
-            self.time_limit_reached = deadline.reached
-        return self._cache[key]
+                self._cache[key] = (self._curve(entries, float(delta)), deadline.reached)
+        curve, self.time_limit_reached = self._cache[key]
+        return curve
 
     def get_epsilon_bracket(self, delta: float) -> tuple[float, float]:
         """(lower, upper): the exact epsilon of the history at ``delta`` lies between them."""
