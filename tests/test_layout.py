@@ -16,7 +16,8 @@ from sources import GCE, nodes
 #: (``hypotheses``, ``distributions``) sit below the model; ``priors`` (the engines, and the two thin
 #: modules that re-export the records from their old place) above the solvers. The bridges from dp-accounting:
 #: reading events (``bridges.dp_events``) beside the accounting it converts to, below the model that takes
-#: events; ``GceAccountant`` (``bridges.accountant``, on the Poisson-subsampling engine) above the priors.
+#: events; ``GceAccountant`` (``bridges.accountant``, on the Poisson-subsampling engine) and the Opacus
+#: accountants (``bridges.opacus``, on the allocation engines) above the priors.
 LAYERS = (
     ("errors", "validation", "resources", "effort"),
     ("accounting", "bridges"),
@@ -27,7 +28,7 @@ LAYERS = (
     ("priors",),
     ("files",),
     ("solving",),
-    ("calibration", "plot", "progress", "membership", "bridges.accountant"),
+    ("calibration", "plot", "progress", "membership", "bridges.accountant", "bridges.opacus"),
     ("ledger",),
     ("cli", "__main__", ""),
 )
