@@ -78,7 +78,7 @@ def mixture(
     (database, eps, delta). Invocation j outputs from P1 of its canonical pair
     when its database is in b, else from P0; the hypothesis is the mixture over
     b of those product distributions (001, Sec. III-A; docs/design.md, "The canonical pair makes brute force
-    first": the same post-processing of the canonical pair for every b).
+    possible": the same post-processing of the canonical pair for every b).
     """
     total = np.zeros(4 ** len(invocations))
     for members, weight in support:

@@ -1,5 +1,5 @@
 """Compositions at the accuracy asked for; the time limit only stops (docs/design.md, "Brackets and
-exactness" and "Limits and time"; gce/effort.py).
+exactness" and "Same question, same answer"; gce/effort.py).
 
 * The same question gives the same numbers: a solve under a clock ten times faster (a machine ten times
   slower, :func:`gce.effort.slowed`) with a generous limit gives the same report as under the real clock,

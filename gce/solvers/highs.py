@@ -16,8 +16,8 @@ to HiGHS through ``highspy`` instead of cvxpy for two reasons:
 * **Deterministic.** HiGHS runs on one thread with random seed 0
   (:data:`DETERMINISTIC_OPTIONS`), so the same program gives the same answer on
   any machine and load; its work is bounded by counts (``mip_max_nodes``), and
-  its ``time_limit`` is only the cap of the solve (docs/design.md, "Limits and
-  time"): :attr:`Answer.stopped` says when that cap stopped it.
+  its ``time_limit`` is only the cap of the solve (docs/design.md, "Same question,
+  same answer"): :attr:`Answer.stopped` says when that cap stopped it.
 
 HiGHS prints a banner ("Running HiGHS ...", "Includes third-party software
 components ...") from inside ``highspy.Highs()`` (the constructor installs its

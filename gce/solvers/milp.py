@@ -40,7 +40,7 @@ Every step's work is decided by the problem: moves of the local search
 (:data:`SEPARATION_ROUNDS`, :data:`SEPARATION_MIN_GAIN`), cycles separated
 (counts), HiGHS to optimality on one thread with a fixed seed. The same
 problem gives the same answer on any machine and load (docs/design.md,
-"Limits and time"). The clock only caps: the running computation's
+"Same question, same answer"). The clock only caps: the running computation's
 :class:`~gce.effort.Deadline` (:func:`gce.effort.current`) stops a step, which
 keeps its certified bounds, and the stop is recorded on the deadline (the
 report then says ``time limit reached``).
