@@ -147,6 +147,13 @@ class Deadline:
         if what not in self._stops:
             self._stops.append(what)
 
+    def collecting(self) -> "Deadline":
+        """A view with the same clock, start and cap whose stops are its own: the stages of one search
+        record theirs there, and the search says them once on this deadline."""
+        view = Deadline.__new__(Deadline)
+        view._read, view.seconds, view.started, view._stops = self._read, self.seconds, self.started, []
+        return view
+
     @property
     def reached(self) -> bool:
         """Whether the cap stopped any step: the answer is then a coarser (still certified) one."""

@@ -360,41 +360,16 @@ def _model_fits_time(problem: WeightProblem, form: str, time_limit: float) -> bo
     return _columns(problem, form) <= HIGHS_COLUMNS_PER_SECOND * time_limit
 
 
-class _Collecting(Deadline):
-    """A search's view of the solve's deadline: the same clock and cap, the stops kept for one message.
-
-    The stages of one search (:class:`MILP`) record their stops here; the search then records a single
-    stop on the real deadline, with its witness and bound, instead of one line per stage.
-    """
-
-    def __init__(self, cap: Deadline) -> None:  # shares the cap's clock and start: no clock of its own
-        self.cap = cap
-        self.seconds = cap.seconds
-        self._collected: list[str] = []
-
-    def elapsed(self) -> float:
-        return self.cap.elapsed()
-
-    def stop(self, what: str) -> None:
-        if what not in self._collected:
-            self._collected.append(what)
-
-    @property
-    def reached(self) -> bool:
-        return bool(self._collected)
-
-    @property
-    def stops(self) -> tuple[str, ...]:
-        return tuple(self._collected)
-
-
 class _Run:
     """One solve in progress: the candidate pairs and the named upper bounds so far."""
 
     def __init__(self, problem: WeightProblem, form: str, method: str, deadline: Deadline):
         self.problem, self.form, self.method = problem, form, method
-        #: The cap, collecting what it stopped (:class:`_Collecting`).
-        self.deadline = _Collecting(deadline)
+        #: The cap, collecting what it stopped: the search then records a single stop on the solve's
+        #: deadline, with its witness and bound, instead of one line per stage.
+        self.deadline = deadline.collecting()
+        #: The solve's deadline itself, where the search's one stop is recorded.
+        self.cap = deadline
         self.candidates: list[Pair] = []
         self.bounds: dict[str, float] = {"total": float(problem.weights.sum())}
 
@@ -445,8 +420,8 @@ class _Run:
         if self.deadline.reached:
             gap = result.gap / result.upper_bound if result.upper_bound > 0 else 0.0
             stages = "; ".join(self.deadline.stops)
-            self.deadline.cap.stop(f"worst-case search on {self.problem.n:,} databases ({stages}): witness "
-                                   f"{result.value:g}, certified bound {result.upper_bound:g} (gap {gap:.1%})")
+            self.cap.stop(f"worst-case search on {self.problem.n:,} databases ({stages}): witness "
+                          f"{result.value:g}, certified bound {result.upper_bound:g} (gap {gap:.1%})")
         return result
 
 
@@ -506,7 +481,7 @@ class MILP(Solver):
             structure = _STRUCTURES.get(problem.constraints)
             if structure is not None and form != "xor":
                 run.bound("clique-partition", structure.partition_bound(problem.weights, 2 if form == "disjoint" else 1))
-            run.deadline.cap.stop("worst-case searches after the time limit (combinatorial bounds only)")
+            run.cap.stop("worst-case searches after the time limit (combinatorial bounds only)")
             return replace(run.result(), stopped=True)
         structure = _packing(problem.constraints, run.deadline)
         if structure is None:  # its build would not end in the time left: a greedy witness, the total as bound
