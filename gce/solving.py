@@ -51,6 +51,8 @@ from .solvers import DEFAULT_TIME_LIMIT, WeightProblem, worst_pair
 from .solvers.base import check_time_limit
 from .solvers.mixed import (ENUMERATION_BLOCKS_MAX, RENYI_ORDERS, CompositionCache, RenyiSearch, Searched,
                             branch_and_bound, maximal_profiles, renyi_bound, renyi_curve, renyi_term_table, worst_profile)
+from .solvers import envelope
+from .solvers.envelope import SlotSearch
 from .solvers.weights import PATTERN_PAIRS_MAX
 
 __all__ = ["solve"]
@@ -495,7 +497,13 @@ def _solve_pairs(scenario: Scenario, delta: float | None, epsilon: float | None,
                              substituted, solved) if _listable(scenario.constraints) else None
         if report is not None:
             return report
-        if len(kinds) <= BRANCH_KINDS_MAX:
+        slot = _slot_search(scenario, delta, epsilon, budget, best_eps, best_ms, best_pair, notes)
+        if slot is not None and slot.lower > best_eps:  # its witness set, composed on the solve's grid
+            best_pair, best_eps, fine = (frozenset(), slot.members), slot.lower, True
+            best_ms = scenario.table.multiset_on(slot.members)
+        if slot is not None:  # the per-slot search is the branch and bound of these constraints
+            searched = Searched(best_pair, best_eps, witness(), math.inf, bound.curve, slot.complete, 0)
+        elif len(kinds) <= BRANCH_KINDS_MAX:
             searched = _branch_and_bound(scenario, kinds, delta, epsilon, budget, bound, [best_pair, *witnesses],
                                          per_kind and all(r.exact for r in by_kind.values()))
         else:  # the per-guarantee bounds of a node fall only once a guarantee's databases are all fixed
@@ -513,10 +521,14 @@ def _solve_pairs(scenario: Scenario, delta: float | None, epsilon: float | None,
         bounds = [(_at(bound, delta, epsilon)[index], bound.curve, theorem, "the per-guarantee maxima")]
         if searched.upper < bounds[0][0]:
             bounds.append((searched.upper, searched.curve, theorem, "the branch and bound"))
+        if slot is not None and slot.upper < bounds[0][0]:
+            bounds.append((slot.upper, slot.curve, SLOT_THEOREM, "the per-slot envelopes"))
         if renyi is not None:
             bounds.append((_curve_at(renyi.curve, delta, epsilon)[index], renyi.curve, RENYI_THEOREM,
                            "the Renyi bound"))
         upper_value, _, winner, source = min(bounds, key=lambda b: b[0])
+        if slot is not None and not slot.complete and source == "the per-slot envelopes":
+            searched = replace(searched, complete=False, stopped=slot.stopped, nodes=0)
         # Exact when the worst pair found meets the least certified bound, whichever bound that is.
         exact = best_exact and not substituted and upper_value <= best_eps * (1 + 1e-9)
         if len(bounds) > 1 and upper_value < bounds[0][0]:
@@ -526,10 +538,11 @@ def _solve_pairs(scenario: Scenario, delta: float | None, epsilon: float | None,
             report_curve = curve
         gap = 0.0 if upper_value <= best_eps else upper_value / best_eps - 1.0 if best_eps > 0 else math.inf
         what = "epsilon" if epsilon is None else f"delta at epsilon {epsilon:g}"
-        notes.append(f"branch and bound over the memberships: {searched.nodes} nodes; {what} of the worst pair "
+        nodes = searched.nodes + (slot.nodes if slot is not None else 0)
+        notes.append(f"branch and bound over the memberships: {nodes} nodes; {what} of the worst pair "
                      f"found {best_eps:.6g}, certified bound {upper_value:.6g} from {source} (gap {gap:.3%})"
                      + ("" if searched.complete else "; stopped by the time limit" if searched.stopped
-                        else f"; stopped after {searched.nodes} nodes, the most searched"))
+                        else f"; stopped after {nodes} nodes, the most searched"))
 
     if math.isinf(eps):
         floor = bound.curve.delta_floor
@@ -555,6 +568,9 @@ BRACKET_LOOSENESS = 0.25
 #: Most halvings of a composition's grid for its certified lower curve (a deterministic cap: each halves the
 #: rounded-down losses' error and doubles the cost).
 REFINEMENTS_MAX = 6
+#: Share of the requested accuracy that a coarser grid's rounded-down losses may take (their expected epsilon
+#: drop) when the bracket's lower curve starts on a grid coarser than its composition's (:func:`_bracket`).
+BRACKET_COARSE_SHARE = 0.25
 #: A halving that narrows the bracket by less than this share of its width ends the refinement: what is
 #: left is not the lower curve's grid (the upper bound's own error, or the search's gap).
 REFINEMENT_GAIN = 0.1
@@ -594,6 +610,11 @@ def _bracket(witness: Composition, upper: float, delta: float | None, epsilon: f
         while 0.5 * interval * copies > BRACKET_LOOSENESS * upper and halvings < REFINEMENTS_MAX \
                 and interval / 2.0 >= batch.FINEST:
             interval, halvings = interval / 2.0, halvings + 1
+        # ... and coarser while the rounded-down losses would still lower epsilon by a small share of rtol
+        # (:data:`BRACKET_COARSE_SHARE`): a cheaper lower curve, e.g. noise mechanisms' pmfs on 4 x the interval
+        while halvings == 0 and 0.5 * (2.0 * interval) * copies <= BRACKET_COARSE_SHARE * rtol * upper \
+                and 2.0 * interval <= batch.COARSEST and copies > 0:
+            interval *= 2.0
     lower, low = None, 0.0
     while True:
         own = interval == curve.interval
@@ -626,6 +647,82 @@ def _bracket(witness: Composition, upper: float, delta: float | None, epsilon: f
 
 #: The name of the Renyi bound in reports.
 RENYI_THEOREM = "renyi (CKS20 Prop. 12)"
+#: The name of the per-slot envelopes' bound in reports (:mod:`gce.solvers.envelope`).
+SLOT_THEOREM = "batch (one envelope per slot)"
+#: The per-slot search's first grid, in multiples of the grid for ``rtol`` (:func:`_slot_search`), and the
+#: factor by which it is refined while the search's bound is further than rtol / 2 above its witness.
+SLOT_COARSE, SLOT_REFINE = 8.0, 2.0
+#: Share of the target delta that the per-slot search's trimmed tails may add (:func:`gce.solvers.envelope.trimmed`).
+SLOT_TRIM = 1e-4
+
+
+def _slot_search(scenario: Scenario, delta: float | None, epsilon: float | None, budget: _Budget,
+                 best_value: float, best_ms, best_pair, notes: list[str]) -> SlotSearch | None:
+    """Mixed guarantees under ``at_most`` and ``exclusive`` constraints, unbounded pairs: the branch and
+    bound of :func:`gce.solvers.envelope.slot_search` (one dominating envelope per slot, docs/design.md
+    "Mixed guarantees"), towards a bound within ``rtol / 2`` of its witness. The grid starts
+    :data:`SLOT_COARSE` times coarser than the grid for ``rtol`` (from the best witness's size) and is
+    refined by :data:`SLOT_REFINE` while the bound is further above; each step's cost is estimated
+    before it starts and the cap only stops (recorded). None when the constraints or guarantees are of
+    another kind, or when not even the first step fits."""
+    if scenario.neighborhood != "unbounded" or not envelope.accepts(scenario.constraints):
+        return None
+    if not math.isfinite(best_value) or best_value <= 0.0:
+        return None
+    index = 0 if epsilon is None else 1
+    members = best_pair[0] ^ best_pair[1]
+    invocations = max(1, sum(n for _, n in best_ms))
+    scale = best_value if epsilon is None else epsilon
+    base = max(_pld_interval(), 2.0 * budget.rtol * scale / invocations)
+    h = _on_interval(SLOT_COARSE * base)
+    slots = envelope.slot_count(scenario.constraints)
+    cut = SLOT_TRIM * (delta if epsilon is None else best_value) / max(slots, 1)
+    table = scenario.table
+    reference = scale / max(1, len(members))
+    found, witnessed = None, {}
+    while True:
+        estimate = envelope.search_seconds(scenario.n, len(table.kinds), slots, h)
+        if not budget.deadline.fits(estimate):
+            budget.deadline.stop(f"the per-slot envelopes on a grid of width {h:g} (about {estimate:.2g} s; "
+                                 f"{max(budget.left(), 0.0):.2g} s left)")
+            break
+        try:
+            bundles = envelope.database_bundles(table, scenario.n, h, cut)
+        except (UnsupportedCombinationError, NumericalLimitError):
+            break
+        scores = envelope.scores(bundles, reference, h)
+        with within(budget.deadline):
+            step = envelope.slot_search(bundles, scores, scenario.constraints, h, delta, epsilon,
+                                        budget.rtol / 4.0, budget.deadline)
+        if step is None:
+            break
+        if step.members and step.members not in witnessed:  # its witness, on the solve's own grid
+            witnessed[step.members] = _at(budget.compose(table.multiset_on(step.members)), delta, epsilon)[index]
+        if found is None or step.upper < found.upper:
+            found = step
+        best_value = max([best_value, *witnessed.values()])
+        if step.stopped or found.upper <= best_value * (1.0 + budget.rtol / 2.0):
+            break
+        finer = _on_interval(h / SLOT_REFINE)
+        if finer >= h:
+            break
+        h = finer
+    if found is not None and witnessed:  # the best witness of every step, with its value on the solve's grid
+        members = max(witnessed, key=witnessed.get)
+        found = replace(found, members=members, lower=witnessed[members])
+    return found
+
+
+def _pld_interval() -> float:
+    from .accounting import pld
+    return pld.DISCRETIZATION
+
+
+def _on_interval(h: float) -> float:
+    """``h`` rounded down to dp-accounting's interval times a power of two, so that the noise mechanisms'
+    upper laws are split from the pmfs the compositions build (:func:`gce.accounting.batch._laws`)."""
+    unit = _pld_interval()
+    return unit * 2.0 ** max(0, math.floor(math.log2(max(h / unit, 1.0))))
 
 
 #: Most witness pairs composed for the lower bound of mixed guarantees, in the order of their own Renyi

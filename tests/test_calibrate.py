@@ -304,12 +304,14 @@ def test_progress_reporter_is_silent_off_a_terminal():
 
 def _without_enumeration(monkeypatch):
     """Mixed guarantees are enumerated or searched until exact; these tests need an inexact
-    certified bound, which large scenarios out of time give: switch the enumeration, the search and the
-    Renyi bound off."""
+    certified bound, which large scenarios out of time give: switch the enumeration, the searches (over the
+    memberships and over the slots) and the Renyi bound off."""
     mixed = importlib.import_module("gce.solvers.mixed")
     monkeypatch.setattr(mixed, "ENUMERATION_BLOCKS_MAX", -1)
     monkeypatch.setattr(mixed, "NODES_MAX", 0)
-    monkeypatch.setattr(importlib.import_module("gce.solving"), "_renyi_bound", lambda scenario, budget: None)
+    solving = importlib.import_module("gce.solving")
+    monkeypatch.setattr(solving, "_renyi_bound", lambda scenario, budget: None)
+    monkeypatch.setattr(solving, "_slot_search", lambda *args: None)
 
 
 def test_inexact_bounds_are_searched_with_solve_and_stay_sound(monkeypatch):

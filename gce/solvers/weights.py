@@ -161,6 +161,74 @@ class TopM(Solver):
         return WeightResult(witness, value, value, self.name)
 
 
+def _laminar_groups(constraints: ConstraintSet) -> tuple[tuple[np.ndarray | None, int], ...] | None:
+    """The (members, m) bounds of ``at_most``/``exclusive`` constraints when any two groups are disjoint
+    or one contains the other (a laminar family; an ``at_most`` over every database contains them all),
+    innermost first; None otherwise (other kinds, or groups that cross)."""
+    n = constraints.n
+    if not {c.kind for c in constraints.constraints if not c.is_vacuous(n)} <= {"at_most", "exclusive"}:
+        return None
+    groups: dict[bytes | None, tuple[np.ndarray | None, int]] = {}
+    for c in constraints.constraints:
+        if c.kind == "at_most" and getattr(c, "among", ()) is None:
+            bounds = [(None, c.m)]
+        else:
+            bounds = []
+            for bound in c.at_most_bounds(n):
+                members = np.sort(np.fromiter(bound.among, dtype=np.intp, count=len(bound.among)))
+                bounds.append((None if members.size == n else members, bound.m))
+        for members, m in bounds:
+            key = None if members is None else members.tobytes()
+            found = groups.get(key)
+            groups[key] = (members, m if found is None else min(found[1], m))
+    listed = sorted((g for g in groups.values() if g[0] is not None), key=lambda g: g[0].size)
+    if len(listed) > LAMINAR_GROUPS_MAX:
+        return None
+    sets = [frozenset(members.tolist()) for members, _ in listed]
+    for i, a in enumerate(sets):  # sorted by size: a crossing pair is a smaller set meeting but not inside
+        for b in sets[i + 1:]:
+            if a & b and not a <= b:
+                return None
+    return tuple(listed) + ((None, groups[None][1]),) if None in groups else tuple(listed)
+
+
+#: Most groups :class:`Laminar` checks pairwise for crossing (a quadratic check).
+LAMINAR_GROUPS_MAX = 2_000
+
+
+class Laminar(Solver):
+    """``at_most`` and ``exclusive`` bounds on groups that are pairwise disjoint or nested (a laminar
+    family, e.g. ``at_most`` m of all databases with ``exclusive`` groups), unbounded pairs: the allowed
+    sets are the independent sets of a laminar matroid, so the greedy choice (heaviest first, each taken
+    while every group holding it has room) is a heaviest allowed set (Edmonds 1971: greedy is optimal
+    exactly on matroids)."""
+
+    name = "laminar"
+
+    def can_solve(self, problem: WeightProblem) -> bool:
+        return problem.neighborhood == "unbounded" and _laminar_groups(problem.constraints) is not None
+
+    def solve(self, problem: WeightProblem, time_limit: float | None = None) -> WeightResult:
+        w = problem.weights
+        groups = _laminar_groups(problem.constraints)
+        room = np.array([m for _, m in groups], dtype=np.int64)
+        holding: list[list[int]] = [[] for _ in range(problem.n)]  # database -> the groups holding it
+        for g, (members, _) in enumerate(groups):
+            for i in (range(problem.n) if members is None else members.tolist()):
+                holding[i].append(g)
+        chosen = []
+        for i in np.lexsort((np.arange(problem.n), -w)).tolist():  # heaviest first, ties to the smaller index
+            if w[i] <= 0.0:
+                break
+            own = holding[i]
+            if all(room[g] > 0 for g in own):
+                room[own] -= 1
+                chosen.append(i)
+        witness = (_EMPTY, frozenset(chosen))
+        value = problem.value(*witness)
+        return WeightResult(witness, value, value, self.name)
+
+
 class PatternList(Solver):
     """An explicit list of allowed sets (001 Ex. 3, column nullability): weigh them all."""
 
@@ -246,7 +314,7 @@ def _scaled(problem: WeightProblem, time_limit: float | None, exponent: int) -> 
 
 
 #: Solvers in the order the dispatcher tries them.
-SOLVERS: tuple[Solver, ...] = (Unconstrained(), TopM(), PatternList(), Exhaustive(), MILP())
+SOLVERS: tuple[Solver, ...] = (Unconstrained(), TopM(), Laminar(), PatternList(), Exhaustive(), MILP())
 
 
 def worst_pair(problem: WeightProblem, time_limit: float | None = DEFAULT_TIME_LIMIT) -> WeightResult:

@@ -1,0 +1,730 @@
+"""A certified bound on the worst case over allowed pairs by composing privacy-loss distributions: one
+dominating pair per slot.
+
+The worst-case curve over allowed pairs is ``max over allowed (b0, b1)`` of the composition of the
+invocations on ``b0 XOR b1`` (001 Thm. 1). Each database's invocations compose to one pair (its *bundle*,
+dominated by the product of the upper laws of :mod:`gce.accounting.batch`). The bound below replaces the
+maximum over sets of databases by a composition of a few pairs, each dominating every database that can
+fill one *slot* of a differing set, so that it is close to the worst set whenever the databases' curves
+nearly form a chain, without the Renyi conversion (CKS20 Prop. 12) and its few per cent.
+
+The argument
+------------
+*Envelopes.* The privacy profile of a pair in one direction, ``g(u) = E_P[(1 - u e^{-L})_+]`` with
+``u = e^eps`` (L the privacy loss, ``P(L = inf)`` included), is convex and non-increasing in ``u`` with
+``g(0) = 1`` (P's total mass); every such function on ``u >= 0`` is the profile of a pair, and ``g`` for all
+``eps`` in R fixes the pair's tradeoff function (Dong, Roth and Su 2022, Prop. 2.12; the convex conjugate).
+The pointwise maximum of the profiles of a family of pairs is again convex, non-increasing and 1 at 0: the
+profile of a pair that dominates every member in the Blackwell order (its tradeoff function is the convex
+minorant of the members' minimum). Linear interpolation in ``u`` between the values at the grid's points
+``u_j = e^{j h}`` lies above it (a chord of a convex function): a pair whose loss law sits on the grid
+(connect-the-dots, Doroshenko et al. 2022), also dominating. Its masses follow from the values at the grid
+points: with ``R_j = sum_{l >= j} p_l e^{(j - l) h}``, ``g(u_j) - g(u_{j+1}) = (1 - e^{-h}) R_{j+1}`` and
+``p_j = R_j - e^{-h} R_{j+1}`` (:func:`envelope_law`).
+
+*Slots.* Order the databases ``d_1, ..., d_n`` (any order; a score puts the likeliest worst first) and let
+``E_j`` dominate every database of ``d_j, ..., d_n`` (the envelope of that suffix: ``E_1 >= E_2 >= ...``).
+Let ``N_j`` bound the number of databases among ``d_1..d_j`` that an allowed pair makes differ (a certified
+weight search: weight 1 on the first ``j``; ``min(j, m)`` under ``at_most m`` alone). For an allowed pair
+whose differing databases are ``d_{b_1}, ..., d_{b_r}`` (``b_1 < ... < b_r``), at most ``N_j`` of them lie
+among the first ``j``, so ``b_i >= p_i = min {j : N_j >= i}`` and ``d_{b_i}`` is dominated by ``E_{p_i}``.
+Composition is monotone under domination (a post-processing of each part; 002 Thm. II.5), so the pair's
+curve lies below the composition of ``E_{p_1}, ..., E_{p_r}``, and below that of all ``N_n`` slots (more
+parts only raise it). One composition bounds every allowed pair, each direction on its own (the envelope of
+the "remove" profiles bounds the "remove" direction; likewise "add"; the curve is the larger).
+
+*Numbers.* The bundles are the batch engine's upper laws (split atoms, pessimistic noise pmfs) convolved
+exactly on the grid; the envelopes' masses come out of differences of profiles, whose floating-point error
+is charged: any point where the rebuilt profile falls below the envelope's moves that much mass from the
+lowest atoms to +inf (raising the profile everywhere above them). The composition is the batch engine's
+(:func:`gce.accounting.batch.compose_laws`, with its allowances).
+
+References
+----------
+001: the generalized composition experiment, Thm. 1. 002: Kairouz, Oh, Viswanath, Thm. II.5.
+Dong, Roth, Su, "Gaussian differential privacy", J. R. Stat. Soc. B 2022.
+Doroshenko, Ghazi, Kamath, Kumar, Manurangsi 2022, "Connect the dots: tighter discrete approximations of
+privacy loss distributions".
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+from scipy import signal
+
+from ..accounting import batch
+from ..accounting.curves import DiscreteLossCurve, PrivacyCurve
+from ..accounting.guarantees import Guarantee
+from ..constraints import ConstraintSet
+from ..effort import DEFAULT_RTOL, Deadline, current
+from ..errors import NumericalLimitError, UnsupportedCombinationError
+from .base import WeightProblem
+from .weights import worst_pair
+
+__all__ = ["Bundle", "bundle_laws", "profile", "envelope_law", "SlotBound", "slot_bound", "slot_positions"]
+
+#: Most grid points of one envelope (a bundle's loss range over the grid width).
+ENVELOPE_POINTS_MAX = 2**20
+
+
+@dataclass(frozen=True)
+class Bundle:
+    """One direction of a database's composed upper law on the grid ``{i h}``: masses ``mass[i]`` at
+    losses ``(lo + i) h`` under P, and ``infinite`` at +inf."""
+
+    lo: int
+    mass: NDArray[np.float64]
+    infinite: float
+
+    @property
+    def hi(self) -> int:
+        return self.lo + self.mass.size - 1
+
+
+def _power(law, h: float) -> tuple[int, NDArray[np.float64]]:
+    """(lowest index, pmf) of ``law.count`` copies of one batch law convolved."""
+    lo = int(law.index.min())
+    one = np.zeros(int(law.index.max()) - lo + 1)
+    np.add.at(one, law.index - lo, law.mass)
+    out, start = np.ones(1), 0
+    for _ in range(int(law.count)):
+        out = _convolve(out, one)
+        start += lo
+    return start, out
+
+
+def _convolve(a: NDArray[np.float64], b: NDArray[np.float64]) -> NDArray[np.float64]:
+    if min(a.size, b.size) <= 64:
+        return np.convolve(a, b)
+    return np.maximum(signal.fftconvolve(a, b), 0.0)
+
+
+def bundle_laws(ms: Sequence[tuple[Guarantee, int]], h: float) -> tuple[Bundle, ...]:
+    """The upper law of the composition of ``ms`` (one database's invocations) per direction, on the grid
+    of width ``h``: the batch engine's laws (:func:`gce.accounting.batch.plan`) convolved exactly."""
+    plan = batch.plan(tuple(ms), interval=h)
+    out = []
+    for laws in plan.upper:
+        lo, pmf, survive = 0, np.ones(1), 1.0
+        for law in laws:
+            if law.mass.size == 0:
+                survive *= (1.0 - law.infinite) ** law.count
+                continue
+            start, part = _power(law, h)
+            lo += start
+            pmf = _convolve(pmf, part)
+            survive *= (1.0 - law.infinite) ** law.count
+        infinite = 1.0 - survive
+        # whatever the convolutions lost (round-off) is charged at +inf
+        infinite = min(max(infinite, 1.0 - math.fsum(pmf)), 1.0)
+        out.append(Bundle(lo, pmf, infinite))
+    return tuple(out)
+
+
+def _profile_values(mass: NDArray[np.float64], infinite: float, h: float) -> NDArray[np.float64]:
+    """``g(e^{j h})`` at every index of ``mass`` (its own range): ``R_j = sum_{l >= j} p_l q^{l - j}``, ``q = e^-h``
+    (a backward recursion), then ``g_j = infinite + (1 - q) sum_{l > j} R_l``, without cancellation."""
+    q = math.exp(-h)
+    r = signal.lfilter([1.0], [1.0, -q], mass[::-1])[::-1]
+    tail = np.concatenate((np.cumsum(r[::-1])[::-1][1:], [0.0]))
+    return infinite + (1.0 - q) * tail
+
+
+def trimmed(bundle: Bundle, cut: float) -> Bundle:
+    """The bundle with at most ``cut`` of its highest finite mass moved to +inf and at most ``cut`` of its
+    lowest raised onto the lowest atom kept: losses only rise, so the profile only rises (a dominating
+    pair: :func:`profile` is a pair's profile for any law of P-mass 1), and a composition of ``r`` such
+    parts has delta at most ``2 r cut`` above the untrimmed one's (a coupling: a total changes only when a
+    moved part does)."""
+    mass = bundle.mass
+    if cut <= 0.0 or mass.size < 3:
+        return bundle
+    top = int(np.searchsorted(np.cumsum(mass[::-1]), cut, side="right"))  # the highest ``top`` atoms go
+    bottom = int(np.searchsorted(np.cumsum(mass), cut, side="right"))  # the lowest ``bottom`` are raised
+    top = min(top, mass.size - 1)
+    bottom = min(bottom, mass.size - 1 - top)
+    if top == 0 and bottom == 0:
+        return bundle
+    moved = float(mass[mass.size - top:].sum()) if top else 0.0
+    kept = mass[bottom:mass.size - top].copy()
+    kept[0] += float(mass[:bottom].sum())
+    return Bundle(bundle.lo + bottom, kept, min(bundle.infinite + moved, 1.0))
+
+
+def profile(bundle: Bundle, lo: int, hi: int, h: float) -> NDArray[np.float64]:
+    """The bundle's profile ``g(e^{j h})`` (delta at epsilon ``j h``) for ``j = lo..hi`` (``lo <= bundle.lo``,
+    ``hi >= bundle.hi``): below its lowest atom the line through (0, 1), above its highest the mass at +inf."""
+    own = _profile_values(bundle.mass, bundle.infinite, h)
+    out = np.empty(hi - lo + 1)
+    out[bundle.lo - lo:bundle.hi - lo + 1] = own
+    out[bundle.hi - lo + 1:] = bundle.infinite
+    if bundle.lo > lo:
+        x = np.arange(lo, bundle.lo) * h
+        # Q's mass of the finite atoms: g(u) = 1 - u Q below the lowest atom
+        q_mass = float(np.exp(-(np.arange(bundle.lo, bundle.hi + 1) * h)) @ bundle.mass)
+        out[:bundle.lo - lo] = np.clip(1.0 - np.exp(x) * q_mass, 0.0, 1.0)
+    return out
+
+
+def envelope_law(values: NDArray[np.float64], lo: int, h: float) -> Bundle:
+    """The loss law on the grid whose profile at ``e^{j h}``, ``j = lo..lo + len(values) - 1``, is at least
+    ``values`` (the pointwise maximum of profiles; module doc), the highest value its mass at +inf."""
+    q = np.exp(-h)
+    g = np.maximum.accumulate(values[::-1])[::-1]  # non-increasing (a maximum of non-increasing profiles)
+    infinite = float(g[-1])
+    r_next = np.maximum(-np.diff(g), 0.0) / (1.0 - q)  # R_{j+1} for j = lo..hi-1
+    r = np.concatenate(([0.0], r_next))  # R_j for j = lo+1..hi at positions 1.., R_lo unknown
+    mass = np.empty_like(g)
+    mass[1:] = r[1:] - q * np.concatenate((r[2:], [0.0]))
+    mass = np.maximum(mass, 0.0)
+    mass[0] = 0.0
+    mass[0] = max(1.0 - infinite - math.fsum(mass), 0.0)
+    law = Bundle(lo, mass, infinite)
+    rebuilt = profile(law, lo, lo + g.size - 1, h)
+    deficit = float(np.max(g - rebuilt))
+    if deficit > 0.0:  # round-off: that much mass from the lowest atoms to +inf raises the profile by it
+        take = deficit * (1.0 + 1e-12) + 1e-300
+        cum = np.cumsum(mass)
+        j = int(np.searchsorted(cum, take))
+        moved = mass.copy()
+        moved[:j] = 0.0
+        if j < moved.size:
+            moved[j] = cum[j] - take
+        law = Bundle(lo, np.maximum(moved, 0.0), min(infinite + take, 1.0))
+    return law
+
+
+def slot_positions(order: NDArray[np.intp], constraints: ConstraintSet, neighborhood: str) -> list[int]:
+    """``p_i = min {j : N_j >= i}`` (1-based) for ``i = 1..N_n`` (module doc), ``N_j`` a certified bound on
+    the databases among the first ``j`` of ``order`` that an allowed pair makes differ."""
+    n = order.size
+    bounds = [b for b in constraints.at_most_bounds()]
+    if neighborhood == "unbounded" and _only_global_at_most(constraints):
+        m = min([n] + [b.m for b in bounds])
+        return list(range(1, m + 1))
+    cache: dict[int, int] = {}
+
+    def most(j: int) -> int:
+        if j not in cache:
+            w = np.zeros(constraints.n)
+            w[order[:j]] = 1.0
+            result = worst_pair(WeightProblem(constraints, w, neighborhood), None)
+            cache[j] = min(j, int(math.floor(result.upper_bound + 1e-6)))
+        return cache[j]
+
+    total = most(n)
+    positions, j_low = [], 1
+    for i in range(1, total + 1):
+        lo, hi = j_low, n
+        while lo < hi:  # the least j with most(j) >= i
+            mid = (lo + hi) // 2
+            if most(mid) >= i:
+                hi = mid
+            else:
+                lo = mid + 1
+        positions.append(lo)
+        j_low = lo
+    return positions
+
+
+def _only_global_at_most(constraints: ConstraintSet) -> bool:
+    """Whether the only constraints are ``at_most`` bounds over every database."""
+    from ..constraints import AtMost
+    return all(isinstance(c, AtMost) and c.among is None for c in constraints.constraints)
+
+
+@dataclass(frozen=True)
+class SlotBound:
+    """:func:`slot_bound`'s answer: the certified curve and the order and slots it came from."""
+
+    curve: PrivacyCurve
+    order: NDArray[np.intp]
+    positions: tuple[int, ...]
+    interval: float
+
+
+class _SlotCurve(PrivacyCurve):
+    """The upper curve of a :class:`~gce.accounting.batch.LawCurve` alone (no lower curve: the slots' pairs
+    are not allowed pairs)."""
+
+    def __init__(self, curve: batch.LawCurve):
+        self._curve = curve
+        self.delta_floor = curve.delta_floor
+
+    def _delta(self, eps: NDArray[np.float64]) -> NDArray[np.float64]:
+        return self._curve._delta(eps)
+
+    def _epsilon(self, d: NDArray[np.float64]) -> NDArray[np.float64]:
+        return self._curve._epsilon(d)
+
+
+def slot_bound(bundles: Sequence[tuple[Bundle, ...]], scores: NDArray[np.float64], constraints: ConstraintSet,
+               neighborhood: str, h: float, deadline: Deadline | None = None) -> SlotBound | None:
+    """The composition of one envelope per slot (module doc), databases ordered by ``scores`` (highest
+    first; ties by index); ``bundles[i]``: database i's laws per direction (empty: no invocations).
+    None when the cap ``deadline`` stops it (recorded)."""
+    deadline = current() if deadline is None else deadline
+    n = len(bundles)
+    active = np.array([i for i in range(n) if bundles[i]], dtype=np.intp)
+    order = active[np.lexsort((active, -scores[active]))]
+    positions = slot_positions(order, constraints, neighborhood)
+    if not positions:
+        return None
+    directions = max(len(b) for b in bundles if b)
+    lo = min(b.lo for i in order for b in bundles[i])
+    hi = max(b.hi for i in order for b in bundles[i])
+    if hi - lo + 1 > ENVELOPE_POINTS_MAX:
+        raise NumericalLimitError(f"an envelope of {hi - lo + 1:,} grid points")
+    wanted = sorted(set(positions))
+    laws_by_direction = []
+    for d in range(directions):
+        running = np.zeros(hi - lo + 1)
+        envelopes: dict[int, Bundle] = {}
+        pending = list(reversed(wanted))
+        for rank in range(order.size - 1, -1, -1):
+            if deadline.expired():
+                deadline.stop("the per-slot envelopes of the worst-case bound (the Renyi bound stands)")
+                return None
+            own = bundles[order[rank]]
+            np.maximum(running, profile(own[min(d, len(own) - 1)], lo, hi, h), out=running)
+            while pending and pending[0] == rank + 1:
+                envelopes[pending.pop(0)] = envelope_law(running.copy(), lo, h)
+        laws = []
+        for p in positions:
+            e = envelopes[p]
+            keep = np.flatnonzero(e.mass > 0)
+            laws.append(batch._Law((keep + e.lo).astype(np.int64), e.mass[keep], 1, e.infinite))
+        laws_by_direction.append(laws)
+    curve = batch.compose_laws(laws_by_direction, laws_by_direction, h)
+    return SlotBound(_SlotCurve(curve), order, tuple(positions), h)
+
+
+# ---------------------------------------------------------------------------
+# Branch and bound along the order: the slots' bound at every node
+
+
+def _as_law(bundle: Bundle):
+    keep = np.flatnonzero(bundle.mass > 0)
+    return batch._Law((keep + bundle.lo).astype(np.int64), bundle.mass[keep], 1, bundle.infinite)
+
+
+class _Groups:
+    """``at_most`` bounds over all databases with ``exclusive`` groups (and nothing else), unbounded pairs:
+    allowed sets are those with at most ``m`` members and at most one of each group."""
+
+    def __init__(self, constraints: ConstraintSet):
+        from ..constraints import AtMost, Exclusive
+        self.m = constraints.n
+        self.group = np.arange(constraints.n)  # each database its own group unless an exclusive group says
+        for c in constraints.constraints:
+            if isinstance(c, AtMost) and c.among is None:
+                self.m = min(self.m, int(c.m))
+            elif isinstance(c, Exclusive):
+                label = min(c.group)
+                self.group[list(c.group)] = label
+            else:
+                raise TypeError(type(c).__name__)
+        # an exclusive group labelled by its least member; overlapping groups would merge wrongly
+        sizes = sum(len(c.group) for c in constraints.constraints if isinstance(c, Exclusive))
+        merged = sum(len(set(c.group)) for c in constraints.constraints if isinstance(c, Exclusive))
+        if sizes != merged or len({min(c.group) for c in constraints.constraints if isinstance(c, Exclusive)}) != \
+                sum(1 for c in constraints.constraints if isinstance(c, Exclusive)):
+            raise TypeError("overlapping groups")
+        members = [set(c.group) for c in constraints.constraints if isinstance(c, Exclusive)]
+        if sum(len(g) for g in members) != len(set().union(*members)) if members else False:
+            raise TypeError("overlapping groups")
+
+    @staticmethod
+    def accepts(constraints: ConstraintSet, neighborhood: str) -> bool:
+        try:
+            _Groups(constraints)
+        except TypeError:
+            return False
+        return neighborhood == "unbounded"
+
+
+class _Spectra:
+    """Transforms of laws on ``[lo, hi]`` at one size that holds the composition of ``laws`` of them without
+    wrapping around: a node's composition is a product of cached transforms and one inverse transform."""
+
+    def __init__(self, lo: int, hi: int, laws: int, h: float):
+        from scipy import fft
+        self._fft = fft
+        self.h = h
+        self.size = fft.next_fast_len(laws * (hi - lo + 1), real=True)
+        if self.size > batch.GRID_LIMIT:
+            raise NumericalLimitError(f"a composition of {laws} envelopes over {self.size:,} grid points")
+
+    def of(self, bundle: Bundle) -> tuple[int, NDArray[np.complex128], float, float]:
+        """(lowest index, transform, mass at +inf, L2 norm) of one law."""
+        return bundle.lo, self._fft.rfft(bundle.mass, n=self.size), bundle.infinite, float(np.linalg.norm(bundle.mass))
+
+    def _pmf(self, parts) -> tuple[int, NDArray[np.float64], float, float]:
+        """(lowest index, pmf, mass at +inf, round-off allowance) of one direction's product."""
+        acc = parts[0][1].copy()
+        for part in parts[1:]:
+            acc *= part[1]
+        pmf = np.maximum(self._fft.irfft(acc, n=self.size), 0.0)
+        start = sum(part[0] for part in parts)
+        log_survival = sum(math.log1p(-part[2]) if part[2] < 1.0 else -math.inf for part in parts)
+        round_off = 8.0 * np.finfo(float).eps * max(math.log2(self.size), 1.0) * sum(p[3] for p in parts) \
+            + batch.ABSOLUTE_ROUND_OFF * math.sqrt(self.size)
+        return start, pmf, -math.expm1(log_survival), round_off
+
+    def value(self, parts_by_direction, delta: float | None, epsilon: float | None) -> float:
+        """Epsilon at ``delta`` (or delta at ``epsilon``) of the product's upper curve, the larger direction,
+        with the allowances of :meth:`curve`: the profile at the grid points is exact for the grid law and
+        linear in ``e^eps`` between them."""
+        out = 0.0
+        for parts in parts_by_direction:
+            start, pmf, infinite, round_off = self._pmf(parts)
+            g = _profile_values(pmf, infinite, self.h)
+            x = (start + np.arange(pmf.size)) * self.h
+            if epsilon is not None:
+                j = int(np.searchsorted(x, epsilon, side="right")) - 1
+                if j < 0:
+                    raw = 1.0
+                elif j >= g.size - 1:
+                    raw = infinite
+                else:
+                    u0, u1, u = math.exp(x[j] - epsilon), math.exp(x[j + 1] - epsilon), 1.0
+                    raw = g[j] + (g[j + 1] - g[j]) * (u - u0) / (u1 - u0)
+                out = max(out, min(raw * (1.0 + batch.ROUND_OFF) + round_off, 1.0))
+                continue
+            need = (delta - round_off) / (1.0 + batch.ROUND_OFF)
+            if need <= infinite:
+                return math.inf
+            above = np.flatnonzero(g > need)  # g is non-increasing
+            if not above.size:  # below the lowest atom g is the line from (u = 0, 1) to (e^{x_0}, g_0)
+                if g[0] < 1.0:
+                    out = max(out, x[0] + math.log((1.0 - need) / (1.0 - g[0])))
+                continue
+            j = int(above[-1])
+            if j >= g.size - 1:
+                return math.inf
+            # g linear in u = e^eps between x_j and x_{j+1}: solve g = need
+            w = (g[j] - need) / (g[j] - g[j + 1])
+            eps = x[j] + math.log1p(w * math.expm1(self.h))
+            out = max(out, eps)
+        return out
+
+    def curve(self, parts_by_direction) -> PrivacyCurve:
+        """The upper curve of each direction's product (the larger of the directions), with the batch
+        engine's allowances for the transforms' round-off (:mod:`gce.accounting.batch`, "Soundness")."""
+        composed = []
+        for parts in parts_by_direction:
+            acc = parts[0][1].copy()
+            for part in parts[1:]:
+                acc *= part[1]
+            pmf = np.maximum(self._fft.irfft(acc, n=self.size), 0.0)
+            start = sum(part[0] for part in parts)
+            log_survival = sum(math.log1p(-part[2]) if part[2] < 1.0 else -math.inf for part in parts)
+            infinite = -math.expm1(log_survival)
+            positive = pmf > 0
+            losses = (start + np.flatnonzero(positive)) * self.h
+            with np.errstate(divide="ignore"):
+                curve = DiscreteLossCurve(losses, np.log(pmf[positive]), infinite_mass=infinite)
+            round_off = 8.0 * np.finfo(float).eps * max(math.log2(self.size), 1.0) * sum(p[3] for p in parts)
+            composed.append(batch._Composed(curve, 0.0, 0.0, self.size, round_off))
+        law_curve = batch.LawCurve.__new__(batch.LawCurve)
+        law_curve.guarantees, law_curve.interval = (), self.h
+        law_curve._lower_laws, law_curve._parts, law_curve._lower = (), tuple(composed), None
+        law_curve._slack = max(p.tail_above + p.round_off for p in composed)
+        law_curve._floor = max(p.curve.delta_floor for p in composed)
+        law_curve.delta_floor = min(law_curve._safe(np.array([law_curve._floor]))[0], 1.0)
+        return _SlotCurve(law_curve)
+
+
+#: Most distinct bundles compared pairwise for dominance (:func:`_undominated`).
+DOMINANCE_KINDS_MAX = 400
+
+
+def _undominated(order: NDArray[np.intp], bundles, groups: "_Groups", lo: int, hi: int, h: float,
+                 directions: int) -> NDArray[np.intp]:
+    """``order`` without the databases that no worst set needs.
+
+    Database B *dominates* A when B's profile lies above A's at every grid point in every direction
+    (then B's law dominates A's: the profiles are exact for grid laws and linear in ``e^eps`` between
+    points), or when both have the same bundle. Give every database the key (sum of its profile values,
+    minus its index). If A has at least ``m`` dominators of larger key that may replace it (no exclusive
+    group, or A's own group), every allowed set holding A misses one of them, and swapping it in gives an
+    allowed set whose composition is at least as large, with a larger sum of keys. Repeating ends at a set
+    without such an A and a composition at least as large: the search may leave them out."""
+    kinds: dict[int, tuple] = {}
+    for i in order:
+        kinds.setdefault(id(bundles[i]), bundles[i])
+    if len(kinds) > DOMINANCE_KINDS_MAX:
+        return order
+    keys = list(kinds)
+    values = np.stack([np.concatenate([profile(kinds[k][min(d, len(kinds[k]) - 1)], lo, hi, h)
+                                       for d in range(directions)]) for k in keys])
+    count = len(keys)
+    sample = np.linspace(0, values.shape[1] - 1, min(64, values.shape[1])).astype(np.intp)
+    above = np.zeros((count, count), dtype=bool)  # above[b, a]: kind b dominates kind a
+    for a in range(count):
+        # (within 1e-12 of it: the profiles' own round-off, far inside the compositions' allowance ROUND_OFF)
+        floor = values[a] * (1.0 - 1e-12)
+        maybe = np.flatnonzero((values[:, sample] >= floor[sample]).all(axis=1))
+        maybe = maybe[maybe != a]
+        if maybe.size:
+            above[maybe[(values[maybe] >= floor).all(axis=1)], a] = True
+    kind_of = {k: t for t, k in enumerate(keys)}
+    kind = np.array([kind_of[id(bundles[i])] for i in order])
+    total = values.sum(axis=1)[kind]
+    label = groups.group[order]
+    alone = np.bincount(groups.group, minlength=groups.group.size)[label] == 1
+    keep = np.ones(order.size, dtype=bool)
+    for pos in range(order.size):
+        a = kind[pos]
+        dominating = above[kind, a] | (kind == a)
+        larger = (total > total[pos]) | ((total == total[pos]) & (order < order[pos]))
+        may_replace = alone | (label == label[pos])
+        mask = dominating & larger & may_replace
+        mask[pos] = False
+        if int(mask.sum()) >= groups.m:
+            keep[pos] = False
+    return order[keep]
+
+
+class _Pinned(PrivacyCurve):
+    """A valid curve and one certified point of the same pair: delta(eps) <= delta_t for eps >= eps_t
+    (the curve is non-increasing), the curve elsewhere."""
+
+    def __init__(self, curve: PrivacyCurve, upper: float, delta: float | None, epsilon: float | None):
+        self._curve = curve
+        self._eps, self._d = (upper, delta) if epsilon is None else (epsilon, upper)
+        self.delta_floor = curve.delta_floor
+
+    def _delta(self, eps: NDArray[np.float64]) -> NDArray[np.float64]:
+        base = np.atleast_1d(self._curve.delta(eps))
+        return np.where(np.asarray(eps) >= self._eps, np.minimum(base, self._d), base)
+
+    def _epsilon(self, d: NDArray[np.float64]) -> NDArray[np.float64]:
+        base = np.atleast_1d(self._curve.epsilon(d))
+        return np.where(np.asarray(d) >= self._d, np.minimum(base, self._eps), base)
+
+
+@dataclass(frozen=True)
+class SlotSearch:
+    """:func:`slot_search`'s answer: the worst set found (an allowed unbounded pair ``(empty, set)``), a
+    certified upper bound at the target and the curve of the nodes left (each a bound on its pairs)."""
+
+    members: frozenset[int]
+    lower: float
+    upper: float
+    curve: PrivacyCurve
+    nodes: int
+    complete: bool
+    stopped: bool
+
+
+#: Most nodes of :func:`slot_search` (each one composition).
+SLOT_NODES_MAX = 400
+#: Most leading positions whose suffix envelopes are kept (more are built on demand).
+KEPT_POSITIONS = 96
+
+
+def slot_search(bundles: Sequence[tuple[Bundle, ...]], scores: NDArray[np.float64], constraints: ConstraintSet,
+                h: float, delta: float | None, epsilon: float | None, tolerance: float = DEFAULT_RTOL,
+                deadline: Deadline | None = None) -> SlotSearch | None:
+    """Best-first branch and bound over "database ``order[k]`` is in the set", deciding the databases in the
+    order of ``scores`` (highest first), for unbounded pairs under ``at_most`` and ``exclusive`` constraints
+    (:class:`_Groups`). A node decides the first ``k`` databases (members ``I``); its bound composes ``I``'s
+    bundles with one envelope per slot left (module doc: the suffix from ``k``, whose envelope dominates
+    every database an allowed completion may add, and ``min(m - |I|, groups)`` slots at the positions where
+    the candidates' groups first appear). Every allowed set containing ``I`` and avoiding the databases
+    decided out is below it. A node's greedy completion (the next allowed databases in order) is a witness.
+    Stops when the largest open bound is within ``tolerance`` of the best witness (relative), after
+    :data:`SLOT_NODES_MAX` nodes, or when the cap stops it (recorded). The value is epsilon at ``delta``, or delta
+    at ``epsilon``. None when the constraints are of another kind."""
+    value_of = lambda members, positions: spectra.value(parts(members, positions), delta, epsilon)
+    deadline = current() if deadline is None else deadline
+    if not _Groups.accepts(constraints, "unbounded"):
+        return None
+    groups = _Groups(constraints)
+    n = len(bundles)
+    active = np.array([i for i in range(n) if bundles[i]], dtype=np.intp)
+    if not active.size or groups.m == 0:
+        return None
+    order = active[np.lexsort((active, -scores[active]))]
+    directions = max(len(bundles[i]) for i in order)
+    lo = min(b.lo for i in order for b in bundles[i])
+    hi = max(b.hi for i in order for b in bundles[i])
+    if hi - lo + 1 > ENVELOPE_POINTS_MAX:
+        return None
+    order = _undominated(order, bundles, groups, lo, hi, h, directions)
+    spectra = _Spectra(lo, hi, groups.m, h)
+    own = {}  # database -> spectra per direction
+
+    def own_spectra(i: int):
+        if i not in own:
+            b = bundles[i]
+            own[i] = [spectra.of(b[min(d, len(b) - 1)]) for d in range(directions)]
+        return own[i]
+
+    kept: dict[int, list] = {}  # position k -> envelope spectra per direction of order[k:]
+
+    def build(positions: set[int]) -> None:
+        need = sorted(p for p in positions if p not in kept)
+        if not need:
+            return
+        first = need[0]
+        target = sorted(set(need) | {p for p in range(first, min(first + KEPT_POSITIONS, order.size))})
+        for d in range(directions):
+            running = np.zeros(hi - lo + 1)
+            pending = sorted(target, reverse=True)
+            for rank in range(order.size - 1, first - 1, -1):
+                b = bundles[order[rank]]
+                np.maximum(running, profile(b[min(d, len(b) - 1)], lo, hi, h), out=running)
+                while pending and pending[0] == rank:
+                    kept.setdefault(rank, [None] * directions)[d] = spectra.of(envelope_law(running.copy(), lo, h))
+                    pending.pop(0)
+
+    # Databases with the same invocations (one bundle object) and no exclusive group are interchangeable: a
+    # set holding a later one but not an earlier one has the multiset of the set with the two swapped. So
+    # once one is decided out, the later ones of its kind are out too (no multiset is lost).
+    label_counts = np.bincount(groups.group, minlength=constraints.n)
+    kind = np.array([id(bundles[i]) if label_counts[groups.group[i]] == 1 else -1 - i for i in order], dtype=np.int64)
+
+    def slots(k: int, members: frozenset[int], banned: frozenset = frozenset()) -> list[int]:
+        """Positions (ranks in the order) of the slots left after deciding order[:k] with ``members``."""
+        left = groups.m - len(members)
+        taken = {int(groups.group[i]) for i in members}
+        out = []
+        for rank in range(k, order.size):
+            if len(out) >= left:
+                break
+            g = int(groups.group[order[rank]])
+            if g in taken or int(kind[rank]) in banned:
+                continue
+            taken.add(g)
+            out.append(rank)
+        return out
+
+    def parts(members: frozenset[int], positions: list[int]):
+        build(set(positions))
+        return [[own_spectra(i)[d] for i in sorted(members)] + [kept[p][d] for p in positions]
+                for d in range(directions)]
+
+    def completion(k: int, members: frozenset[int], banned: frozenset = frozenset()) -> frozenset[int]:
+        return members | {int(order[p]) for p in slots(k, members, banned)}
+
+    best = [frozenset(), -1.0]
+    witnessed: set[frozenset[int]] = set()
+
+    def witness(members: frozenset[int]) -> None:
+        if members in witnessed or not members:
+            return
+        witnessed.add(members)
+        v = value_of(members, [])
+        if v > best[1]:
+            best[:] = [members, v]
+
+    def node(k: int, members: frozenset[int], banned: frozenset):
+        positions = slots(k, members, banned)
+        if not positions:  # a leaf: nothing more can join
+            return (value_of(members, []) if members else 0.0, k, members, True, banned)
+        # the next database to decide: the first slot's (those before it cannot join)
+        return (value_of(members, positions), positions[0], members, False, banned)
+
+    frontier: list = []  # nodes closed or left: (bound, k, members, leaf, banned)
+    open_nodes = [node(0, frozenset(), frozenset())]
+    witness(completion(0, frozenset()))
+    evaluated, stopped = 1, False
+
+    def closed(bound: float) -> bool:
+        return bound <= best[1] or (math.isfinite(bound) and bound <= best[1] * (1.0 + tolerance))
+
+    while open_nodes:
+        open_nodes.sort(key=lambda x: x[0])
+        if closed(open_nodes[-1][0]) or evaluated >= SLOT_NODES_MAX:
+            break
+        if deadline.expired():
+            deadline.stop(f"the per-slot branch and bound after {evaluated} nodes")
+            stopped = True
+            break
+        bound, k, members, leaf, banned = top = open_nodes.pop()
+        if leaf:
+            frontier.append(top)
+            continue
+        d = int(order[k])  # free to join (the node's first slot)
+        inside = members | {d}
+        out = banned | {int(kind[k])} if kind[k] >= 0 else banned
+        children = [node(k + 1, inside, banned), node(k + 1, members, out)]
+        witness(completion(k + 1, inside, banned))
+        witness(completion(k + 1, members, out))
+        evaluated += len(children)
+        for child in children:
+            (frontier if child[3] or closed(child[0]) else open_nodes).append(child)
+    left = open_nodes + frontier
+    upper = max([x[0] for x in left] + [best[1]])
+    # The root's composition bounds every pair at every epsilon; at the target the search's bound holds.
+    curve = _Pinned(spectra.curve(parts(frozenset(), slots(0, frozenset()))), upper, delta, epsilon)
+    complete = not open_nodes or all(closed(x[0]) for x in open_nodes)
+    return SlotSearch(best[0], best[1], upper, curve, evaluated, complete, stopped)
+
+
+# ---------------------------------------------------------------------------
+# What a solve needs: the databases' bundles, their scores, the cost of a search
+
+
+def accepts(constraints: ConstraintSet) -> bool:
+    """Whether :func:`slot_search` takes these constraints (``at_most`` over all databases and disjoint
+    ``exclusive`` groups, nothing else; unbounded pairs)."""
+    return _Groups.accepts(constraints, "unbounded")
+
+
+def slot_count(constraints: ConstraintSet) -> int:
+    """The most databases an allowed set of :func:`slot_search`'s constraints holds (``m``, or n)."""
+    return _Groups(constraints).m if accepts(constraints) else constraints.n
+
+
+def database_bundles(table, n: int, h: float, cut: float) -> list[tuple[Bundle, ...]]:
+    """Every database's composed upper law per direction (:func:`bundle_laws`, :func:`trimmed` by
+    ``cut``), databases with the same invocations sharing one; () for a database without invocations.
+    ``table``: the scenario's :class:`~gce.model.Invocations`."""
+    cache: dict[tuple, tuple[Bundle, ...]] = {}
+    out = []
+    for i in range(n):
+        ms = tuple(table.multiset_on(frozenset((i,))))
+        if ms not in cache:
+            cache[ms] = tuple(trimmed(b, cut) for b in bundle_laws(ms, h)) if ms else ()
+        out.append(cache[ms])
+    return out
+
+
+def scores(bundles: Sequence[tuple[Bundle, ...]], reference: float, h: float) -> NDArray[np.float64]:
+    """Each database's delta at epsilon ``reference`` (the larger direction; -1 without invocations): the
+    order of :func:`slot_search` (any order is sound; this one puts the likeliest worst first)."""
+    j = int(round(reference / h))
+    out = np.full(len(bundles), -1.0)
+    memo: dict[int, float] = {}
+    for i, own in enumerate(bundles):
+        if not own:
+            continue
+        key = id(own)
+        if key not in memo:
+            memo[key] = max(float(profile(b, min(b.lo, j), max(b.hi, j), h)[j - min(b.lo, j)]) for b in own)
+        out[i] = memo[key]
+    return out
+
+
+#: Nodes a search is expected to take, for its estimate (:func:`search_seconds`).
+EXPECTED_NODES = 100
+#: Loss range (in nats) a database's bundle is expected to span, for the estimate.
+EXPECTED_RANGE = 20.0
+
+
+def search_seconds(n: int, kinds: int, slots: int, h: float) -> float:
+    """An estimate of the seconds of one :func:`slot_search` on the grid of width ``h``: the bundles
+    (a fraction of a millisecond per database, a few per guarantee) and :data:`EXPECTED_NODES`
+    compositions of ``slots`` transforms (both directions) on ``slots x EXPECTED_RANGE / h`` points
+    (measured on 2 shared cores: 1e-9 s per point and transform multiplied, 2e-8 s per point of the
+    inverse transform and the profile)."""
+    size = slots * EXPECTED_RANGE / h
+    return 2e-4 * n + 5e-3 * kinds + EXPECTED_NODES * 2.0 * (slots * size * 1e-9 + size * 2e-8)
