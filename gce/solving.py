@@ -16,9 +16,11 @@ upper bound. Witness pairs (the maximizers of those sub-problems and of a
 scalar score) give a lower bound; ``exact`` when the two meet. When they do
 not (:mod:`gce.solvers.mixed`): if the allowed pairs can be listed,
 every maximal differing multiset is composed and the worst returned (exact);
-otherwise a branch and bound over the memberships closes the gap to the
-solve's ``rtol`` (1% by default) or reports it when the time limit stops
-it. Every composition of a solve is computed once
+otherwise, under ``at_most`` and ``exclusive`` constraints, a branch and bound
+whose bound composes one dominating envelope per slot
+(:mod:`gce.solvers.envelope`), and else a branch and bound over the
+memberships, closes the gap to the solve's ``rtol`` (1% by default) or reports
+it when the time limit stops it. Every composition of a solve is computed once
 (:class:`~gce.solvers.mixed.CompositionCache`), and compositions count
 against the time limit.
 """
