@@ -654,6 +654,9 @@ SLOT_THEOREM = "batch (one envelope per slot)"
 #: The per-slot search's first grid, in multiples of the grid for ``rtol`` (:func:`_slot_search`), and the
 #: factor by which it is refined while the search's bound is further than rtol / 2 above its witness.
 SLOT_COARSE, SLOT_REFINE = 8.0, 2.0
+#: The per-slot search's grid for ``rtol`` is at most this wide (noise mechanisms' pmfs: 8 times dp-accounting's
+#: interval; the first grid is :data:`SLOT_COARSE` times wider).
+SLOT_NOISE_BASE = 8e-4
 #: Share of the target delta that the per-slot search's trimmed tails may add (:func:`gce.solvers.envelope.trimmed`).
 SLOT_TRIM = 1e-4
 
@@ -673,9 +676,11 @@ def _slot_search(scenario: Scenario, delta: float | None, epsilon: float | None,
         return None
     index = 0 if epsilon is None else 1
     members = best_pair[0] ^ best_pair[1]
-    invocations = max(1, sum(n for _, n in best_ms))
+    # (eps, delta) points move by up to a grid width each when split; noise mechanisms' pmfs much less (their
+    # split errors are second order, as the batch engine's grid for them says: dp-accounting's interval)
+    points = sum(n for g, n in best_ms if kinds.pld_noise(g) is None)
     scale = best_value if epsilon is None else epsilon
-    base = max(_pld_interval(), 2.0 * budget.rtol * scale / invocations)
+    base = max(_pld_interval(), min(2.0 * budget.rtol * scale / max(points, 1), SLOT_NOISE_BASE))
     h = _on_interval(SLOT_COARSE * base)
     slots = envelope.slot_count(scenario.constraints)
     cut = SLOT_TRIM * (delta if epsilon is None else best_value) / max(slots, 1)
@@ -683,14 +688,16 @@ def _slot_search(scenario: Scenario, delta: float | None, epsilon: float | None,
     reference = scale / max(1, len(members))
     found, witnessed = None, {}
     while True:
-        estimate = envelope.search_seconds(scenario.n, len(table.kinds), slots, h)
+        estimate = envelope.bundles_seconds(scenario.n, len(table.kinds), h)
+        if budget.deadline.fits(estimate):
+            try:
+                bundles = envelope.database_bundles(table, scenario.n, h, cut)
+            except (UnsupportedCombinationError, NumericalLimitError):
+                break
+            estimate = envelope.search_seconds(bundles, slots)
         if not budget.deadline.fits(estimate):
             budget.deadline.stop(f"the per-slot envelopes on a grid of width {h:g} (about {estimate:.2g} s; "
                                  f"{max(budget.left(), 0.0):.2g} s left)")
-            break
-        try:
-            bundles = envelope.database_bundles(table, scenario.n, h, cut)
-        except (UnsupportedCombinationError, NumericalLimitError):
             break
         scores = envelope.scores(bundles, reference, h)
         with within(budget.deadline):

@@ -24,10 +24,11 @@ points: with ``R_j = sum_{l >= j} p_l e^{(j - l) h}``, ``g(u_j) - g(u_{j+1}) = (
 
 *Slots.* Order the databases ``d_1, ..., d_n`` (any order; a score puts the likeliest worst first) and let
 ``E_j`` dominate every database of ``d_j, ..., d_n`` (the envelope of that suffix: ``E_1 >= E_2 >= ...``).
-Let ``N_j`` bound the number of databases among ``d_1..d_j`` that an allowed pair makes differ (a certified
-weight search: weight 1 on the first ``j``; ``min(j, m)`` under ``at_most m`` alone). For an allowed pair
-whose differing databases are ``d_{b_1}, ..., d_{b_r}`` (``b_1 < ... < b_r``), at most ``N_j`` of them lie
-among the first ``j``, so ``b_i >= p_i = min {j : N_j >= i}`` and ``d_{b_i}`` is dominated by ``E_{p_i}``.
+Let ``N_j`` bound the number of databases among ``d_1..d_j`` that an allowed pair makes differ (under
+``at_most m`` with ``exclusive`` groups and unbounded pairs: the number of distinct groups among them, at
+most ``m``). For an allowed pair whose differing databases are ``d_{b_1}, ..., d_{b_r}``
+(``b_1 < ... < b_r``), at most ``N_j`` of them lie among the first ``j``, so
+``b_i >= p_i = min {j : N_j >= i}`` and ``d_{b_i}`` is dominated by ``E_{p_i}``.
 Composition is monotone under domination (a post-processing of each part; 002 Thm. II.5), so the pair's
 curve lies below the composition of ``E_{p_1}, ..., E_{p_r}``, and below that of all ``N_n`` slots (more
 parts only raise it). One composition bounds every allowed pair, each direction on its own (the envelope of
@@ -36,8 +37,11 @@ the "remove" profiles bounds the "remove" direction; likewise "add"; the curve i
 *Numbers.* The bundles are the batch engine's upper laws (split atoms, pessimistic noise pmfs) convolved
 exactly on the grid; the envelopes' masses come out of differences of profiles, whose floating-point error
 is charged: any point where the rebuilt profile falls below the envelope's moves that much mass from the
-lowest atoms to +inf (raising the profile everywhere above them). The composition is the batch engine's
-(:func:`gce.accounting.batch.compose_laws`, with its allowances).
+lowest atoms to +inf (raising the profile everywhere above them). Tails of at most ``cut`` are trimmed
+(:func:`trimmed`: losses only rise). A node's composition is a product of transforms on a size that holds
+its whole support (no wrap-around), with the batch engine's allowances for the transforms' round-off; its
+profile at the grid points is exact for the grid law and linear in ``e^eps`` between them
+(:meth:`_Spectra.value`).
 
 References
 ----------
@@ -62,11 +66,10 @@ from ..accounting.curves import DiscreteLossCurve, PrivacyCurve
 from ..accounting.guarantees import Guarantee
 from ..constraints import ConstraintSet
 from ..effort import DEFAULT_RTOL, Deadline, current
-from ..errors import NumericalLimitError, UnsupportedCombinationError
-from .base import WeightProblem
-from .weights import worst_pair
+from ..errors import NumericalLimitError
 
-__all__ = ["Bundle", "bundle_laws", "profile", "envelope_law", "SlotBound", "slot_bound", "slot_positions"]
+__all__ = ["Bundle", "bundle_laws", "profile", "trimmed", "envelope_law", "SlotSearch", "slot_search", "accepts",
+           "slot_count", "database_bundles", "scores", "search_seconds"]
 
 #: Most grid points of one envelope (a bundle's loss range over the grid width).
 ENVELOPE_POINTS_MAX = 2**20
@@ -86,43 +89,57 @@ class Bundle:
         return self.lo + self.mass.size - 1
 
 
-def _power(law, h: float) -> tuple[int, NDArray[np.float64]]:
-    """(lowest index, pmf) of ``law.count`` copies of one batch law convolved."""
+def _product(a: Bundle, b: Bundle, cut: float) -> Bundle:
+    """The law of the sum of independent losses with laws ``a`` and ``b`` (finite parts convolved, the
+    masses at +inf combined), :func:`trimmed` by ``cut``."""
+    if a.mass.size == 0 or b.mass.size == 0:
+        return Bundle(0, np.zeros(0), 1.0 - (1.0 - a.infinite) * (1.0 - b.infinite))
+    if min(a.mass.size, b.mass.size) <= 64:
+        mass = np.convolve(a.mass, b.mass)
+    else:
+        mass = np.maximum(signal.fftconvolve(a.mass, b.mass), 0.0)
+    infinite = 1.0 - (1.0 - a.infinite) * (1.0 - b.infinite)
+    return trimmed(Bundle(a.lo + b.lo, mass, infinite), cut)
+
+
+def _power(law, cut: float) -> Bundle:
+    """``law.count`` copies of one batch law composed, by repeated squaring (each product trimmed by ``cut``)."""
+    if law.mass.size == 0:
+        return Bundle(0, np.zeros(0), 1.0 - (1.0 - law.infinite) ** law.count)
     lo = int(law.index.min())
     one = np.zeros(int(law.index.max()) - lo + 1)
     np.add.at(one, law.index - lo, law.mass)
-    out, start = np.ones(1), 0
-    for _ in range(int(law.count)):
-        out = _convolve(out, one)
-        start += lo
-    return start, out
+    base, out, n = Bundle(lo, one, float(law.infinite)), None, int(law.count)
+    while n:
+        if n & 1:
+            out = base if out is None else _product(out, base, cut)
+        n >>= 1
+        if n:
+            base = _product(base, base, cut)
+        if out is not None and out.mass.size > ENVELOPE_POINTS_MAX or base.mass.size > ENVELOPE_POINTS_MAX:
+            raise NumericalLimitError(f"a database's composed loss law beyond {ENVELOPE_POINTS_MAX:,} grid points")
+    return out
 
 
-def _convolve(a: NDArray[np.float64], b: NDArray[np.float64]) -> NDArray[np.float64]:
-    if min(a.size, b.size) <= 64:
-        return np.convolve(a, b)
-    return np.maximum(signal.fftconvolve(a, b), 0.0)
+#: Products in one database's composition that the trimming's share is divided among (:func:`bundle_laws`).
+_PRODUCTS_MAX = 128
 
 
-def bundle_laws(ms: Sequence[tuple[Guarantee, int]], h: float) -> tuple[Bundle, ...]:
+def bundle_laws(ms: Sequence[tuple[Guarantee, int]], h: float, cut: float = 0.0) -> tuple[Bundle, ...]:
     """The upper law of the composition of ``ms`` (one database's invocations) per direction, on the grid
-    of width ``h``: the batch engine's laws (:func:`gce.accounting.batch.plan`) convolved exactly."""
+    of width ``h``: the batch engine's laws (:func:`gce.accounting.batch.plan`) convolved (repeats by
+    repeated squaring), every product :func:`trimmed` by ``cut / 128`` and the whole by ``cut / 2`` (losses
+    only rise: sound whatever ``cut``; it decides how far above the untrimmed law the profile may be)."""
     plan = batch.plan(tuple(ms), interval=h)
     out = []
+    share = cut / _PRODUCTS_MAX
     for laws in plan.upper:
-        lo, pmf, survive = 0, np.ones(1), 1.0
+        total = Bundle(0, np.ones(1), 0.0)
         for law in laws:
-            if law.mass.size == 0:
-                survive *= (1.0 - law.infinite) ** law.count
-                continue
-            start, part = _power(law, h)
-            lo += start
-            pmf = _convolve(pmf, part)
-            survive *= (1.0 - law.infinite) ** law.count
-        infinite = 1.0 - survive
+            total = _product(total, _power(law, share), share)
         # whatever the convolutions lost (round-off) is charged at +inf
-        infinite = min(max(infinite, 1.0 - math.fsum(pmf)), 1.0)
-        out.append(Bundle(lo, pmf, infinite))
+        total = Bundle(total.lo, total.mass, min(max(total.infinite, 1.0 - math.fsum(total.mass)), 1.0))
+        out.append(trimmed(total, cut / 2.0))
     return tuple(out)
 
 
@@ -199,55 +216,6 @@ def envelope_law(values: NDArray[np.float64], lo: int, h: float) -> Bundle:
     return law
 
 
-def slot_positions(order: NDArray[np.intp], constraints: ConstraintSet, neighborhood: str) -> list[int]:
-    """``p_i = min {j : N_j >= i}`` (1-based) for ``i = 1..N_n`` (module doc), ``N_j`` a certified bound on
-    the databases among the first ``j`` of ``order`` that an allowed pair makes differ."""
-    n = order.size
-    bounds = [b for b in constraints.at_most_bounds()]
-    if neighborhood == "unbounded" and _only_global_at_most(constraints):
-        m = min([n] + [b.m for b in bounds])
-        return list(range(1, m + 1))
-    cache: dict[int, int] = {}
-
-    def most(j: int) -> int:
-        if j not in cache:
-            w = np.zeros(constraints.n)
-            w[order[:j]] = 1.0
-            result = worst_pair(WeightProblem(constraints, w, neighborhood), None)
-            cache[j] = min(j, int(math.floor(result.upper_bound + 1e-6)))
-        return cache[j]
-
-    total = most(n)
-    positions, j_low = [], 1
-    for i in range(1, total + 1):
-        lo, hi = j_low, n
-        while lo < hi:  # the least j with most(j) >= i
-            mid = (lo + hi) // 2
-            if most(mid) >= i:
-                hi = mid
-            else:
-                lo = mid + 1
-        positions.append(lo)
-        j_low = lo
-    return positions
-
-
-def _only_global_at_most(constraints: ConstraintSet) -> bool:
-    """Whether the only constraints are ``at_most`` bounds over every database."""
-    from ..constraints import AtMost
-    return all(isinstance(c, AtMost) and c.among is None for c in constraints.constraints)
-
-
-@dataclass(frozen=True)
-class SlotBound:
-    """:func:`slot_bound`'s answer: the certified curve and the order and slots it came from."""
-
-    curve: PrivacyCurve
-    order: NDArray[np.intp]
-    positions: tuple[int, ...]
-    interval: float
-
-
 class _SlotCurve(PrivacyCurve):
     """The upper curve of a :class:`~gce.accounting.batch.LawCurve` alone (no lower curve: the slots' pairs
     are not allowed pairs)."""
@@ -261,47 +229,6 @@ class _SlotCurve(PrivacyCurve):
 
     def _epsilon(self, d: NDArray[np.float64]) -> NDArray[np.float64]:
         return self._curve._epsilon(d)
-
-
-def slot_bound(bundles: Sequence[tuple[Bundle, ...]], scores: NDArray[np.float64], constraints: ConstraintSet,
-               neighborhood: str, h: float, deadline: Deadline | None = None) -> SlotBound | None:
-    """The composition of one envelope per slot (module doc), databases ordered by ``scores`` (highest
-    first; ties by index); ``bundles[i]``: database i's laws per direction (empty: no invocations).
-    None when the cap ``deadline`` stops it (recorded)."""
-    deadline = current() if deadline is None else deadline
-    n = len(bundles)
-    active = np.array([i for i in range(n) if bundles[i]], dtype=np.intp)
-    order = active[np.lexsort((active, -scores[active]))]
-    positions = slot_positions(order, constraints, neighborhood)
-    if not positions:
-        return None
-    directions = max(len(b) for b in bundles if b)
-    lo = min(b.lo for i in order for b in bundles[i])
-    hi = max(b.hi for i in order for b in bundles[i])
-    if hi - lo + 1 > ENVELOPE_POINTS_MAX:
-        raise NumericalLimitError(f"an envelope of {hi - lo + 1:,} grid points")
-    wanted = sorted(set(positions))
-    laws_by_direction = []
-    for d in range(directions):
-        running = np.zeros(hi - lo + 1)
-        envelopes: dict[int, Bundle] = {}
-        pending = list(reversed(wanted))
-        for rank in range(order.size - 1, -1, -1):
-            if deadline.expired():
-                deadline.stop("the per-slot envelopes of the worst-case bound (the Renyi bound stands)")
-                return None
-            own = bundles[order[rank]]
-            np.maximum(running, profile(own[min(d, len(own) - 1)], lo, hi, h), out=running)
-            while pending and pending[0] == rank + 1:
-                envelopes[pending.pop(0)] = envelope_law(running.copy(), lo, h)
-        laws = []
-        for p in positions:
-            e = envelopes[p]
-            keep = np.flatnonzero(e.mass > 0)
-            laws.append(batch._Law((keep + e.lo).astype(np.int64), e.mass[keep], 1, e.infinite))
-        laws_by_direction.append(laws)
-    curve = batch.compose_laws(laws_by_direction, laws_by_direction, h)
-    return SlotBound(_SlotCurve(curve), order, tuple(positions), h)
 
 
 # ---------------------------------------------------------------------------
@@ -693,7 +620,7 @@ def database_bundles(table, n: int, h: float, cut: float) -> list[tuple[Bundle, 
     for i in range(n):
         ms = tuple(table.multiset_on(frozenset((i,))))
         if ms not in cache:
-            cache[ms] = tuple(trimmed(b, cut) for b in bundle_laws(ms, h)) if ms else ()
+            cache[ms] = bundle_laws(ms, h, cut) if ms else ()
         out.append(cache[ms])
     return out
 
@@ -716,15 +643,25 @@ def scores(bundles: Sequence[tuple[Bundle, ...]], reference: float, h: float) ->
 
 #: Nodes a search is expected to take, for its estimate (:func:`search_seconds`).
 EXPECTED_NODES = 100
-#: Loss range (in nats) a database's bundle is expected to span, for the estimate.
-EXPECTED_RANGE = 20.0
 
 
-def search_seconds(n: int, kinds: int, slots: int, h: float) -> float:
-    """An estimate of the seconds of one :func:`slot_search` on the grid of width ``h``: the bundles
-    (a fraction of a millisecond per database, a few per guarantee) and :data:`EXPECTED_NODES`
-    compositions of ``slots`` transforms (both directions) on ``slots x EXPECTED_RANGE / h`` points
-    (measured on 2 shared cores: 1e-9 s per point and transform multiplied, 2e-8 s per point of the
-    inverse transform and the profile)."""
-    size = slots * EXPECTED_RANGE / h
-    return 2e-4 * n + 5e-3 * kinds + EXPECTED_NODES * 2.0 * (slots * size * 1e-9 + size * 2e-8)
+def bundles_seconds(n: int, kinds: int, h: float) -> float:
+    """An estimate of the seconds :func:`database_bundles` takes: a fraction of a millisecond per database
+    and, per distinct guarantee, its laws on the grid (a few milliseconds; more on fine grids)."""
+    return 2e-4 * n + kinds * (5e-3 + 1e-6 / h)
+
+
+def search_seconds(bundles: Sequence[tuple[Bundle, ...]], slots: int) -> float:
+    """An estimate of the seconds of one :func:`slot_search` on these bundles: :data:`EXPECTED_NODES`
+    compositions of ``slots`` transforms in each direction on ``slots`` times the bundles' range (measured on
+    2 shared cores: 1e-9 s per point and transform multiplied, 2e-8 s per point of the inverse transform
+    and the profile), and the envelopes (a profile per database and kept position)."""
+    present = [own for own in bundles if own]
+    if not present:
+        return 0.0
+    directions = max(len(own) for own in present)
+    points = max(b.hi for own in present for b in own) - min(b.lo for own in present for b in own) + 1
+    size = slots * points
+    nodes = EXPECTED_NODES * directions * (slots * size * 1e-9 + size * 2e-8)
+    envelopes = directions * (len(present) + KEPT_POSITIONS) * points * 2e-8
+    return nodes + envelopes
