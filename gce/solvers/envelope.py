@@ -64,7 +64,7 @@ from scipy import signal
 from ..accounting import batch
 from ..accounting.curves import DiscreteLossCurve, PrivacyCurve
 from ..accounting.guarantees import Guarantee
-from ..constraints import ConstraintSet
+from ..constraints import AtMost, ConstraintSet, Exclusive
 from ..effort import DEFAULT_RTOL, Deadline, current
 from ..errors import NumericalLimitError
 
@@ -245,26 +245,21 @@ class _Groups:
     allowed sets are those with at most ``m`` members and at most one of each group."""
 
     def __init__(self, constraints: ConstraintSet):
-        from ..constraints import AtMost, Exclusive
         self.m = constraints.n
-        self.group = np.arange(constraints.n)  # each database its own group unless an exclusive group says
+        #: Each database's group: its own index, or the least member of the exclusive group holding it.
+        self.group = np.arange(constraints.n)
+        grouped = np.zeros(constraints.n, dtype=bool)
         for c in constraints.constraints:
             if isinstance(c, AtMost) and c.among is None:
                 self.m = min(self.m, int(c.m))
             elif isinstance(c, Exclusive):
-                label = min(c.group)
-                self.group[list(c.group)] = label
+                members = np.array(sorted(c.group), dtype=np.intp)
+                if grouped[members].any():
+                    raise TypeError("a database in two exclusive groups")
+                grouped[members] = True
+                self.group[members] = members[0]
             else:
                 raise TypeError(type(c).__name__)
-        # an exclusive group labelled by its least member; overlapping groups would merge wrongly
-        sizes = sum(len(c.group) for c in constraints.constraints if isinstance(c, Exclusive))
-        merged = sum(len(set(c.group)) for c in constraints.constraints if isinstance(c, Exclusive))
-        if sizes != merged or len({min(c.group) for c in constraints.constraints if isinstance(c, Exclusive)}) != \
-                sum(1 for c in constraints.constraints if isinstance(c, Exclusive)):
-            raise TypeError("overlapping groups")
-        members = [set(c.group) for c in constraints.constraints if isinstance(c, Exclusive)]
-        if sum(len(g) for g in members) != len(set().union(*members)) if members else False:
-            raise TypeError("overlapping groups")
 
     @staticmethod
     def accepts(constraints: ConstraintSet, neighborhood: str) -> bool:
