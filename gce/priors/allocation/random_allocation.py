@@ -19,10 +19,11 @@ from numpy.typing import NDArray
 from ...accounting.curves import PrivacyCurve
 from ...errors import InvalidParameterError, NumericalLimitError
 from ...validation import is_number
-from .bracket import (_STOPPED, _TAIL_SHARE, _WHICH, DEFAULT_RTOL, TAIL, AllocationCurve, LowerBound, _check_count,
-                      _may_refine)
-from .decomposition import _blocks, _composed, _NoRoom
+from .bracket import (_STOPPED, _TAIL_SHARE, _WHICH, DEFAULT_RTOL, TAIL, AllocationCurve, LowerBound, _at, _check_count,
+                      _DirectionLower, _may_refine, _width)
+from .decomposition import _blocks, _composed, _loss_interval, _NoRoom
 from .one_of_t import _single
+from .two_members import RATIOS, _pair_blocks, _pair_laws, _pair_seconds
 from .ratios import _RATIOS, GaussianRatio
 from .uniform_grid import START_POINTS, _linear_seconds
 
@@ -114,9 +115,77 @@ def allocation_curve(mu: float, t: int, k: int = 1, epochs: int = 1, rtol: float
             if not isinstance(ratio, GaussianRatio):
                 raise NumericalLimitError(f"random allocation: {why}") from None
             return _closed_forms(ratio.mu, t, k, epochs, str(why))
+        if k > 1:
+            curve = _with_pairs(ratio, t, k, epochs, rtol, delta, epsilon, tail, curve)
     if isinstance(ratio, GaussianRatio):
         return _no_worse_than_composition(curve, ratio.mu * math.sqrt(k * epochs), ratio.mu * k * math.sqrt(epochs / t))
     return curve
+
+
+def _with_pairs(ratio, t: int, k: int, epochs: int, rtol: float, delta: float | None, epsilon: float | None,
+                tail: float, curve: AllocationCurve) -> AllocationCurve:
+    """k > 1: the decomposition's curve (``curve``) tightened by blocks of two members (:mod:`.two_members`):
+    above, the least of the two upper curves (each valid); below, for k = 2, the larger of the two lower
+    curves (the garbled pair of the recursion is a garbling of the allocation itself).
+
+    A uniformly random partition of the databases into blocks of given sizes, with ``k_j`` members placed
+    uniformly in block ``j`` (``sum k_j = k``), gives a law over k-sets invariant under permutations of the
+    databases: the uniform one. Revealing the partition only helps the adversary, and given it the pair is
+    the product of the blocks' ``k_j``-of-``n_j`` allocations (the argument of :mod:`.decomposition` with
+    blocks of any sizes): blocks of two members (and one of one when k is odd) instead of k blocks of one.
+
+    The grids of the blocks are refined along :data:`~.two_members.RATIOS` while the bracket is wider than
+    ``rtol``; each level's cost is estimated from its grids' sizes and a level that would not fit in the
+    running computation's time limit is not started (the curve then keeps the last completed level).
+    """
+    from ...accounting import batch
+    from .decomposition import _block_laws
+    blocks = _pair_blocks(t, k)
+    low, high = _at(curve, curve.lower, delta, epsilon)
+    if _width(low, high) <= rtol:
+        return curve
+    best, level_done, stopped = curve, None, False
+    for level in RATIOS:
+        seconds = sum(_pair_seconds(ratio, size, level, tail) for size, members, _ in blocks if members == 2)
+        if not _may_refine(seconds, f"allocation refinement (blocks of two, grid ratio {level:g})", delta, epsilon,
+                           _width(low, high)):
+            stopped = True
+            break
+        laws = []
+        for size, members, count in blocks:
+            if members == 2:
+                laws.append((_pair_laws(ratio, size, level, tail), count))
+            else:
+                laws.append((_block_laws(ratio, size, 2**16, tail), count))
+        copies = [(up, count * epochs) for (up, _), count in laws]
+        interval = _loss_interval(copies, rtol, delta, epsilon)
+        ups = [[batch.loss_law(up[d].loss, up[d].mass, count * epochs, interval, upper=True, infinite=up[d].infinite)
+                for (up, _), count in laws] for d in range(2)]
+        lows = [[batch.loss_law(lo[d].loss, lo[d].mass, count * epochs, interval, upper=False,
+                                infinite=lo[d].infinite) for (_, lo), count in laws] for d in range(2)]
+        try:
+            composed = batch.compose_laws(ups, lows, interval)
+        except NumericalLimitError:
+            break
+        slack = max(lo[d].slack for (_, lo), _ in laws for d in range(2))
+        n = sum(count for _, count in laws) * epochs
+        grow = n * (1.0 + slack) ** max(n - 1, 0)
+        parts = [(curve.lower, 0.0, 0.0)]
+        if k == 2:  # one block: its garbled pair composed over the epochs bounds the allocation below
+            parts.append((_DirectionLower(composed.lower), slack * grow, slack * grow))
+        best = AllocationCurve([_Least([curve, composed])], LowerBound(parts), curve.description)
+        level_done = level
+        low, high = _at(best, best.lower, delta, epsilon)
+        own_low, own_high = _at(composed, LowerBound([(_DirectionLower(composed.lower), slack * grow, slack * grow)]),
+                                delta, epsilon)
+        if _width(low, high) <= rtol or _width(own_low, own_high) <= rtol / 8:
+            break
+    if level_done is None:
+        return curve
+    text = " + ".join(f"{count * epochs} x ({members} of {size})" for size, members, count in blocks)
+    return AllocationCurve(best._upper, best.lower, f"{curve.description}; tightened by blocks of two members: "
+                                                    f"{text} composed (grid ratio {level_done:g})"
+                                                    f"{_STOPPED if stopped else ''}")
 
 
 class _Least(PrivacyCurve):
