@@ -135,7 +135,8 @@ def _with_pairs(ratio, t: int, k: int, epochs: int, rtol: float, delta: float | 
     blocks of any sizes): blocks of two members (and one of one when k is odd) instead of k blocks of one.
 
     The grids of the blocks are refined along :data:`~.two_members.RATIOS` while the bracket is wider than
-    ``rtol``; each level's cost is estimated from its grids' sizes and a level that would not fit in the
+    ``rtol`` and the level's estimated cost is at most :data:`PAIR_WORK_LIMIT` (a schedule that depends on
+    the question only); each level's cost is estimated from its grids' sizes and a level that would not fit in the
     running computation's time limit is not started (the curve then keeps the last completed level).
     """
     from ...accounting import batch
@@ -147,6 +148,8 @@ def _with_pairs(ratio, t: int, k: int, epochs: int, rtol: float, delta: float | 
     best, level_done, stopped = curve, None, False
     for level in RATIOS:
         seconds = sum(_pair_seconds(ratio, size, level, tail) for size, members, _ in blocks if members == 2)
+        if seconds > PAIR_WORK_LIMIT:  # beyond the route's share of work (from the question alone, as rtol)
+            break
         if not _may_refine(seconds, f"allocation refinement (blocks of two, grid ratio {level:g})", delta, epsilon,
                            _width(low, high)):
             stopped = True
@@ -214,6 +217,10 @@ def _no_worse_than_composition(curve: AllocationCurve, mu: float, below: float) 
     lower = LowerBound([(curve.lower, 0.0, 0.0), (GaussianCurve(below), 0.0, 0.0)])
     return AllocationCurve([least], lower, curve.description)
 
+
+#: Most estimated seconds of one level of the blocks of two members (:func:`_with_pairs`): beyond, the
+#: finer levels are not computed (deterministic: estimated from the grids' sizes, never measured).
+PAIR_WORK_LIMIT = 10.0
 
 #: Largest mu the grids take (:class:`GaussianRatio`); from it on, :func:`_beyond_grids` (closed forms).
 MU_LIMIT = 40.0
