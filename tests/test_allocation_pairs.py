@@ -31,7 +31,7 @@ def _deltas(laws, eps):
 
 @pytest.mark.parametrize("mu, t", [(1.0, 3), pytest.param(1.0, 4, marks=pytest.mark.slow), (2.0, 3)])
 def test_pair_laws_sandwich_the_quadrature(mu, t):
-    laws = _pair_laws(GaussianRatio(mu), t, 1.1, 1e-12)
+    laws = _pair_laws(GaussianRatio(mu), t, 1.06, 1e-12, 2.0)
     for eps in EPS:
         up, low = _deltas(laws, eps)
         for d, ref in enumerate(k_of_t_deltas(mu, t, 2, eps)):
@@ -57,7 +57,7 @@ def _brute(epsilon: float, delta: float, t: int, eps: float) -> tuple[float, flo
 
 @pytest.mark.parametrize("epsilon, delta, t", [(1.0, 0.0, 3), (0.5, 1e-3, 4), (2.0, 1e-6, 5)])
 def test_pair_laws_sandwich_brute_force_canonical(epsilon, delta, t):
-    laws = _pair_laws(CanonicalRatio(epsilon, delta), t, 1.1, 1e-12)
+    laws = _pair_laws(CanonicalRatio(epsilon, delta), t, 1.06, 1e-12, 2.0)
     for eps in (0.0, 0.2, 0.7, 1.5):
         up, low = _deltas(laws, eps)
         for d, ref in enumerate(_brute(epsilon, delta, t, eps)):
@@ -66,8 +66,8 @@ def test_pair_laws_sandwich_brute_force_canonical(epsilon, delta, t):
 
 def test_pair_laws_keep_the_mean_and_are_deterministic():
     ratio = GaussianRatio(0.8)
-    first = _pair_laws(ratio, 6, 1.1, 1e-12)
-    second = _pair_laws(ratio, 6, 1.1, 1e-12)
+    first = _pair_laws(ratio, 6, 1.06, 1e-12, 2.0)
+    second = _pair_laws(ratio, 6, 1.06, 1e-12, 2.0)
     for a, b in zip(first[0] + first[1], second[0] + second[1]):
         assert np.array_equal(a.loss, b.loss) and np.array_equal(a.mass, b.mass) and a.infinite == b.infinite
     (up_remove, up_add), (low_remove, low_add) = first
@@ -89,12 +89,13 @@ def test_pair_blocks_partition_the_databases_and_the_members(t, k, expected):
     assert all(size >= members for size, members, _ in blocks)
 
 
-def test_two_of_four_bracket_holds_the_reference_and_is_deterministic():
-    # 2 of 4 at mu 1, delta at eps 1: the reference (tanh-sinh) is inside the bracket, at most 9% wide within
-    # the route's work limit (measured 8.0%), and the same numbers twice.
+@pytest.mark.parametrize("rtol", [0.08, pytest.param(0.05, marks=pytest.mark.slow)])
+def test_two_of_four_bracket_holds_the_reference_and_is_deterministic(rtol):
+    # 2 of 4 at mu 1, delta at eps 1: the reference (tanh-sinh) is inside the bracket, as wide as asked, and
+    # the same numbers twice.
     ref = max(r.value for r in k_of_t_deltas(1.0, 4, 2, 1.0))
-    curve = allocation_curve(1.0, 4, 2, epsilon=1.0, rtol=0.02)
+    curve = allocation_curve(1.0, 4, 2, epsilon=1.0, rtol=rtol)
     low, high = curve.delta_bracket(1.0)
-    assert low <= ref <= high and (high - low) / high <= 0.09, (low, ref, high)
+    assert low <= ref <= high and (high - low) / high <= rtol, (low, ref, high)
     assert "blocks of two" in curve.description
-    assert allocation_curve(1.0, 4, 2, epsilon=1.0, rtol=0.02).delta_bracket(1.0) == (low, high)
+    assert allocation_curve(1.0, 4, 2, epsilon=1.0, rtol=rtol).delta_bracket(1.0) == (low, high)

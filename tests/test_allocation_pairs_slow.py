@@ -56,3 +56,10 @@ def test_two_of_eight_reaches_one_percent_with_more_work(monkeypatch):
     curve = allocation_curve(1.0 / 1.2, 8, 2, delta=1e-5, rtol=0.01)
     low, high = curve.epsilon_bracket(1e-5)
     assert 2.90 <= low <= high <= 2.94 and (high - low) / high <= 0.01, (low, high)
+
+
+def test_two_of_twenty_at_one_in_a_million_is_tightened():
+    # sigma 1, 2 of 20, delta 1e-6: the decomposition alone gives at most 3.3483 above (test_allocation.py);
+    # blocks of two members bring the upper end down and the lower end up
+    low, high = allocation_curve(1.0, 20, 2).epsilon_bracket(1e-6)
+    assert 2.75 < low <= high <= 3.1, (low, high)

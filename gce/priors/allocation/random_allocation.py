@@ -145,9 +145,12 @@ def _with_pairs(ratio, t: int, k: int, epochs: int, rtol: float, delta: float | 
     low, high = _at(curve, curve.lower, delta, epsilon)
     if _width(low, high) <= rtol:
         return curve
+    # the grids of E are placed for the decomposition's epsilon at the target (or the target epsilon)
+    scale = float(high) if epsilon is None else float(epsilon)
+    scale = scale if math.isfinite(scale) else 30.0
     best, level_done, stopped = curve, None, False
     for level in RATIOS:
-        seconds = sum(_pair_seconds(ratio, size, level, tail) for size, members, _ in blocks if members == 2)
+        seconds = sum(_pair_seconds(ratio, size, level, tail, scale) for size, members, _ in blocks if members == 2)
         if seconds > PAIR_WORK_LIMIT:  # beyond the route's share of work (from the question alone, as rtol)
             break
         if not _may_refine(seconds, f"allocation refinement (blocks of two, grid ratio {level:g})", delta, epsilon,
@@ -157,7 +160,7 @@ def _with_pairs(ratio, t: int, k: int, epochs: int, rtol: float, delta: float | 
         laws = []
         for size, members, count in blocks:
             if members == 2:
-                laws.append((_pair_laws(ratio, size, level, tail), count))
+                laws.append((_pair_laws(ratio, size, level, tail, scale), count))
             else:
                 laws.append((_block_laws(ratio, size, 2**16, tail), count))
         copies = [(up, count * epochs) for (up, _), count in laws]
@@ -220,7 +223,7 @@ def _no_worse_than_composition(curve: AllocationCurve, mu: float, below: float) 
 
 #: Most estimated seconds of one level of the blocks of two members (:func:`_with_pairs`): beyond, the
 #: finer levels are not computed (deterministic: estimated from the grids' sizes, never measured).
-PAIR_WORK_LIMIT = 10.0
+PAIR_WORK_LIMIT = 15.0
 
 #: Largest mu the grids take (:class:`GaussianRatio`); from it on, :func:`_beyond_grids` (closed forms).
 MU_LIMIT = 40.0

@@ -21,8 +21,8 @@ random point whose conditional mean is the state (a mean-preserving spread) can 
 induction over the steps the spread process gives ``E phi(L~) >= E phi(L)`` for every such ``phi`` at once, and
 ``E L~ = E L`` (the state's mean is kept). The law of ``L~`` under Q is then a dominating pair of the
 allocation (both directions at every eps; Blackwell's theorem for binary experiments), which also dominates it
-under composition. Two spreads are used at every step, on a geometric grid ``g`` of ``S`` (with 0) and a
-geometric grid ``e`` of ``E`` (with 0):
+under composition. Two spreads are used at every step, on a grid ``g`` of ``S`` and a grid ``e`` of ``E``, both
+starting at 0 (:func:`_grids`; any grids are sound, these are placed for accuracy):
 
 * *Along the segment.* From a grid state ``(S, E)`` the true next state ``(S + w, E + w S)`` lies, for ``w``
   in the cell ``[g_a - S, g_{a+1} - S)``, on the segment from ``(g_a, E + (g_a - S) S)`` to
@@ -65,7 +65,7 @@ the logarithm of the state count), charged at infinite loss above and subtracted
 
 Refinement
 ----------
-The grids are refined along :data:`RATIOS` (the ratio of ``g``; ``e``'s ratio is ``1 + 2 (ratio - 1) / 3``), cheapest first;
+The grids are refined along :data:`RATIOS` (the ratio of ``g`` far out; ``e``'s ratio is ``1 + 2 (ratio - 1)``), cheapest first;
 each level's cost is estimated from its grids' sizes (:func:`_pair_seconds`, never measured) and a level
 that would not fit in the running computation's time limit is not started (:func:`~.bracket._may_refine`).
 
@@ -84,46 +84,51 @@ from numpy.typing import NDArray
 
 from .bracket import ROUND_OFF, _Law
 
-#: Ratios of the grid of S, cheapest first (the grid of E: ``1 + 2 (ratio - 1) / 3``).
-RATIOS = (1.1, 1.04, 1.025, 1.015)
-#: Smallest positive point of the grid of S, and the range of L = E / C(t, 2) on the grid of E.
+#: Ratios of the grid of S above :data:`_S_UNIFORM` (the grid of E: ``1 + 2 (ratio - 1)``), cheapest first.
+RATIOS = (1.06, 1.03, 1.02, 1.014, 1.01)
+#: The grid of S: geometric from 1e-2 up to this point at ratio ``1 + 2 (level - 1)``, then at the level's
+#: ratio up to ``2 t B``: a rare state far out (one large W) is what the remove direction reads at small
+#: deltas, so the relative resolution there decides; near 0 the grid keeps the spread from sending mass to
+#: ``S = 0`` (where ``L = 0``: infinite loss for the add direction) and resolves small W's (small noise).
+_S_UNIFORM = 5.0
 _S_LOW = 1e-2
-_L_RANGE = (1e-7, 1e5)
+#: The grid of E: uniform below ``C(t, 2) e^-high / 20`` (there the add direction's integrand is affine in L:
+#: spreading costs nothing), geometric up to ``C(t, 2) e^(high + 7)`` (the clamp's charge beyond is below the
+#: remove direction's delta at ``high + 7``), ``high`` the decomposition's epsilon at the target.
+_L_BELOW, _L_ABOVE = 0.05, 7.0
 #: Estimated seconds per unit of work (steps x points of S squared x points of E), upper and lower
 #: together: measured on a 2-core machine, with a margin. Only decides whether a level fits.
-_UNIT_SECONDS = 2e-8
+_UNIT_SECONDS = 1.5e-8
 
 
-def _geometric(low: float, high: float, ratio: float) -> NDArray[np.float64]:
-    """0, then ``low * ratio^j`` up to the first point at or above ``high``."""
-    n = int(math.ceil(math.log(high / low) / math.log(ratio))) + 1
-    return np.concatenate(([0.0], low * ratio ** np.arange(n)))
-
-
-def _grids(ratio, t: int, level: float, tail: float) -> tuple[NDArray[np.float64], NDArray[np.float64], float]:
-    """(grid of S, grid of E, clamp B) of a level."""
+def _grids(ratio, t: int, level: float, tail: float, high: float) -> tuple[NDArray[np.float64], NDArray[np.float64],
+                                                                           float]:
+    """(grid of S, grid of E, clamp B) of a level (:data:`_S_UNIFORM`, :data:`_L_BELOW`)."""
     b = ratio.clamp(tail)
     c = t * (t - 1) / 2.0
-    s = _geometric(_S_LOW, 2.0 * t * b, level)
-    e = _geometric(c * _L_RANGE[0], c * _L_RANGE[1], 1.0 + (level - 1.0) * 2.0 / 3.0)
+    near_ratio = 1.0 + 2.0 * (level - 1.0)
+    near = _S_LOW * near_ratio ** np.arange(int(math.log(_S_UNIFORM / _S_LOW) / math.log(near_ratio)) + 1)
+    far = _S_UNIFORM * level ** np.arange(int(math.ceil(math.log(max(2.0 * t * b, 2.0 * _S_UNIFORM) / _S_UNIFORM)
+                                                                 / math.log(level))) + 2)
+    s = np.concatenate(([0.0], near, far))
+    high = min(max(high, 0.1), 30.0)
+    rho = 1.0 + 2.0 * (level - 1.0)
+    e0 = c * _L_BELOW * math.exp(-high)
+    e = np.concatenate((e0 * (rho - 1.0) * np.arange(int(round(1.0 / (rho - 1.0)))),
+                        e0 * rho ** np.arange(int(math.ceil((2.0 * high + _L_ABOVE - math.log(_L_BELOW))
+                                                             / math.log(rho))) + 2)))
     return s, e, b
 
 
-def _pair_seconds(ratio, t: int, level: float, tail: float) -> float:
+def _pair_seconds(ratio, t: int, level: float, tail: float, high: float) -> float:
     """Estimated seconds of :func:`_pair_laws` at ``level`` (from the grids' sizes)."""
-    s, e, _ = _grids(ratio, t, level, tail)
+    s, e, _ = _grids(ratio, t, level, tail, high)
     return _UNIT_SECONDS * t * s.size * s.size * e.size
 
 
 def _locate(grid: NDArray[np.float64], x: NDArray[np.float64]) -> NDArray[np.int64]:
-    """Index j of the cell ``[grid[j], grid[j+1])`` holding x (grid: 0 then geometric; x within it)."""
-    low, step = grid[1], math.log(grid[2] / grid[1])
-    with np.errstate(divide="ignore"):
-        idx = np.where(x >= low, 1 + np.floor(np.log(np.maximum(x, low) / low) / step), 0).astype(np.int64)
-    idx = np.clip(idx, 0, grid.size - 2)
-    idx -= ((x < grid[idx]) & (idx > 0)).astype(np.int64)
-    idx += ((x >= grid[idx + 1]) & (idx < grid.size - 2)).astype(np.int64)
-    return idx
+    """Index j of the cell ``[grid[j], grid[j+1])`` holding x (the last cell closed)."""
+    return np.clip(np.searchsorted(grid, x, side="right") - 1, 0, grid.size - 2)
 
 
 def _spread_weights(ratio, off: NDArray[np.float64], b: float):
@@ -252,7 +257,8 @@ def _pair_blocks(t: int, k: int) -> list[tuple[int, int, int]]:
     return [(size, m, count) for (size, m), count in sorted(out.items())]
 
 
-def _pair_laws(ratio, t: int, level: float, tail: float) -> tuple[tuple[_Law, _Law], tuple[_Law, _Law]]:
-    """((upper remove, upper add), (lower remove, lower add)) of 2 of ``t`` at grid ratio ``level``."""
-    s, e, b = _grids(ratio, t, level, tail)
+def _pair_laws(ratio, t: int, level: float, tail: float, high: float) -> tuple[tuple[_Law, _Law], tuple[_Law, _Law]]:
+    """((upper remove, upper add), (lower remove, lower add)) of 2 of ``t`` at grid ratio ``level``, the grid
+    of E placed for an epsilon about ``high`` (:func:`_grids`; any value is sound)."""
+    s, e, b = _grids(ratio, t, level, tail, high)
     return _upper_pair(ratio, t, s, e, b), _lower_pair(ratio, t, s, e, b)
