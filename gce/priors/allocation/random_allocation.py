@@ -23,7 +23,7 @@ from .bracket import (_STOPPED, _TAIL_SHARE, _WHICH, DEFAULT_RTOL, TAIL, Allocat
                       _DirectionLower, _may_refine, _width)
 from .decomposition import _blocks, _composed, _loss_interval, _NoRoom
 from .one_of_t import _single
-from .two_members import RATIOS, _pair_blocks, _pair_laws, _pair_seconds
+from .two_members import RATIOS, _members_lower, _members_seconds, _pair_blocks, _pair_laws, _pair_seconds
 from .ratios import _RATIOS, GaussianRatio
 from .uniform_grid import START_POINTS, _linear_seconds
 
@@ -126,7 +126,9 @@ def _with_pairs(ratio, t: int, k: int, epochs: int, rtol: float, delta: float | 
                 tail: float, curve: AllocationCurve) -> AllocationCurve:
     """k > 1: the decomposition's curve (``curve``) tightened by blocks of two members (:mod:`.two_members`):
     above, the least of the two upper curves (each valid); below, for k = 2, the larger of the two lower
-    curves (the garbled pair of the recursion is a garbling of the allocation itself).
+    curves (the garbled pair of the recursion is a garbling of the allocation itself); for k > 2, the larger
+    of the decomposition's lower curve and the k-of-t garbling by the recursion's statistic
+    (:func:`~.two_members._members_lower`).
 
     A uniformly random partition of the databases into blocks of given sizes, with ``k_j`` members placed
     uniformly in block ``j`` (``sum k_j = k``), gives a law over k-sets invariant under permutations of the
@@ -151,6 +153,8 @@ def _with_pairs(ratio, t: int, k: int, epochs: int, rtol: float, delta: float | 
     best, level_done, stopped = curve, None, False
     for level in RATIOS:
         seconds = sum(_pair_seconds(ratio, size, level, tail, scale) for size, members, _ in blocks if members == 2)
+        if k > 2:  # below: the k-of-t garbling by the recursion's statistic
+            seconds += _members_seconds(ratio, t, k, level, tail, scale)
         if seconds > PAIR_WORK_LIMIT:  # beyond the route's share of work (from the question alone, as rtol)
             break
         if not _may_refine(seconds, f"allocation refinement (blocks of two, grid ratio {level:g})", delta, epsilon,
@@ -179,6 +183,17 @@ def _with_pairs(ratio, t: int, k: int, epochs: int, rtol: float, delta: float | 
         parts = [(curve.lower, 0.0, 0.0)]
         if k == 2:  # one block: its garbled pair composed over the epochs bounds the allocation below
             parts.append((_DirectionLower(composed.lower), slack * grow, slack * grow))
+        else:  # the k-of-t allocation garbled by the recursion's statistic, composed over the epochs
+            garbled = _members_lower(ratio, t, k, level, tail, scale)
+            below = [[batch.loss_law(law.loss, law.mass, epochs, interval, upper=False, infinite=law.infinite)]
+                     for law in garbled]
+            try:
+                composed_below = batch.compose_laws(below, below, interval).lower
+                g_slack = max(law.slack for law in garbled)
+                g_grow = epochs * (1.0 + g_slack) ** max(epochs - 1, 0)
+                parts.append((_DirectionLower(composed_below), g_slack * g_grow, g_slack * g_grow))
+            except NumericalLimitError:
+                pass
         best = AllocationCurve([_Least([curve, composed])], LowerBound(parts), curve.description)
         level_done = level
         low, high = _at(best, best.lower, delta, epsilon)

@@ -56,6 +56,14 @@ among the databases processed) and dividing the last by ``C(t, 2)``. The final s
 (forgetting ``a``, a further garbling). P-mass outside Q's support (a canonical pair's ``delta``) is the
 outcome "a member showed it", P-mass ``1 - (1 - delta)^2``, Q-mass 0.
 
+More members, below
+--------------------
+The same statistic is a function of the outputs for any number of members: carrying ``k + 1`` measures (0
+to k members among the databases processed, the members' cells at ``E_Q[W; cell]``) and dividing the last
+by ``C(t, k)`` gives its law under the k-of-t prior exactly, so the pair of the final ``(S, E)`` is a garbling
+of k of t and its divergences are lower bounds. It is not sufficient for k > 2 (``L = e_k / C(t, k)`` reads
+``e_3 .. e_k`` too), but it reads far more than the sum ``S`` alone (:mod:`.decomposition`'s garbling).
+
 Floating point
 --------------
 Every mass is a sum of nonnegative terms (``np.bincount``); the spread's weights are clipped at 0. The
@@ -202,14 +210,17 @@ def _upper_pair(ratio, t: int, s: NDArray[np.float64], e: NDArray[np.float64], b
     return remove, add
 
 
-def _lower_pair(ratio, t: int, s: NDArray[np.float64], e: NDArray[np.float64], b: float) -> tuple[_Law, _Law]:
-    """The garbled pair (module doc): its (remove, add) laws, with the round-off to subtract."""
-    c = t * (t - 1) / 2.0
+def _lower_pair(ratio, t: int, s: NDArray[np.float64], e: NDArray[np.float64], b: float,
+                members: int = 2) -> tuple[_Law, _Law]:
+    """The garbled pair (module doc) of ``members`` of ``t``: its (remove, add) laws, with the round-off to
+    subtract. For 2 members the final statistic is E alone (L is a function of it); for more, the final
+    (S, E) (the statistic is not sufficient then, still a garbling: "More members, below")."""
+    c = float(math.comb(t, members))
     n_s, n_e = s.size, e.size
-    state = np.zeros((3, n_s, n_e))  # Q-measures with 0, 1, 2 members among the databases processed
+    state = np.zeros((members + 1, n_s, n_e))  # Q-measures with 0, 1, ..., members among those processed
     state[0, 0, 0] = 1.0
     for _ in range(t):
-        new = np.zeros((3, n_s * n_e))
+        new = np.zeros((members + 1, n_s * n_e))
         for j in np.nonzero(state.any(axis=(0, 2)))[0]:
             here = s[j]
             off = s[j:] - here
@@ -221,22 +232,38 @@ def _lower_pair(ratio, t: int, s: NDArray[np.float64], e: NDArray[np.float64], b
             idx = _locate(e, x)
             idx = idx + ((x - e[idx]) > (e[idx + 1] - x)).astype(np.int64)  # the nearest point
             where = ((j + np.arange(k + 1))[:, None] * n_e + idx).ravel()
-            r0, r1, r2 = (state[m, j, cols][None, :] for m in range(3))
             qq, pp = q[:, None], p[:, None]
-            new[0] += np.bincount(where, (qq * r0).ravel(), minlength=n_s * n_e)
-            new[1] += np.bincount(where, (qq * r1 + pp * r0).ravel(), minlength=n_s * n_e)
-            new[2] += np.bincount(where, (qq * r2 + pp * r1).ravel(), minlength=n_s * n_e)
-        state = new.reshape(3, n_s, n_e)
-    q_law = state[0].sum(axis=0)
-    p_law = state[2].sum(axis=0) / c
+            previous = None
+            for m in range(members + 1):
+                r = state[m, j, cols][None, :]
+                weights = qq * r if previous is None else qq * r + pp * previous
+                new[m] += np.bincount(where, weights.ravel(), minlength=n_s * n_e)
+                previous = r
+        state = new.reshape(members + 1, n_s, n_e)
+    if members == 2:
+        q_law, p_law = state[0].sum(axis=0), state[2].sum(axis=0) / c
+    else:
+        q_law, p_law = state[0].ravel(), state[members].ravel() / c
     noise = _noise(t, n_s * n_e)
-    only_p = -math.expm1(2.0 * math.log1p(-ratio.singular)) if ratio.singular > 0 else 0.0
+    only_p = -math.expm1(members * math.log1p(-ratio.singular)) if ratio.singular > 0 else 0.0
     both = (p_law > 0) & (q_law > 0)
     with np.errstate(divide="ignore"):
         loss = np.log(p_law[both]) - np.log(q_law[both])
     remove = _Law(loss, p_law[both], only_p + float(p_law[(p_law > 0) & (q_law == 0)].sum()), noise, noise)
     add = _Law(-loss, q_law[both], float(q_law[(q_law > 0) & (p_law == 0)].sum()), noise, noise)
     return remove, add
+
+
+def _members_lower(ratio, t: int, k: int, level: float, tail: float, high: float) -> tuple[_Law, _Law]:
+    """(remove, add) laws of the garbling of k of ``t`` by the recursion's statistic (module doc, "More
+    members, below"), on the grids of ``level``."""
+    s, e, b = _grids(ratio, t, level, tail, high)
+    return _lower_pair(ratio, t, s, e, b, k)
+
+
+def _members_seconds(ratio, t: int, k: int, level: float, tail: float, high: float) -> float:
+    """Estimated seconds of :func:`_members_lower` (its measures: ``k + 1`` against the pair's 4)."""
+    return _pair_seconds(ratio, t, level, tail, high) * (k + 1) / 4.0
 
 
 def _noise(t: int, states: int) -> float:
