@@ -20,7 +20,10 @@ Peers measured in the same run:
 * PLD_accounting (PyPI, the implementation of arXiv 2602.17284) where it is installed: the script says so
   when it is not (it is not a dependency of gce).
 
-Run: python benchmarks/bench_allocation.py (only the peers' table: python benchmarks/bench_allocation.py peers)
+(h) k > 1 at delta 1e-5 and 1e-8 (the issue's cases): the bracket before blocks of two members and now, its
+    width and seconds, and the upper end's ratio to the decomposition's.
+
+Run: python benchmarks/bench_allocation.py (only the peers' table: ... peers; only (h): ... k)
 """
 
 from __future__ import annotations
@@ -132,9 +135,30 @@ def pld_accounting() -> None:
     print(f"PLD_accounting {getattr(PLD_accounting, '__version__', '?')} is installed; compare by hand")
 
 
+#: (h) k > 1 at delta 1e-5: the brackets before blocks of two members (the decomposition alone, measured
+#: at commit 1f7d5d6), against which the current bracket and its width are printed.
+BEFORE = {(1.2, 8, 2): (2.5705, 3.0909), (1.0, 20, 2): (2.4449, 2.8325), (3.0, 16, 4): (1.2934, 1.3073),
+          (0.5, 20, 2): (7.9865, 10.8802), (1.0, 100, 10): (5.1722, 6.1173)}
+
+
+def k_of_t() -> None:
+    """(h): the k > 1 brackets before and after, and the upper end's ratio to the decomposition's."""
+    for (sigma, t, k), (low0, high0) in BEFORE.items():
+        for delta in (1e-5, 1e-8):
+            seconds, curve = best_of(lambda: allocation_curve(1.0 / sigma, t, k, delta=delta, rtol=0.01), repeat=1)
+            low, high = curve.epsilon_bracket(delta)
+            before = f"before [{low0:.4f}, {high0:.4f}] ({(high0 - low0) / high0:.2%}), " if delta == 1e-5 else ""
+            ratio = f"; upper / decomposition's {high / high0:.4f}" if delta == 1e-5 else ""
+            print(f"sigma {sigma:g}, {k} of {t}, delta {delta:g}: {before}now [{low:.4f}, {high:.4f}] "
+                  f"({(high - low) / high:.2%}) in {seconds:.1f} s{ratio}")
+
+
 if __name__ == "__main__":
     if sys.argv[1:] == ["peers"]:  # only (g)
         peer_table()
+        sys.exit(0)
+    if sys.argv[1:] == ["k"]:  # only (h)
+        k_of_t()
         sys.exit(0)
     results = [case(1.0, 1000, 1, limit=6.0, width=0.005), case(2.0, 100, 10, limit=60.0)]
     for args in ((1.0, 10, 1), (1.0, 100, 1), (3.0, 100, 10), (1.0, 20, 2)):
@@ -150,4 +174,5 @@ if __name__ == "__main__":
                            hypotheses=(Point(()), Rates((0.01,) * 100)), delta=DELTA), 0.01)
     pld_accounting()
     peer_table()
+    k_of_t()
     print("targets met" if all(results) else "targets NOT met")

@@ -31,6 +31,7 @@ from gce.errors import InvalidParameterError
 from gce.model import Invocation, Scenario
 from gce.constraints import ConstraintSet, Exclusive, Together
 from gce.priors.allocation import allocation_curve
+import gce.priors.allocation.random_allocation as random_allocation
 from gce.priors.hypotheses import Point, Uniform
 from gce.priors.routes import AllocationRoute
 from gce.solving import solve
@@ -201,7 +202,9 @@ def test_one_of_a_thousand_is_within_half_a_percent():
     assert 0.15 < high < 0.2  # far below the 4.89 of the worst pair
 
 
-def test_two_of_twenty_decomposition_meets_the_value():
+def test_two_of_twenty_decomposition_meets_the_value(monkeypatch):
+    # the decomposition alone (the blocks of two members given no work: test_allocation_pairs_slow.py)
+    monkeypatch.setattr(random_allocation, "PAIR_WORK_LIMIT", 0.0)
     low, high = allocation_curve(1.0, 20, 2).epsilon_bracket(1e-6)
     assert high <= 3.3483
     assert 2.5 < low <= high  # the garbled lower bound: the gap is reported, not closed

@@ -37,6 +37,8 @@ One module a method, each with the argument that proves it in its docstring; thi
 * :mod:`.one_of_t`: 1 of t, one epoch: both grids, refined by whichever is predicted to be faster (from
   the grids' sizes, never from measured times).
 * :mod:`.decomposition`: k of t and epochs (Feldman and Shenfeld's decomposition above, a garbling below).
+* :mod:`.two_members`: 2 of t by the recursion of ``e_2`` (spreads of the state above, a garbling below),
+  blocks of two members for k > 2, and the k-of-t garbling by the same statistic.
 * :mod:`.random_allocation`: :func:`allocation_curve`, the entry point.
 * :mod:`.poisson`: per-database rates (:func:`poisson_curve`).
 * :mod:`.uniform_prior`: uniform(min, max) (:func:`uniform_curve`).

@@ -19,10 +19,11 @@ from numpy.typing import NDArray
 from ...accounting.curves import PrivacyCurve
 from ...errors import InvalidParameterError, NumericalLimitError
 from ...validation import is_number
-from .bracket import (_STOPPED, _TAIL_SHARE, _WHICH, DEFAULT_RTOL, TAIL, AllocationCurve, LowerBound, _check_count,
-                      _may_refine)
-from .decomposition import _blocks, _composed, _NoRoom
+from .bracket import (_STOPPED, _TAIL_SHARE, _WHICH, DEFAULT_RTOL, TAIL, AllocationCurve, LowerBound, _at, _check_count,
+                      _DirectionLower, _may_refine, _width)
+from .decomposition import _blocks, _composed, _loss_interval, _NoRoom
 from .one_of_t import _single
+from .two_members import RATIOS, _members_lower, _members_seconds, _pair_blocks, _pair_laws, _pair_seconds
 from .ratios import _RATIOS, GaussianRatio
 from .uniform_grid import START_POINTS, _linear_seconds
 
@@ -114,9 +115,98 @@ def allocation_curve(mu: float, t: int, k: int = 1, epochs: int = 1, rtol: float
             if not isinstance(ratio, GaussianRatio):
                 raise NumericalLimitError(f"random allocation: {why}") from None
             return _closed_forms(ratio.mu, t, k, epochs, str(why))
+        if k > 1:
+            curve = _with_pairs(ratio, t, k, epochs, rtol, delta, epsilon, tail, curve)
     if isinstance(ratio, GaussianRatio):
         return _no_worse_than_composition(curve, ratio.mu * math.sqrt(k * epochs), ratio.mu * k * math.sqrt(epochs / t))
     return curve
+
+
+def _with_pairs(ratio, t: int, k: int, epochs: int, rtol: float, delta: float | None, epsilon: float | None,
+                tail: float, curve: AllocationCurve) -> AllocationCurve:
+    """k > 1: the decomposition's curve (``curve``) tightened by blocks of two members (:mod:`.two_members`):
+    above, the least of the two upper curves (each valid); below, for k = 2, the larger of the two lower
+    curves (the garbled pair of the recursion is a garbling of the allocation itself); for k > 2, the larger
+    of the decomposition's lower curve and the k-of-t garbling by the recursion's statistic
+    (:func:`~.two_members._members_lower`).
+
+    A uniformly random partition of the databases into blocks of given sizes, with ``k_j`` members placed
+    uniformly in block ``j`` (``sum k_j = k``), gives a law over k-sets invariant under permutations of the
+    databases: the uniform one. Revealing the partition only helps the adversary, and given it the pair is
+    the product of the blocks' ``k_j``-of-``n_j`` allocations (the argument of :mod:`.decomposition` with
+    blocks of any sizes): blocks of two members (and one of one when k is odd) instead of k blocks of one.
+
+    The grids of the blocks are refined along :data:`~.two_members.RATIOS` while the bracket is wider than
+    ``rtol`` and the level's estimated cost is at most :data:`PAIR_WORK_LIMIT` (a schedule that depends on
+    the question only); each level's cost is estimated from its grids' sizes and a level that would not fit in the
+    running computation's time limit is not started (the curve then keeps the last completed level).
+    """
+    from ...accounting import batch
+    from .decomposition import _block_laws
+    blocks = _pair_blocks(t, k)
+    low, high = _at(curve, curve.lower, delta, epsilon)
+    if _width(low, high) <= rtol:
+        return curve
+    # the grids of E are placed for the decomposition's epsilon at the target (or the target epsilon)
+    scale = float(high) if epsilon is None else float(epsilon)
+    scale = scale if math.isfinite(scale) else 30.0
+    best, level_done, stopped = curve, None, False
+    for level in RATIOS:
+        seconds = sum(_pair_seconds(ratio, size, level, tail, scale) for size, members, _ in blocks if members == 2)
+        if k > 2:  # below: the k-of-t garbling by the recursion's statistic
+            seconds += _members_seconds(ratio, t, k, level, tail, scale)
+        if seconds > PAIR_WORK_LIMIT:  # beyond the route's share of work (from the question alone, as rtol)
+            break
+        if not _may_refine(seconds, f"allocation refinement (blocks of two, grid ratio {level:g})", delta, epsilon,
+                           _width(low, high)):
+            stopped = True
+            break
+        laws = []
+        for size, members, count in blocks:
+            if members == 2:
+                laws.append((_pair_laws(ratio, size, level, tail, scale), count))
+            else:
+                laws.append((_block_laws(ratio, size, 2**16, tail), count))
+        copies = [(up, count * epochs) for (up, _), count in laws]
+        interval = _loss_interval(copies, rtol, delta, epsilon)
+        ups = [[batch.loss_law(up[d].loss, up[d].mass, count * epochs, interval, upper=True, infinite=up[d].infinite)
+                for (up, _), count in laws] for d in range(2)]
+        lows = [[batch.loss_law(lo[d].loss, lo[d].mass, count * epochs, interval, upper=False,
+                                infinite=lo[d].infinite) for (_, lo), count in laws] for d in range(2)]
+        try:
+            composed = batch.compose_laws(ups, lows, interval)
+        except NumericalLimitError:
+            break
+        slack = max(lo[d].slack for (_, lo), _ in laws for d in range(2))
+        n = sum(count for _, count in laws) * epochs
+        grow = n * (1.0 + slack) ** max(n - 1, 0)
+        parts = [(curve.lower, 0.0, 0.0)]
+        if k == 2:  # one block: its garbled pair composed over the epochs bounds the allocation below
+            parts.append((_DirectionLower(composed.lower), slack * grow, slack * grow))
+        else:  # the k-of-t allocation garbled by the recursion's statistic, composed over the epochs
+            garbled = _members_lower(ratio, t, k, level, tail, scale)
+            below = [[batch.loss_law(law.loss, law.mass, epochs, interval, upper=False, infinite=law.infinite)]
+                     for law in garbled]
+            try:
+                composed_below = batch.compose_laws(below, below, interval).lower
+                g_slack = max(law.slack for law in garbled)
+                g_grow = epochs * (1.0 + g_slack) ** max(epochs - 1, 0)
+                parts.append((_DirectionLower(composed_below), g_slack * g_grow, g_slack * g_grow))
+            except NumericalLimitError:
+                pass
+        best = AllocationCurve([_Least([curve, composed])], LowerBound(parts), curve.description)
+        level_done = level
+        low, high = _at(best, best.lower, delta, epsilon)
+        own_low, own_high = _at(composed, LowerBound([(_DirectionLower(composed.lower), slack * grow, slack * grow)]),
+                                delta, epsilon)
+        if _width(low, high) <= rtol or _width(own_low, own_high) <= rtol / 8:
+            break
+    if level_done is None:
+        return curve
+    text = " + ".join(f"{count * epochs} x ({members} of {size})" for size, members, count in blocks)
+    return AllocationCurve(best._upper, best.lower, f"{curve.description}; tightened by blocks of two members: "
+                                                    f"{text} composed (grid ratio {level_done:g})"
+                                                    f"{_STOPPED if stopped else ''}")
 
 
 class _Least(PrivacyCurve):
@@ -145,6 +235,10 @@ def _no_worse_than_composition(curve: AllocationCurve, mu: float, below: float) 
     lower = LowerBound([(curve.lower, 0.0, 0.0), (GaussianCurve(below), 0.0, 0.0)])
     return AllocationCurve([least], lower, curve.description)
 
+
+#: Most estimated seconds of one level of the blocks of two members (:func:`_with_pairs`): beyond, the
+#: finer levels are not computed (deterministic: estimated from the grids' sizes, never measured).
+PAIR_WORK_LIMIT = 15.0
 
 #: Largest mu the grids take (:class:`GaussianRatio`); from it on, :func:`_beyond_grids` (closed forms).
 MU_LIMIT = 40.0

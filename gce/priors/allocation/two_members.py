@@ -1,0 +1,291 @@
+"""Two members of t: the recursion of the elementary symmetric polynomial, spread above and garbled below.
+
+The pair, written under Q
+-------------------------
+With ``W_i = dP_i / dQ_i`` (independent under Q, package doc), "in exactly 2 of t, uniformly" against "in
+none" has ``dP/dQ = L = e_2(W_1..W_t) / C(t, 2)``. Both directions are expectations under Q of convex
+functions of ``L`` (``delta_PQ(eps) = c + E_Q[(L - e^eps)_+]``, ``delta_QP(eps) = E_Q[(1 - e^eps L)_+]``).
+Processing the databases one at a time, the state ``X_i = (S_i, E_i) = (e_1, e_2)(W_1..W_i)`` moves by
+
+    S_{i+1} = S_i + W_{i+1},        E_{i+1} = E_i + W_{i+1} S_i,
+
+an affine map of the state for a fixed ``W_{i+1}``, and ``L = E_t / C(t, 2)``.
+
+Upper: mean-preserving spreads of the state (the convex order)
+---------------------------------------------------------------
+Let ``V_i(x) = E[phi(L) | X_i = x]`` for a convex ``phi`` (the integrand of either direction at any eps),
+the expectation over the *true* dynamics of the remaining databases. ``V_t = phi(E / C)`` is convex in the
+state; if ``V_{i+1}`` is convex, ``V_i(x) = E_W[V_{i+1}(A_W x + b_W)]`` is an average of convex functions of
+affine maps of ``x``: convex. So every ``V_i`` is convex in the state, and replacing the state at any step by a
+random point whose conditional mean is the state (a mean-preserving spread) can only raise ``E V``: by
+induction over the steps the spread process gives ``E phi(L~) >= E phi(L)`` for every such ``phi`` at once, and
+``E L~ = E L`` (the state's mean is kept). The law of ``L~`` under Q is then a dominating pair of the
+allocation (both directions at every eps; Blackwell's theorem for binary experiments), which also dominates it
+under composition. Two spreads are used at every step, on a grid ``g`` of ``S`` and a grid ``e`` of ``E``, both
+starting at 0 (:func:`_grids`; any grids are sound, these are placed for accuracy):
+
+* *Along the segment.* From a grid state ``(S, E)`` the true next state ``(S + w, E + w S)`` lies, for ``w``
+  in the cell ``[g_a - S, g_{a+1} - S)``, on the segment from ``(g_a, E + (g_a - S) S)`` to
+  ``(g_{a+1}, E + (g_{a+1} - S) S)``; it is sent to the two ends with the weights that keep its mean. Summed
+  over the cell, the right end receives ``(E_Q[W; cell] - (g_a - S) Q(cell)) / (g_{a+1} - g_a)``: only the
+  cell masses of one database's ratio are read (:mod:`.ratios`), never a grid of ``W``. Both ends are true
+  states (``w >= 0``), so ``E >= 0`` throughout.
+* *Along E at fixed S.* Each end's ``E`` is sent to its two neighbours on ``e`` (mean kept).
+
+*Clamps, charged.* Each ``W`` is clamped at ``B`` (:meth:`clamp` of the ratio): the clamped pair with the
+excess ``x = E_Q[(W - B)_+]`` (and a canonical pair's own ``delta``) as P-mass outside Q's support dominates
+the database's pair, and the allocation of dominating pairs dominates the allocation (each database's
+output is the same post-processing of its dominating pair with or without the target); P-mass
+``1 - (1 - x)^2`` is then charged at infinite loss. Above the last point of ``e``, ``E`` is lowered to it and
+the lost mean, ``(E - e_max) / C`` of P-mass a unit of Q-mass, charged at infinite loss: the future of
+``L`` is ``(E + S S' + E') / C`` with ``S', E'`` of the databases left, so lowering ``E`` by ``y`` lowers
+every future ``L`` by ``y / C``, which lowers ``(L - c)_+`` by at most that (P||Q) and only raises
+``(1 - e^eps L)_+`` (Q||P). Beyond the last point of ``g``, ``S`` is lowered to it likewise, charged
+``(S - g_max) E[S'] / C`` with ``E[S'] <= t - i - 1`` (and ``E`` spread between its values at the ends of the
+cell of ``w``, at fixed ``S``).
+
+Lower: a garbling by the same recursion
+---------------------------------------
+The statistic ``T_{i+1} = (a, m)``: ``a`` the point of ``g`` nearest to ``S(T_i) + W_{i+1}`` (cells of ``W``
+between the midpoints), ``m`` the point of ``e`` nearest to ``E(T_i) + (g_a - S(T_i)) S(T_i)``, is a
+deterministic function of the outputs (each ``W_i`` is), so the pair of its laws under P and Q is a garbling
+of the allocation and its divergences are lower bounds (data processing). Its laws are computed exactly:
+under Q with the cell masses ``Q(cell)``; under P, a mixture over the member pairs of product laws whose
+members' cells have the masses ``P_i(cell) = E_Q[W; cell]``, by carrying three measures (0, 1 and 2 members
+among the databases processed) and dividing the last by ``C(t, 2)``. The final statistic is ``m`` alone
+(forgetting ``a``, a further garbling). P-mass outside Q's support (a canonical pair's ``delta``) is the
+outcome "a member showed it", P-mass ``1 - (1 - delta)^2``, Q-mass 0.
+
+More members, below
+--------------------
+The same statistic is a function of the outputs for any number of members: carrying ``k + 1`` measures (0
+to k members among the databases processed, the members' cells at ``E_Q[W; cell]``) and dividing the last
+by ``C(t, k)`` gives its law under the k-of-t prior exactly, so the pair of the final ``(S, E)`` is a garbling
+of k of t and its divergences are lower bounds. It is not sufficient for k > 2 (``L = e_k / C(t, k)`` reads
+``e_3 .. e_k`` too), but it reads far more than the sum ``S`` alone (:mod:`.decomposition`'s garbling).
+
+Floating point
+--------------
+Every mass is a sum of nonnegative terms (``np.bincount``); the spread's weights are clipped at 0. The
+round-off is covered by an allowance (:data:`~.bracket.ROUND_OFF` times the unit round-off, the steps and
+the logarithm of the state count), charged at infinite loss above and subtracted below, as for the grids of
+:mod:`.uniform_grid` (an estimate checked by the tests against quadrature, not a proof).
+
+Refinement
+----------
+The grids are refined along :data:`RATIOS` (the ratio of ``g`` far out; ``e``'s ratio is ``1 + 2 (ratio - 1)``), cheapest first;
+each level's cost is estimated from its grids' sizes (:func:`_pair_seconds`, never measured) and a level
+that would not fit in the running computation's time limit is not started (:func:`~.bracket._may_refine`).
+
+References
+----------
+Feldman, Shenfeld, "Privacy amplification by random allocation", arXiv 2502.08202.
+Blackwell, "Equivalent comparisons of experiments", Ann. Math. Stat. 1953 (garblings and dominance).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numpy.typing import NDArray
+
+from .bracket import ROUND_OFF, _Law
+
+#: Ratios of the grid of S above :data:`_S_UNIFORM` (the grid of E: ``1 + 2 (ratio - 1)``), cheapest first.
+RATIOS = (1.06, 1.03, 1.02, 1.014, 1.01)
+#: The grid of S: geometric from 1e-2 up to this point at ratio ``1 + 2 (level - 1)``, then at the level's
+#: ratio up to ``2 t B``: a rare state far out (one large W) is what the remove direction reads at small
+#: deltas, so the relative resolution there decides; near 0 the grid keeps the spread from sending mass to
+#: ``S = 0`` (where ``L = 0``: infinite loss for the add direction) and resolves small W's (small noise).
+_S_UNIFORM = 5.0
+_S_LOW = 1e-2
+#: The grid of E: uniform below ``C(t, 2) e^-high / 20`` (there the add direction's integrand is affine in L:
+#: spreading costs nothing), geometric up to ``C(t, 2) e^(high + 7)`` (the clamp's charge beyond is below the
+#: remove direction's delta at ``high + 7``), ``high`` the decomposition's epsilon at the target.
+_L_BELOW, _L_ABOVE = 0.05, 7.0
+#: Estimated seconds per unit of work (steps x points of S squared x points of E), upper and lower
+#: together: measured on a 2-core machine, with a margin. Only decides whether a level fits.
+_UNIT_SECONDS = 1.5e-8
+
+
+def _grids(ratio, t: int, level: float, tail: float, high: float) -> tuple[NDArray[np.float64], NDArray[np.float64],
+                                                                           float]:
+    """(grid of S, grid of E, clamp B) of a level (:data:`_S_UNIFORM`, :data:`_L_BELOW`)."""
+    b = ratio.clamp(tail)
+    c = t * (t - 1) / 2.0
+    near_ratio = 1.0 + 2.0 * (level - 1.0)
+    near = _S_LOW * near_ratio ** np.arange(int(math.log(_S_UNIFORM / _S_LOW) / math.log(near_ratio)) + 1)
+    far = _S_UNIFORM * level ** np.arange(int(math.ceil(math.log(max(2.0 * t * b, 2.0 * _S_UNIFORM) / _S_UNIFORM)
+                                                                 / math.log(level))) + 2)
+    s = np.concatenate(([0.0], near, far))
+    high = min(max(high, 0.1), 30.0)
+    rho = 1.0 + 2.0 * (level - 1.0)
+    e0 = c * _L_BELOW * math.exp(-high)
+    e = np.concatenate((e0 * (rho - 1.0) * np.arange(int(round(1.0 / (rho - 1.0)))),
+                        e0 * rho ** np.arange(int(math.ceil((2.0 * high + _L_ABOVE - math.log(_L_BELOW))
+                                                             / math.log(rho))) + 2)))
+    return s, e, b
+
+
+def _pair_seconds(ratio, t: int, level: float, tail: float, high: float) -> float:
+    """Estimated seconds of :func:`_pair_laws` at ``level`` (from the grids' sizes)."""
+    s, e, _ = _grids(ratio, t, level, tail, high)
+    return _UNIT_SECONDS * t * s.size * s.size * e.size
+
+
+def _locate(grid: NDArray[np.float64], x: NDArray[np.float64]) -> NDArray[np.int64]:
+    """Index j of the cell ``[grid[j], grid[j+1])`` holding x (the last cell closed)."""
+    return np.clip(np.searchsorted(grid, x, side="right") - 1, 0, grid.size - 2)
+
+
+def _spread_weights(ratio, off: NDArray[np.float64], b: float):
+    """From a state of S, the weights of the next S on the grid points ``S + off`` (``off[0] = 0``), the
+    segment's mean kept (module doc), W clamped at ``b``: (weights, offsets of E's shift / S, overflow)
+    where ``overflow`` is the first moment beyond the last point (for the charge) or 0."""
+    k = int(np.searchsorted(off, b, side="right")) - 1  # b in [off[k], off[k+1])
+    if k + 1 < off.size:
+        q, p = ratio.cells(np.append(off[:k + 1], [b, np.inf]))
+        width = off[1:k + 2] - off[:k + 1]
+        right = np.maximum((p[:k + 1] - off[:k + 1] * q[:k + 1]) / width, 0.0)
+        left = np.maximum(q[:k + 1] - right, 0.0)
+        at_b = q[k + 1] * (b - off[k]) / width[k]  # the clamped mass, an atom at b
+        right[k] += at_b
+        left[k] += max(q[k + 1] - at_b, 0.0)
+        weights = np.zeros(k + 2)
+        weights[:k + 1] += left
+        weights[1:] += right
+        return weights, off[:k + 2], np.arange(k + 2), 0.0
+    n = off.size  # b beyond the last point: what lands above it stays at the last S (charged), E spread
+    q, p = ratio.cells(np.append(off, [b, np.inf]))
+    width = off[1:] - off[:-1]
+    right = np.maximum((p[:n - 1] - off[:n - 1] * q[:n - 1]) / width, 0.0)
+    left = np.maximum(q[:n - 1] - right, 0.0)
+    weights = np.zeros(n + 1)
+    weights[:n - 1] += left
+    weights[1:n] += right
+    q_over, m_over = q[n - 1] + q[n], p[n - 1] + b * q[n]
+    to_b = max((m_over - off[-1] * q_over) / (b - off[-1]), 0.0) if b > off[-1] else 0.0
+    weights[n - 1] += max(q_over - to_b, 0.0)
+    weights[n] = to_b
+    rows = np.append(np.arange(n), n - 1)
+    return weights, np.append(off, b), rows, max(m_over - off[-1] * q_over, 0.0)
+
+
+def _upper_pair(ratio, t: int, s: NDArray[np.float64], e: NDArray[np.float64], b: float) -> tuple[_Law, _Law]:
+    """The spread process's law of L under Q (module doc): (remove, add) laws of the dominating pair."""
+    c = t * (t - 1) / 2.0
+    n_s, n_e = s.size, e.size
+    state = np.zeros((n_s, n_e))
+    state[0, 0] = 1.0
+    charge = 0.0
+    for step in range(t):
+        new = np.zeros(n_s * n_e)
+        for j in np.nonzero(state.any(axis=1))[0]:
+            here = s[j]
+            weights, shifts, rows, overflow = _spread_weights(ratio, s[j:] - here, b)
+            cols = np.nonzero(state[j])[0]
+            row = state[j, cols]
+            charge += float(row.sum()) * overflow * (t - step - 1) / c
+            x = e[cols][None, :] + (shifts * here)[:, None]
+            mass = weights[:, None] * row[None, :]
+            over = x > e[-1]
+            if np.any(over):
+                charge += float(np.sum(mass[over] * (x[over] - e[-1]))) / c
+                x = np.minimum(x, e[-1])
+            idx = _locate(e, x)
+            f = np.clip((x - e[idx]) / (e[idx + 1] - e[idx]), 0.0, 1.0)
+            where = (j + rows)[:, None] * n_e + idx
+            new += np.bincount(where.ravel(), (mass * (1.0 - f)).ravel(), minlength=n_s * n_e)
+            new += np.bincount((where + 1).ravel(), (mass * f).ravel(), minlength=n_s * n_e)
+        state = new.reshape(n_s, n_e)
+    q = state.sum(axis=0)
+    noise = _noise(t, n_s * n_e)
+    x = ratio.excess(b)
+    singular = -math.expm1(2.0 * math.log1p(-x)) if x < 1.0 else 1.0
+    lr = e / c
+    pos = (lr > 0) & (q > 0)
+    remove = _Law(np.log(lr[pos]), lr[pos] * q[pos], min(singular + charge + noise, 1.0))
+    add = _Law(-np.log(lr[pos]), q[pos], min(float(q[~pos].sum()) + noise, 1.0))
+    return remove, add
+
+
+def _lower_pair(ratio, t: int, s: NDArray[np.float64], e: NDArray[np.float64], b: float,
+                members: int = 2) -> tuple[_Law, _Law]:
+    """The garbled pair (module doc) of ``members`` of ``t``: its (remove, add) laws, with the round-off to
+    subtract. For 2 members the final statistic is E alone (L is a function of it); for more, the final
+    (S, E) (the statistic is not sufficient then, still a garbling: "More members, below")."""
+    c = float(math.comb(t, members))
+    n_s, n_e = s.size, e.size
+    state = np.zeros((members + 1, n_s, n_e))  # Q-measures with 0, 1, ..., members among those processed
+    state[0, 0, 0] = 1.0
+    for _ in range(t):
+        new = np.zeros((members + 1, n_s * n_e))
+        for j in np.nonzero(state.any(axis=(0, 2)))[0]:
+            here = s[j]
+            off = s[j:] - here
+            mid = 0.5 * (off[1:] + off[:-1])
+            k = int(np.searchsorted(mid, b, side="right"))
+            q, p = ratio.cells(np.concatenate(([0.0], mid[:k], [np.inf])))  # to rows j..j+k (nearest)
+            cols = np.nonzero(state[:, j].any(axis=0))[0]
+            x = np.minimum(e[cols][None, :] + (off[:k + 1] * here)[:, None], e[-1])
+            idx = _locate(e, x)
+            idx = idx + ((x - e[idx]) > (e[idx + 1] - x)).astype(np.int64)  # the nearest point
+            where = ((j + np.arange(k + 1))[:, None] * n_e + idx).ravel()
+            qq, pp = q[:, None], p[:, None]
+            previous = None
+            for m in range(members + 1):
+                r = state[m, j, cols][None, :]
+                weights = qq * r if previous is None else qq * r + pp * previous
+                new[m] += np.bincount(where, weights.ravel(), minlength=n_s * n_e)
+                previous = r
+        state = new.reshape(members + 1, n_s, n_e)
+    if members == 2:
+        q_law, p_law = state[0].sum(axis=0), state[2].sum(axis=0) / c
+    else:
+        q_law, p_law = state[0].ravel(), state[members].ravel() / c
+    noise = _noise(t, n_s * n_e)
+    only_p = -math.expm1(members * math.log1p(-ratio.singular)) if ratio.singular > 0 else 0.0
+    both = (p_law > 0) & (q_law > 0)
+    with np.errstate(divide="ignore"):
+        loss = np.log(p_law[both]) - np.log(q_law[both])
+    remove = _Law(loss, p_law[both], only_p + float(p_law[(p_law > 0) & (q_law == 0)].sum()), noise, noise)
+    add = _Law(-loss, q_law[both], float(q_law[(q_law > 0) & (p_law == 0)].sum()), noise, noise)
+    return remove, add
+
+
+def _members_lower(ratio, t: int, k: int, level: float, tail: float, high: float) -> tuple[_Law, _Law]:
+    """(remove, add) laws of the garbling of k of ``t`` by the recursion's statistic (module doc, "More
+    members, below"), on the grids of ``level``."""
+    s, e, b = _grids(ratio, t, level, tail, high)
+    return _lower_pair(ratio, t, s, e, b, k)
+
+
+def _members_seconds(ratio, t: int, k: int, level: float, tail: float, high: float) -> float:
+    """Estimated seconds of :func:`_members_lower` (its measures: ``k + 1`` against the pair's 4)."""
+    return _pair_seconds(ratio, t, level, tail, high) * (k + 1) / 4.0
+
+
+def _noise(t: int, states: int) -> float:
+    """Round-off allowance (module doc, "Floating point")."""
+    return ROUND_OFF * np.finfo(float).eps * (t + 2) * max(math.log2(max(states, 2)), 1.0)
+
+
+def _pair_blocks(t: int, k: int) -> list[tuple[int, int, int]]:
+    """(block size, members, count) of the decomposition of k of t into blocks of two members (and one of
+    one when k is odd), the sizes as even as the members allow (:func:`~.random_allocation._with_pairs`)."""
+    members = [2] * (k // 2) + [1] * (k % 2)
+    sizes = [t * m // k for m in members]
+    for i in range(t - sum(sizes)):  # the remainder, one database a block, pairs first
+        sizes[i % len(sizes)] += 1
+    out: dict[tuple[int, int], int] = {}
+    for size, m in zip(sizes, members):
+        out[(size, m)] = out.get((size, m), 0) + 1
+    return [(size, m, count) for (size, m), count in sorted(out.items())]
+
+
+def _pair_laws(ratio, t: int, level: float, tail: float, high: float) -> tuple[tuple[_Law, _Law], tuple[_Law, _Law]]:
+    """((upper remove, upper add), (lower remove, lower add)) of 2 of ``t`` at grid ratio ``level``, the grid
+    of E placed for an epsilon about ``high`` (:func:`_grids`; any value is sound)."""
+    s, e, b = _grids(ratio, t, level, tail, high)
+    return _upper_pair(ratio, t, s, e, b), _lower_pair(ratio, t, s, e, b)
