@@ -396,10 +396,14 @@ def main() -> int:
     lb = [o.epsilon / o.best_lower for o in outcomes]
     peer = [o.epsilon / o.peer for o in outcomes if not math.isnan(o.peer)]
     print(f"\ngce epsilon / best independent lower bound (dp-accounting optimistic, best of witness, greedy, "
-          f"{args.random} random): median {statistics.median(lb):.4f} max {max(lb):.4f}")
-    print(f"  best bound from: " + ", ".join(
+          f"{args.random} random): median {statistics.median(lb):.4f} max {max(lb):.4f}; "
+          f"within 1% {sum(r <= 1.01 for r in lb)}, within 2% {sum(r <= 1.02 for r in lb)} of {len(lb)}")
+    print("  best bound from: " + ", ".join(
         f"{name} {sum(o.best_name == name for o in outcomes)}"
         for name in sorted({o.best_name for o in outcomes})))
+    missing = [o for o in outcomes if math.isinf(o.width)]
+    print(f"inexact answers without a bracket: {len(missing)} ({sum(o.limit for o in missing)} with the time "
+          f"limit reached; without it: {', '.join(str(o.shape.seed) for o in missing if not o.limit) or 'none'})")
     if peer:
         print(f"gce epsilon / dp-accounting (pessimistic) on the witness set alone: "
               f"median {statistics.median(peer):.4f} min {min(peer):.4f} max {max(peer):.4f}")

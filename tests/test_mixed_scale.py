@@ -26,7 +26,6 @@ import bench_mixed_scale as bench  # noqa: E402
 import mixed_scenarios  # noqa: E402
 
 from gce import GaussianMechanism, Invocation, PureDP, Scenario, solve  # noqa: E402
-from gce.constraints import AtMost, ConstraintSet  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
