@@ -597,6 +597,13 @@ def _bracket(witness: Composition, upper: float, delta: float | None, epsilon: f
     """
     if exact or not math.isfinite(upper):
         return None, None
+    if witness.exact:  # an allowed pair's exact curve: a lower curve of the worst case at every epsilon
+        low = float(witness.curve.epsilon(delta)) if epsilon is None else float(witness.curve.delta(epsilon))
+        if 0.0 < low <= upper:
+            what = "epsilon" if epsilon is None else f"delta at epsilon {epsilon:g}"
+            notes.append(f"worst pair found ({witness.candidates[0][0]}, exact): {what} in [{low:.5g}, {upper:.5g}], "
+                         f"bracket {relative_width(low, upper):.2%} wide")
+            return (low, upper), witness.curve
     # (not hasattr(c, "lower"): that would run the property, i.e. compose the lower curve)
     curves = [c for _, c in witness.candidates if callable(getattr(c, "lower_seconds", None))]
     if not curves:
@@ -654,6 +661,9 @@ SLOT_THEOREM = "batch (one envelope per slot)"
 #: The per-slot search's first grid, in multiples of the grid for ``rtol`` (:func:`_slot_search`), and the
 #: factor by which it is refined while the search's bound is further than rtol / 2 above its witness.
 SLOT_COARSE, SLOT_REFINE = 8.0, 2.0
+#: Estimated seconds of nodes one step of the per-slot search may take (its node cap follows from the
+#: estimate, not from the clock: the same nodes on any machine; the rest of a default solve fits beside it).
+SLOT_SECONDS = 1.5
 #: The per-slot search's grid for ``rtol`` is at most this wide (noise mechanisms' pmfs: 8 times dp-accounting's
 #: interval; the first grid is :data:`SLOT_COARSE` times wider).
 SLOT_NOISE_BASE = 8e-4
@@ -700,9 +710,12 @@ def _slot_search(scenario: Scenario, delta: float | None, epsilon: float | None,
                                  f"{max(budget.left(), 0.0):.2g} s left)")
             break
         scores = envelope.scores(bundles, reference, h)
+        # the nodes a step may take: as many as SLOT_SECONDS of estimated work (decided by the question)
+        nodes_max = max(1, min(envelope.SLOT_NODES_MAX,
+                               int(SLOT_SECONDS / max(envelope.node_seconds(bundles, slots), 1e-9))))
         with within(budget.deadline):
             step = envelope.slot_search(bundles, scores, scenario.constraints, h, delta, epsilon,
-                                        budget.rtol / 4.0, budget.deadline)
+                                        budget.rtol / 4.0, budget.deadline, nodes_max)
         if step is None:
             break
         if step.members and step.members not in witnessed:  # its witness, on the solve's own grid

@@ -69,7 +69,7 @@ from ..effort import DEFAULT_RTOL, Deadline, current
 from ..errors import NumericalLimitError
 
 __all__ = ["Bundle", "bundle_laws", "profile", "trimmed", "envelope_law", "SlotSearch", "slot_search", "accepts",
-           "slot_count", "database_bundles", "scores", "search_seconds"]
+           "slot_count", "database_bundles", "scores", "bundles_seconds", "node_seconds", "search_seconds"]
 
 #: Most grid points of one envelope (a bundle's loss range over the grid width).
 ENVELOPE_POINTS_MAX = 2**20
@@ -453,7 +453,7 @@ KEPT_POSITIONS = 96
 
 def slot_search(bundles: Sequence[tuple[Bundle, ...]], scores: NDArray[np.float64], constraints: ConstraintSet,
                 h: float, delta: float | None, epsilon: float | None, tolerance: float = DEFAULT_RTOL,
-                deadline: Deadline | None = None) -> SlotSearch | None:
+                deadline: Deadline | None = None, nodes_max: int = SLOT_NODES_MAX) -> SlotSearch | None:
     """Best-first branch and bound over "database ``order[k]`` is in the set", deciding the databases in the
     order of ``scores`` (highest first), for unbounded pairs under ``at_most`` and ``exclusive`` constraints
     (:class:`_Groups`). A node decides the first ``k`` databases (members ``I``); its bound composes ``I``'s
@@ -462,7 +462,7 @@ def slot_search(bundles: Sequence[tuple[Bundle, ...]], scores: NDArray[np.float6
     the candidates' groups first appear). Every allowed set containing ``I`` and avoiding the databases
     decided out is below it. A node's greedy completion (the next allowed databases in order) is a witness.
     Stops when the largest open bound is within ``tolerance`` of the best witness (relative), after
-    :data:`SLOT_NODES_MAX` nodes, or when the cap stops it (recorded). The value is epsilon at ``delta``, or delta
+    ``nodes_max`` nodes (:data:`SLOT_NODES_MAX` by default), or when the cap stops it (recorded). The value is epsilon at ``delta``, or delta
     at ``epsilon``. None when the constraints are of another kind."""
     value_of = lambda members, positions: spectra.value(parts(members, positions), delta, epsilon)
     deadline = current() if deadline is None else deadline
@@ -564,7 +564,7 @@ def slot_search(bundles: Sequence[tuple[Bundle, ...]], scores: NDArray[np.float6
 
     while open_nodes:
         open_nodes.sort(key=lambda x: x[0])
-        if closed(open_nodes[-1][0]) or evaluated >= SLOT_NODES_MAX:
+        if closed(open_nodes[-1][0]) or evaluated >= nodes_max:
             break
         if deadline.expired():
             deadline.stop(f"the per-slot branch and bound after {evaluated} nodes")
@@ -646,17 +646,28 @@ def bundles_seconds(n: int, kinds: int, h: float) -> float:
     return 2e-4 * n + kinds * (5e-3 + 1e-6 / h)
 
 
-def search_seconds(bundles: Sequence[tuple[Bundle, ...]], slots: int) -> float:
-    """An estimate of the seconds of one :func:`slot_search` on these bundles: :data:`EXPECTED_NODES`
-    compositions of ``slots`` transforms in each direction on ``slots`` times the bundles' range (measured on
-    2 shared cores: 1e-9 s per point and transform multiplied, 2e-8 s per point of the inverse transform
-    and the profile), and the envelopes (a profile per database and kept position)."""
+def node_seconds(bundles: Sequence[tuple[Bundle, ...]], slots: int) -> float:
+    """An estimate of the seconds of one node of :func:`slot_search` (:func:`search_seconds`)."""
     present = [own for own in bundles if own]
     if not present:
         return 0.0
     directions = max(len(own) for own in present)
     points = max(b.hi for own in present for b in own) - min(b.lo for own in present for b in own) + 1
     size = slots * points
-    nodes = EXPECTED_NODES * directions * (slots * size * 1e-9 + size * 2e-8)
+    return directions * (slots * size * 2e-9 + size * 4e-8)
+
+
+def search_seconds(bundles: Sequence[tuple[Bundle, ...]], slots: int) -> float:
+    """An estimate of the seconds of one :func:`slot_search` on these bundles: :data:`EXPECTED_NODES`
+    compositions of ``slots`` transforms in each direction on ``slots`` times the bundles' range (measured on
+    2 shared cores, doubled: 2e-9 s per point and transform multiplied, 4e-8 s per point of the inverse
+    transform and the profile), and the envelopes (a profile per database and kept position)."""
+    present = [own for own in bundles if own]
+    if not present:
+        return 0.0
+    directions = max(len(own) for own in present)
+    points = max(b.hi for own in present for b in own) - min(b.lo for own in present for b in own) + 1
+    size = slots * points
+    nodes = EXPECTED_NODES * node_seconds(bundles, slots)
     envelopes = directions * (len(present) + KEPT_POSITIONS) * points * 2e-8
     return nodes + envelopes
