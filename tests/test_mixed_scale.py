@@ -101,8 +101,7 @@ CASES: dict[int, tuple[str, bool] | None] = {
     6: None,    # 40, 60, at_most 3 + exclusive groups
     10: None,   # 200, 5, at_most 8
     13: None,   # 200, 20, at_most 8
-    15: ("200, 60, at_most 3: an inexact answer without a bracket, time limit not reached (the notes give a "
-         "0.285% gap to the witness's upper epsilon; epsilon / best independent lower bound 1.0030)", True),
+    15: None,   # 200, 60, at_most 3 (an exact witness composition: its epsilon is the bracket's lower end)
     18: None,   # 1000, 5, at_most 3 + exclusive groups
     22: None,   # 1000, 20, at_most 8
 }
