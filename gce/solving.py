@@ -624,14 +624,19 @@ def _bracket(witness: Composition, upper: float, delta: float | None, epsilon: f
         while halvings == 0 and 0.5 * (2.0 * interval) * copies <= BRACKET_COARSE_SHARE * rtol * upper \
                 and 2.0 * interval <= batch.COARSEST and copies > 0:
             interval *= 2.0
-    lower, low = None, 0.0
+    lower, low, coarser = None, 0.0, 0
     while True:
         own = interval == curve.interval
         cost = curve.lower_seconds() if own else batch.lower_seconds(curve, interval)
         if cost > 0.0 and not deadline.fits(cost):
             reached = f"; bracket {relative_width(low, upper):.2%} wide" if lower is not None else ""
-            deadline.stop(f"certified lower curve of the {theorem} composition on a grid of width {interval:g} "
-                          f"(about {cost:.2g} s; {max(deadline.left(), 0.0):.2g} s left){reached}")
+            if coarser == 0:
+                deadline.stop(f"certified lower curve of the {theorem} composition on a grid of width {interval:g} "
+                              f"(about {cost:.2g} s; {max(deadline.left(), 0.0):.2g} s left){reached}")
+            if lower is None and coarser < REFINEMENTS_MAX and 2.0 * interval <= batch.COARSEST:
+                # nothing certified yet: a coarser grid's lower curve (cheaper, wider), then no refinement
+                interval, coarser, halvings = 2.0 * interval, coarser + 1, REFINEMENTS_MAX
+                continue
             break
         try:
             step = curve.lower if own else batch.lower_at(curve.plan.guarantees, interval)
