@@ -35,7 +35,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from .accounting import batch, kinds
+from .accounting import batch, kinds, pld
 from .accounting.curves import EnvelopeCurve, PrivacyCurve
 from .accounting.guarantees import ApproxDP, Guarantee, PureDP
 from .accounting.theorems import (COSTLY_ROWS, THEOREMS, Composition, as_multiset, compose, compose_within,
@@ -695,7 +695,7 @@ def _slot_search(scenario: Scenario, delta: float | None, epsilon: float | None,
     # split errors are second order, as the batch engine's grid for them says: dp-accounting's interval)
     points = sum(n for g, n in best_ms if kinds.pld_noise(g) is None)
     scale = best_value if epsilon is None else epsilon
-    base = max(_pld_interval(), min(2.0 * budget.rtol * scale / max(points, 1), SLOT_NOISE_BASE))
+    base = max(pld.DISCRETIZATION, min(2.0 * budget.rtol * scale / max(points, 1), SLOT_NOISE_BASE))
     h = _on_interval(SLOT_COARSE * base)
     slots = envelope.slot_count(scenario.constraints)
     cut = SLOT_TRIM * (delta if epsilon is None else best_value) / max(slots, 1)
@@ -740,15 +740,10 @@ def _slot_search(scenario: Scenario, delta: float | None, epsilon: float | None,
     return found
 
 
-def _pld_interval() -> float:
-    from .accounting import pld
-    return pld.DISCRETIZATION
-
-
 def _on_interval(h: float) -> float:
     """``h`` rounded down to dp-accounting's interval times a power of two, so that the noise mechanisms'
     upper laws are split from the pmfs the compositions build (:func:`gce.accounting.batch._laws`)."""
-    unit = _pld_interval()
+    unit = pld.DISCRETIZATION
     return unit * 2.0 ** max(0, math.floor(math.log2(max(h / unit, 1.0))))
 
 

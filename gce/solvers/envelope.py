@@ -340,19 +340,13 @@ class _Spectra:
         engine's allowances for the transforms' round-off (:mod:`gce.accounting.batch`, "Soundness")."""
         composed = []
         for parts in parts_by_direction:
-            acc = parts[0][1].copy()
-            for part in parts[1:]:
-                acc *= part[1]
-            pmf = np.maximum(self._fft.irfft(acc, n=self.size), 0.0)
-            start = sum(part[0] for part in parts)
-            log_survival = sum(math.log1p(-part[2]) if part[2] < 1.0 else -math.inf for part in parts)
-            infinite = -math.expm1(log_survival)
+            start, pmf, infinite, round_off = self._pmf(parts)
             positive = pmf > 0
             losses = (start + np.flatnonzero(positive)) * self.h
             with np.errstate(divide="ignore"):
                 curve = DiscreteLossCurve(losses, np.log(pmf[positive]), infinite_mass=infinite)
-            round_off = 8.0 * np.finfo(float).eps * max(math.log2(self.size), 1.0) * sum(p[3] for p in parts)
             composed.append(batch._Composed(curve, 0.0, 0.0, self.size, round_off))
+        # a LawCurve over these parts (its evaluation and allowances), built without composing laws again
         law_curve = batch.LawCurve.__new__(batch.LawCurve)
         law_curve.guarantees, law_curve.interval = (), self.h
         law_curve._lower_laws, law_curve._parts, law_curve._lower = (), tuple(composed), None
@@ -646,13 +640,18 @@ def bundles_seconds(n: int, kinds: int, h: float) -> float:
     return 2e-4 * n + kinds * (5e-3 + 1e-6 / h)
 
 
-def node_seconds(bundles: Sequence[tuple[Bundle, ...]], slots: int) -> float:
-    """An estimate of the seconds of one node of :func:`slot_search` (:func:`search_seconds`)."""
+def _extent(bundles: Sequence[tuple[Bundle, ...]]) -> tuple[int, int, int]:
+    """(databases with invocations, directions, grid points of the bundles' common range)."""
     present = [own for own in bundles if own]
     if not present:
-        return 0.0
-    directions = max(len(own) for own in present)
+        return 0, 0, 0
     points = max(b.hi for own in present for b in own) - min(b.lo for own in present for b in own) + 1
+    return len(present), max(len(own) for own in present), points
+
+
+def node_seconds(bundles: Sequence[tuple[Bundle, ...]], slots: int) -> float:
+    """An estimate of the seconds of one node of :func:`slot_search` (:func:`search_seconds`)."""
+    _, directions, points = _extent(bundles)
     size = slots * points
     return directions * (slots * size * 2e-9 + size * 4e-8)
 
@@ -662,12 +661,5 @@ def search_seconds(bundles: Sequence[tuple[Bundle, ...]], slots: int) -> float:
     compositions of ``slots`` transforms in each direction on ``slots`` times the bundles' range (measured on
     2 shared cores, doubled: 2e-9 s per point and transform multiplied, 4e-8 s per point of the inverse
     transform and the profile), and the envelopes (a profile per database and kept position)."""
-    present = [own for own in bundles if own]
-    if not present:
-        return 0.0
-    directions = max(len(own) for own in present)
-    points = max(b.hi for own in present for b in own) - min(b.lo for own in present for b in own) + 1
-    size = slots * points
-    nodes = EXPECTED_NODES * node_seconds(bundles, slots)
-    envelopes = directions * (len(present) + KEPT_POSITIONS) * points * 2e-8
-    return nodes + envelopes
+    present, directions, points = _extent(bundles)
+    return EXPECTED_NODES * node_seconds(bundles, slots) + directions * (present + KEPT_POSITIONS) * points * 2e-8

@@ -64,14 +64,11 @@ def _kinds(problem: WeightProblem) -> set[str]:
 Group = tuple["np.ndarray | None", int]
 
 
-@functools.lru_cache(maxsize=32)
-def _disjoint_groups(constraints: ConstraintSet) -> tuple[Group, ...] | None:
-    """The (members, m) bounds of ``at_most``/``exclusive`` constraints on pairwise disjoint groups,
-    or None when other kinds are present or groups overlap (cached: a solve asks several times).
-
-    An ``at_most`` over every database is kept as ``None`` (a million databases are not listed
-    as a set of a million indices); an explicit group of all n databases is the same group.
-    """
+def _group_bounds(constraints: ConstraintSet) -> dict[bytes | None, Group] | None:
+    """The (members, m) bound of every group of ``at_most``/``exclusive`` constraints, keyed by its members
+    (the least m of a group bounded twice), or None when other kinds are present. An ``at_most`` over every
+    database is kept as ``None`` (a million databases are not listed as a set of a million indices); an
+    explicit group of all n databases is the same group."""
     n = constraints.n
     if not {c.kind for c in constraints.constraints if not c.is_vacuous(n)} <= {"at_most", "exclusive"}:
         return None
@@ -88,6 +85,17 @@ def _disjoint_groups(constraints: ConstraintSet) -> tuple[Group, ...] | None:
             key = None if members is None else members.tobytes()
             found = groups.get(key)
             groups[key] = (members, m if found is None else min(found[1], m))
+    return groups
+
+
+@functools.lru_cache(maxsize=32)
+def _disjoint_groups(constraints: ConstraintSet) -> tuple[Group, ...] | None:
+    """The (members, m) bounds of ``at_most``/``exclusive`` constraints on pairwise disjoint groups,
+    or None when other kinds are present or groups overlap (cached: a solve asks several times;
+    :func:`_group_bounds`)."""
+    groups = _group_bounds(constraints)
+    if groups is None:
+        return None
     if None in groups and len(groups) > 1:
         return None  # every database's group overlaps any other
     listed = [members for members, _ in groups.values() if members is not None]
@@ -165,22 +173,9 @@ def _laminar_groups(constraints: ConstraintSet) -> tuple[tuple[np.ndarray | None
     """The (members, m) bounds of ``at_most``/``exclusive`` constraints when any two groups are disjoint
     or one contains the other (a laminar family; an ``at_most`` over every database contains them all),
     innermost first; None otherwise (other kinds, or groups that cross)."""
-    n = constraints.n
-    if not {c.kind for c in constraints.constraints if not c.is_vacuous(n)} <= {"at_most", "exclusive"}:
+    groups = _group_bounds(constraints)
+    if groups is None:
         return None
-    groups: dict[bytes | None, tuple[np.ndarray | None, int]] = {}
-    for c in constraints.constraints:
-        if c.kind == "at_most" and getattr(c, "among", ()) is None:
-            bounds = [(None, c.m)]
-        else:
-            bounds = []
-            for bound in c.at_most_bounds(n):
-                members = np.sort(np.fromiter(bound.among, dtype=np.intp, count=len(bound.among)))
-                bounds.append((None if members.size == n else members, bound.m))
-        for members, m in bounds:
-            key = None if members is None else members.tobytes()
-            found = groups.get(key)
-            groups[key] = (members, m if found is None else min(found[1], m))
     listed = sorted((g for g in groups.values() if g[0] is not None), key=lambda g: g[0].size)
     if len(listed) > LAMINAR_GROUPS_MAX:
         return None
