@@ -503,9 +503,12 @@ def _solve_pairs(scenario: Scenario, delta: float | None, epsilon: float | None,
         if slot is not None and slot.lower > best_eps:  # its witness set, composed on the solve's grid
             best_pair, best_eps, fine = (frozenset(), slot.members), slot.lower, True
             best_ms = scenario.table.multiset_on(slot.members)
-        if slot is not None:  # the per-slot search is the branch and bound of these constraints
+        closed = slot is not None and slot.upper <= best_eps * (1.0 + budget.rtol / 2.0)
+        if closed:  # the per-slot search closed the gap: the branch and bound over the memberships is not needed
             searched = Searched(best_pair, best_eps, witness(), math.inf, bound.curve, slot.complete, 0)
-        elif len(kinds) <= BRANCH_KINDS_MAX:
+        elif len(kinds) <= BRANCH_KINDS_MAX:  # (also after a per-slot search that did not close: the least wins)
+            if slot is not None:
+                witnesses = [*witnesses, (frozenset(), slot.members)]
             searched = _branch_and_bound(scenario, kinds, delta, epsilon, budget, bound, [best_pair, *witnesses],
                                          per_kind and all(r.exact for r in by_kind.values()))
         else:  # the per-guarantee bounds of a node fall only once a guarantee's databases are all fixed
@@ -530,7 +533,7 @@ def _solve_pairs(scenario: Scenario, delta: float | None, epsilon: float | None,
                            "the Renyi bound"))
         upper_value, _, winner, source = min(bounds, key=lambda b: b[0])
         if slot is not None and not slot.complete and source == "the per-slot envelopes":
-            searched = replace(searched, complete=False, stopped=slot.stopped, nodes=0)
+            searched = replace(searched, complete=False, stopped=slot.stopped)
         # Exact when the worst pair found meets the least certified bound, whichever bound that is.
         exact = best_exact and not substituted and upper_value <= best_eps * (1 + 1e-9)
         if len(bounds) > 1 and upper_value < bounds[0][0]:
