@@ -503,8 +503,8 @@ def _solve_pairs(scenario: Scenario, delta: float | None, epsilon: float | None,
         if slot is not None and slot.lower > best_eps:  # its witness set, composed on the solve's grid
             best_pair, best_eps, fine = (frozenset(), slot.members), slot.lower, True
             best_ms = scenario.table.multiset_on(slot.members)
-        closed = slot is not None and slot.upper <= best_eps * (1.0 + budget.rtol / 2.0)
-        if closed:  # the per-slot search closed the gap: the branch and bound over the memberships is not needed
+        closed = slot is not None and slot.upper <= best_eps * (1.0 + budget.rtol)
+        if closed:  # the per-slot search is within rtol: the branch and bound over the memberships is not needed
             searched = Searched(best_pair, best_eps, witness(), math.inf, bound.curve, slot.complete, 0)
         elif len(kinds) <= BRANCH_KINDS_MAX:  # (also after a per-slot search that did not close: the least wins)
             if slot is not None:
