@@ -499,7 +499,7 @@ def _solve_pairs(scenario: Scenario, delta: float | None, epsilon: float | None,
                              substituted, solved) if _listable(scenario.constraints) else None
         if report is not None:
             return report
-        slot = _slot_search(scenario, delta, epsilon, budget, best_eps, best_ms, best_pair, notes)
+        slot = _slot_search(scenario, delta, epsilon, budget, best_eps, best_ms, best_pair)
         if slot is not None and slot.lower > best_eps:  # its witness set, composed on the solve's grid
             best_pair, best_eps, fine = (frozenset(), slot.members), slot.lower, True
             best_ms = scenario.table.multiset_on(slot.members)
@@ -680,7 +680,7 @@ SLOT_TRIM = 1e-4
 
 
 def _slot_search(scenario: Scenario, delta: float | None, epsilon: float | None, budget: _Budget,
-                 best_value: float, best_ms, best_pair, notes: list[str]) -> SlotSearch | None:
+                 best_value: float, best_ms, best_pair) -> SlotSearch | None:
     """Mixed guarantees under ``at_most`` and ``exclusive`` constraints, unbounded pairs: the branch and
     bound of :func:`gce.solvers.envelope.slot_search` (one dominating envelope per slot, docs/design.md
     "Mixed guarantees"), towards a bound within ``rtol / 2`` of its witness. The grid starts

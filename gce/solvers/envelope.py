@@ -235,11 +235,6 @@ class _SlotCurve(PrivacyCurve):
 # Branch and bound along the order: the slots' bound at every node
 
 
-def _as_law(bundle: Bundle):
-    keep = np.flatnonzero(bundle.mass > 0)
-    return batch._Law((keep + bundle.lo).astype(np.int64), bundle.mass[keep], 1, bundle.infinite)
-
-
 class _Groups:
     """``at_most`` bounds over all databases with ``exclusive`` groups (and nothing else), unbounded pairs:
     allowed sets are those with at most ``m`` members and at most one of each group."""
