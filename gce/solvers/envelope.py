@@ -55,7 +55,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from numpy.typing import NDArray
@@ -69,7 +69,8 @@ from ..effort import DEFAULT_RTOL, Deadline, current
 from ..errors import NumericalLimitError
 
 __all__ = ["Bundle", "bundle_laws", "profile", "trimmed", "envelope_law", "SlotSearch", "slot_search", "accepts",
-           "slot_count", "database_bundles", "scores", "bundles_seconds", "node_seconds", "search_seconds"]
+           "slot_count", "database_bundles", "scores", "bundles_seconds", "node_seconds", "search_seconds",
+           "class_search", "class_seconds", "combined"]
 
 #: Most grid points of one envelope (a bundle's loss range over the grid width).
 ENVELOPE_POINTS_MAX = 2**20
@@ -580,6 +581,211 @@ def slot_search(bundles: Sequence[tuple[Bundle, ...]], scores: NDArray[np.float6
     return SlotSearch(best[0], best[1], upper, curve, evaluated, complete, stopped)
 
 
+#: Classes of :func:`class_search`.
+CLASSES = 3
+#: Databases (the first in the order) whose profiles place the classes (:func:`_classes`).
+CLASS_SAMPLE = 256
+
+
+def _classes(order: NDArray[np.intp], bundles, lo: int, hi: int, h: float, directions: int, reference: float,
+             count: int) -> NDArray[np.intp]:
+    """A class for every database of ``order``: k-means (a fixed seed: the same classes on every machine) on
+    the logarithms of the profiles at ``reference`` times 0.25 to 6, over the first :data:`CLASS_SAMPLE`
+    databases, the others joining the nearest centre. Any classes are sound (:func:`class_search`); these
+    put databases whose curves nearly form a chain together."""
+    from scipy.cluster.vq import kmeans2
+    points = np.unique(np.clip(np.round(reference * np.linspace(0.25, 6.0, 24) / h).astype(np.intp) - lo,
+                               0, hi - lo))
+    memo: dict[int, NDArray[np.float64]] = {}
+
+    def feature(i: int) -> NDArray[np.float64]:
+        key = id(bundles[i])
+        if key not in memo:
+            b = bundles[i]
+            memo[key] = np.concatenate([np.log(np.maximum(profile(b[min(d, len(b) - 1)], lo, hi, h)[points], 1e-14))
+                                        for d in range(directions)])
+        return memo[key]
+
+    features = np.stack([feature(int(i)) for i in order])
+    sample = features[:CLASS_SAMPLE]
+    if np.unique(sample, axis=0).shape[0] <= count:
+        centres = np.unique(sample, axis=0)
+    else:
+        centres, _ = kmeans2(sample, count, minit="++", seed=np.random.default_rng(0))
+    return np.argmin(((features[:, None, :] - centres[None]) ** 2).sum(axis=2), axis=1)
+
+
+def class_search(bundles: Sequence[tuple[Bundle, ...]], scores: NDArray[np.float64], constraints: ConstraintSet,
+                 h: float, delta: float | None, epsilon: float | None, reference: float,
+                 tolerance: float = DEFAULT_RTOL, deadline: Deadline | None = None, nodes_max: int = SLOT_NODES_MAX,
+                 classes: int = CLASSES, known: float = -1.0) -> SlotSearch | None:
+    """A branch and bound over how many databases of each *class* an allowed set holds (the same constraints
+    as :func:`slot_search`; ``curve`` None).
+
+    The databases are split into classes whose curves nearly form chains (:func:`_classes`; any split is
+    sound). Within class ``c`` (in the order of ``scores``), an allowed set's ``i``-th member lies at or
+    after the slot position ``p_i`` of the class alone (module doc, "Slots"), so an allowed set with ``n_c``
+    members in each class is dominated by the composition over classes of the class's first ``n_c`` suffix
+    envelopes; the sets whose counts of the first classes are fixed are dominated by those classes' envelopes
+    composed with the slots of the union of the other classes (the module doc's bound on that union, with
+    the slots left). Exclusive groups across classes are ignored (more sets: still a bound). So the maximum
+    over count vectors, found by a best-first search over the classes in turn, bounds every allowed pair:
+    within one class the envelopes are close to the members, where one envelope per slot of all databases
+    mixes curves that cross (a pure guarantee's large delta at small epsilon, a subsampled one's tail). A
+    leaf's witness takes its count from each class in order (a group once), then completes the set; ``known``
+    is a value some allowed pair reaches (the search stops within ``tolerance`` of the larger). The value is
+    epsilon at ``delta``, or delta at ``epsilon``; ``reference`` the epsilon of one database's share (the
+    classes' scale). None when the constraints are of another kind or the databases form one class."""
+    deadline = current() if deadline is None else deadline
+    if not _Groups.accepts(constraints, "unbounded") or classes < 2:
+        return None
+    groups = _Groups(constraints)
+    active = np.array([i for i in range(len(bundles)) if bundles[i]], dtype=np.intp)
+    if not active.size or groups.m == 0:
+        return None
+    order = active[np.lexsort((active, -scores[active]))]
+    directions = max(len(bundles[i]) for i in order)
+    lo = min(b.lo for i in order for b in bundles[i])
+    hi = max(b.hi for i in order for b in bundles[i])
+    if hi - lo + 1 > ENVELOPE_POINTS_MAX:
+        return None
+    order = _undominated(order, bundles, groups, lo, hi, h, directions)
+    label = _classes(order, bundles, lo, hi, h, directions, reference, classes)
+    present = [c for c in range(int(label.max()) + 1) if (label == c).any()]
+    if len(present) < 2:
+        return None
+    # the class holding the first database first: its counts are decided at the root
+    present.sort(key=lambda c: int(np.flatnonzero(label == c)[0]))
+    members = [order[label == c] for c in present]
+    spectra = _Spectra(lo, hi, groups.m, h)
+
+    def envelopes(databases: NDArray[np.intp]) -> list[list]:
+        """The slot envelopes of ``databases`` (in order) per slot, each per direction (module doc, "Slots")."""
+        positions, taken = [], set()
+        for rank, i in enumerate(databases):
+            g = int(groups.group[i])
+            if g not in taken:
+                taken.add(g)
+                positions.append(rank)
+                if len(positions) == groups.m:
+                    break
+        out = [[None] * directions for _ in positions]
+        for d in range(directions):
+            running = np.zeros(hi - lo + 1)
+            pending = len(positions) - 1
+            for rank in range(databases.size - 1, -1, -1):
+                if pending < 0:
+                    break
+                b = bundles[databases[rank]]
+                np.maximum(running, profile(b[min(d, len(b) - 1)], lo, hi, h), out=running)
+                while pending >= 0 and positions[pending] == rank:
+                    out[pending][d] = spectra.of(envelope_law(running.copy(), lo, h))
+                    pending -= 1
+        return out
+
+    own = [envelopes(x) for x in members]
+    rest = [envelopes(order[np.isin(label, present[c:])]) for c in range(len(present))]
+    evaluated = [0]
+
+    def value(parts: list[list]) -> float:
+        evaluated[0] += 1
+        return spectra.value([[p[d] for p in parts] for d in range(directions)], delta, epsilon) if parts else 0.0
+
+    def bound(counts: tuple[int, ...]) -> float:
+        parts = [e for c, n in enumerate(counts) for e in own[c][:n]]
+        left = groups.m - sum(counts)
+        if len(counts) < len(present) and left > 0:
+            parts += rest[len(counts)][:left]
+        return value(parts)
+
+    def witness(counts: tuple[int, ...]) -> frozenset[int]:
+        chosen, taken = [], set()
+        for c, n in enumerate(counts):
+            got = 0
+            for i in members[c]:
+                if got == n:
+                    break
+                g = int(groups.group[i])
+                if g not in taken:
+                    taken.add(g)
+                    chosen.append(int(i))
+                    got += 1
+        for i in order:  # complete: a larger allowed set only raises the composition
+            if len(chosen) >= groups.m:
+                break
+            g = int(groups.group[i])
+            if g not in taken:
+                taken.add(g)
+                chosen.append(int(i))
+        return frozenset(chosen)
+
+    best: list = [frozenset(), known]
+    seen: set[frozenset[int]] = set()
+
+    def closed(b: float) -> bool:
+        return b <= best[1] or (math.isfinite(b) and b <= best[1] * (1.0 + tolerance))
+
+    def children(counts: tuple[int, ...]) -> list[tuple[float, tuple[int, ...], bool]]:
+        c = len(counts)
+        left = groups.m - sum(counts)
+        if c == len(present) - 1:  # the last class takes what is left (more only raises the composition)
+            leaf = counts + (min(left, len(own[c])),)
+            return [(bound(leaf), leaf, True)]
+        return [(bound(counts + (n,)), counts + (n,), False) for n in range(min(left, len(own[c])) + 1)]
+
+    root = ()
+    open_nodes = [(bound(root), root, False)]
+    frontier, stopped = [], False
+    while open_nodes:
+        open_nodes.sort(key=lambda x: x[0])
+        if closed(open_nodes[-1][0]) or evaluated[0] >= nodes_max:
+            break
+        if deadline.expired():
+            deadline.stop(f"the branch and bound over classes after {evaluated[0]} compositions")
+            stopped = True
+            break
+        top = open_nodes.pop()
+        if top[2]:  # a leaf: its bound is final; its witness
+            s = witness(top[1])
+            if s not in seen:
+                seen.add(s)
+                v = value([_own(bundles[i], spectra, directions) for i in sorted(s)])
+                if v > best[1]:
+                    best[:] = [s, v]
+            frontier.append(top)
+            if not closed(top[0]):  # the largest bound left is final: no search goes below it
+                break
+            continue
+        for child in children(top[1]):
+            (frontier if closed(child[0]) else open_nodes).append(child)
+    left = open_nodes + frontier
+    if not left:
+        return None
+    upper = max([x[0] for x in left] + [best[1]])
+    complete = all(closed(x[0]) for x in left)
+    return SlotSearch(best[0], best[1], upper, None, evaluated[0], complete, stopped)
+
+
+def combined(search: SlotSearch, counted: SlotSearch | None, delta: float | None, epsilon: float | None) -> SlotSearch:
+    """:func:`slot_search`'s answer with :func:`class_search`'s: both bounds hold, so the lesser; the better
+    witness; the root curve pinned at the lesser bound."""
+    if counted is None:
+        return search
+    members, lower = (counted.members, counted.lower) if counted.members and counted.lower > search.lower \
+        else (search.members, search.lower)
+    nodes, stopped = search.nodes + counted.nodes, search.stopped or counted.stopped
+    if counted.upper >= search.upper:
+        return replace(search, members=members, lower=lower, nodes=nodes, stopped=stopped)
+    curve = search.curve._curve if isinstance(search.curve, _Pinned) else search.curve
+    return SlotSearch(members, lower, counted.upper, _Pinned(curve, counted.upper, delta, epsilon), nodes,
+                      counted.complete, stopped)
+
+
+def _own(bundle: tuple[Bundle, ...], spectra: "_Spectra", directions: int) -> list:
+    """A database's own transforms per direction."""
+    return [spectra.of(bundle[min(d, len(bundle) - 1)]) for d in range(directions)]
+
+
 # ---------------------------------------------------------------------------
 # What a solve needs: the databases' bundles, their scores, the cost of a search
 
@@ -649,6 +855,14 @@ def node_seconds(bundles: Sequence[tuple[Bundle, ...]], slots: int) -> float:
     _, directions, points = _extent(bundles)
     size = slots * points
     return directions * (slots * size * 2e-9 + size * 4e-8)
+
+
+def class_seconds(bundles: Sequence[tuple[Bundle, ...]], slots: int, nodes: int, classes: int = CLASSES) -> float:
+    """An estimate of the seconds of one :func:`class_search` of at most ``nodes`` compositions: those, and
+    the envelopes of every class and of the unions of the classes after it (``2 classes`` passes over the
+    databases, like :func:`search_seconds`'s)."""
+    present, directions, points = _extent(bundles)
+    return nodes * node_seconds(bundles, slots) + 2 * classes * directions * (present + slots) * points * 2e-8
 
 
 def search_seconds(bundles: Sequence[tuple[Bundle, ...]], slots: int) -> float:
