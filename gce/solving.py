@@ -619,7 +619,7 @@ def _bracket(witness: Composition, upper: float, delta: float | None, epsilon: f
     if epsilon is None and halvings == 0:
         # Rounded down, each copy's loss drops by up to the grid width: on a coarse grid over many copies
         # the lower curve would say little (an epsilon drop of about half of that, summed).
-        copies = sum(n for g, n in curve.plan.guarantees if not batch.closed_form(g))
+        copies = sum(batch.point_splits(g, n) for g, n in curve.plan.guarantees if not batch.closed_form(g))
         while 0.5 * interval * copies > BRACKET_LOOSENESS * upper and halvings < REFINEMENTS_MAX \
                 and interval / 2.0 >= batch.FINEST:
             interval, halvings = interval / 2.0, halvings + 1
@@ -678,9 +678,14 @@ SLOT_SECONDS = 1.5
 SLOT_NOISE_BASE = 8e-4
 #: Share of the target delta that the per-slot search's trimmed tails may add (:func:`gce.solvers.envelope.trimmed`).
 SLOT_TRIM = 1e-4
-#: The branch and bound over classes (:func:`gce.solvers.envelope.class_search`) starts when this many times
-#: its estimated cost is left.
-CLASS_RESERVE = 2.0
+#: The branch and bound over classes (:func:`gce.solvers.envelope.class_search`): at most this many seconds of
+#: estimated compositions.
+CLASS_SECONDS = 1.0
+#: Share of the time limit that the per-slot and count searches leave to the witness's composition and the
+#: bracket (:func:`_slot_search`).
+SLOT_RESERVE = 0.2
+#: With more slots than this (``at_most`` m), the count search goes before the per-slot one.
+CLASS_FIRST_SLOTS = 8
 
 
 def _slot_search(scenario: Scenario, delta: float | None, epsilon: float | None, budget: _Budget,
@@ -700,7 +705,9 @@ def _slot_search(scenario: Scenario, delta: float | None, epsilon: float | None,
     members = best_pair[0] ^ best_pair[1]
     # (eps, delta) points move by up to a grid width each when split; noise mechanisms' pmfs much less (their
     # split errors are second order, as the batch engine's grid for them says: dp-accounting's interval)
-    points = sum(n for g, n in best_ms if kinds.pld_noise(g) is None)
+    # (each database's copies of one point are composed exactly before they meet the grid: batch.point_splits)
+    points = sum(batch.point_splits(g, n) for i in members for g, n in scenario.table.multiset_on(frozenset((i,)))
+                 if kinds.pld_noise(g) is None)
     scale = best_value if epsilon is None else epsilon
     base = max(pld.DISCRETIZATION, min(2.0 * budget.rtol * scale / max(points, 1), SLOT_NOISE_BASE))
     h = _on_interval(SLOT_COARSE * base)
@@ -708,42 +715,57 @@ def _slot_search(scenario: Scenario, delta: float | None, epsilon: float | None,
     cut = SLOT_TRIM * (delta if epsilon is None else best_value) / max(slots, 1)
     table = scenario.table
     reference = scale / max(1, len(members))
-    found, witnessed = None, {}
+    found, witnessed, searched = None, {}, 0.0
+    # The searches stop with SLOT_RESERVE of the time limit left: the witness's composition and the bracket's
+    # lower curve follow (a view of the solve's deadline with a nearer cap; its stops are said on the solve's).
+    phase = budget.deadline.collecting()
+    if phase.seconds is not None:
+        phase.seconds = max(phase.seconds - SLOT_RESERVE * phase.seconds, 0.0)
     while True:
-        estimate = envelope.bundles_seconds(scenario.n, len(table.kinds), h)
-        if budget.deadline.fits(estimate):
+        # (a finer grid's search costs at least SLOT_REFINE times the last one's: not begun when that won't fit)
+        estimate = envelope.bundles_seconds(scenario.n, len(table.kinds), h) + SLOT_REFINE * searched
+        if phase.fits(estimate):
             try:
                 bundles = envelope.database_bundles(table, scenario.n, h, cut)
             except (UnsupportedCombinationError, NumericalLimitError):
                 break
             estimate = envelope.search_seconds(bundles, slots)
-        if not budget.deadline.fits(estimate):
-            budget.deadline.stop(f"the per-slot envelopes on a grid of width {h:g} (about {estimate:.2g} s; "
-                                 f"{max(budget.left(), 0.0):.2g} s left)")
+        if not phase.fits(estimate):
+            phase.stop(f"the per-slot envelopes on a grid of width {h:g} (about {estimate:.2g} s; "
+                       f"{max(phase.left(), 0.0):.2g} s left)")
             break
+        searched = estimate
         scores = envelope.scores(bundles, reference, h)
         # the nodes a step may take: as many as SLOT_SECONDS of estimated work (decided by the question)
-        nodes_max = max(1, min(envelope.SLOT_NODES_MAX,
-                               int(SLOT_SECONDS / max(envelope.node_seconds(bundles, slots), 1e-9))))
-        with within(budget.deadline):
-            step = envelope.slot_search(bundles, scores, scenario.constraints, h, delta, epsilon,
-                                        budget.rtol / 4.0, budget.deadline, nodes_max)
+        node = max(envelope.node_seconds(bundles, slots), 1e-9)
+        nodes_max = max(1, min(envelope.SLOT_NODES_MAX, int(SLOT_SECONDS / node)))
+        counts_max = max(1, min(envelope.SLOT_NODES_MAX, int(CLASS_SECONDS / node)))
+
+        def by_slots(known: float) -> envelope.SlotSearch | None:
+            with within(phase):
+                return envelope.slot_search(bundles, scores, scenario.constraints, h, delta, epsilon,
+                                            budget.rtol / 4.0, phase, nodes_max)
+
+        def by_classes(known: float) -> envelope.SlotSearch | None:
+            estimate = envelope.class_seconds(bundles, slots, counts_max)
+            if not phase.fits(estimate):
+                phase.stop(f"the branch and bound over classes on a grid of width {h:g} (about "
+                           f"{estimate:.2g} s; {max(phase.left(), 0.0):.2g} s left)")
+                return None
+            with within(phase):
+                return envelope.class_search(bundles, scores, scenario.constraints, h, delta, epsilon, reference,
+                                             budget.rtol / 4.0, phase, counts_max, known=known)
+
+        # Many slots: one envelope per slot mixes more curves, and the counts of classes go first.
+        first, second = (by_classes, by_slots) if slots > CLASS_FIRST_SLOTS else (by_slots, by_classes)
+        step = first(best_value)
+        if step is None and first is by_classes:
+            step = by_slots(best_value)
+        elif step is not None and step.upper > max(best_value, step.lower) * (1.0 + budget.rtol / 2.0):
+            other = second(max(best_value, step.lower))
+            step = envelope.combined(step, other, delta, epsilon)
         if step is None:
             break
-        if step.upper > max(best_value, step.lower) * (1.0 + budget.rtol / 2.0):
-            # not closed: the branch and bound over counts of classes (its own node cap, estimated)
-            # (started only when as much time again is left: the witness's composition and the bracket follow)
-            estimate = envelope.class_seconds(bundles, slots, nodes_max)
-            if budget.deadline.fits(CLASS_RESERVE * estimate):
-                with within(budget.deadline):
-                    counted = envelope.class_search(bundles, scores, scenario.constraints, h, delta, epsilon,
-                                                    reference, budget.rtol / 4.0, budget.deadline, nodes_max,
-                                                    known=max(best_value, step.lower))
-                step = envelope.combined(step, counted, delta, epsilon)
-            else:
-                budget.deadline.stop(f"the branch and bound over classes on a grid of width {h:g} (about "
-                                     f"{estimate:.2g} s, {CLASS_RESERVE:g} x that needed; "
-                                     f"{max(budget.left(), 0.0):.2g} s left)")
         if step.members and step.members not in witnessed:  # its witness, on the solve's own grid
             witnessed[step.members] = _at(budget.compose(table.multiset_on(step.members)), delta, epsilon)[index]
         if found is None or step.upper < found.upper:
@@ -755,6 +777,8 @@ def _slot_search(scenario: Scenario, delta: float | None, epsilon: float | None,
         if finer >= h:
             break
         h = finer
+    for what in phase.stops:
+        budget.deadline.stop(f"{what} (the searches leave {SLOT_RESERVE:.0%} of the time limit to the bracket)")
     if found is not None and witnessed:  # the best witness of every step, with its value on the solve's grid
         members = max(witnessed, key=witnessed.get)
         found = replace(found, members=members, lower=witnessed[members])

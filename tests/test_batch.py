@@ -114,6 +114,35 @@ def test_upper_never_below_brute_force_on_a_dense_grid_of_epsilons():
     assert np.all(curve.lower.delta(eps) <= exact + 1e-15)
 
 
+@pytest.mark.parametrize("eps, delta", [(0.013, 0.0), (0.2, 1e-6), (1.3, 0.01)])
+@pytest.mark.parametrize("count", [2, 7, 50])
+def test_copies_of_a_point_meet_the_grid_once(eps, delta, count, monkeypatch):
+    """``count`` copies of (eps, delta) are composed exactly (a binomial law, KOV15 Thm. 3.3) before they are
+    split or rounded down: upper and lower around the exact curve (reference.exact_delta) on a coarse grid,
+    and the bracket narrower than when each copy meets the grid (the engine before), by about ``count``."""
+    grid = np.linspace(0.0, count * eps * 1.2, 41)
+    if count <= 7:  # brute force over the copies' outcomes
+        exact = np.array([reference.exact_delta([(eps, delta)] * count, e) for e in grid])
+    else:  # the composed canonical pair's atoms, summed exactly
+        p_hi, p_lo = (1 - delta) / (1 + math.exp(-eps)), (1 - delta) / (1 + math.exp(eps))
+        exact = np.array([1 - (1 - delta) ** count + math.fsum(
+            math.comb(count, j) * p_hi ** j * p_lo ** (count - j) * max(0.0, -math.expm1(e - (2 * j - count) * eps))
+            for j in range(count + 1)) for e in grid])
+    widths = []
+    for per_copy in (False, True):
+        monkeypatch.setattr(batch, "POINT_COPIES_EXACT", 1 if per_copy else 4096)
+        batch.plan.cache_clear()
+        g = PureDP(eps) if delta == 0.0 else ApproxDP(eps, delta)
+        curve = batch.BatchCurve(((g, count),), interval=0.01)
+        assert np.all(curve.delta(grid) >= exact * (1 - 1e-12) - 1e-15)
+        assert np.all(curve.lower.delta(grid) <= exact * (1 + 1e-12) + 1e-15)
+        d = max(float(exact[len(grid) // 3]), 1e-9)
+        widths.append(float(curve.epsilon(d) - curve.lower.epsilon(d)))
+    batch.plan.cache_clear()
+    assert widths[0] <= 0.02 + 1e-12  # one split above and one rounding below: at most two grid widths
+    assert widths[0] < widths[1] or widths[1] <= 0.02
+
+
 # ---------------------------------------------------------------------------
 # Noise mechanisms
 

@@ -211,8 +211,27 @@ def _split_share(above: NDArray[np.float64] | float, width: float) -> NDArray[np
     return np.clip(np.expm1(-np.asarray(above, dtype=float)) / math.expm1(-width), 0.0, 1.0)
 
 
+#: Most copies of one (eps, delta) point composed exactly before they meet the grid (:func:`_point_laws`).
+POINT_COPIES_EXACT = 4096
+
+
+def point_splits(guarantee: Guarantee, count: int) -> int:
+    """How many times ``count`` copies of ``guarantee`` meet the grid (each split raises epsilon, each rounding
+    down lowers it, by up to a grid width): once for an (eps, delta) point of at most
+    :data:`POINT_COPIES_EXACT` copies (composed exactly first, :func:`_point_laws`), else once per copy."""
+    source = kinds.pld_source(guarantee)
+    exact = source is not None and source.kind == "point" and count <= POINT_COPIES_EXACT
+    return 1 if exact else int(count)
+
+
 def _point_laws(eps: float, delta: float, count: int, h: float) -> tuple[_Law, _Law]:
-    """Upper (split) and lower (rounded down) laws of the canonical pair of (eps, delta)."""
+    """Upper (split) and lower (rounded down) laws of ``count`` copies of the canonical pair of (eps, delta).
+
+    Up to :data:`POINT_COPIES_EXACT` copies are composed exactly first: ``k`` of ``count`` copies at loss
+    ``+eps`` and the others at ``-eps`` with P-mass ``C(count, k) p_hi^k p_lo^(count - k)``, and
+    ``1 - (1 - delta)^count`` at +inf (Kairouz, Oh, Viswanath 2015, Thm. 3.3: the canonical pairs compose
+    to this pair); its atoms are then split or rounded down once (:func:`loss_law`: a dominating and a
+    dominated pair of the composition), where each copy's own atoms would meet the grid ``count`` times."""
     if delta >= 1.0:
         empty = _Law(np.zeros(0, np.int64), np.zeros(0), count, 1.0)
         return empty, empty
@@ -222,6 +241,19 @@ def _point_laws(eps: float, delta: float, count: int, h: float) -> tuple[_Law, _
     if eps == 0.0:
         law = _Law(np.zeros(1, np.int64), np.array([survive]), count, delta)
         return law, law
+    if 1 < count <= POINT_COPIES_EXACT and eps < 700:
+        k = np.arange(count + 1, dtype=float)
+        # log C(count, k) + k log p_hi + (count - k) log p_lo, with p_hi, p_lo over (1 - delta) factored out
+        log_mass = (special.gammaln(count + 1.0) - special.gammaln(k + 1.0) - special.gammaln(count - k + 1.0)
+                    - k * np.logaddexp(0.0, -eps) - (count - k) * np.logaddexp(0.0, eps))
+        mass = np.exp(log_mass + count * math.log1p(-delta))
+        infinite = -math.expm1(count * math.log1p(-delta))
+        tiny = mass <= TINY_MASS  # (as dense laws: charged at +inf above, left out below)
+        loss = (2.0 * k - count) * eps
+        upper = loss_law(loss[~tiny], mass[~tiny], 1, h, upper=True,
+                         infinite=min(infinite + float(mass[tiny].sum()), 1.0))
+        lower = loss_law(loss[~tiny], mass[~tiny], 1, h, upper=False, infinite=infinite)
+        return upper, lower
     up_index, up_mass = [], []
     for loss, p in ((eps, p_hi), (-eps, p_lo)):
         b = _grid_index(loss, h, up=True)
@@ -484,7 +516,7 @@ def _interval(ms: Sequence[tuple[Guarantee, int]], rtol: float) -> float:
             m, v = _point_moments(eps)
             mean += n * m
             var += n * v
-            off_grid += n
+            off_grid += point_splits(g, n)
     if off_grid == 0:
         return COARSEST
     sd = math.sqrt(var)
@@ -605,7 +637,7 @@ def _coarsening(ms: tuple[tuple[Guarantee, int], ...], h: float, rtol: float) ->
         elif source.kind == "point":
             m, v = _point_moments(source.parameters[0])
             parts = [(n * m, n * v)]
-            copies += n
+            copies += point_splits(g, n)
         else:
             coarse = _summary_interval(g)
             parts = [_moments([law], coarse) for law in _laws(g, n, coarse, True)]

@@ -620,7 +620,7 @@ def class_search(bundles: Sequence[tuple[Bundle, ...]], scores: NDArray[np.float
                  tolerance: float = DEFAULT_RTOL, deadline: Deadline | None = None, nodes_max: int = SLOT_NODES_MAX,
                  classes: int = CLASSES, known: float = -1.0) -> SlotSearch | None:
     """A branch and bound over how many databases of each *class* an allowed set holds (the same constraints
-    as :func:`slot_search`; ``curve`` None).
+    as :func:`slot_search`, the same answer).
 
     The databases are split into classes whose curves nearly form chains (:func:`_classes`; any split is
     sound). Within class ``c`` (in the order of ``scores``), an allowed set's ``i``-th member lies at or
@@ -763,12 +763,14 @@ def class_search(bundles: Sequence[tuple[Bundle, ...]], scores: NDArray[np.float
         return None
     upper = max([x[0] for x in left] + [best[1]])
     complete = all(closed(x[0]) for x in left)
-    return SlotSearch(best[0], best[1], upper, None, evaluated[0], complete, stopped)
+    # The root's one envelope per slot bounds every pair at every epsilon; at the target the search's bound.
+    curve = _Pinned(spectra.curve([[e[d] for e in rest[0]] for d in range(directions)]), upper, delta, epsilon)
+    return SlotSearch(best[0], best[1], upper, curve, evaluated[0], complete, stopped)
 
 
 def combined(search: SlotSearch, counted: SlotSearch | None, delta: float | None, epsilon: float | None) -> SlotSearch:
-    """:func:`slot_search`'s answer with :func:`class_search`'s: both bounds hold, so the lesser; the better
-    witness; the root curve pinned at the lesser bound."""
+    """Two searches' answers (:func:`slot_search`, :func:`class_search`) as one: both bounds hold, so the
+    lesser; the better witness; the first one's root curve pinned at the lesser bound."""
     if counted is None:
         return search
     members, lower = (counted.members, counted.lower) if counted.members and counted.lower > search.lower \
