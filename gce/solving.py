@@ -501,7 +501,7 @@ def _solve_pairs(scenario: Scenario, delta: float | None, epsilon: float | None,
             return report
         slot = _slot_search(scenario, delta, epsilon, budget, best_eps, best_ms, best_pair)
         if slot is not None and slot.lower > best_eps:  # its witness set, composed on the solve's grid
-            best_pair, best_eps, fine = (frozenset(), slot.members), slot.lower, True
+            best_pair, best_eps, fine = (frozenset(), slot.members), slot.lower, False
             best_ms = scenario.table.multiset_on(slot.members)
         closed = slot is not None and slot.upper <= best_eps * (1.0 + budget.rtol)
         if closed:  # the per-slot search is within rtol: the branch and bound over the memberships is not needed
@@ -767,7 +767,10 @@ def _slot_search(scenario: Scenario, delta: float | None, epsilon: float | None,
         if step is None:
             break
         if step.members and step.members not in witnessed:  # its witness, on the solve's own grid
-            witnessed[step.members] = _at(budget.compose(table.multiset_on(step.members)), delta, epsilon)[index]
+            # (auxiliary: noise mechanisms' pmfs on the coarser grid of a witness's rival; the bracket's lower
+            # curve is composed on its own grids, and the answer is the search's bound)
+            witnessed[step.members] = _at(budget.compose(table.multiset_on(step.members), auxiliary=True),
+                                          delta, epsilon)[index]
         if found is None or step.upper < found.upper:
             found = step
         best_value = max([best_value, *witnessed.values()])

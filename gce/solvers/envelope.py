@@ -282,6 +282,15 @@ class _Spectra:
         """(lowest index, transform, mass at +inf, L2 norm) of one law."""
         return bundle.lo, self._fft.rfft(bundle.mass, n=self.size), bundle.infinite, float(np.linalg.norm(bundle.mass))
 
+    def merged(self, parts) -> tuple[int, NDArray[np.complex128], float, float]:
+        """One part standing for the product of ``parts`` in :meth:`_pmf` (the sums of the lowest indices and
+        norms, the product of the transforms and of the survivals): a product shared by several compositions."""
+        acc = parts[0][1].copy()
+        for part in parts[1:]:
+            acc *= part[1]
+        log_survival = sum(math.log1p(-part[2]) if part[2] < 1.0 else -math.inf for part in parts)
+        return sum(part[0] for part in parts), acc, -math.expm1(log_survival), sum(part[3] for part in parts)
+
     def _pmf(self, parts) -> tuple[int, NDArray[np.float64], float, float]:
         """(lowest index, pmf, mass at +inf, round-off allowance) of one direction's product."""
         acc = parts[0][1].copy()
@@ -583,17 +592,16 @@ def slot_search(bundles: Sequence[tuple[Bundle, ...]], scores: NDArray[np.float6
 
 #: Classes of :func:`class_search`.
 CLASSES = 3
+#: Most floats of profiles :func:`class_search` keeps (one per distinct bundle and direction): 64 MB.
+PROFILES_KEPT = 2**23
 #: Databases (the first in the order) whose profiles place the classes (:func:`_classes`).
 CLASS_SAMPLE = 256
 
 
-def _classes(order: NDArray[np.intp], bundles, lo: int, hi: int, h: float, directions: int, reference: float,
-             count: int) -> NDArray[np.intp]:
-    """A class for every database of ``order``: k-means (a fixed seed: the same classes on every machine) on
-    the logarithms of the profiles at ``reference`` times 0.25 to 6, over the first :data:`CLASS_SAMPLE`
-    databases, the others joining the nearest centre. Any classes are sound (:func:`class_search`); these
-    put databases whose curves nearly form a chain together."""
-    from scipy.cluster.vq import kmeans2
+def _features(order: NDArray[np.intp], bundles, lo: int, hi: int, h: float, directions: int,
+              reference: float) -> NDArray[np.float64]:
+    """Each database's (in ``order``) logarithms of its profiles at ``reference`` times 0.25 to 6 (floored at
+    1e-14), both directions: what :func:`_classes` clusters."""
     points = np.unique(np.clip(np.round(reference * np.linspace(0.25, 6.0, 24) / h).astype(np.intp) - lo,
                                0, hi - lo))
     memo: dict[int, NDArray[np.float64]] = {}
@@ -606,10 +614,18 @@ def _classes(order: NDArray[np.intp], bundles, lo: int, hi: int, h: float, direc
                                         for d in range(directions)])
         return memo[key]
 
-    features = np.stack([feature(int(i)) for i in order])
+    return np.stack([feature(int(i)) for i in order])
+
+
+def _classes(features: NDArray[np.float64], count: int) -> NDArray[np.intp]:
+    """A class for every row of ``features``: k-means (a fixed seed: the same classes on every machine) over
+    the first :data:`CLASS_SAMPLE` rows, the others joining the nearest centre. Any classes are sound
+    (:func:`class_search`); these put databases whose curves nearly form a chain together."""
+    from scipy.cluster.vq import kmeans2
     sample = features[:CLASS_SAMPLE]
-    if np.unique(sample, axis=0).shape[0] <= count:
-        centres = np.unique(sample, axis=0)
+    distinct = np.unique(sample, axis=0)
+    if distinct.shape[0] <= count:
+        centres = distinct
     else:
         centres, _ = kmeans2(sample, count, minit="++", seed=np.random.default_rng(0))
     return np.argmin(((features[:, None, :] - centres[None]) ** 2).sum(axis=2), axis=1)
@@ -650,7 +666,8 @@ def class_search(bundles: Sequence[tuple[Bundle, ...]], scores: NDArray[np.float
     if hi - lo + 1 > ENVELOPE_POINTS_MAX:
         return None
     order = _undominated(order, bundles, groups, lo, hi, h, directions)
-    label = _classes(order, bundles, lo, hi, h, directions, reference, classes)
+    features = _features(order, bundles, lo, hi, h, directions, reference)
+    label = _classes(features, classes)
     present = [c for c in range(int(label.max()) + 1) if (label == c).any()]
     if len(present) < 2:
         return None
@@ -676,14 +693,44 @@ def class_search(bundles: Sequence[tuple[Bundle, ...]], scores: NDArray[np.float
             for rank in range(databases.size - 1, -1, -1):
                 if pending < 0:
                     break
-                b = bundles[databases[rank]]
-                np.maximum(running, profile(b[min(d, len(b) - 1)], lo, hi, h), out=running)
+                np.maximum(running, profiles(int(databases[rank]), d), out=running)
                 while pending >= 0 and positions[pending] == rank:
                     out[pending][d] = spectra.of(envelope_law(running.copy(), lo, h))
                     pending -= 1
         return out
 
-    own = [envelopes(x) for x in members]
+    # Profiles and transforms per distinct bundle, kept while they take at most PROFILES_KEPT floats
+    kept_profiles: dict[tuple[int, int], NDArray[np.float64]] = {}
+    keep = len({id(bundles[i]) for i in order}) * directions * (hi - lo + 1) <= PROFILES_KEPT
+
+    def profiles(i: int, d: int) -> NDArray[np.float64]:
+        b = bundles[i]
+        key = (id(b), d)
+        found = kept_profiles.get(key)
+        if found is None:
+            found = profile(b[min(d, len(b) - 1)], lo, hi, h)
+            if keep:
+                kept_profiles[key] = found
+        return found
+
+    transforms: dict[int, list] = {}
+
+    def own_transforms(i: int) -> list:
+        key = id(bundles[i])
+        if key not in transforms:
+            transforms[key] = _own(bundles[i], spectra, directions)
+        return transforms[key]
+
+    position = np.empty(len(bundles), dtype=np.intp)
+    position[order] = np.arange(order.size)
+    member_of = {(c,): members[c] for c in range(len(present))}  # a class's key -> its databases, in order
+    envelopes_of: dict[tuple, list] = {}
+
+    def own(key: tuple) -> list:
+        if key not in envelopes_of:
+            envelopes_of[key] = envelopes(member_of[key])
+        return envelopes_of[key]
+
     rest = [envelopes(order[np.isin(label, present[c:])]) for c in range(len(present))]
     evaluated = [0]
 
@@ -692,17 +739,22 @@ def class_search(bundles: Sequence[tuple[Bundle, ...]], scores: NDArray[np.float
         return spectra.value([[p[d] for p in parts] for d in range(directions)], delta, epsilon) if parts else 0.0
 
     def bound(counts: tuple[int, ...]) -> float:
-        parts = [e for c, n in enumerate(counts) for e in own[c][:n]]
+        """Sets with ``counts`` of the first classes (the union of the others on the slots left)."""
+        parts = [e for c, n in enumerate(counts) for e in own((c,))[:n]]
         left = groups.m - sum(counts)
         if len(counts) < len(present) and left > 0:
             parts += rest[len(counts)][:left]
         return value(parts)
 
-    def witness(counts: tuple[int, ...]) -> frozenset[int]:
+    def leaf_bound(spec: tuple) -> float:
+        """Sets with at most ``n`` databases of each class ``key`` of ``spec`` (pairs (key, n))."""
+        return value([e for key, n in spec for e in own(key)[:n]])
+
+    def witness(spec: tuple) -> frozenset[int]:
         chosen, taken = [], set()
-        for c, n in enumerate(counts):
+        for key, n in sorted(spec, key=lambda kn: position[member_of[kn[0]][0]]):
             got = 0
-            for i in members[c]:
+            for i in member_of[key]:
                 if got == n:
                     break
                 g = int(groups.group[i])
@@ -719,19 +771,68 @@ def class_search(bundles: Sequence[tuple[Bundle, ...]], scores: NDArray[np.float
                 chosen.append(int(i))
         return frozenset(chosen)
 
+    def split(key: tuple) -> tuple[tuple, tuple] | None:
+        """The class ``key`` in two (:func:`_classes` on its members), None when it does not split."""
+        if key + (0,) in member_of:
+            return key + (0,), key + (1,)
+        databases = member_of[key]
+        if databases.size < 2:
+            return None
+        halves = _classes(features[position[databases]], 2)
+        if not halves.any() or halves.all():
+            return None
+        member_of[key + (0,)], member_of[key + (1,)] = databases[halves == 0], databases[halves == 1]
+        return key + (0,), key + (1,)
+
+    def prefixes(key: tuple, n: int, d: int) -> list:
+        """The merged parts of the first 0..n envelopes of class ``key`` in direction ``d`` (None for none)."""
+        out, envelopes_ = [None], own(key)
+        for j in range(n):
+            part = envelopes_[j][d]
+            out.append(part if out[-1] is None else spectra.merged([out[-1], part]))
+        return out
+
+    def refined(spec: tuple) -> list | None:
+        """A leaf's sets by how its largest splittable class's count divides between the class's halves:
+        each half's envelopes lie below the class's at the same rank (fewer databases in each suffix).
+        The other classes' product is formed once, each half's by prefixes."""
+        for key, n in sorted(spec, key=lambda kn: -kn[1]):
+            halves = split(key) if n > 0 else None
+            if halves is None:
+                continue
+            first, second = halves
+            others = tuple(kn for kn in spec if kn[0] != key)
+            cap_first, cap_second = len(own(first)), len(own(second))
+            ks = range(max(0, n - cap_second), min(n, cap_first) + 1)
+            base, ones, twos = [], [], []
+            for d in range(directions):
+                parts = [e[d] for k_, m_ in others for e in own(k_)[:m_]]
+                base.append(spectra.merged(parts) if parts else None)
+                ones.append(prefixes(first, max(ks), d))
+                twos.append(prefixes(second, n - min(ks), d))
+            out = []
+            for k in ks:
+                child = others + ((first, k), (second, n - k))
+                by_direction = [[p for p in (base[d], ones[d][k], twos[d][n - k]) if p is not None]
+                                for d in range(directions)]
+                evaluated[0] += 1
+                out.append((spectra.value(by_direction, delta, epsilon) if by_direction[0] else 0.0, child, True))
+            return out
+        return None
+
     best: list = [frozenset(), known]
     seen: set[frozenset[int]] = set()
 
     def closed(b: float) -> bool:
         return b <= best[1] or (math.isfinite(b) and b <= best[1] * (1.0 + tolerance))
 
-    def children(counts: tuple[int, ...]) -> list[tuple[float, tuple[int, ...], bool]]:
+    def children(counts: tuple[int, ...]) -> list:
         c = len(counts)
         left = groups.m - sum(counts)
         if c == len(present) - 1:  # the last class takes what is left (more only raises the composition)
-            leaf = counts + (min(left, len(own[c])),)
-            return [(bound(leaf), leaf, True)]
-        return [(bound(counts + (n,)), counts + (n,), False) for n in range(min(left, len(own[c])) + 1)]
+            leaf = counts + (min(left, len(own((c,)))),)
+            return [(bound(leaf), tuple(((k,), n) for k, n in enumerate(leaf)), True)]
+        return [(bound(counts + (n,)), counts + (n,), False) for n in range(min(left, len(own((c,)))) + 1)]
 
     root = ()
     open_nodes = [(bound(root), root, False)]
@@ -745,16 +846,22 @@ def class_search(bundles: Sequence[tuple[Bundle, ...]], scores: NDArray[np.float
             stopped = True
             break
         top = open_nodes.pop()
-        if top[2]:  # a leaf: its bound is final; its witness
+        if top[2]:  # a leaf: its witness, then its classes split
             s = witness(top[1])
             if s not in seen:
                 seen.add(s)
-                v = value([_own(bundles[i], spectra, directions) for i in sorted(s)])
+                v = value([own_transforms(i) for i in sorted(s)])
                 if v > best[1]:
                     best[:] = [s, v]
-            frontier.append(top)
-            if not closed(top[0]):  # the largest bound left is final: no search goes below it
+            if closed(top[0]):
+                frontier.append(top)
+                continue
+            finer = refined(top[1])
+            if finer is None:  # no class splits: the largest bound left is final
+                frontier.append(top)
                 break
+            for child in finer:
+                (frontier if closed(child[0]) else open_nodes).append(child)
             continue
         for child in children(top[1]):
             (frontier if closed(child[0]) else open_nodes).append(child)
