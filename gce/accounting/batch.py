@@ -23,7 +23,10 @@ Where the laws come from
   2022, "Connect the dots", for the same construction on the privacy curve),
   and its loss differs from the true one by O(h^2) on average, not O(h) as
   with rounding up (dp-accounting's ``from_privacy_parameters``). Lower law:
-  every atom rounded *down* to the grid.
+  every atom rounded *down* to the grid. Up to :data:`POINT_COPIES_EXACT`
+  copies of one point are composed exactly first (a binomial law on
+  ``(2k - n) eps``, the pair of 002 Thm. III.3) and its atoms split or rounded down
+  once: the totals then meet the grid once per distinct point, not per copy.
 * Laplace, Gaussian and subsampled Gaussian or Laplace noise: dp-accounting's
   dense pmfs at interval ``h`` (through :mod:`gce.accounting.dp_accounting`),
   its pessimistic estimate for the upper law and its optimistic one (privacy
@@ -57,8 +60,9 @@ dense laws), as for :class:`~gce.accounting.pld.PLDCurve`: an estimate
 checked in the tests against brute force and closed forms, not a proof.
 
 The grid width ``h`` comes from the requested accuracy: upper and lower
-totals differ by at most ``h`` per off-grid invocation, so the epsilon
-bracket is at most ``K h`` wide (K invocations), about ``K h / 2`` on
+totals differ by at most ``h`` per law that meets the grid
+(:func:`point_splits`), so the epsilon bracket is at most ``K h`` wide (K
+such laws), about ``K h / 2`` on
 average; ``h = 2 rtol * scale / K`` asks for a relative width ``rtol``,
 scale an estimate of epsilon (mean plus three standard deviations of the
 total loss). Lists with concrete noise mechanisms use dp-accounting's
@@ -229,7 +233,7 @@ def _point_laws(eps: float, delta: float, count: int, h: float) -> tuple[_Law, _
 
     Up to :data:`POINT_COPIES_EXACT` copies are composed exactly first: ``k`` of ``count`` copies at loss
     ``+eps`` and the others at ``-eps`` with P-mass ``C(count, k) p_hi^k p_lo^(count - k)``, and
-    ``1 - (1 - delta)^count`` at +inf (Kairouz, Oh, Viswanath 2015, Thm. 3.3: the canonical pairs compose
+    ``1 - (1 - delta)^count`` at +inf (002 Thm. III.3: the canonical pairs compose
     to this pair); its atoms are then split or rounded down once (:func:`loss_law`: a dominating and a
     dominated pair of the composition), where each copy's own atoms would meet the grid ``count`` times."""
     if delta >= 1.0:

@@ -34,6 +34,18 @@ curve lies below the composition of ``E_{p_1}, ..., E_{p_r}``, and below that of
 parts only raise it). One composition bounds every allowed pair, each direction on its own (the envelope of
 the "remove" profiles bounds the "remove" direction; likewise "add"; the curve is the larger).
 
+*Counts of classes.* Where curves cross (a composition of pure guarantees: a large delta at small epsilon
+and none beyond its sum; a subsampled one: a long tail), one envelope per slot over all databases carries
+every tail into every slot. Split the databases into classes (any split is sound; :func:`_classes` puts
+databases whose curves nearly form chains together) and apply the slots' argument within each class: an
+allowed pair with ``n_c`` differing databases in class ``c`` is dominated by the composition over classes of
+each class's first ``n_c`` slot envelopes. The maximum over the count vectors an allowed pair can have
+(:func:`class_search`: a best-first search over the classes in turn, the classes not yet counted sharing the
+slots left under their union's envelopes) bounds every allowed pair; a count vector whose bound does not
+close splits its largest class in two (each half's envelopes lie below the class's at the same rank: fewer
+databases in each suffix), down to classes of identical databases, where the bound is the set's own
+composition.
+
 *Numbers.* The bundles are the batch engine's upper laws (split atoms, pessimistic noise pmfs) convolved
 exactly on the grid; the envelopes' masses come out of differences of profiles, whose floating-point error
 is charged: any point where the rebuilt profile falls below the envelope's moves that much mass from the
