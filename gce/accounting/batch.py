@@ -1153,9 +1153,15 @@ def loss_law(loss, mass, count: int, h: float, *, upper: bool, infinite: float =
     index = index.astype(np.int64)
     if index.size:
         lo = int(index.min())
-        summed = np.bincount(index - lo, weights=weights)
-        nonzero = np.flatnonzero(summed > 0)
-        index, weights = nonzero.astype(np.int64) + lo, summed[nonzero]
+        if int(index.max()) - lo < 4 * index.size + 1024:
+            summed = np.bincount(index - lo, weights=weights)
+            nonzero = np.flatnonzero(summed > 0)
+            index, weights = nonzero.astype(np.int64) + lo, summed[nonzero]
+        else:  # sparse atoms over a wide range (many copies of a point composed): not a dense array
+            index, inverse = np.unique(index, return_inverse=True)
+            summed = np.bincount(inverse, weights=weights)
+            nonzero = summed > 0
+            index, weights = index[nonzero], summed[nonzero]
     else:
         index, weights = np.zeros(0, np.int64), np.zeros(0)
     infinite = min(float(infinite) + extra if upper else float(infinite), 1.0)

@@ -120,6 +120,8 @@ def _power(law, cut: float) -> Bundle:
     if law.mass.size == 0:
         return Bundle(0, np.zeros(0), 1.0 - (1.0 - law.infinite) ** law.count)
     lo = int(law.index.min())
+    if int(law.index.max()) - lo + 1 > ENVELOPE_POINTS_MAX:  # (before allocating it)
+        raise NumericalLimitError(f"a database's composed loss law beyond {ENVELOPE_POINTS_MAX:,} grid points")
     one = np.zeros(int(law.index.max()) - lo + 1)
     np.add.at(one, law.index - lo, law.mass)
     base, out, n = Bundle(lo, one, float(law.infinite)), None, int(law.count)
