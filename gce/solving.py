@@ -684,8 +684,9 @@ CLASS_SECONDS = 1.0
 #: Share of the time limit that the per-slot and count searches leave to the witness's composition and the
 #: bracket (:func:`_slot_search`).
 SLOT_RESERVE = 0.2
-#: With more slots than this (``at_most`` m), the count search goes before the per-slot one.
-CLASS_FIRST_SLOTS = 8
+#: With more slots than this (``at_most`` m), the count search goes before the per-slot one, with at most
+#: CLASS_FIRST_SECONDS of estimated compositions (and at most CLASS_FIRST_NODES_MAX).
+CLASS_FIRST_SLOTS, CLASS_FIRST_SECONDS, CLASS_FIRST_NODES_MAX = 8, 2.5, 1000
 
 
 def _slot_search(scenario: Scenario, delta: float | None, epsilon: float | None, budget: _Budget,
@@ -746,18 +747,27 @@ def _slot_search(scenario: Scenario, delta: float | None, epsilon: float | None,
                 return envelope.slot_search(bundles, scores, scenario.constraints, h, delta, epsilon,
                                             budget.rtol / 4.0, phase, nodes_max)
 
+        # Many slots: one envelope per slot mixes more curves, and the counts of classes go first, with more
+        # compositions (CLASS_FIRST_SECONDS of estimated work)
+        many = slots > CLASS_FIRST_SLOTS
+        if many:
+            counts_max = max(1, min(CLASS_FIRST_NODES_MAX, int(CLASS_FIRST_SECONDS / node)))
+
         def by_classes(known: float) -> envelope.SlotSearch | None:
-            estimate = envelope.class_seconds(bundles, slots, counts_max)
-            if not phase.fits(estimate):
-                phase.stop(f"the branch and bound over classes on a grid of width {h:g} (about "
-                           f"{estimate:.2g} s; {max(phase.left(), 0.0):.2g} s left)")
-                return None
+            cap = counts_max
+            overhead = envelope.class_seconds(bundles, slots, 0)
+            if not phase.fits(envelope.class_seconds(bundles, slots, cap)):
+                # the cap: as many compositions as fit in the time left (said), none when not one fits
+                cap = int((phase.left() - overhead) / node) if phase.seconds is not None else cap
+                phase.stop(f"the branch and bound over classes on a grid of width {h:g} after at most "
+                           f"{max(cap, 0)} of {counts_max} compositions ({max(phase.left(), 0.0):.2g} s left)")
+                if cap < 1:
+                    return None
             with within(phase):
                 return envelope.class_search(bundles, scores, scenario.constraints, h, delta, epsilon, reference,
-                                             budget.rtol / 4.0, phase, counts_max, known=known)
+                                             budget.rtol / 4.0, phase, cap, known=known)
 
-        # Many slots: one envelope per slot mixes more curves, and the counts of classes go first.
-        first, second = (by_classes, by_slots) if slots > CLASS_FIRST_SLOTS else (by_slots, by_classes)
+        first, second = (by_classes, by_slots) if many else (by_slots, by_classes)
         step = first(best_value)
         if step is None and first is by_classes:
             step = by_slots(best_value)
