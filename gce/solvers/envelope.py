@@ -458,6 +458,27 @@ class SlotSearch:
     stopped: bool
 
 
+def _prepared(bundles: Sequence[tuple[Bundle, ...]], scores: NDArray[np.float64], constraints: ConstraintSet,
+              h: float) -> tuple["_Groups", NDArray[np.intp], int, int, int] | None:
+    """(groups, order, directions, lo, hi) of a search: the databases with invocations by score (highest
+    first; :func:`_undominated`), the number of directions and the grid range of their bundles. None when
+    the constraints are of another kind, nothing can differ, or the range is beyond
+    :data:`ENVELOPE_POINTS_MAX`."""
+    if not _Groups.accepts(constraints, "unbounded"):
+        return None
+    groups = _Groups(constraints)
+    active = np.array([i for i in range(len(bundles)) if bundles[i]], dtype=np.intp)
+    if not active.size or groups.m == 0:
+        return None
+    order = active[np.lexsort((active, -scores[active]))]
+    directions = max(len(bundles[i]) for i in order)
+    lo = min(b.lo for i in order for b in bundles[i])
+    hi = max(b.hi for i in order for b in bundles[i])
+    if hi - lo + 1 > ENVELOPE_POINTS_MAX:
+        return None
+    return groups, _undominated(order, bundles, groups, lo, hi, h, directions), directions, lo, hi
+
+
 #: Most nodes of :func:`slot_search` (each one composition).
 SLOT_NODES_MAX = 400
 #: Most leading positions whose suffix envelopes are kept (more are built on demand).
@@ -479,20 +500,10 @@ def slot_search(bundles: Sequence[tuple[Bundle, ...]], scores: NDArray[np.float6
     at ``epsilon``. None when the constraints are of another kind."""
     value_of = lambda members, positions: spectra.value(parts(members, positions), delta, epsilon)
     deadline = current() if deadline is None else deadline
-    if not _Groups.accepts(constraints, "unbounded"):
+    prepared = _prepared(bundles, scores, constraints, h)
+    if prepared is None:
         return None
-    groups = _Groups(constraints)
-    n = len(bundles)
-    active = np.array([i for i in range(n) if bundles[i]], dtype=np.intp)
-    if not active.size or groups.m == 0:
-        return None
-    order = active[np.lexsort((active, -scores[active]))]
-    directions = max(len(bundles[i]) for i in order)
-    lo = min(b.lo for i in order for b in bundles[i])
-    hi = max(b.hi for i in order for b in bundles[i])
-    if hi - lo + 1 > ENVELOPE_POINTS_MAX:
-        return None
-    order = _undominated(order, bundles, groups, lo, hi, h, directions)
+    groups, order, directions, lo, hi = prepared
     spectra = _Spectra(lo, hi, groups.m, h)
     own = {}  # database -> spectra per direction
 
@@ -667,19 +678,10 @@ def class_search(bundles: Sequence[tuple[Bundle, ...]], scores: NDArray[np.float
     epsilon at ``delta``, or delta at ``epsilon``; ``reference`` the epsilon of one database's share (the
     classes' scale). None when the constraints are of another kind or the databases form one class."""
     deadline = current() if deadline is None else deadline
-    if not _Groups.accepts(constraints, "unbounded") or classes < 2:
+    prepared = _prepared(bundles, scores, constraints, h) if classes >= 2 else None
+    if prepared is None:
         return None
-    groups = _Groups(constraints)
-    active = np.array([i for i in range(len(bundles)) if bundles[i]], dtype=np.intp)
-    if not active.size or groups.m == 0:
-        return None
-    order = active[np.lexsort((active, -scores[active]))]
-    directions = max(len(bundles[i]) for i in order)
-    lo = min(b.lo for i in order for b in bundles[i])
-    hi = max(b.hi for i in order for b in bundles[i])
-    if hi - lo + 1 > ENVELOPE_POINTS_MAX:
-        return None
-    order = _undominated(order, bundles, groups, lo, hi, h, directions)
+    groups, order, directions, lo, hi = prepared
     features = _features(order, bundles, lo, hi, h, directions, reference)
     label = _classes(features, classes)
     present = [c for c in range(int(label.max()) + 1) if (label == c).any()]
