@@ -762,10 +762,6 @@ def class_search(bundles: Sequence[tuple[Bundle, ...]], scores: NDArray[np.float
             parts += rest[len(counts)][:left]
         return value(parts)
 
-    def leaf_bound(spec: tuple) -> float:
-        """Sets with at most ``n`` databases of each class ``key`` of ``spec`` (pairs (key, n))."""
-        return value([e for key, n in spec for e in own(key)[:n]])
-
     def witness(spec: tuple) -> frozenset[int]:
         chosen, taken = [], set()
         for key, n in sorted(spec, key=lambda kn: position[member_of[kn[0]][0]]):
