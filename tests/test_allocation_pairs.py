@@ -17,6 +17,7 @@ import pytest
 from allocation_reference import k_of_t_deltas
 
 from gce.priors.allocation import CanonicalRatio, GaussianRatio, allocation_curve
+from gce.priors.allocation.random_allocation import _next_level
 from gce.priors.allocation.two_members import RATIOS, _members_lower, _pair_blocks, _pair_laws
 
 EPS = (0.3, 1.0, 2.0)
@@ -83,6 +84,26 @@ def test_pair_laws_sandwich_brute_force_canonical(epsilon, delta, t, drop):
         up, low = _deltas(laws, eps)
         for d, ref in enumerate(_brute(epsilon, delta, t, eps)):
             assert low[d] <= ref * (1 + 1e-9) + 1e-13 and up[d] >= ref * (1 - 1e-9) - 1e-13, (eps, d, ref, low, up)
+
+
+def test_dropped_moves_are_the_same_every_time():
+    # the moves dropped depend on the masses only: the same laws twice, byte for byte
+    ratio = GaussianRatio(0.8)
+    first = _pair_laws(ratio, 6, RATIOS[0], 1e-12, 2.0, drop=1e-6)
+    second = _pair_laws(ratio, 6, RATIOS[0], 1e-12, 2.0, drop=1e-6)
+    for a, b in zip(first[0] + first[1], second[0] + second[1]):
+        assert np.array_equal(a.loss, b.loss) and np.array_equal(a.mass, b.mass)
+        assert (a.infinite, a.slack, a.slack_other) == (b.infinite, b.slack, b.slack_other)
+
+
+@pytest.mark.parametrize("at, width, rtol, expected", [
+    (0, 0.046, 0.01, 3),   # 0.03 sqrt(0.008 / 0.046) = 0.0125: the ratio 1.01
+    (0, 0.012, 0.01, 1),   # 0.0245: 1.02
+    (1, 0.5, 0.01, 4),     # nothing predicted within: the finest
+    (4, 0.05, 0.01, 5)])   # the finest done: no further level
+def test_the_next_level_is_the_coarsest_predicted_within_rtol(at, width, rtol, expected):
+    assert RATIOS == (1.03, 1.02, 1.014, 1.01, 1.007)
+    assert _next_level(at, width, rtol) == expected
 
 
 def test_pair_laws_keep_the_mean_and_are_deterministic():
