@@ -138,10 +138,11 @@ _S_LOW = 1e-2
 #: remove direction's delta at ``high + 7``), ``high`` the block's epsilon at the target (about).
 _L_BELOW, _L_ABOVE = 0.05, 7.0
 #: Estimated seconds per unit of work (:func:`_pair_seconds`), upper and lower together: measured on a
-#: 2-core machine (7e-8 to 1.1e-7 with the negligible moves dropped), with a margin. Only decides whether a level fits.
-_UNIT_SECONDS = 1.0e-7
+#: 2-core machine (7e-8 to 1.1e-7 with the negligible moves dropped; coarse grids up to 1.3 times the estimate
+#: before the margin, under load), with a margin. Only decides whether a level fits.
+_UNIT_SECONDS = 1.3e-7
 #: Estimated seconds a point of S and a step (the loop over the points, upper and lower): measured 1e-4.
-_ROW_SECONDS = 1.2e-4
+_ROW_SECONDS = 1.6e-4
 
 
 def _s_top(t: int, b: float) -> float:
@@ -154,15 +155,18 @@ def _s_top(t: int, b: float) -> float:
 
 def _e_ratio(level: float, high: float) -> float:
     """Ratio of the grid of E: its relative spacing is the relative resolution of L, so of the loss, whose
-    error is read against the epsilon at the target (about ``high``): ``1 + 2 (level - 1) high / 1.5``, high
+    error is read against the epsilon at the target (``high``, about): ``1 + 2 (level - 1) high / 1.5``, high
     within [0.5, 8] (measured: 2 members of 8 at sigma 3, epsilon 0.9, went from 1.4% to 0.5% wide when the
-    ratio went from 1.06 to 1.02; at sigma 1, epsilon 2.7, 1.06 to 1.03 moved it by 0.15%)."""
+    ratio went from 1.06 to 1.02; at sigma 1, epsilon 2.7, from 1.06 to 1.03 moved it by 0.15%). Where the
+    block's epsilon is only guessed (blocks composed), the caller passes at most 1.5: never coarser than
+    ``1 + 2 (level - 1)`` (at 3 of 10, a block guessed at 3.7, the ratio 1.15 lost 1.5%)."""
     return 1.0 + 2.0 * (level - 1.0) * min(max(high, 0.5), 8.0) / 1.5
 
 
-def _grids(ratio, t: int, level: float, tail: float, high: float) -> tuple[NDArray[np.float64], NDArray[np.float64],
-                                                                           float]:
-    """(grid of S, grid of E, clamp B) of a level (:data:`_S_UNIFORM`, :data:`_L_BELOW`, :func:`_e_ratio`)."""
+def _grids(ratio, t: int, level: float, tail: float, high: float,
+           e_high: float | None = None) -> tuple[NDArray[np.float64], NDArray[np.float64], float]:
+    """(grid of S, grid of E, clamp B) of a level (:data:`_S_UNIFORM`, :data:`_L_BELOW`, :func:`_e_ratio` of
+    ``e_high``, by default ``high``)."""
     b = ratio.clamp(tail)
     c = t * (t - 1) / 2.0
     near_ratio = 1.0 + 2.0 * (level - 1.0)
@@ -170,8 +174,8 @@ def _grids(ratio, t: int, level: float, tail: float, high: float) -> tuple[NDArr
     far = _S_UNIFORM * level ** np.arange(int(math.ceil(math.log(max(_s_top(t, b), 2.0 * _S_UNIFORM) / _S_UNIFORM)
                                                                  / math.log(level))) + 2)
     s = np.concatenate(([0.0], near, far))
+    rho = _e_ratio(level, high if e_high is None else e_high)
     high = min(max(high, 0.1), 30.0)
-    rho = _e_ratio(level, high)
     e0 = c * _L_BELOW * math.exp(-high)
     e = np.concatenate((e0 * (rho - 1.0) * np.arange(int(round(1.0 / (rho - 1.0)))),
                         e0 * rho ** np.arange(int(math.ceil((2.0 * high + _L_ABOVE - math.log(_L_BELOW))
@@ -179,13 +183,13 @@ def _grids(ratio, t: int, level: float, tail: float, high: float) -> tuple[NDArr
     return s, e, b
 
 
-def _pair_seconds(ratio, t: int, level: float, tail: float, high: float) -> float:
+def _pair_seconds(ratio, t: int, level: float, tail: float, high: float, e_high: float | None = None) -> float:
     """Estimated seconds of :func:`_pair_laws` at ``level`` (from the grids' sizes, never measured): each
     step moves every state ``(S, E)`` to the points of S up to ``S + B``, and E lies in
     ``[(S^2 - S min(S, B)) / 2, S^2 / 2]`` (``e_2 = (e_1^2 - sum W^2) / 2``, each W at most B), so the work of a
     step is the sum over the points of S of the points reachable times the points of E in that range, plus a
     fixed cost a point of S (the loop over them)."""
-    s, e, b = _grids(ratio, t, level, tail, high)
+    s, e, b = _grids(ratio, t, level, tail, high, e_high)
     reach = np.searchsorted(s, s + b, side="right") - np.arange(s.size)
     # E = (S^2 - sum W^2) / 2 with every W <= min(S, B) (clamped): E in [(S^2 - S min(S, B)) / 2, S^2 / 2]
     cols = np.minimum(np.searchsorted(e, 0.5 * s * s, side="right") + 1, e.size) \
@@ -391,17 +395,18 @@ def _lower_pair(ratio, t: int, s: NDArray[np.float64], e: NDArray[np.float64], b
     return remove, add
 
 
-def _members_lower(ratio, t: int, k: int, level: float, tail: float, high: float,
-                   drop: float = 0.0) -> tuple[_Law, _Law]:
+def _members_lower(ratio, t: int, k: int, level: float, tail: float, high: float, drop: float = 0.0,
+                   e_high: float | None = None) -> tuple[_Law, _Law]:
     """(remove, add) laws of the garbling of k of ``t`` by the recursion's statistic (module doc, "More
     members, below"), on the grids of ``level``."""
-    s, e, b = _grids(ratio, t, level, tail, high)
+    s, e, b = _grids(ratio, t, level, tail, high, e_high)
     return _lower_pair(ratio, t, s, e, b, k, drop)
 
 
-def _members_seconds(ratio, t: int, k: int, level: float, tail: float, high: float) -> float:
+def _members_seconds(ratio, t: int, k: int, level: float, tail: float, high: float,
+                     e_high: float | None = None) -> float:
     """Estimated seconds of :func:`_members_lower` (its measures: ``k + 1`` against the pair's 4)."""
-    return _pair_seconds(ratio, t, level, tail, high) * (k + 1) / 4.0
+    return _pair_seconds(ratio, t, level, tail, high, e_high) * (k + 1) / 4.0
 
 
 def _noise(t: int, states: int) -> float:
@@ -422,10 +427,10 @@ def _pair_blocks(t: int, k: int) -> list[tuple[int, int, int]]:
     return [(size, m, count) for (size, m), count in sorted(out.items())]
 
 
-def _pair_laws(ratio, t: int, level: float, tail: float, high: float,
-               drop: float = 0.0) -> tuple[tuple[_Law, _Law], tuple[_Law, _Law]]:
+def _pair_laws(ratio, t: int, level: float, tail: float, high: float, drop: float = 0.0,
+               e_high: float | None = None) -> tuple[tuple[_Law, _Law], tuple[_Law, _Law]]:
     """((upper remove, upper add), (lower remove, lower add)) of 2 of ``t`` at grid ratio ``level``, the grid
     of E placed for an epsilon about ``high`` (:func:`_grids`; any value is sound), moves of mass below
     ``drop / (t n_S^2)`` each dropped and charged (module doc, "Negligible moves")."""
-    s, e, b = _grids(ratio, t, level, tail, high)
+    s, e, b = _grids(ratio, t, level, tail, high, e_high)
     return _upper_pair(ratio, t, s, e, b, drop), _lower_pair(ratio, t, s, e, b, drop=drop)
