@@ -20,8 +20,8 @@ Peers measured in the same run:
 * PLD_accounting (PyPI, the implementation of arXiv 2602.17284) where it is installed: the script says so
   when it is not (it is not a dependency of gce).
 
-(h) k > 1 at delta 1e-5 and 1e-8 (the issue's cases): the bracket before blocks of two members and now, its
-    width and seconds, and the upper end's ratio to the decomposition's.
+(h) k > 1 at delta 1e-5 and 1e-8 (the issue's cases, and k not dividing t): the bracket before this schedule
+    and now, its width and seconds, uncapped and within 5 s, and the upper end's ratio to the decomposition's.
 
 Run: python benchmarks/bench_allocation.py (only the peers' table: ... peers; only (h): ... k)
 """
@@ -135,22 +135,42 @@ def pld_accounting() -> None:
     print(f"PLD_accounting {getattr(PLD_accounting, '__version__', '?')} is installed; compare by hand")
 
 
-#: (h) k > 1 at delta 1e-5: the brackets before blocks of two members (the decomposition alone, measured
-#: at commit 1f7d5d6), against which the current bracket and its width are printed.
-BEFORE = {(1.2, 8, 2): (2.5705, 3.0909), (1.0, 20, 2): (2.4449, 2.8325), (3.0, 16, 4): (1.2934, 1.3073),
-          (0.5, 20, 2): (7.9865, 10.8802), (1.0, 100, 10): (5.1722, 6.1173)}
+#: (h) k > 1: the brackets before this schedule (main at 5690990: blocks of two members on the old grids,
+#: measured on this machine class), against which the current bracket, its width and seconds are printed,
+#: uncapped and within solve's default 5 s; and the upper end's ratio to the decomposition's alone.
+BEFORE = {(1.2, 8, 2, 1e-5): (2.9100, 2.9317, 9.9), (1.2, 8, 2, 1e-8): (4.0942, 4.2252, 15.6),
+          (1.0, 20, 2, 1e-5): (2.6358, 2.7422, 27.9), (1.0, 20, 2, 1e-8): (3.9120, 4.3257, 25.7),
+          (3.0, 16, 4, 1e-5): (1.2933, 1.3073, 4.7), (3.0, 16, 4, 1e-8): (1.7808, 1.8084, 4.8),
+          (0.5, 20, 2, 1e-5): (10.1437, 10.8802, 18.6), (0.5, 20, 2, 1e-8): (12.4697, 14.7764, 21.0),
+          (1.0, 100, 10, 1e-5): (5.1720, 6.1176, 0.9), (1.0, 100, 10, 1e-8): (6.3055, 8.3505, 23.3),
+          (1.0, 10, 3, 1e-5): (4.9744, 5.2905, 9.4), (1.0, 9, 2, 1e-5): (3.6721, 3.7619, 4.5)}
 
 
 def k_of_t() -> None:
-    """(h): the k > 1 brackets before and after, and the upper end's ratio to the decomposition's."""
-    for (sigma, t, k), (low0, high0) in BEFORE.items():
-        for delta in (1e-5, 1e-8):
-            seconds, curve = best_of(lambda: allocation_curve(1.0 / sigma, t, k, delta=delta, rtol=0.01), repeat=1)
-            low, high = curve.epsilon_bracket(delta)
-            before = f"before [{low0:.4f}, {high0:.4f}] ({(high0 - low0) / high0:.2%}), " if delta == 1e-5 else ""
-            ratio = f"; upper / decomposition's {high / high0:.4f}" if delta == 1e-5 else ""
-            print(f"sigma {sigma:g}, {k} of {t}, delta {delta:g}: {before}now [{low:.4f}, {high:.4f}] "
-                  f"({(high - low) / high:.2%}) in {seconds:.1f} s{ratio}")
+    """(h): the k > 1 brackets before and now (uncapped, and within 5 s), and the upper end's ratio to the
+    decomposition's alone (the blocks of two members given no work)."""
+    import gce.priors.allocation.random_allocation as random_allocation
+    for (sigma, t, k, delta), before in BEFORE.items():
+        seconds, curve = best_of(lambda: allocation_curve(1.0 / sigma, t, k, delta=delta, rtol=0.01), repeat=1)
+        low, high = curve.epsilon_bracket(delta)
+        with effort.within(effort.Deadline(5.0)) as deadline:
+            began = time.perf_counter()
+            capped = allocation_curve(1.0 / sigma, t, k, delta=delta, rtol=0.01)
+            capped_seconds = time.perf_counter() - began
+        c_low, c_high = capped.epsilon_bracket(delta)
+        limit = random_allocation.PAIR_WORK_LIMIT
+        random_allocation.PAIR_WORK_LIMIT = 0.0
+        try:
+            alone = allocation_curve(1.0 / sigma, t, k, delta=delta, rtol=0.01).epsilon_bracket(delta)[1]
+        finally:
+            random_allocation.PAIR_WORK_LIMIT = limit
+        was = "" if before is None else (f"before [{before[0]:.4f}, {before[1]:.4f}] "
+                                         f"({(before[1] - before[0]) / before[1]:.2%}) in {before[2]:.1f} s, ")
+        print(f"sigma {sigma:g}, {k} of {t}, delta {delta:g}: {was}now [{low:.4f}, {high:.4f}] "
+              f"({(high - low) / high:.2%}) in {seconds:.1f} s; within 5 s [{c_low:.4f}, {c_high:.4f}] "
+              f"({(c_high - c_low) / c_high:.2%}) in {capped_seconds:.1f} s"
+              f"{' (time limit reached)' if deadline.reached else ''}; upper / decomposition's {high / alone:.4f}",
+              flush=True)
 
 
 if __name__ == "__main__":

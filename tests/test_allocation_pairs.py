@@ -17,7 +17,8 @@ import pytest
 from allocation_reference import k_of_t_deltas
 
 from gce.priors.allocation import CanonicalRatio, GaussianRatio, allocation_curve
-from gce.priors.allocation.two_members import _members_lower, _pair_blocks, _pair_laws
+from gce.priors.allocation.random_allocation import _next_level
+from gce.priors.allocation.two_members import RATIOS, _members_lower, _pair_blocks, _pair_laws
 
 EPS = (0.3, 1.0, 2.0)
 
@@ -31,13 +32,33 @@ def _deltas(laws, eps):
 
 @pytest.mark.parametrize("mu, t", [(1.0, 3), pytest.param(1.0, 4, marks=pytest.mark.slow), (2.0, 3)])
 def test_pair_laws_sandwich_the_quadrature(mu, t):
-    laws = _pair_laws(GaussianRatio(mu), t, 1.06, 1e-12, 2.0)
+    laws = _pair_laws(GaussianRatio(mu), t, RATIOS[0], 1e-12, 2.0)
     for eps in EPS:
         up, low = _deltas(laws, eps)
         for d, ref in enumerate(k_of_t_deltas(mu, t, 2, eps)):
             assert low[d] <= ref.value + ref.error and up[d] >= ref.value - ref.error, (mu, t, eps, d, ref, low, up)
             # the coarsest grid of the schedule is already within about 10% (mu = 2: 15% below)
             assert up[d] <= 1.12 * ref.value and low[d] >= (0.85 if mu == 2.0 else 0.9) * ref.value, (eps, d)
+
+
+@pytest.mark.parametrize("mu, drop", [(1.0, 1e-6), (2.0, 1e-4)])
+def test_dropped_moves_are_charged(mu, drop):
+    # Negligible moves dropped (far more than allocation_curve drops: the tail, at most 1e-4 of the delta):
+    # still a sandwich of the quadrature, the upper charges and the lower allowances grown by at most the
+    # drop, and the numbers move by no more than that either.
+    ratio = GaussianRatio(mu)
+    kept = _pair_laws(ratio, 3, RATIOS[0], 1e-12, 2.0)
+    laws = _pair_laws(ratio, 3, RATIOS[0], 1e-12, 2.0, drop=drop)
+    (up_remove, up_add), (low_remove, low_add) = laws
+    assert up_remove.infinite > kept[0][0].infinite and low_remove.slack > kept[1][0].slack  # moves were dropped
+    assert up_remove.infinite - kept[0][0].infinite <= drop and up_add.infinite - kept[0][1].infinite <= drop
+    assert low_remove.slack - kept[1][0].slack <= drop
+    for eps in EPS:
+        up, low = _deltas(laws, eps)
+        up_kept, low_kept = _deltas(kept, eps)
+        for d, ref in enumerate(k_of_t_deltas(mu, 3, 2, eps)):
+            assert low[d] <= ref.value + ref.error and up[d] >= ref.value - ref.error, (eps, d, ref, low, up)
+            assert abs(up[d] - up_kept[d]) <= 2 * drop and abs(low[d] - low_kept[d]) <= 3 * drop * math.exp(eps)
 
 
 def _brute(epsilon: float, delta: float, t: int, eps: float, k: int = 2) -> tuple[float, float]:
@@ -55,13 +76,34 @@ def _brute(epsilon: float, delta: float, t: int, eps: float, k: int = 2) -> tupl
     return pq, qp
 
 
-@pytest.mark.parametrize("epsilon, delta, t", [(1.0, 0.0, 3), (0.5, 1e-3, 4), (2.0, 1e-6, 5)])
-def test_pair_laws_sandwich_brute_force_canonical(epsilon, delta, t):
-    laws = _pair_laws(CanonicalRatio(epsilon, delta), t, 1.06, 1e-12, 2.0)
+@pytest.mark.parametrize("epsilon, delta, t, drop", [(1.0, 0.0, 3, 0.0), (0.5, 1e-3, 4, 0.0), (2.0, 1e-6, 5, 0.0),
+                                                    (0.5, 1e-3, 5, 1e-3)])
+def test_pair_laws_sandwich_brute_force_canonical(epsilon, delta, t, drop):
+    laws = _pair_laws(CanonicalRatio(epsilon, delta), t, 1.06, 1e-12, 2.0, drop=drop)
     for eps in (0.0, 0.2, 0.7, 1.5):
         up, low = _deltas(laws, eps)
         for d, ref in enumerate(_brute(epsilon, delta, t, eps)):
             assert low[d] <= ref * (1 + 1e-9) + 1e-13 and up[d] >= ref * (1 - 1e-9) - 1e-13, (eps, d, ref, low, up)
+
+
+def test_dropped_moves_are_the_same_every_time():
+    # the moves dropped depend on the masses only: the same laws twice, byte for byte
+    ratio = GaussianRatio(0.8)
+    first = _pair_laws(ratio, 6, RATIOS[0], 1e-12, 2.0, drop=1e-6)
+    second = _pair_laws(ratio, 6, RATIOS[0], 1e-12, 2.0, drop=1e-6)
+    for a, b in zip(first[0] + first[1], second[0] + second[1]):
+        assert np.array_equal(a.loss, b.loss) and np.array_equal(a.mass, b.mass)
+        assert (a.infinite, a.slack, a.slack_other) == (b.infinite, b.slack, b.slack_other)
+
+
+@pytest.mark.parametrize("at, width, rtol, expected", [
+    (0, 0.046, 0.01, 3),   # 0.03 sqrt(0.008 / 0.046) = 0.0125: the ratio 1.01
+    (0, 0.012, 0.01, 1),   # 0.0245: 1.02
+    (1, 0.5, 0.01, 4),     # nothing predicted within: the finest
+    (4, 0.05, 0.01, 5)])   # the finest done: no further level
+def test_the_next_level_is_the_coarsest_predicted_within_rtol(at, width, rtol, expected):
+    assert RATIOS == (1.03, 1.02, 1.014, 1.01, 1.007)
+    assert _next_level(at, width, rtol) == expected
 
 
 def test_pair_laws_keep_the_mean_and_are_deterministic():
@@ -106,9 +148,10 @@ def _lower_deltas(laws, eps):
     return [float(law.curve().delta(eps)) - law.slack - law.slack_other * math.exp(eps) for law in laws]
 
 
-@pytest.mark.parametrize("epsilon, delta, t, k", [(1.0, 0.0, 5, 3), (0.5, 1e-3, 6, 4), (2.0, 1e-6, 5, 3)])
-def test_members_garbling_is_below_brute_force_canonical(epsilon, delta, t, k):
-    laws = _members_lower(CanonicalRatio(epsilon, delta), t, k, 1.06, 1e-12, 2.0)
+@pytest.mark.parametrize("epsilon, delta, t, k, drop", [(1.0, 0.0, 5, 3, 0.0), (0.5, 1e-3, 6, 4, 0.0),
+                                                       (2.0, 1e-6, 5, 3, 0.0), (0.5, 1e-3, 6, 4, 1e-3)])
+def test_members_garbling_is_below_brute_force_canonical(epsilon, delta, t, k, drop):
+    laws = _members_lower(CanonicalRatio(epsilon, delta), t, k, 1.06, 1e-12, 2.0, drop=drop)
     for eps in (0.0, 0.2, 0.7, 1.5):
         low = _lower_deltas(laws, eps)
         for d, ref in enumerate(_brute(epsilon, delta, t, eps, k)):

@@ -10,12 +10,13 @@ E_Q[(L - e^eps)_+] by its own tilt), delta_QP(eps) = E_Q[(1 - e^eps L)_+] under 
 from __future__ import annotations
 
 import math
+import time
 
 import numpy as np
 import pytest
 
+from gce import effort
 from gce.priors.allocation import allocation_curve
-import gce.priors.allocation.random_allocation as random_allocation
 
 pytestmark = pytest.mark.slow
 
@@ -49,13 +50,41 @@ def test_brackets_are_sound_against_monte_carlo(sigma, t, k, eps):
     assert high >= max(pq_lo, qp_lo) and low <= max(pq_hi, qp_hi), (low, high, pq_lo, pq_hi, qp_lo, qp_hi)
 
 
-def test_two_of_eight_reaches_one_percent_with_more_work(monkeypatch):
-    # sigma 1.2, 2 of 8, delta 1e-5: [2.9081, 2.9371] (0.99%) at grid ratio 1.025 (about 90 s); the
-    # decomposition alone gave [2.5697, 3.0909]. Monte Carlo at eps 2.0 checks the same curve above.
-    monkeypatch.setattr(random_allocation, "PAIR_WORK_LIMIT", 100.0)
+def test_two_of_eight_within_one_percent_and_the_same_on_a_slow_clock():
+    # sigma 1.2, 2 of 8, delta 1e-5: [2.9119, 2.9287] (0.57%, about 6 s; the decomposition alone gave
+    # [2.5697, 3.0909]); a Monte Carlo at eps 2.0 checks the same curve above. Under a clock ten times
+    # faster and a generous limit, the very same numbers (the schedule reads no clock).
     curve = allocation_curve(1.0 / 1.2, 8, 2, delta=1e-5, rtol=0.01)
     low, high = curve.epsilon_bracket(1e-5)
-    assert 2.90 <= low <= high <= 2.94 and (high - low) / high <= 0.01, (low, high)
+    assert 2.905 <= low <= high <= 2.935 and (high - low) / high <= 0.01, (low, high)
+    with effort.clock(effort.slowed(10.0)):
+        with effort.within(effort.Deadline(600.0)) as deadline:
+            slow = allocation_curve(1.0 / 1.2, 8, 2, delta=1e-5, rtol=0.01)
+    assert not deadline.reached and slow.description == curve.description
+    assert slow.epsilon_bracket(1e-5) == (low, high) and slow.epsilon_bracket(1e-8) == curve.epsilon_bracket(1e-8)
+
+
+def test_two_of_twenty_within_one_percent_and_a_five_second_limit_is_visible():
+    # sigma 1, 2 of 20, delta 1e-5: [2.6657, 2.6880] (0.83%; the grid ratio 1.01, about 40 s; before
+    # [2.6358, 2.7422]); an independent Monte Carlo (n = 1e6) puts delta(2.678) near 1e-5
+    curve = allocation_curve(1.0, 20, 2, delta=1e-5, rtol=0.01)
+    low, high = curve.epsilon_bracket(1e-5)
+    assert 2.66 <= low <= high <= 2.695 and (high - low) / high <= 0.01, (low, high)
+    # within 5 s: the first level only (about 4.6% wide), still holding the fine bracket, and said so
+    began = time.perf_counter()
+    with effort.within(effort.Deadline(5.0)) as deadline:
+        capped = allocation_curve(1.0, 20, 2, delta=1e-5, rtol=0.01)
+    assert time.perf_counter() - began < 3 * (1.1 * 5.0 + 0.5)  # the contract, with the tests' margin
+    assert deadline.reached and "time limit" in capped.description
+    capped_low, capped_high = capped.epsilon_bracket(1e-5)
+    assert capped_low <= low and capped_high >= high and (capped_high - capped_low) / capped_high <= 0.06
+
+
+def test_four_of_sixteen_at_sigma_three_within_one_percent():
+    # two blocks of 2 of 8 composed: [1.2933, 1.3050] (0.90%, about 5 s; the decomposition alone gave
+    # [1.2933, 1.3073], 1.08%); the grid of E placed for the block's epsilon (about 0.9) is what closes it
+    low, high = allocation_curve(1.0 / 3.0, 16, 4, delta=1e-5, rtol=0.01).epsilon_bracket(1e-5)
+    assert 1.29 <= low <= high <= 1.306 and (high - low) / high <= 0.01, (low, high)
 
 
 def test_two_of_twenty_at_one_in_a_million_is_tightened():
