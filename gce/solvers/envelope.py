@@ -692,8 +692,8 @@ def class_search(bundles: Sequence[tuple[Bundle, ...]], scores: NDArray[np.float
     members = [order[label == c] for c in present]
     spectra = _Spectra(lo, hi, groups.m, h)
 
-    def envelopes(databases: NDArray[np.intp]) -> list[list]:
-        """The slot envelopes of ``databases`` (in order) per slot, each per direction (module doc, "Slots")."""
+    def slot_positions(databases: NDArray[np.intp]) -> list[int]:
+        """The slots' positions in ``databases`` (in order): where each next group first appears (module doc)."""
         positions, taken = [], set()
         for rank, i in enumerate(databases):
             g = int(groups.group[i])
@@ -702,16 +702,22 @@ def class_search(bundles: Sequence[tuple[Bundle, ...]], scores: NDArray[np.float
                 positions.append(rank)
                 if len(positions) == groups.m:
                     break
-        out = [[None] * directions for _ in positions]
+        return positions
+
+    def envelopes(databases: NDArray[np.intp], need: int | None = None, start: int = 0) -> list[list]:
+        """Slot envelopes ``start`` to ``need`` (all when None) of ``databases`` (in order), each per
+        direction (module doc, "Slots")."""
+        positions = slot_positions(databases)[:need]
+        out = [[None] * directions for _ in positions[start:]]
         for d in range(directions):
             running = np.zeros(hi - lo + 1)
             pending = len(positions) - 1
             for rank in range(databases.size - 1, -1, -1):
-                if pending < 0:
+                if pending < start:
                     break
                 np.maximum(running, profiles(int(databases[rank]), d), out=running)
-                while pending >= 0 and positions[pending] == rank:
-                    out[pending][d] = spectra.of(envelope_law(running.copy(), lo, h))
+                while pending >= start and positions[pending] == rank:
+                    out[pending - start][d] = spectra.of(envelope_law(running.copy(), lo, h))
                     pending -= 1
         return out
 
@@ -742,10 +748,20 @@ def class_search(bundles: Sequence[tuple[Bundle, ...]], scores: NDArray[np.float
     member_of = {(c,): members[c] for c in range(len(present))}  # a class's key -> its databases, in order
     envelopes_of: dict[tuple, list] = {}
 
-    def own(key: tuple) -> list:
-        if key not in envelopes_of:
-            envelopes_of[key] = envelopes(member_of[key])
-        return envelopes_of[key]
+    slots_of: dict[tuple, int] = {}
+
+    def cap(key: tuple) -> int:
+        """How many databases of class ``key`` an allowed pair can hold (its slots)."""
+        if key not in slots_of:
+            slots_of[key] = len(slot_positions(member_of[key]))
+        return slots_of[key]
+
+    def own(key: tuple, need: int) -> list:
+        """The class's first ``need`` slot envelopes (built when first needed; more rebuild them)."""
+        found = envelopes_of.setdefault(key, [])
+        if len(found) < min(need, cap(key)):  # the next ones (at least twice as many: few passes)
+            found += envelopes(member_of[key], max(need, 2 * len(found)), len(found))
+        return found
 
     rest = [envelopes(order[np.isin(label, present[c:])]) for c in range(len(present))]
     evaluated = [0]
@@ -756,7 +772,7 @@ def class_search(bundles: Sequence[tuple[Bundle, ...]], scores: NDArray[np.float
 
     def bound(counts: tuple[int, ...]) -> float:
         """Sets with ``counts`` of the first classes (the union of the others on the slots left)."""
-        parts = [e for c, n in enumerate(counts) for e in own((c,))[:n]]
+        parts = [e for c, n in enumerate(counts) for e in own((c,), groups.m)[:n]]
         left = groups.m - sum(counts)
         if len(counts) < len(present) and left > 0:
             parts += rest[len(counts)][:left]
@@ -798,7 +814,7 @@ def class_search(bundles: Sequence[tuple[Bundle, ...]], scores: NDArray[np.float
 
     def prefixes(key: tuple, n: int, d: int) -> list:
         """The merged parts of the first 0..n envelopes of class ``key`` in direction ``d`` (None for none)."""
-        out, envelopes_ = [None], own(key)
+        out, envelopes_ = [None], own(key, n)
         for j in range(n):
             part = envelopes_[j][d]
             out.append(part if out[-1] is None else spectra.merged([out[-1], part]))
@@ -814,11 +830,11 @@ def class_search(bundles: Sequence[tuple[Bundle, ...]], scores: NDArray[np.float
                 continue
             first, second = halves
             others = tuple(kn for kn in spec if kn[0] != key)
-            cap_first, cap_second = len(own(first)), len(own(second))
+            cap_first, cap_second = cap(first), cap(second)
             ks = range(max(0, n - cap_second), min(n, cap_first) + 1)
             base, ones, twos = [], [], []
             for d in range(directions):
-                parts = [e[d] for k_, m_ in others for e in own(k_)[:m_]]
+                parts = [e[d] for k_, m_ in others for e in own(k_, m_)[:m_]]
                 base.append(spectra.merged(parts) if parts else None)
                 ones.append(prefixes(first, max(ks), d))
                 twos.append(prefixes(second, n - min(ks), d))
@@ -842,9 +858,9 @@ def class_search(bundles: Sequence[tuple[Bundle, ...]], scores: NDArray[np.float
         c = len(counts)
         left = groups.m - sum(counts)
         if c == len(present) - 1:  # the last class takes what is left (more only raises the composition)
-            leaf = counts + (min(left, len(own((c,)))),)
+            leaf = counts + (min(left, cap((c,))),)
             return [(bound(leaf), tuple(((k,), n) for k, n in enumerate(leaf)), True)]
-        return [(bound(counts + (n,)), counts + (n,), False) for n in range(min(left, len(own((c,)))) + 1)]
+        return [(bound(counts + (n,)), counts + (n,), False) for n in range(min(left, cap((c,))) + 1)]
 
     root = ()
     open_nodes = [(bound(root), root, False)]
