@@ -253,6 +253,15 @@ def _upper_pair(ratio, t: int, s: NDArray[np.float64], e: NDArray[np.float64], b
             here = s[j]
             weights, shifts, rows, overflow = _spread_weights(ratio, s[j:] - here, b)
             cols = np.nonzero(state[j])[0]
+            if here > 0.0 and j + 1 < n_s:  # states whose cells of w are narrower along E: :func:`_e_segment`
+                along_e = cols < n_e - 1
+                along_e[along_e] = (s[j + 1] - here) * here > e[cols[along_e] + 1] - e[cols[along_e]]
+                if np.any(along_e):
+                    extra = _e_segment(ratio, s, e, b, here, cols[along_e], state[j, cols[along_e]], rest, c, new)
+                    charge += extra
+                    cols = cols[~along_e]
+                    if not cols.size:
+                        continue
             row = state[j, cols]
             total = float(row.sum())
             charge += total * overflow * rest / c
@@ -297,6 +306,67 @@ def _upper_pair(ratio, t: int, s: NDArray[np.float64], e: NDArray[np.float64], b
     remove = _Law(np.log(lr[pos]), lr[pos] * q[pos], min(singular + charge + noise, 1.0))
     add = _Law(-np.log(lr[pos]), q[pos], min(float(q[~pos].sum()) + charge_q + noise, 1.0))
     return remove, add
+
+
+def _e_segment(ratio, s: NDArray[np.float64], e: NDArray[np.float64], b: float, here: float,
+               cols: NDArray[np.int64], row: NDArray[np.float64], rest: int, c: float, new: "_Accumulator") -> float:
+    """One step from the states ``(here, e[cols])`` with masses ``row``, the cells of ``w`` cut by the grid of E
+    (module doc, "Along the segment, cut by E"): returns the charge (P-mass at infinite loss) of what lands
+    beyond the last point of E (lowered to it) or of S (lowered to it)."""
+    n_s, n_e = s.size, e.size
+    # the points of w from each state: u_m = (e_m - E) / S (0 for the points at or below the state's E); the
+    # cells [u_m, u_{m+1}) cut at the clamp b, then [u_last, b) and the atom at b: n_e + 1 cells a state
+    u = np.maximum(e[None, :] - e[cols][:, None], 0.0) / here
+    edges = np.concatenate((np.minimum(u, b), np.full((cols.size, 1), b), np.full((cols.size, 1), np.inf)), axis=1)
+    # only the cells from each state's own E on (those below are [0, 0), empty): the edges of all the states
+    # in one call, the cells between two states' edges (from inf to 0) left out
+    used = np.arange(n_e + 2)[None, :] >= cols[:, None]
+    cell_q, cell_p = ratio.cells(edges[used])
+    last = np.cumsum(np.sum(used, axis=1)) - 1  # each state's last edge: the cell after it is between states
+    within = np.ones(cell_q.size, dtype=bool)
+    within[last[:-1]] = False
+    q, p = np.zeros((cols.size, n_e + 1)), np.zeros((cols.size, n_e + 1))
+    cells_used = used[:, :-1]
+    q[cells_used] = np.maximum(cell_q[within], 0.0)
+    p[cells_used] = np.maximum(cell_p[within], 0.0)
+    lo, hi = u[:, :-1], u[:, 1:]
+    inner = hi > lo
+    gap = np.where(inner, hi - lo, 1.0)
+    right = np.where(inner, np.clip((p[:, :n_e - 1] - lo * q[:, :n_e - 1]) / gap, 0.0, q[:, :n_e - 1]), 0.0)
+    weights = np.zeros((cols.size, n_e))
+    weights[:, :n_e - 1] += q[:, :n_e - 1] - right
+    weights[:, 1:] += right
+    rows = np.arange(cols.size)
+    # b inside the points: the atom at b lies in the cell k with u_k <= b < u_{k+1}, sent to its ends (mean kept)
+    inside = u[:, -1] > b
+    k = np.sum(u <= b, axis=1) - 1
+    ri, ki = rows[inside], k[inside]
+    to_right = q[ri, n_e] * (b - u[ri, ki]) / (u[ri, ki + 1] - u[ri, ki])
+    weights[ri, ki + 1] += to_right
+    weights[ri, ki] += np.maximum(q[ri, n_e] - to_right, 0.0)
+    # b at or beyond the last point of E: the mass from it on (the atom included) is lowered to w = u_last
+    # and charged: E lowered by (w - u_last) S and S by (w - u_last), so every future L by (w - u_last)(S + S') / C
+    free = ~inside
+    over_q = q[free, n_e - 1] + q[free, n_e]
+    over_p = p[free, n_e - 1] + b * q[free, n_e]
+    weights[free, n_e - 1] += over_q
+    charge = float(np.sum(row[free] * np.maximum(over_p - u[free, -1] * over_q, 0.0))) * (here + rest) / c
+    # the ends (here + u_m, e_m): spread along S at fixed E onto the grid of S (beyond its top: lowered, charged)
+    mass = weights * row[:, None]
+    keep = mass > 0.0
+    s_end = here + u[keep]
+    m_end = mass[keep]
+    e_idx = np.broadcast_to(np.arange(n_e)[None, :], mass.shape)[keep]
+    above = s_end > s[-1]
+    if np.any(above):
+        charge += float(np.sum(m_end[above] * (s_end[above] - s[-1]))) * rest / c
+        s_end = np.minimum(s_end, s[-1])
+    idx = _locate(s, s_end)
+    f = np.clip((s_end - s[idx]) / (s[idx + 1] - s[idx]), 0.0, 1.0)
+    upper = m_end * f
+    new.add(idx * n_e + e_idx, m_end - upper)
+    new.add((idx + 1) * n_e + e_idx, upper)
+    return charge
 
 
 class _Accumulator:
