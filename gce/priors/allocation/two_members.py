@@ -318,17 +318,7 @@ def _e_segment(ratio, s: NDArray[np.float64], e: NDArray[np.float64], b: float, 
     # cells [u_m, u_{m+1}) cut at the clamp b, then [u_last, b) and the atom at b: n_e + 1 cells a state
     u = np.maximum(e[None, :] - e[cols][:, None], 0.0) / here
     edges = np.concatenate((np.minimum(u, b), np.full((cols.size, 1), b), np.full((cols.size, 1), np.inf)), axis=1)
-    # only the cells from each state's own E on (those below are [0, 0), empty): the edges of all the states
-    # in one call, the cells between two states' edges (from inf to 0) left out
-    used = np.arange(n_e + 2)[None, :] >= cols[:, None]
-    cell_q, cell_p = ratio.cells(edges[used])
-    last = np.cumsum(np.sum(used, axis=1)) - 1  # each state's last edge: the cell after it is between states
-    within = np.ones(cell_q.size, dtype=bool)
-    within[last[:-1]] = False
-    q, p = np.zeros((cols.size, n_e + 1)), np.zeros((cols.size, n_e + 1))
-    cells_used = used[:, :-1]
-    q[cells_used] = np.maximum(cell_q[within], 0.0)
-    p[cells_used] = np.maximum(cell_p[within], 0.0)
+    q, p = _cells_from(ratio, edges, cols)  # only from each state's own E on (those below are [0, 0), empty)
     lo, hi = u[:, :-1], u[:, 1:]
     inner = hi > lo
     gap = np.where(inner, hi - lo, 1.0)
@@ -425,6 +415,14 @@ def _lower_pair(ratio, t: int, s: NDArray[np.float64], e: NDArray[np.float64], b
             k = int(np.searchsorted(mid, b, side="right"))
             q, p = ratio.cells(np.concatenate(([0.0], mid[:k], [np.inf])))  # to rows j..j+k (nearest)
             cols = np.nonzero(state[:, j].any(axis=0))[0]
+            if here > 0.0 and j + 1 < n_s:  # the statistic rounds E first where its cells of w are narrower
+                along_e = cols < n_e - 1
+                along_e[along_e] = (s[j + 1] - here) * here > e[cols[along_e] + 1] - e[cols[along_e]]
+                if np.any(along_e):
+                    _e_garble(ratio, s, e, here, cols[along_e], state[:, j, cols[along_e]], new)
+                    cols = cols[~along_e]
+                    if not cols.size:
+                        continue
             x = np.minimum(e[cols][None, :] + (off[:k + 1] * here)[:, None], e[-1])
             where = np.broadcast_to(((j + np.arange(k + 1)) * n_e)[:, None], x.shape)
             rows = state[:, j, cols]
@@ -463,6 +461,47 @@ def _lower_pair(ratio, t: int, s: NDArray[np.float64], e: NDArray[np.float64], b
     remove = _Law(loss, p_law[both], only_p + float(p_law[(p_law > 0) & (q_law == 0)].sum()), noise, noise)
     add = _Law(-loss, q_law[both], float(q_law[(q_law > 0) & (p_law == 0)].sum()), noise, noise)
     return remove, add
+
+
+def _cells_from(ratio, edges: NDArray[np.float64], first: NDArray[np.int64]) -> tuple[NDArray[np.float64],
+                                                                                     NDArray[np.float64]]:
+    """(Q, P) masses of the cells between consecutive ``edges`` of each row (ascending), the row's cells before
+    its index ``first`` left empty (0): the used edges of all the rows in one call of ``ratio.cells``, the
+    cells between two rows' edges left out."""
+    rows, width = edges.shape
+    used = np.arange(width)[None, :] >= first[:, None]
+    cell_q, cell_p = ratio.cells(edges[used])
+    last = np.cumsum(np.sum(used, axis=1)) - 1
+    within = np.ones(cell_q.size, dtype=bool)
+    within[last[:-1]] = False
+    q, p = np.zeros((rows, width - 1)), np.zeros((rows, width - 1))
+    q[used[:, :-1]] = np.maximum(cell_q[within], 0.0)
+    p[used[:, :-1]] = np.maximum(cell_p[within], 0.0)
+    return q, p
+
+
+def _e_garble(ratio, s: NDArray[np.float64], e: NDArray[np.float64], here: float, cols: NDArray[np.int64],
+              rows: NDArray[np.float64], new: list) -> None:
+    """One step of the garbling from the statistics ``(here, e[cols])`` with the measures ``rows`` (members + 1
+    by the columns): the next ``m`` the point of E nearest to ``E + W S``, the next ``a`` the point of S nearest
+    to ``S + (e_m - E) / S`` (module doc, "Lower", cut by E): a function of the statistic and of ``W``."""
+    n_e = e.size
+    mid = 0.5 * (e[1:] + e[:-1])
+    bounds = np.maximum(mid[None, :] - e[cols][:, None], 0.0) / here
+    edges = np.concatenate((np.zeros((cols.size, 1)), bounds, np.full((cols.size, 1), np.inf)), axis=1)
+    q, p = _cells_from(ratio, edges, cols)  # cell m: to the point m of E
+    x = np.minimum(here + np.maximum(e[None, :] - e[cols][:, None], 0.0) / here, s[-1])
+    idx = _locate(s, x)
+    idx = idx + ((x - s[idx]) > (s[idx + 1] - x)).astype(np.int64)
+    keep = (q > 0.0) | (p > 0.0)
+    where = (idx * n_e + np.arange(n_e)[None, :])[keep]
+    ci = np.broadcast_to(np.arange(cols.size)[:, None], q.shape)[keep]
+    qk, pk = q[keep], p[keep]
+    for m in range(len(new)):
+        weights = qk * rows[m][ci]
+        if m > 0:
+            weights += pk * rows[m - 1][ci]
+        new[m].add(where, weights)
 
 
 def _members_lower(ratio, t: int, k: int, level: float, tail: float, high: float, drop: float = 0.0,
