@@ -167,3 +167,29 @@ def test_members_garbling_is_below_the_quadrature():
         low = _lower_deltas(laws, eps)
         for d, ref in enumerate(k_of_t_deltas(1.0, 4, 3, eps)):
             assert 0.95 * ref.value <= low[d] <= ref.value + ref.error, (eps, d, ref, low)
+
+
+@pytest.mark.parametrize("ratio, t", [(CanonicalRatio(3.0, 1e-6), 4), (CanonicalRatio(4.0, 0.0), 3)])
+def test_the_cut_by_e_is_used_and_sandwiches_brute_force(monkeypatch, ratio, t):
+    # far out (S above 17 at the ratio 1.06, W up to e^3 or e^4) the states move along the cells of w cut by
+    # the grid of E, above and below: still a sandwich of the enumeration of the 3^t values of W
+    from gce.priors.allocation import two_members
+    calls = {"above": 0, "below": 0}
+    segment, garble = two_members._e_segment, two_members._e_garble
+
+    def counted_segment(*args):
+        calls["above"] += 1
+        return segment(*args)
+
+    def counted_garble(*args):
+        calls["below"] += 1
+        return garble(*args)
+
+    monkeypatch.setattr(two_members, "_e_segment", counted_segment)
+    monkeypatch.setattr(two_members, "_e_garble", counted_garble)
+    laws = _pair_laws(ratio, t, 1.06, 1e-12, 2.0)
+    assert calls["above"] > 0 and calls["below"] > 0
+    for eps in (0.0, 0.5, 1.5, 3.0):
+        up, low = _deltas(laws, eps)
+        for d, ref in enumerate(_brute(ratio.epsilon, ratio.delta, t, eps)):
+            assert low[d] <= ref * (1 + 1e-9) + 1e-13 and up[d] >= ref * (1 - 1e-9) - 1e-13, (eps, d, ref, low, up)
