@@ -112,7 +112,8 @@ Refinement
 The grid of ``S`` is refined along :data:`RATIOS` (its ratio far out; ``E``'s ratio follows,
 :func:`_e_ratio`), the first level cheapest; each level's cost is estimated from its grids' sizes
 (:func:`_pair_seconds`, never measured) and a level that would not fit in the running computation's time
-limit is not started (:func:`~.bracket._may_refine`). After a level the next is the coarsest predicted to
+limit is not started (:func:`~.bracket._may_refine`); a level whose cut by E does not fit runs without it when
+that fits (the stop recorded: a coarser bracket, still certified). After a level the next is the coarsest predicted to
 bring the bracket within ``rtol`` (:func:`~.random_allocation._next_level`), not the next in the list.
 
 Where the error is (measured)
@@ -221,7 +222,9 @@ def _pair_seconds(ratio, t: int, level: float, tail: float, high: float, e_high:
     step moves every state ``(S, E)`` to the points of S up to ``S + B``, and E lies in
     ``[(S^2 - S min(S, B)) / 2, S^2 / 2]`` (``e_2 = (e_1^2 - sum W^2) / 2``, each W at most B), so the work of a
     step is the sum over the points of S of the points reachable times the points of E in that range, plus a
-    fixed cost a point of S (the loop over them)."""
+    fixed cost a point of S (the loop over them). With ``cut``, the states moved along the cut by E
+    (:func:`_e_segment`) read instead the points of E above them up to ``E + B S``, each
+    :data:`_E_CELL_WEIGHT` units."""
     s, e, b = _grids(ratio, t, level, tail, high, e_high)
     reach = np.searchsorted(s, s + b, side="right") - np.arange(s.size)
     # E = (S^2 - sum W^2) / 2 with every W <= min(S, B) (clamped): E in [(S^2 - S min(S, B)) / 2, S^2 / 2]
@@ -446,7 +449,8 @@ def _lower_pair(ratio, t: int, s: NDArray[np.float64], e: NDArray[np.float64], b
     subtract. For 2 members the final statistic is E alone (L is a function of it); for more, the final
     (S, E) (the statistic is not sufficient then, still a garbling: "More members, below"). Moves whose mass
     (all measures) is below ``drop / (t n_S^2)`` are not made, their share of the final measures
-    subtracted (module doc, "Negligible moves")."""
+    subtracted (module doc, "Negligible moves"). ``cut``: whether the statistics far out round E first
+    (module doc, "Lower"; either rule is a garbling)."""
     c = float(math.comb(t, members))
     n_s, n_e = s.size, e.size
     floor = drop / (t * n_s * n_s)
@@ -591,6 +595,7 @@ def _pair_laws(ratio, t: int, level: float, tail: float, high: float, drop: floa
                e_high: float | None = None, cut: bool = True) -> tuple[tuple[_Law, _Law], tuple[_Law, _Law]]:
     """((upper remove, upper add), (lower remove, lower add)) of 2 of ``t`` at grid ratio ``level``, the grid
     of E placed for an epsilon about ``high`` (:func:`_grids`; any value is sound), moves of mass below
-    ``drop / (t n_S^2)`` each dropped and charged (module doc, "Negligible moves")."""
+    ``drop / (t n_S^2)`` each dropped and charged (module doc, "Negligible moves"), far out the cut by E
+    unless ``cut`` is False."""
     s, e, b = _grids(ratio, t, level, tail, high, e_high)
     return _upper_pair(ratio, t, s, e, b, drop, cut), _lower_pair(ratio, t, s, e, b, drop=drop, cut=cut)
