@@ -138,7 +138,7 @@ def pld_accounting() -> None:
 #: (h) k > 1: the brackets before (at delta 1e-5 for 2 of 8, 2 of 9, 2 of 20 and 4 of 16: main at c446d46,
 #: before the cut by E far out, measured in one run with it on a loaded 2-core machine, where it gave 2 of 8
 #: [2.9099, 2.9318] in 7.8 s, 4 of 16 the same, 2 of 9 [3.6868, 3.7113] in 10.6 s, 2 of 20 at sigma 1
-#: [2.6671, 2.6859] in 79 s and at sigma 0.5 [10.2424, 10.2761] in 31 s; the others: main at 5690990, blocks
+#: [2.6671, 2.6859] in 49 s and at sigma 0.5 [10.2416, 10.2773] in 35 s; the others: main at 5690990, blocks
 #: of two members on the old grids), against which the current bracket, its width and seconds are printed,
 #: uncapped and within solve's default 5 s; and the upper end's ratio to the decomposition's alone.
 BEFORE = {(1.2, 8, 2, 1e-5): (2.9119, 2.9287, 9.5), (1.2, 8, 2, 1e-8): (4.0942, 4.2252, 15.6),

@@ -95,7 +95,7 @@ def test_two_of_twenty_at_one_in_a_million_is_tightened():
 
 
 def test_two_of_twenty_at_sigma_half_within_one_percent_and_the_same_twice():
-    # sigma 0.5, 2 of 20, delta 1e-5: [10.2424, 10.2761] (0.33%, about 30 s, the grid ratio 1.03 cut by E far
+    # sigma 0.5, 2 of 20, delta 1e-5: [10.2416, 10.2773] (0.35%, about 35 s, the grid ratio 1.03 cut by E far
     # out; without the cut [10.1437, 10.8802], the blocks' add direction unbounded); the Monte Carlo at eps 8
     # checks the same route above
     curve = allocation_curve(2.0, 20, 2, delta=1e-5, rtol=0.01)
