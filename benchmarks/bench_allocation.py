@@ -135,15 +135,18 @@ def pld_accounting() -> None:
     print(f"PLD_accounting {getattr(PLD_accounting, '__version__', '?')} is installed; compare by hand")
 
 
-#: (h) k > 1: the brackets before this schedule (main at 5690990: blocks of two members on the old grids,
-#: measured on this machine class), against which the current bracket, its width and seconds are printed,
+#: (h) k > 1: the brackets before (at delta 1e-5 for 2 of 8, 2 of 9, 2 of 20 and 4 of 16: main at c446d46,
+#: before the cut by E far out, measured in one run with it on a loaded 2-core machine, where it gave 2 of 8
+#: [2.9099, 2.9318] in 7.8 s, 4 of 16 the same, 2 of 9 [3.6868, 3.7113] in 10.6 s, 2 of 20 at sigma 1
+#: [2.6671, 2.6859] in 49 s and at sigma 0.5 [10.2416, 10.2773] in 35 s; the others: main at 5690990, blocks
+#: of two members on the old grids), against which the current bracket, its width and seconds are printed,
 #: uncapped and within solve's default 5 s; and the upper end's ratio to the decomposition's alone.
-BEFORE = {(1.2, 8, 2, 1e-5): (2.9100, 2.9317, 9.9), (1.2, 8, 2, 1e-8): (4.0942, 4.2252, 15.6),
-          (1.0, 20, 2, 1e-5): (2.6358, 2.7422, 27.9), (1.0, 20, 2, 1e-8): (3.9120, 4.3257, 25.7),
-          (3.0, 16, 4, 1e-5): (1.2933, 1.3073, 4.7), (3.0, 16, 4, 1e-8): (1.7808, 1.8084, 4.8),
-          (0.5, 20, 2, 1e-5): (10.1437, 10.8802, 18.6), (0.5, 20, 2, 1e-8): (12.4697, 14.7764, 21.0),
+BEFORE = {(1.2, 8, 2, 1e-5): (2.9119, 2.9287, 9.5), (1.2, 8, 2, 1e-8): (4.0942, 4.2252, 15.6),
+          (1.0, 20, 2, 1e-5): (2.6657, 2.6880, 43.9), (1.0, 20, 2, 1e-8): (3.9120, 4.3257, 25.7),
+          (3.0, 16, 4, 1e-5): (1.2933, 1.3050, 1.4), (3.0, 16, 4, 1e-8): (1.7808, 1.8084, 4.8),
+          (0.5, 20, 2, 1e-5): (10.1742, 10.8802, 23.7), (0.5, 20, 2, 1e-8): (12.4697, 14.7764, 21.0),
           (1.0, 100, 10, 1e-5): (5.1720, 6.1176, 0.9), (1.0, 100, 10, 1e-8): (6.3055, 8.3505, 23.3),
-          (1.0, 10, 3, 1e-5): (4.9744, 5.2905, 9.4), (1.0, 9, 2, 1e-5): (3.6721, 3.7619, 4.5)}
+          (1.0, 10, 3, 1e-5): (4.9744, 5.2905, 9.4), (1.0, 9, 2, 1e-5): (3.6853, 3.7211, 17.8)}
 
 
 def k_of_t() -> None:

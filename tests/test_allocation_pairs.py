@@ -167,3 +167,51 @@ def test_members_garbling_is_below_the_quadrature():
         low = _lower_deltas(laws, eps)
         for d, ref in enumerate(k_of_t_deltas(1.0, 4, 3, eps)):
             assert 0.95 * ref.value <= low[d] <= ref.value + ref.error, (eps, d, ref, low)
+
+
+def _count_cuts(monkeypatch) -> dict[str, int]:
+    from gce.priors.allocation import two_members
+    calls = {"above": 0, "below": 0}
+    segment, garble = two_members._e_segment, two_members._e_garble
+
+    def counted_segment(*args):
+        calls["above"] += 1
+        return segment(*args)
+
+    def counted_garble(*args):
+        calls["below"] += 1
+        return garble(*args)
+
+    monkeypatch.setattr(two_members, "_e_segment", counted_segment)
+    monkeypatch.setattr(two_members, "_e_garble", counted_garble)
+    return calls
+
+
+def test_sigma_half_three_databases_with_the_cut_by_e_sandwich_the_quadrature(monkeypatch):
+    # sigma 0.5 (mu 2), 2 of 3: W above 33 (the cut by E from there at the ratio 1.03) has Q-mass 0.3%; the
+    # pair with and without the cut holds the tanh-sinh reference, and the cut's is no looser at eps 2
+    calls = _count_cuts(monkeypatch)
+    ratio = GaussianRatio(2.0)
+    laws = _pair_laws(ratio, 3, RATIOS[0], 1e-12, 2.0)
+    assert calls["above"] > 0 and calls["below"] > 0
+    plain = _pair_laws(ratio, 3, RATIOS[0], 1e-12, 2.0, cut=False)
+    for eps in EPS:
+        up, low = _deltas(laws, eps)
+        up_plain, low_plain = _deltas(plain, eps)
+        for d, ref in enumerate(k_of_t_deltas(2.0, 3, 2, eps)):
+            assert low[d] <= ref.value + ref.error and up[d] >= ref.value - ref.error, (eps, d, ref, low, up)
+            assert low_plain[d] <= ref.value + ref.error and up_plain[d] >= ref.value - ref.error
+        assert max(up) <= max(up_plain) * (1 + 1e-6) and max(low) >= max(low_plain) * (1 - 1e-6), (eps, up, up_plain)
+
+
+@pytest.mark.parametrize("ratio, t", [(CanonicalRatio(3.0, 1e-6), 4), (CanonicalRatio(4.0, 0.0), 3)])
+def test_the_cut_by_e_is_used_and_sandwiches_brute_force(monkeypatch, ratio, t):
+    # far out (S above 17 at the ratio 1.06, W up to e^3 or e^4) the states move along the cells of w cut by
+    # the grid of E, above and below: still a sandwich of the enumeration of the 3^t values of W
+    calls = _count_cuts(monkeypatch)
+    laws = _pair_laws(ratio, t, 1.06, 1e-12, 2.0)
+    assert calls["above"] > 0 and calls["below"] > 0
+    for eps in (0.0, 0.5, 1.5, 3.0):
+        up, low = _deltas(laws, eps)
+        for d, ref in enumerate(_brute(ratio.epsilon, ratio.delta, t, eps)):
+            assert low[d] <= ref * (1 + 1e-9) + 1e-13 and up[d] >= ref * (1 - 1e-9) - 1e-13, (eps, d, ref, low, up)

@@ -21,7 +21,7 @@ from ...accounting.curves import PrivacyCurve
 from ...errors import InvalidParameterError, NumericalLimitError
 from ...validation import is_number
 from .bracket import (_STOPPED, _TAIL_SHARE, _WHICH, DEFAULT_RTOL, TAIL, AllocationCurve, LowerBound, _at, _check_count,
-                      _DirectionLower, _may_refine, _width)
+                      _DirectionLower, _may_refine, _target_text, _width)
 from .decomposition import _blocks, _composed, _loss_interval, _NoRoom
 from .one_of_t import _single
 from .two_members import RATIOS, _members_lower, _members_seconds, _pair_blocks, _pair_laws, _pair_seconds
@@ -181,6 +181,15 @@ def _with_pairs(ratio, t: int, k: int, epochs: int, rtol: float, delta: float | 
             continue
         if seconds > PAIR_WORK_LIMIT:  # beyond the route's share of work (from the question alone, as rtol)
             break
+        cut = True
+        if not effort.current().fits(seconds):  # the level without the cut by E (cheaper, coarser far out), the
+            plain = seconds - sum(_pair_seconds(ratio, size, level, tail, block_scale, e_scale)  # stop recorded
+                                  - _pair_seconds(ratio, size, level, tail, block_scale, e_scale, cut=False)
+                                  for size, members, _ in blocks if members == 2)
+            if plain < seconds and effort.current().fits(plain):
+                effort.current().stop(f"allocation refinement (blocks of two, grid ratio {level:g}, cut by E) at "
+                                      f"{_target_text(delta, epsilon)}")
+                seconds, cut, stopped = plain, False, True
         if not _may_refine(seconds, f"allocation refinement (blocks of two, grid ratio {level:g})", delta, epsilon,
                            _width(low, high)):
             stopped = True
@@ -188,7 +197,8 @@ def _with_pairs(ratio, t: int, k: int, epochs: int, rtol: float, delta: float | 
         laws = []
         for size, members, count in blocks:
             if members == 2:
-                laws.append((_pair_laws(ratio, size, level, tail, block_scale, drop=tail, e_high=e_scale), count))
+                laws.append((_pair_laws(ratio, size, level, tail, block_scale, drop=tail, e_high=e_scale, cut=cut),
+                             count))
             else:
                 laws.append((_block_laws(ratio, size, 2**16, tail), count))
         copies = [(up, count * epochs) for (up, _), count in laws]

@@ -42,6 +42,12 @@ def _phi_between(lo: NDArray[np.float64], hi: NDArray[np.float64]) -> NDArray[np
     return np.where(lo > 0, special.ndtr(-lo) - special.ndtr(-hi), special.ndtr(hi) - special.ndtr(lo))
 
 
+def _phi_cells(z: NDArray[np.float64]) -> NDArray[np.float64]:
+    """``_phi_between(z[:-1], z[1:])`` with each edge's two tails evaluated once (the same numbers)."""
+    below, above = special.ndtr(z), special.ndtr(-z)
+    return np.where(z[:-1] > 0, above[:-1] - above[1:], below[1:] - below[:-1])
+
+
 @dataclass(frozen=True)
 class GaussianRatio:
     """The likelihood ratio ``W = dP/dQ`` of the Gaussian pair ``P = N(mu, 1)``, ``Q = N(0, 1)``, under Q:
@@ -83,7 +89,7 @@ class GaussianRatio:
             q = ((edges[:-1] <= 1.0) & (1.0 < edges[1:])).astype(float)
             return q, q.copy()
         z = self._z(edges)
-        return _phi_between(z[:-1], z[1:]), _phi_between(z[:-1] - self.mu, z[1:] - self.mu)
+        return _phi_cells(z), _phi_cells(z - self.mu)
 
     def excess(self, b: float) -> float:
         """E_Q[(W - b)_+] = P(W >= b) - b Q(W >= b): the P-mass left over by clamping W at b."""

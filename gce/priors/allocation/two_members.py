@@ -32,6 +32,21 @@ starting at 0 (:func:`_grids`; any grids are sound, these are placed for accurac
   states (``w >= 0``), so ``E >= 0`` throughout.
 * *Along E at fixed S.* Each end's ``E`` is sent to its two neighbours on ``e`` (mean kept).
 
+* *Along the segment, cut by E.* Where the cells of ``w`` cut by ``g`` are wide (far out, ``S`` large: a
+  cell of ``g`` is then wider than most ``w``, and the spread above sends ``E`` to ``E`` or to
+  ``E + (g_{a+1} - S) S``, lumps far apart), a state ``(S, E)`` of ``g`` and ``e`` is moved instead along the
+  cells of ``w`` cut by ``e``: for ``w`` in ``[u_m, u_{m+1})``, ``u_m = (e_m - E) / S``, the true next state lies on
+  the segment from ``(S + u_m, e_m)`` to ``(S + u_{m+1}, e_{m+1})`` and is sent to its two ends (mean kept, the
+  same cell masses as above), then each end's ``S`` to its two neighbours on ``g`` at fixed ``E`` (mean kept).
+  Spreads along any line are allowed: ``V_{i+1}`` is convex on the whole plane (``phi(E / C)`` composed with
+  affine maps and averaged), so the ends need not be reachable states; ``E`` stays on ``e`` (nonnegative) and
+  ``S`` on ``g``. Used for the states whose cell of ``g`` above them is wider than :data:`_E_CUT_FROM` (or
+  at ``E = 0``) and than their cell of ``e`` seen in ``w`` (``(e_{m+1} - e_m) / S``); any choice is sound. The
+  mass from the last point of ``e`` on (``w >= u_last``, the clamp's atom included) is lowered to
+  ``w = u_last``, which lowers ``E`` by ``(w - u_last) S`` and ``S`` by ``w - u_last``, so every future ``L`` by
+  ``(w - u_last)(S + S') / C``: charged ``E_Q[(W - u_last)_+] (S + t - i - 1) / C`` at infinite loss; an end
+  beyond the last point of ``g`` is lowered to it and charged as below.
+
 *Clamps, charged.* Each ``W`` is clamped at ``B`` (:meth:`clamp` of the ratio): the clamped pair with the
 excess ``x = E_Q[(W - B)_+]`` (and a canonical pair's own ``delta``) as P-mass outside Q's support dominates
 the database's pair, and the allocation of dominating pairs dominates the allocation (each database's
@@ -53,7 +68,10 @@ of the allocation and its divergences are lower bounds (data processing). Its la
 under Q with the cell masses ``Q(cell)``; under P, a mixture over the member pairs of product laws whose
 members' cells have the masses ``P_i(cell) = E_Q[W; cell]``, by carrying three measures (0, 1 and 2 members
 among the databases processed) and dividing the last by ``C(t, 2)``. The final statistic is ``m`` alone
-(forgetting ``a``, a further garbling). P-mass outside Q's support (a canonical pair's ``delta``) is the
+(forgetting ``a``, a further garbling). From the statistics moved along the cut by E above, the rule rounds
+``E`` first: ``m`` the point of ``e`` nearest to ``E(T_i) + W_{i+1} S(T_i)``, ``a`` the point of ``g`` nearest to
+``S(T_i) + (e_m - E(T_i)) / S(T_i)`` (still a function of the statistic and of the output; its cells of ``W``
+are cut at the midpoints of ``e``). P-mass outside Q's support (a canonical pair's ``delta``) is the
 outcome "a member showed it", P-mass ``1 - (1 - delta)^2``, Q-mass 0.
 
 More members, below
@@ -94,11 +112,19 @@ Refinement
 The grid of ``S`` is refined along :data:`RATIOS` (its ratio far out; ``E``'s ratio follows,
 :func:`_e_ratio`), the first level cheapest; each level's cost is estimated from its grids' sizes
 (:func:`_pair_seconds`, never measured) and a level that would not fit in the running computation's time
-limit is not started (:func:`~.bracket._may_refine`). After a level the next is the coarsest predicted to
+limit is not started (:func:`~.bracket._may_refine`); a level whose cut by E does not fit runs without it when
+that fits (the stop recorded: a coarser bracket, still certified). After a level the next is the coarsest predicted to
 bring the bracket within ``rtol`` (:func:`~.random_allocation._next_level`), not the next in the list.
 
 Where the error is (measured)
 -----------------------------
+With the cut by E (loaded 2-core machine, delta 1e-5, the pair alone, grid ratio 1.03): sigma 0.5, 2 of 20,
+remove direction's upper 11.74 -> 10.277 and the add direction's from unbounded to 5.7 (the lumps far out
+were the cause: refining ``g`` only above ``S = 2e4`` moved it to 11.00, below ``2e4`` not at all), the
+garbling's lower 10.187 -> 10.251; sigma 1, 2 of 20: [2.6454, 2.7145] -> [2.6585, 2.7068] at 1.03 and
+[2.6675, 2.6934] at 1.02, where the spacing of ``e`` now decides (its ratio halved at 1.03: [2.674, 2.682],
+four times the work). Before the cut by E:
+
 At 2 of 20, sigma 1, delta 1e-5, both ends are about equally far from the truth at every level (upper
 2.7145, 2.6975, 2.6881 and lower 2.6454, 2.6613, 2.6687 at ratios 1.02, 1.014, 1.01; the truth near 2.678):
 the upper converges as the square of the grid's spacing, the lower about linearly. The error comes from the
@@ -141,6 +167,15 @@ _L_BELOW, _L_ABOVE = 0.05, 7.0
 #: 2-core machine (7e-8 to 1.1e-7 with the negligible moves dropped; coarse grids up to 1.3 times the estimate
 #: before the margin, under load), with a margin. Only decides whether a level fits.
 _UNIT_SECONDS = 1.3e-7
+#: The work of a state moved along the segment cut by E (:func:`_e_segment`, :func:`_e_garble`), a point of E
+#: above it, in units of a move along S (:func:`_pair_seconds`): the cells of w are read for each state
+#: (measured 3.8 at sigma 0.5 and 5.2 at sigma 1, 2 of 20, against the moves along S on the same machine).
+_E_CELL_WEIGHT = 5.0
+#: The cells of w are cut by the grid of E (:func:`_e_segment`, :func:`_e_garble`) only where those of S are
+#: wider than this (W has mean 1 under Q): where S is far out, the spacing of S is the lumpy part; and from
+#: the states at E = 0 (there the cut by S keeps E = 0 at the cell's left end, step after step: Q-mass at
+#: L = 0, the add direction unbounded; measured 1e-6 of it at sigma 0.5, 2 of 20 without this).
+_E_CUT_FROM = 1.0
 #: Estimated seconds a point of S and a step (the loop over the points, upper and lower): measured 1e-4.
 _ROW_SECONDS = 1.6e-4
 
@@ -183,18 +218,35 @@ def _grids(ratio, t: int, level: float, tail: float, high: float,
     return s, e, b
 
 
-def _pair_seconds(ratio, t: int, level: float, tail: float, high: float, e_high: float | None = None) -> float:
+def _pair_seconds(ratio, t: int, level: float, tail: float, high: float, e_high: float | None = None,
+                  cut: bool = True) -> float:
     """Estimated seconds of :func:`_pair_laws` at ``level`` (from the grids' sizes, never measured): each
     step moves every state ``(S, E)`` to the points of S up to ``S + B``, and E lies in
     ``[(S^2 - S min(S, B)) / 2, S^2 / 2]`` (``e_2 = (e_1^2 - sum W^2) / 2``, each W at most B), so the work of a
     step is the sum over the points of S of the points reachable times the points of E in that range, plus a
-    fixed cost a point of S (the loop over them)."""
+    fixed cost a point of S (the loop over them). With ``cut``, the states moved along the cut by E
+    (:func:`_e_segment`) read instead the points of E above them up to ``E + B S``, each
+    :data:`_E_CELL_WEIGHT` units."""
     s, e, b = _grids(ratio, t, level, tail, high, e_high)
     reach = np.searchsorted(s, s + b, side="right") - np.arange(s.size)
     # E = (S^2 - sum W^2) / 2 with every W <= min(S, B) (clamped): E in [(S^2 - S min(S, B)) / 2, S^2 / 2]
-    cols = np.minimum(np.searchsorted(e, 0.5 * s * s, side="right") + 1, e.size) \
-        - np.searchsorted(e, 0.5 * s * (s - np.minimum(s, b)), side="left")
-    return t * (_UNIT_SECONDS * float(np.sum(reach * cols)) + _ROW_SECONDS * s.size)
+    top = np.minimum(np.searchsorted(e, 0.5 * s * s, side="right") + 1, e.size)
+    bottom = np.searchsorted(e, 0.5 * s * (s - np.minimum(s, b)), side="left")
+    # the states moved along the segment cut by E (:func:`_e_segment`): each reads the points of E above it
+    gaps = np.diff(e)
+    along_e = np.zeros(s.size)
+    work_e = np.zeros(s.size)
+    for j in range(1, s.size - 1) if cut else ():
+        sel = np.arange(bottom[j], min(top[j], e.size - 1))
+        if s[j + 1] - s[j] <= _E_CUT_FROM:  # only the state at E = 0 (:data:`_E_CUT_FROM`)
+            sel = sel[:1] if bottom[j] == 0 else sel[:0]
+        sel = sel[(s[j + 1] - s[j]) * s[j] > gaps[sel]]
+        along_e[j] = sel.size
+        if sel.size:  # each reads the points of E above it up to the first beyond the row's E + b S
+            reach_e = min(e.size, int(np.searchsorted(e, e[sel[-1]] + b * s[j], side="right")) + 1)
+            work_e[j] = float(np.sum(reach_e - sel))
+    work = float(np.sum(reach * (top - bottom - along_e))) + _E_CELL_WEIGHT * float(np.sum(work_e))
+    return t * (_UNIT_SECONDS * work + _ROW_SECONDS * s.size)
 
 
 def _locate(grid: NDArray[np.float64], x: NDArray[np.float64]) -> NDArray[np.int64]:
@@ -236,10 +288,10 @@ def _spread_weights(ratio, off: NDArray[np.float64], b: float):
 
 
 def _upper_pair(ratio, t: int, s: NDArray[np.float64], e: NDArray[np.float64], b: float,
-                drop: float = 0.0) -> tuple[_Law, _Law]:
+                drop: float = 0.0, cut: bool = True) -> tuple[_Law, _Law]:
     """The spread process's law of L under Q (module doc): (remove, add) laws of the dominating pair. Moves
     whose Q-mass plus P-mass is below ``drop / (t n_S^2)`` are not made and charged (module doc, "Negligible
-    moves")."""
+    moves"). ``cut``: whether states far out move along the cells cut by E (module doc; either is sound)."""
     c = t * (t - 1) / 2.0
     n_s, n_e = s.size, e.size
     floor = drop / (t * n_s * n_s)
@@ -253,6 +305,16 @@ def _upper_pair(ratio, t: int, s: NDArray[np.float64], e: NDArray[np.float64], b
             here = s[j]
             weights, shifts, rows, overflow = _spread_weights(ratio, s[j:] - here, b)
             cols = np.nonzero(state[j])[0]
+            # states whose cells of w are narrower along E (far out, or at E = 0): :func:`_e_segment`
+            if cut and here > 0.0 and j + 1 < n_s:
+                along_e = (cols < n_e - 1) & ((s[j + 1] - here > _E_CUT_FROM) | (cols == 0))
+                along_e[along_e] = (s[j + 1] - here) * here > e[cols[along_e] + 1] - e[cols[along_e]]
+                if np.any(along_e):
+                    extra = _e_segment(ratio, s, e, b, here, cols[along_e], state[j, cols[along_e]], rest, c, new)
+                    charge += extra
+                    cols = cols[~along_e]
+                    if not cols.size:
+                        continue
             row = state[j, cols]
             total = float(row.sum())
             charge += total * overflow * rest / c
@@ -299,6 +361,59 @@ def _upper_pair(ratio, t: int, s: NDArray[np.float64], e: NDArray[np.float64], b
     return remove, add
 
 
+def _e_segment(ratio, s: NDArray[np.float64], e: NDArray[np.float64], b: float, here: float,
+               cols: NDArray[np.int64], row: NDArray[np.float64], rest: int, c: float, new: "_Accumulator") -> float:
+    """One step from the states ``(here, e[cols])`` with masses ``row``, the cells of ``w`` cut by the grid of E
+    (module doc, "Along the segment, cut by E"): returns the charge (P-mass at infinite loss) of what lands
+    beyond the last point of E (lowered to it) or of S (lowered to it)."""
+    n_s, n_e = s.size, e.size
+    # the points of E up to the first beyond every state's E + b S (past it the cells of w are empty)
+    e = e[:min(n_e, int(np.searchsorted(e, e[cols].max() + b * here, side="right")) + 1)]
+    # the points of w from each state: u_m = (e_m - E) / S (0 for the points at or below the state's E); the
+    # cells [u_m, u_{m+1}) cut at the clamp b, then [u_last, b) and the atom at b
+    u = np.maximum(e[None, :] - e[cols][:, None], 0.0) / here
+    edges = np.concatenate((np.minimum(u, b), np.full((cols.size, 1), b), np.full((cols.size, 1), np.inf)), axis=1)
+    q, p = _cells_from(ratio, edges, cols)  # only from each state's own E on (those below are [0, 0), empty)
+    lo, hi = u[:, :-1], u[:, 1:]
+    inner = hi > lo
+    gap = np.where(inner, hi - lo, 1.0)
+    right = np.where(inner, np.clip((p[:, :e.size - 1] - lo * q[:, :e.size - 1]) / gap, 0.0, q[:, :e.size - 1]), 0.0)
+    weights = np.zeros((cols.size, e.size))
+    weights[:, :e.size - 1] += q[:, :e.size - 1] - right
+    weights[:, 1:] += right
+    rows = np.arange(cols.size)
+    # b inside the points: the atom at b lies in the cell k with u_k <= b < u_{k+1}, sent to its ends (mean kept)
+    inside = u[:, -1] > b
+    k = np.sum(u <= b, axis=1) - 1
+    ri, ki = rows[inside], k[inside]
+    to_right = q[ri, e.size] * (b - u[ri, ki]) / (u[ri, ki + 1] - u[ri, ki])
+    weights[ri, ki + 1] += to_right
+    weights[ri, ki] += np.maximum(q[ri, e.size] - to_right, 0.0)
+    # b at or beyond the last point of E: the mass from it on (the atom included) is lowered to w = u_last
+    # and charged: E lowered by (w - u_last) S and S by (w - u_last), so every future L by (w - u_last)(S + S') / C
+    free = ~inside
+    over_q = q[free, e.size - 1] + q[free, e.size]
+    over_p = p[free, e.size - 1] + b * q[free, e.size]
+    weights[free, e.size - 1] += over_q
+    charge = float(np.sum(row[free] * np.maximum(over_p - u[free, -1] * over_q, 0.0))) * (here + rest) / c
+    # the ends (here + u_m, e_m): spread along S at fixed E onto the grid of S (beyond its top: lowered, charged)
+    mass = weights * row[:, None]
+    keep = mass > 0.0
+    s_end = here + u[keep]
+    m_end = mass[keep]
+    e_idx = np.broadcast_to(np.arange(e.size)[None, :], mass.shape)[keep]
+    above = s_end > s[-1]
+    if np.any(above):
+        charge += float(np.sum(m_end[above] * (s_end[above] - s[-1]))) * rest / c
+        s_end = np.minimum(s_end, s[-1])
+    idx = _locate(s, s_end)
+    f = np.clip((s_end - s[idx]) / (s[idx + 1] - s[idx]), 0.0, 1.0)
+    upper = m_end * f
+    new.add(idx * n_e + e_idx, m_end - upper)
+    new.add((idx + 1) * n_e + e_idx, upper)
+    return charge
+
+
 class _Accumulator:
     """Masses added at flat indices of a state of ``size`` points, summed by one ``np.bincount`` per
     :data:`_CHUNK` terms (every term nonnegative: the order of the sums only moves the round-off, which the
@@ -332,12 +447,13 @@ _CHUNK = 1 << 21
 
 
 def _lower_pair(ratio, t: int, s: NDArray[np.float64], e: NDArray[np.float64], b: float,
-                members: int = 2, drop: float = 0.0) -> tuple[_Law, _Law]:
+                members: int = 2, drop: float = 0.0, cut: bool = True) -> tuple[_Law, _Law]:
     """The garbled pair (module doc) of ``members`` of ``t``: its (remove, add) laws, with the round-off to
     subtract. For 2 members the final statistic is E alone (L is a function of it); for more, the final
     (S, E) (the statistic is not sufficient then, still a garbling: "More members, below"). Moves whose mass
     (all measures) is below ``drop / (t n_S^2)`` are not made, their share of the final measures
-    subtracted (module doc, "Negligible moves")."""
+    subtracted (module doc, "Negligible moves"). ``cut``: whether the statistics far out round E first
+    (module doc, "Lower"; either rule is a garbling)."""
     c = float(math.comb(t, members))
     n_s, n_e = s.size, e.size
     floor = drop / (t * n_s * n_s)
@@ -355,6 +471,15 @@ def _lower_pair(ratio, t: int, s: NDArray[np.float64], e: NDArray[np.float64], b
             k = int(np.searchsorted(mid, b, side="right"))
             q, p = ratio.cells(np.concatenate(([0.0], mid[:k], [np.inf])))  # to rows j..j+k (nearest)
             cols = np.nonzero(state[:, j].any(axis=0))[0]
+            # the statistic rounds E first where its cells of w are narrower (far out, or at E = 0)
+            if cut and here > 0.0 and j + 1 < n_s:
+                along_e = (cols < n_e - 1) & ((s[j + 1] - here > _E_CUT_FROM) | (cols == 0))
+                along_e[along_e] = (s[j + 1] - here) * here > e[cols[along_e] + 1] - e[cols[along_e]]
+                if np.any(along_e):
+                    _e_garble(ratio, s, e, b, here, cols[along_e], state[:, j, cols[along_e]], new)
+                    cols = cols[~along_e]
+                    if not cols.size:
+                        continue
             x = np.minimum(e[cols][None, :] + (off[:k + 1] * here)[:, None], e[-1])
             where = np.broadcast_to(((j + np.arange(k + 1)) * n_e)[:, None], x.shape)
             rows = state[:, j, cols]
@@ -395,6 +520,49 @@ def _lower_pair(ratio, t: int, s: NDArray[np.float64], e: NDArray[np.float64], b
     return remove, add
 
 
+def _cells_from(ratio, edges: NDArray[np.float64], first: NDArray[np.int64]) -> tuple[NDArray[np.float64],
+                                                                                     NDArray[np.float64]]:
+    """(Q, P) masses of the cells between consecutive ``edges`` of each row (ascending), the row's cells before
+    its index ``first`` left empty (0): the used edges of all the rows in one call of ``ratio.cells``, the
+    cells between two rows' edges left out."""
+    rows, width = edges.shape
+    used = np.arange(width)[None, :] >= first[:, None]
+    cell_q, cell_p = ratio.cells(edges[used])
+    last = np.cumsum(np.sum(used, axis=1)) - 1
+    within = np.ones(cell_q.size, dtype=bool)
+    within[last[:-1]] = False
+    q, p = np.zeros((rows, width - 1)), np.zeros((rows, width - 1))
+    q[used[:, :-1]] = np.maximum(cell_q[within], 0.0)
+    p[used[:, :-1]] = np.maximum(cell_p[within], 0.0)
+    return q, p
+
+
+def _e_garble(ratio, s: NDArray[np.float64], e: NDArray[np.float64], b: float, here: float,
+              cols: NDArray[np.int64], rows: NDArray[np.float64], new: list) -> None:
+    """One step of the garbling from the statistics ``(here, e[cols])`` with the measures ``rows`` (members + 1
+    by the columns): the next ``m`` the point of E nearest to ``E + W S``, the next ``a`` the point of S nearest
+    to ``S + (e_m - E) / S`` (module doc, "Lower", cut by E): a function of the statistic and of ``W``."""
+    n_e = e.size
+    # the points of E up to the first beyond every statistic's E + b S: W beyond b (the clamp's tail) ends at it
+    e = e[:min(n_e, int(np.searchsorted(e, e[cols].max() + b * here, side="right")) + 1)]
+    mid = 0.5 * (e[1:] + e[:-1])
+    bounds = np.maximum(mid[None, :] - e[cols][:, None], 0.0) / here
+    edges = np.concatenate((np.zeros((cols.size, 1)), bounds, np.full((cols.size, 1), np.inf)), axis=1)
+    q, p = _cells_from(ratio, edges, cols)  # cell m: to the point m of E
+    x = np.minimum(here + np.maximum(e[None, :] - e[cols][:, None], 0.0) / here, s[-1])
+    idx = _locate(s, x)
+    idx = idx + ((x - s[idx]) > (s[idx + 1] - x)).astype(np.int64)
+    keep = (q > 0.0) | (p > 0.0)
+    where = (idx * n_e + np.arange(e.size)[None, :])[keep]
+    ci = np.broadcast_to(np.arange(cols.size)[:, None], q.shape)[keep]
+    qk, pk = q[keep], p[keep]
+    for m in range(len(new)):
+        weights = qk * rows[m][ci]
+        if m > 0:
+            weights += pk * rows[m - 1][ci]
+        new[m].add(where, weights)
+
+
 def _members_lower(ratio, t: int, k: int, level: float, tail: float, high: float, drop: float = 0.0,
                    e_high: float | None = None) -> tuple[_Law, _Law]:
     """(remove, add) laws of the garbling of k of ``t`` by the recursion's statistic (module doc, "More
@@ -428,9 +596,10 @@ def _pair_blocks(t: int, k: int) -> list[tuple[int, int, int]]:
 
 
 def _pair_laws(ratio, t: int, level: float, tail: float, high: float, drop: float = 0.0,
-               e_high: float | None = None) -> tuple[tuple[_Law, _Law], tuple[_Law, _Law]]:
+               e_high: float | None = None, cut: bool = True) -> tuple[tuple[_Law, _Law], tuple[_Law, _Law]]:
     """((upper remove, upper add), (lower remove, lower add)) of 2 of ``t`` at grid ratio ``level``, the grid
     of E placed for an epsilon about ``high`` (:func:`_grids`; any value is sound), moves of mass below
-    ``drop / (t n_S^2)`` each dropped and charged (module doc, "Negligible moves")."""
+    ``drop / (t n_S^2)`` each dropped and charged (module doc, "Negligible moves"), far out the cut by E
+    unless ``cut`` is False."""
     s, e, b = _grids(ratio, t, level, tail, high, e_high)
-    return _upper_pair(ratio, t, s, e, b, drop), _lower_pair(ratio, t, s, e, b, drop=drop)
+    return _upper_pair(ratio, t, s, e, b, drop, cut), _lower_pair(ratio, t, s, e, b, drop=drop, cut=cut)
