@@ -740,7 +740,6 @@ def _slot_search(scenario: Scenario, delta: float | None, epsilon: float | None,
         # the nodes a step may take: as many as SLOT_SECONDS of estimated work (decided by the question)
         node = max(envelope.node_seconds(bundles, slots), 1e-9)
         nodes_max = max(1, min(envelope.SLOT_NODES_MAX, int(SLOT_SECONDS / node)))
-        counts_max = max(1, min(envelope.SLOT_NODES_MAX, int(CLASS_SECONDS / node)))
 
         def by_slots(known: float) -> envelope.SlotSearch | None:
             with within(phase):
@@ -750,15 +749,15 @@ def _slot_search(scenario: Scenario, delta: float | None, epsilon: float | None,
         # Many slots: one envelope per slot mixes more curves, and the counts of classes go first, with more
         # compositions (CLASS_FIRST_SECONDS of estimated work)
         many = slots > CLASS_FIRST_SLOTS
-        if many:
-            counts_max = max(1, min(CLASS_FIRST_NODES_MAX, int(CLASS_FIRST_SECONDS / node)))
+        counts_max = max(1, int(CLASS_FIRST_SECONDS / node) if many else int(CLASS_SECONDS / node))
+        counts_max = min(counts_max, CLASS_FIRST_NODES_MAX if many else envelope.SLOT_NODES_MAX)
 
         def by_classes(known: float) -> envelope.SlotSearch | None:
             cap = counts_max
             overhead = envelope.class_seconds(bundles, slots, 0)
             if not phase.fits(envelope.class_seconds(bundles, slots, cap)):
                 # the cap: as many compositions as fit in the time left (said), none when not one fits
-                cap = int((phase.left() - overhead) / node) if phase.seconds is not None else cap
+                cap = int((phase.left() - overhead) / node)  # (a capped phase: an uncapped one always fits)
                 phase.stop(f"the branch and bound over classes on a grid of width {h:g} after at most "
                            f"{max(cap, 0)} of {counts_max} compositions ({max(phase.left(), 0.0):.2g} s left)")
                 if cap < 1:
