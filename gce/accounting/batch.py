@@ -156,14 +156,16 @@ class _GaussianLaw(_Law):
     """A Gaussian pair's loss law on the grid (:func:`_gaussian_law`): its log-MGF bounded in closed form."""
 
     mu: float = 0.0
+    #: The most a loss moves onto the grid, in grid widths (1 rounded, 1 + 1/k split from a k times finer grid).
+    moved: float = 1.0
 
     def log_mgf(self, t: NDArray[np.float64], h: float) -> NDArray[np.float64]:
         """An upper bound on log E[e^{t L}; L finite]: the loss N(mu^2 / 2, mu^2) has log-MGF
-        t mu^2 / 2 + t^2 mu^2 / 2, and the grid moves each loss by at most h (up in the upper law,
-        down in the lower one; tails raised onto the window or dropped), which multiplies e^{tL} by
-        at most e^{|t| h}. Chernoff's bounds (:func:`_window`) hold with any upper bound."""
+        t mu^2 / 2 + t^2 mu^2 / 2, and the grid moves each loss by at most ``moved`` h (up or down; tails
+        raised onto the window or dropped), which multiplies e^{tL} by at most e^{|t| moved h}. Chernoff's
+        bounds (:func:`_window`) hold with any upper bound."""
         mu2 = self.mu * self.mu
-        return 0.5 * t * mu2 + 0.5 * t * t * mu2 + np.abs(t) * h
+        return 0.5 * t * mu2 + 0.5 * t * t * mu2 + np.abs(t) * self.moved * h
 
 
 # ---------------------------------------------------------------------------
@@ -353,17 +355,44 @@ def _split_coarsen(law: _Law, k: int, h: float) -> _Law:
 GAUSSIAN_TAIL = 1e-22
 
 
+#: The upper Gaussian law is built on a grid this many times finer and split onto its own (:func:`_gaussian_law`),
+#: halved while the finer grid would hold more than :data:`GAUSSIAN_SPLIT_POINTS` points.
+GAUSSIAN_SPLIT, GAUSSIAN_SPLIT_POINTS = 16, 2**21
+
+
 def _gaussian_law(mu: float, h: float, upper: bool) -> _Law:
     """The law of a mu-GDP pair's privacy loss, N(mu^2 / 2, mu^2) (DRS22 Sec. 2.2: the loss of
-    N(mu, 1) against N(0, 1) is mu x - mu^2 / 2, x ~ N(mu, 1)), on the grid in closed form: the mass of
-    each cell (a h, (a + 1) h] at (a + 1) h (upper: raised, the mass above the window at +inf, the
-    mass below it at its lowest point) or of [a h, (a + 1) h) at a h (lower: lowered, the mass
-    outside the window dropped). Both directions alike. One copy: the merged Gaussian mechanisms
-    (:func:`merge_gaussians`) round once, h at most."""
+    N(mu, 1) against N(0, 1) is mu x - mu^2 / 2, x ~ N(mu, 1)), on the grid in closed form.
+
+    Upper: the mass of each cell (a h', (a + 1) h'] of a grid ``k`` = :data:`GAUSSIAN_SPLIT` times finer at
+    (a + 1) h' (raised; the mass above the window at +inf, below it at its lowest point), then split onto
+    the grid of width h (:func:`_split_coarsen`: both measures' masses kept, a dominating pair). Raising is
+    a first-order error (every loss up by up to h), the split a second-order one: the raise is ``k`` times
+    smaller and the split adds O(h^2) on average (25 databases of mixed guarantees with Gaussian noise on a
+    grid of 0.0064: epsilon 0.7% above its limit raised, 0.06% split). Lower: the mass of each cell [a h, (a + 1) h) at a h (lowered, the mass outside
+    the window dropped). Both directions alike. One copy: the merged Gaussian mechanisms
+    (:func:`merge_gaussians`) meet the grid once."""
     mean, sd = 0.5 * mu * mu, mu
     reach = float(-special.ndtri(GAUSSIAN_TAIL))
     if not (mean + reach * sd) / h < GRID_LIMIT:
         raise NumericalLimitError(f"a Gaussian loss of mu = {mu:g} spans more than {GRID_LIMIT} grid points of width {h:g}")
+    if upper:
+        k = GAUSSIAN_SPLIT
+        while k > 1 and 2.0 * reach * sd * k / h > GAUSSIAN_SPLIT_POINTS:
+            k //= 2
+        index, mass, infinite = _gaussian_cells(mean, sd, reach, h / k, True)
+        if k == 1:
+            return _GaussianLaw(index, mass, 1, infinite, mu)
+        law = _split_coarsen(_Law(index, mass, 1, infinite), k, h / k)
+        return _GaussianLaw(law.index, law.mass, 1, law.infinite, mu, 1.0 + 1.0 / k)
+    index, mass, infinite = _gaussian_cells(mean, sd, reach, h, False)
+    return _GaussianLaw(index, mass, 1, infinite, mu)
+
+
+def _gaussian_cells(mean: float, sd: float, reach: float, h: float, upper: bool):
+    """(index, mass, mass at +inf) of N(mean, sd^2) on the cells of width h within ``reach`` standard
+    deviations: each cell's mass at its upper end (and the mass below the window there too, the mass above
+    at +inf), or at its lower end (the mass outside dropped)."""
     lo, hi = math.floor((mean - reach * sd) / h), math.ceil((mean + reach * sd) / h)
     edges = (np.arange(lo, hi + 1, dtype=float) * h - mean) / sd  # cell edges, standardised
     # Cell masses without cancellation: lower-tail differences below the mean, upper-tail ones above.
@@ -372,11 +401,9 @@ def _gaussian_law(mu: float, h: float, upper: bool) -> _Law:
     cells = np.where(edges[1:] <= 0.0, below[1:] - below[:-1], above[:-1] - above[1:])
     cells = np.maximum(cells, 0.0)
     if upper:  # cell (lo + j, lo + j + 1] at index lo + j + 1; below the window onto lo + 1
-        mass = cells.copy()
-        mass[0] += below[0]
-        index = np.arange(lo + 1, hi + 1, dtype=np.int64)
-        return _GaussianLaw(index, mass, 1, min(float(above[-1]), 1.0), mu)
-    return _GaussianLaw(np.arange(lo, hi, dtype=np.int64), cells, 1, 0.0, mu)
+        cells[0] += below[0]
+        return np.arange(lo + 1, hi + 1, dtype=np.int64), cells, min(float(above[-1]), 1.0)
+    return np.arange(lo, hi, dtype=np.int64), cells, 0.0
 
 
 def _laws(guarantee: Guarantee, count: int, h: float, upper: bool) -> list[_Law]:
