@@ -162,6 +162,59 @@ def test_a_profile_is_the_hockey_stick_divergence():
         assert g[j] == pytest.approx(direct, rel=1e-9, abs=1e-15)
 
 
+def _direct_composition(laws, h):
+    """The composition of ``laws`` by direct convolution (no transform): (lowest index, masses, mass at +inf)."""
+    mass, lo, survive = np.ones(1), 0, 1.0
+    for law in laws:
+        mass, lo, survive = np.convolve(mass, law.mass), lo + law.lo, survive * (1.0 - law.infinite)
+    return lo, mass, 1.0 - survive
+
+
+@pytest.mark.parametrize("seed", [0, 2, 4])  # (each with Gaussian laws: a range far wider than the bulk)
+def test_windowed_compositions_lie_above_the_direct_convolution(seed):
+    """A node's composition on the root window's size (wrapped, the mass above charged by Chernoff), on a
+    window forced far too small (composed on the whole range instead) and on the whole range: each profile
+    at least the direct convolution's at every grid point of its window and equal to it up to round-off and
+    the charged tail (WINDOW_TAIL)."""
+    h = 0.01
+    laws = [own[0] for own in _bundles(seed, h)] * 8  # 48 laws: a window far narrower than their range
+    lo, hi = min(b.lo for b in laws), max(b.hi for b in laws)
+    start, mass, infinite = _direct_composition(laws, h)
+    exact = envelope.Bundle(start, mass, infinite)
+    for forced in (None, 64):
+        spectra = envelope._Spectra(lo, hi, len(laws), h)
+        parts = [spectra.of(b) for b in laws]
+        if forced is not None:
+            spectra.size = forced
+        first, pmf, inf, round_off = spectra._pmf(parts)
+        if forced is None:
+            assert spectra.size < spectra.full / 2  # the window is what makes nodes cheap
+            assert first > start and spectra.whole == 0  # the window starts above the lowest loss
+        else:
+            assert spectra.whole == 1 and pmf.size == spectra.full  # the window does not fit: the whole range
+        top = first + pmf.size - 1
+        mine = envelope.profile(envelope.Bundle(first, pmf, inf), first, top, h)
+        low, high = min(start, first), max(start + mass.size - 1, top)
+        theirs = envelope.profile(exact, low, high, h)[first - low:top - low + 1]
+        assert (mine >= theirs - round_off).all()
+        assert np.abs(mine - theirs).max() <= round_off + 10 * envelope.WINDOW_TAIL + 1e-13
+
+
+def test_the_chernoff_window_leaves_at_most_its_tail_outside():
+    h = 0.01
+    laws = [own[0] for own in _bundles(4, h)] * 3
+    spectra = envelope._Spectra(min(b.lo for b in laws), max(b.hi for b in laws), len(laws), h)
+    parts = [spectra.of(b) for b in laws]
+    start, mass, _ = _direct_composition(laws, h)
+    a, b = spectra._window(sum(p.log_mgf for p in parts), sum(p.lo for p in parts), sum(p.span for p in parts))
+    assert start < a < b < start + mass.size - 1
+    assert math.fsum(mass[:a - start]) <= envelope.WINDOW_TAIL
+    assert math.fsum(mass[b - start + 1:]) <= envelope.WINDOW_TAIL
+    # the charge above an index bounds the mass there (Chernoff), and is not far above it near the window's top
+    above = math.fsum(mass[b - start + 1:])
+    assert above <= spectra._upper_tail(sum(p.log_mgf for p in parts), b + 1) <= 2 * envelope.WINDOW_TAIL + 1e-300
+
+
 def test_trimming_only_raises_the_profile():
     h = 0.01
     for bundles in (_bundles(2, h), _bundles(3, h)):

@@ -50,9 +50,10 @@ composition.
 exactly on the grid; the envelopes' masses come out of differences of profiles, whose floating-point error
 is charged: any point where the rebuilt profile falls below the envelope's moves that much mass from the
 lowest atoms to +inf (raising the profile everywhere above them). Tails of at most ``cut`` are trimmed
-(:func:`trimmed`: losses only rise). A node's composition is a product of transforms on a size that holds
-its whole support (no wrap-around), with the batch engine's allowances for the transforms' round-off; its
-profile at the grid points is exact for the grid law and linear in ``e^eps`` between them
+(:func:`trimmed`: losses only rise). A node's composition is a product of transforms on the size of the
+root composition's window (:class:`_Spectra`: Chernoff's bound places it; what wraps around only rises and
+the mass above it is charged at +inf), with the batch engine's allowances for the transforms' round-off;
+its profile at the grid points is exact for the grid law and linear in ``e^eps`` between them
 (:meth:`_Spectra.value`).
 
 References
@@ -82,7 +83,7 @@ from ..errors import NumericalLimitError
 
 __all__ = ["Bundle", "bundle_laws", "profile", "trimmed", "envelope_law", "SlotSearch", "slot_search", "accepts",
            "slot_count", "database_bundles", "scores", "bundles_seconds", "node_seconds", "search_seconds",
-           "class_search", "class_seconds", "combined"]
+           "class_search", "class_seconds", "combined", "window_points"]
 
 #: Most grid points of one envelope (a bundle's loss range over the grid width).
 ENVELOPE_POINTS_MAX = 2**20
@@ -280,42 +281,149 @@ class _Groups:
         return neighborhood == "unbounded"
 
 
+#: Tilts ``t`` at which every part keeps its log-MGF ``log E[e^{t L}; L finite]`` (both signs): the Chernoff
+#: bounds that place a composition's window and certify the mass above it (:class:`_Spectra`).
+TILTS = np.concatenate((-(2.0 ** np.arange(7.0, -4.5, -0.5)), 2.0 ** np.arange(-4.0, 7.5, 0.5)))
+#: Mass of a composition that may lie beyond each end of its window (Chernoff's bound): the mass above is
+#: charged at +inf, the mass below wraps onto the window's top (counted twice: sound).
+WINDOW_TAIL = 1e-15
+#: The transforms' size: this many times the root composition's window (nodes with a wider one are composed
+#: on the whole range instead).
+WINDOW_MARGIN = 2.0
+
+
+class _Part:
+    """One factor of a composition: a law (or a product of laws, :meth:`_Spectra.merged`) with its lowest
+    index, the length of its support, its mass at +inf, its L2 norm (round-off), its log-MGF at
+    :data:`TILTS` and its transform (computed at the spectra's size when first needed)."""
+
+    __slots__ = ("lo", "span", "infinite", "norm", "log_mgf", "laws", "children", "_transform")
+
+    def __init__(self, lo: int, span: int, infinite: float, norm: float, log_mgf: NDArray[np.float64],
+                 laws: tuple[Bundle, ...], children: tuple["_Part", ...] = ()):
+        self.lo, self.span, self.infinite, self.norm = lo, span, infinite, norm
+        self.log_mgf, self.laws, self.children, self._transform = log_mgf, laws, children, None
+
+
+def _log_mgf(bundle: Bundle, h: float) -> NDArray[np.float64]:
+    """``log E[e^{t L}; L finite]`` of a law at every tilt of :data:`TILTS` (-inf without finite mass)."""
+    positive = bundle.mass > 0
+    if not positive.any():
+        return np.full(TILTS.size, -np.inf)
+    x = (bundle.lo + np.flatnonzero(positive)) * h
+    mass = bundle.mass[positive]
+    shift = np.maximum(TILTS * x[-1], TILTS * x[0])
+    with np.errstate(divide="ignore"):
+        return np.log(np.exp(TILTS[:, None] * x[None, :] - shift[:, None]) @ mass) + shift
+
+
 class _Spectra:
-    """Transforms of laws on ``[lo, hi]`` at one size that holds the composition of ``laws`` of them without
-    wrapping around: a node's composition is a product of cached transforms and one inverse transform."""
+    """Transforms of laws on a grid of width ``h``: a node's composition is a product of cached transforms and
+    one inverse transform.
+
+    *Windows.* A composition of ``r`` laws spans ``r`` times their range, but its mass lies in a window far
+    narrower (a sum of independent losses concentrates). The transforms have the size of the root
+    composition's window (:data:`WINDOW_MARGIN` times it; at most the whole range of ``laws`` laws): the
+    product's inverse is then the composition wrapped around that size. A node's window ``[a, a + size)``
+    starts where Chernoff's bound (the parts' log-MGFs summed: the MGF of a sum of independent losses is
+    the product) puts at most :data:`WINDOW_TAIL` below it and ends where it puts at most that above it; the
+    wrapped composition read on the window holds every atom of the window (plus wrapped ones: each grid
+    value of the profile only rises) and the mass above the window, bounded by Chernoff, is charged at
+    +inf, so the profile read is at least the composition's at every point of the window (the mass below
+    it adds nothing there). A node whose window does not fit is composed on the whole range."""
 
     def __init__(self, lo: int, hi: int, laws: int, h: float):
         from scipy import fft
         self._fft = fft
         self.h = h
-        self.size = fft.next_fast_len(laws * (hi - lo + 1), real=True)
-        if self.size > batch.GRID_LIMIT:
-            raise NumericalLimitError(f"a composition of {laws} envelopes over {self.size:,} grid points")
+        self.full = fft.next_fast_len(laws * (hi - lo + 1), real=True)
+        if self.full > batch.GRID_LIMIT:
+            raise NumericalLimitError(f"a composition of {laws} envelopes over {self.full:,} grid points")
+        self.size: int | None = None  # decided by the first composition (the root's)
+        self.whole = 0  # compositions made on the whole range (their window did not fit)
 
-    def of(self, bundle: Bundle) -> tuple[int, NDArray[np.complex128], float, float]:
-        """(lowest index, transform, mass at +inf, L2 norm) of one law."""
-        return bundle.lo, self._fft.rfft(bundle.mass, n=self.size), bundle.infinite, float(np.linalg.norm(bundle.mass))
+    def of(self, bundle: Bundle) -> _Part:
+        """One law as a part."""
+        return _Part(bundle.lo, bundle.mass.size - 1, bundle.infinite, float(np.linalg.norm(bundle.mass)),
+                     _log_mgf(bundle, self.h), (bundle,))
 
-    def merged(self, parts) -> tuple[int, NDArray[np.complex128], float, float]:
-        """One part standing for the product of ``parts`` in :meth:`_pmf` (the sums of the lowest indices and
-        norms, the product of the transforms and of the survivals): a product shared by several compositions."""
-        acc = parts[0][1].copy()
-        for part in parts[1:]:
-            acc *= part[1]
-        log_survival = sum(math.log1p(-part[2]) if part[2] < 1.0 else -math.inf for part in parts)
-        return sum(part[0] for part in parts), acc, -math.expm1(log_survival), sum(part[3] for part in parts)
+    def merged(self, parts) -> _Part:
+        """One part standing for the product of ``parts`` (the sums of the lowest indices, spans, norms and
+        log-MGFs, the product of the survivals and, when needed, of the transforms): a product shared by
+        several compositions."""
+        log_survival = sum(math.log1p(-p.infinite) if p.infinite < 1.0 else -math.inf for p in parts)
+        return _Part(sum(p.lo for p in parts), sum(p.span for p in parts), -math.expm1(log_survival),
+                     sum(p.norm for p in parts), sum(p.log_mgf for p in parts),
+                     tuple(b for p in parts for b in p.laws), tuple(parts))
+
+    def _transform(self, part: _Part) -> NDArray[np.complex128]:
+        if part._transform is None:
+            if part.children:
+                acc = self._transform(part.children[0]).copy()
+                for child in part.children[1:]:
+                    acc *= self._transform(child)
+            else:  # a law longer than the size is folded onto it first (the same transform's samples)
+                mass = part.laws[0].mass
+                if mass.size > self.size:
+                    mass = np.bincount(np.arange(mass.size) % self.size, weights=mass, minlength=self.size)
+                acc = self._fft.rfft(mass, n=self.size)
+            part._transform = acc
+        return part._transform
+
+    def _window(self, log_mgf: NDArray[np.float64], start: int, span: int) -> tuple[int, int]:
+        """(a, b): the lowest and highest grid index outside of which Chernoff's bound leaves at most
+        :data:`WINDOW_TAIL` of a composition with these summed log-MGFs, within its support."""
+        tail = math.log(WINDOW_TAIL)
+        up, down = TILTS > 0, TILTS < 0
+        with np.errstate(invalid="ignore"):
+            top = np.nanmin((log_mgf[up] - tail) / TILTS[up]) if np.isfinite(log_mgf[up]).all() else math.inf
+            bottom = np.nanmax((tail - log_mgf[down]) / -TILTS[down])
+        b = start + span if not math.isfinite(top) else min(start + span, math.ceil(top / self.h))
+        a = start if not math.isfinite(bottom) else max(start, math.floor(bottom / self.h))
+        return a, max(a, b)
+
+    def _upper_tail(self, log_mgf: NDArray[np.float64], index: int) -> float:
+        """Chernoff's bound on the mass at or above grid index ``index`` (twice it: floating point)."""
+        up = TILTS > 0
+        exponent = float(np.min(log_mgf[up] - TILTS[up] * index * self.h))
+        return min(2.0 * math.exp(exponent), 1.0) if exponent < 0 else 1.0
 
     def _pmf(self, parts) -> tuple[int, NDArray[np.float64], float, float]:
         """(lowest index, pmf, mass at +inf, round-off allowance) of one direction's product."""
-        acc = parts[0][1].copy()
-        for part in parts[1:]:
-            acc *= part[1]
-        pmf = np.maximum(self._fft.irfft(acc, n=self.size), 0.0)
-        start = sum(part[0] for part in parts)
-        log_survival = sum(math.log1p(-part[2]) if part[2] < 1.0 else -math.inf for part in parts)
-        round_off = 8.0 * np.finfo(float).eps * max(math.log2(self.size), 1.0) * sum(p[3] for p in parts) \
-            + batch.ABSOLUTE_ROUND_OFF * math.sqrt(self.size)
-        return start, pmf, -math.expm1(log_survival), round_off
+        start = sum(p.lo for p in parts)
+        span = sum(p.span for p in parts)
+        log_mgf = sum(p.log_mgf for p in parts)
+        if self.size is None:  # the first composition (the root's) sizes the transforms
+            a, b = self._window(log_mgf, start, span)
+            self.size = min(self.full, self._fft.next_fast_len(int(WINDOW_MARGIN * (b - a + 1)) + 1, real=True))
+        log_survival = sum(math.log1p(-p.infinite) if p.infinite < 1.0 else -math.inf for p in parts)
+        infinite = -math.expm1(log_survival)
+        norms = sum(p.norm for p in parts)
+        if span + 1 <= self.size:  # the whole support fits: nothing wraps
+            size, first, charge = self.size, start, 0.0
+            acc = self._transform(parts[0]).copy()
+            for p in parts[1:]:
+                acc *= self._transform(p)
+        else:
+            a, b = self._window(log_mgf, start, span)
+            if b - a + 1 <= self.size:
+                size, first = self.size, a
+                charge = self._upper_tail(log_mgf, a + size) if a + size <= start + span else 0.0
+                acc = self._transform(parts[0]).copy()
+                for p in parts[1:]:
+                    acc *= self._transform(p)
+            else:  # on the whole range, from the laws
+                self.whole += 1
+                size, first, charge = self.full, start, 0.0
+                acc = None
+                for law in (b for p in parts for b in p.laws):
+                    t = self._fft.rfft(law.mass, n=size)
+                    acc = t if acc is None else acc * t
+        wrapped = np.maximum(self._fft.irfft(acc, n=size), 0.0)
+        pmf = np.roll(wrapped, -((first - start) % size)) if first != start else wrapped
+        round_off = 8.0 * np.finfo(float).eps * max(math.log2(size), 1.0) * norms \
+            + batch.ABSOLUTE_ROUND_OFF * math.sqrt(size)
+        return first, pmf, min(infinite + charge, 1.0), round_off
 
     def value(self, parts_by_direction, delta: float | None, epsilon: float | None) -> float:
         """Epsilon at ``delta`` (or delta at ``epsilon``) of the product's upper curve, the larger direction,
@@ -364,7 +472,7 @@ class _Spectra:
             losses = (start + np.flatnonzero(positive)) * self.h
             with np.errstate(divide="ignore"):
                 curve = DiscreteLossCurve(losses, np.log(pmf[positive]), infinite_mass=infinite)
-            composed.append(batch._Composed(curve, 0.0, 0.0, self.size, round_off))
+            composed.append(batch._Composed(curve, 0.0, 0.0, pmf.size, round_off))
         # a LawCurve over these parts (its evaluation and allowances), built without composing laws again
         law_curve = batch.LawCurve.__new__(batch.LawCurve)
         law_curve.guarantees, law_curve.interval = (), self.h
@@ -987,25 +1095,48 @@ def _extent(bundles: Sequence[tuple[Bundle, ...]]) -> tuple[int, int, int]:
     return len(present), max(len(own) for own in present), points
 
 
-def node_seconds(bundles: Sequence[tuple[Bundle, ...]], slots: int) -> float:
-    """An estimate of the seconds of one node of :func:`slot_search` (:func:`search_seconds`)."""
+def window_points(bundles: Sequence[tuple[Bundle, ...]], slots: int, h: float) -> int:
+    """An estimate of the transforms' size of a search (:class:`_Spectra`): Chernoff's window of ``slots``
+    copies of the largest log-MGF among the databases' bundles at every tilt, :data:`WINDOW_MARGIN` times,
+    at most ``slots`` times the bundles' range."""
+    from scipy import fft
+    present, directions, points = _extent(bundles)
+    if not present:
+        return 0
+    distinct = {id(own): own for own in bundles if own}
+    largest = np.max([_log_mgf(b, h) for own in distinct.values() for b in own], axis=0)
+    tail = math.log(WINDOW_TAIL)
+    up, down = TILTS > 0, TILTS < 0
+    total = slots * largest
+    width = (np.min((total[up] - tail) / TILTS[up]) - np.max((tail - total[down]) / -TILTS[down])) / h
+    whole = slots * points
+    if not math.isfinite(width):
+        return whole
+    return min(whole, fft.next_fast_len(int(WINDOW_MARGIN * max(width, 1.0)) + 1, real=True))
+
+
+def node_seconds(bundles: Sequence[tuple[Bundle, ...]], slots: int, h: float | None = None) -> float:
+    """An estimate of the seconds of one node of :func:`slot_search` (:func:`search_seconds`): ``slots``
+    transforms multiplied and one inverted on the window's size (:func:`window_points`; ``slots`` times the
+    bundles' range without ``h``)."""
     _, directions, points = _extent(bundles)
-    size = slots * points
+    size = slots * points if h is None else window_points(bundles, slots, h)
     return directions * (slots * size * 2e-9 + size * 4e-8)
 
 
-def class_seconds(bundles: Sequence[tuple[Bundle, ...]], slots: int, nodes: int, classes: int = CLASSES) -> float:
+def class_seconds(bundles: Sequence[tuple[Bundle, ...]], slots: int, nodes: int, classes: int = CLASSES,
+                  h: float | None = None) -> float:
     """An estimate of the seconds of one :func:`class_search` of at most ``nodes`` compositions: those, and
     the envelopes of every class and of the unions of the classes after it (``2 classes`` passes over the
     databases, like :func:`search_seconds`'s)."""
     present, directions, points = _extent(bundles)
-    return nodes * node_seconds(bundles, slots) + 2 * classes * directions * (present + slots) * points * 2e-8
+    return nodes * node_seconds(bundles, slots, h) + 2 * classes * directions * (present + slots) * points * 2e-8
 
 
-def search_seconds(bundles: Sequence[tuple[Bundle, ...]], slots: int) -> float:
+def search_seconds(bundles: Sequence[tuple[Bundle, ...]], slots: int, h: float | None = None) -> float:
     """An estimate of the seconds of one :func:`slot_search` on these bundles: :data:`EXPECTED_NODES`
     compositions of ``slots`` transforms in each direction on ``slots`` times the bundles' range (measured on
     2 shared cores, doubled: 2e-9 s per point and transform multiplied, 4e-8 s per point of the inverse
     transform and the profile), and the envelopes (a profile per database and kept position)."""
     present, directions, points = _extent(bundles)
-    return EXPECTED_NODES * node_seconds(bundles, slots) + directions * (present + KEPT_POSITIONS) * points * 2e-8
+    return EXPECTED_NODES * node_seconds(bundles, slots, h) + directions * (present + KEPT_POSITIONS) * points * 2e-8
