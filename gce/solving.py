@@ -516,9 +516,12 @@ def _solve_pairs(scenario: Scenario, delta: float | None, epsilon: float | None,
         else:  # the per-guarantee bounds of a node fall only once a guarantee's databases are all fixed
             met = best_eps >= _at(bound, delta, epsilon)[index]
             searched = Searched(best_pair, best_eps, witness(), math.inf, bound.curve, True, 0)
-            if not met:
+            if not met and len(kinds) > BRANCH_KINDS_MAX:
                 notes.append(f"branch and bound skipped: {len(kinds)} distinct guarantees (more than "
                              f"{BRANCH_KINDS_MAX}: its per-guarantee bounds would not fall within the time limit)")
+            elif not met:
+                notes.append(f"branch and bound over the memberships skipped: the per-slot bound is within "
+                             f"{BRANCH_AFTER_SLOT:.0%} of its witness (nearer, it is the better use of the time left)")
         if searched.lower > best_eps:
             best_pair, best_eps, best_ms = searched.pair, searched.lower, dict(searched.lower_composition.guarantees)
             best_exact = searched.lower_composition.exact
@@ -687,11 +690,11 @@ CLASS_SECONDS = 1.0
 #: Share of the time limit that the per-slot and count searches leave to the witness's composition and the
 #: bracket (:func:`_slot_search`).
 SLOT_RESERVE = 0.2
-#: With more slots than this (``at_most`` m), the count search goes first, with at most CLASS_FIRST_SECONDS of
-#: estimated compositions (and at most CLASS_FIRST_NODES_MAX); the per-slot one follows it only with exclusive
-#: groups (the counts ignore groups across classes: measured, 40 databases at most 25 with groups, the counts
-#: stop 7.7% above where the slots reach 1.3%) or where the counts do not apply.
-CLASS_FIRST_SLOTS, CLASS_FIRST_SECONDS, CLASS_FIRST_NODES_MAX = 8, 2.0, 20000
+#: With more slots than this (``at_most`` m), the count search takes at most CLASS_FIRST_SECONDS of estimated
+#: compositions after a per-slot step that does not close (with exclusive groups, which the counts ignore across
+#: classes: measured, 40 databases at most 25 with groups, the counts stop 7.7% above where the slots reach
+#: 0.9%), at most CLASS_FIRST_NODES_MAX.
+CLASS_FIRST_SLOTS, CLASS_FIRST_SECONDS, CLASS_FIRST_NODES_MAX = 8, 2.5, 20000
 #: Without exclusive groups the count search runs alone, with this many seconds of estimated compositions.
 CLASS_ALONE_SECONDS = 3.0
 
@@ -738,7 +741,8 @@ def _slot_search(scenario: Scenario, delta: float | None, epsilon: float | None,
                 bundles = envelope.database_bundles(table, scenario.n, h, cut)
             except (UnsupportedCombinationError, NumericalLimitError):
                 break
-            estimate = envelope.search_seconds(bundles, slots, h)
+            window = envelope.window_points(bundles, slots, h)
+            estimate = envelope.search_seconds(bundles, slots, window)
         if not phase.fits(estimate):
             phase.stop(f"the per-slot envelopes on a grid of width {h:g} (about {estimate:.2g} s; "
                        f"{max(phase.left(), 0.0):.2g} s left)")
@@ -746,7 +750,7 @@ def _slot_search(scenario: Scenario, delta: float | None, epsilon: float | None,
         searched = estimate
         scores = envelope.scores(bundles, reference, h)
         # the nodes a step may take: as many as SLOT_SECONDS of estimated work (decided by the question)
-        node = max(envelope.node_seconds(bundles, slots, h), 1e-9)
+        node = max(envelope.node_seconds(bundles, slots, window), 1e-9)
         nodes_max = max(1, min(envelope.SLOT_NODES_MAX, int(SLOT_SECONDS / node)))
 
         def by_slots(known: float) -> envelope.SlotSearch | None:
@@ -758,13 +762,13 @@ def _slot_search(scenario: Scenario, delta: float | None, epsilon: float | None,
         # compositions (CLASS_FIRST_SECONDS of estimated work)
         many = slots > CLASS_FIRST_SLOTS
         grouped = any(isinstance(c, Exclusive) for c in scenario.constraints.constraints)
-        first_seconds = CLASS_FIRST_SECONDS if grouped else CLASS_ALONE_SECONDS
-        counts_max = max(1, int(first_seconds / node) if many else int(CLASS_SECONDS / node))
+        counts_max = max(1, int((CLASS_FIRST_SECONDS if grouped else CLASS_ALONE_SECONDS) / node) if many
+                         else int(CLASS_SECONDS / node))
         counts_max = min(counts_max, CLASS_FIRST_NODES_MAX if many else envelope.SLOT_NODES_MAX)
 
         def by_classes(known: float) -> envelope.SlotSearch | None:
             cap = counts_max
-            overhead = envelope.class_seconds(bundles, slots, 0, h=h)
+            overhead = envelope.class_seconds(bundles, slots, 0, size=window)
             if not phase.fits(overhead + cap * node):
                 # the cap: as many compositions as fit in the time left (said), none when not one fits
                 cap = int((phase.left() - overhead) / node)  # (a capped phase: an uncapped one always fits)
@@ -776,14 +780,10 @@ def _slot_search(scenario: Scenario, delta: float | None, epsilon: float | None,
                 return envelope.class_search(bundles, scores, scenario.constraints, h, delta, epsilon, reference,
                                              budget.rtol / 4.0, phase, cap, known=known)
 
-        if many:  # the counts first; the per-slot search after them only for exclusive groups (the counts
-            # ignore groups across classes) or when they do not apply
+        if many and not grouped:  # the counts alone (the per-slot search where they do not apply)
             step = by_classes(best_value)
             if step is None:
                 step = by_slots(best_value)
-            elif grouped and step.upper > max(best_value, step.lower) * (1.0 + budget.rtol / 2.0):
-                other = by_slots(max(best_value, step.lower))
-                step = envelope.combined(other, step, delta, epsilon) if other is not None else step
         else:
             step = by_slots(best_value)
             if step is not None and step.upper > max(best_value, step.lower) * (1.0 + budget.rtol / 2.0):

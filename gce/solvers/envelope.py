@@ -1096,18 +1096,18 @@ def _extent(bundles: Sequence[tuple[Bundle, ...]]) -> tuple[int, int, int]:
 
 
 def window_points(bundles: Sequence[tuple[Bundle, ...]], slots: int, h: float) -> int:
-    """An estimate of the transforms' size of a search (:class:`_Spectra`): Chernoff's window of ``slots``
-    copies of the largest log-MGF among the databases' bundles at every tilt, :data:`WINDOW_MARGIN` times,
-    at most ``slots`` times the bundles' range."""
+    """An estimate of the transforms' size of a search (:class:`_Spectra`): Chernoff's window of the sum, at
+    every tilt, of the ``slots`` largest log-MGFs among the databases (each its larger direction),
+    :data:`WINDOW_MARGIN` times, at most ``slots`` times the bundles' range."""
     from scipy import fft
     present, directions, points = _extent(bundles)
     if not present:
         return 0
-    distinct = {id(own): own for own in bundles if own}
-    largest = np.max([_log_mgf(b, h) for own in distinct.values() for b in own], axis=0)
+    distinct = {id(own): np.max([_log_mgf(b, h) for b in own], axis=0) for own in bundles if own}
+    each = np.array([distinct[id(own)] for own in bundles if own])
     tail = math.log(WINDOW_TAIL)
     up, down = TILTS > 0, TILTS < 0
-    total = slots * largest
+    total = np.sort(each, axis=0)[-slots:].sum(axis=0)
     width = (np.min((total[up] - tail) / TILTS[up]) - np.max((tail - total[down]) / -TILTS[down])) / h
     whole = slots * points
     if not math.isfinite(width):
@@ -1115,28 +1115,28 @@ def window_points(bundles: Sequence[tuple[Bundle, ...]], slots: int, h: float) -
     return min(whole, fft.next_fast_len(int(WINDOW_MARGIN * max(width, 1.0)) + 1, real=True))
 
 
-def node_seconds(bundles: Sequence[tuple[Bundle, ...]], slots: int, h: float | None = None) -> float:
+def node_seconds(bundles: Sequence[tuple[Bundle, ...]], slots: int, size: int | None = None) -> float:
     """An estimate of the seconds of one node of :func:`slot_search` (:func:`search_seconds`): ``slots``
-    transforms multiplied and one inverted on the window's size (:func:`window_points`; ``slots`` times the
-    bundles' range without ``h``)."""
+    transforms multiplied and one inverted on the transforms' ``size`` (:func:`window_points`; by default
+    ``slots`` times the bundles' range)."""
     _, directions, points = _extent(bundles)
-    size = slots * points if h is None else window_points(bundles, slots, h)
+    size = slots * points if size is None else size
     return directions * (slots * size * 2e-9 + size * 4e-8)
 
 
 def class_seconds(bundles: Sequence[tuple[Bundle, ...]], slots: int, nodes: int, classes: int = CLASSES,
-                  h: float | None = None) -> float:
+                  size: int | None = None) -> float:
     """An estimate of the seconds of one :func:`class_search` of at most ``nodes`` compositions: those, and
     the envelopes of every class and of the unions of the classes after it (``2 classes`` passes over the
     databases, like :func:`search_seconds`'s)."""
     present, directions, points = _extent(bundles)
-    return nodes * node_seconds(bundles, slots, h) + 2 * classes * directions * (present + slots) * points * 2e-8
+    return nodes * node_seconds(bundles, slots, size) + 2 * classes * directions * (present + slots) * points * 2e-8
 
 
-def search_seconds(bundles: Sequence[tuple[Bundle, ...]], slots: int, h: float | None = None) -> float:
+def search_seconds(bundles: Sequence[tuple[Bundle, ...]], slots: int, size: int | None = None) -> float:
     """An estimate of the seconds of one :func:`slot_search` on these bundles: :data:`EXPECTED_NODES`
     compositions of ``slots`` transforms in each direction on ``slots`` times the bundles' range (measured on
     2 shared cores, doubled: 2e-9 s per point and transform multiplied, 4e-8 s per point of the inverse
     transform and the profile), and the envelopes (a profile per database and kept position)."""
     present, directions, points = _extent(bundles)
-    return EXPECTED_NODES * node_seconds(bundles, slots, h) + directions * (present + KEPT_POSITIONS) * points * 2e-8
+    return EXPECTED_NODES * node_seconds(bundles, slots, size) + directions * (present + KEPT_POSITIONS) * points * 2e-8
