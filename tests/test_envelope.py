@@ -279,6 +279,12 @@ def test_the_class_bound_is_sound_against_brute_force(seed):
         assert both.curve.epsilon(scenario.delta) <= both.upper * (1 + 1e-12)
 
 
+def test_every_exclusive_group_lies_in_the_class_of_its_first_member():
+    label = np.array([0, 1, 1, 0, 2])
+    group = np.array([0, 1, 0, 3, 1])  # rows 0 and 2 one group, rows 1 and 4 another
+    assert envelope._grouped(label, group).tolist() == [0, 1, 0, 0, 1]
+
+
 def test_classes_close_what_one_envelope_per_slot_mixes():
     # Two families whose curves cross: compositions of pure guarantees (large delta at small epsilon, none
     # beyond their sum) and subsampled Gaussians (a long tail). One envelope per slot carries the tails into

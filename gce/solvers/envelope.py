@@ -764,6 +764,14 @@ def _classes(features: NDArray[np.float64], count: int) -> NDArray[np.intp]:
     return np.argmin(((features[:, None, :] - centres[None]) ** 2).sum(axis=2), axis=1)
 
 
+def _grouped(label: NDArray[np.intp], group: NDArray[np.intp]) -> NDArray[np.intp]:
+    """``label`` with every exclusive group in the class of its first member (``group``: each row's group, rows
+    in order): classes that are unions of groups, so that the counts per class respect the groups."""
+    _, first = np.unique(group, return_index=True)
+    leader = dict(zip(group[first].tolist(), label[first].tolist()))
+    return np.array([leader[g] for g in group.tolist()], dtype=label.dtype)
+
+
 def class_search(bundles: Sequence[tuple[Bundle, ...]], scores: NDArray[np.float64], constraints: ConstraintSet,
                  h: float, delta: float | None, epsilon: float | None, reference: float,
                  tolerance: float = DEFAULT_RTOL, deadline: Deadline | None = None, nodes_max: int = SLOT_NODES_MAX,
@@ -777,7 +785,8 @@ def class_search(bundles: Sequence[tuple[Bundle, ...]], scores: NDArray[np.float
     members in each class is dominated by the composition over classes of the class's first ``n_c`` suffix
     envelopes; the sets whose counts of the first classes are fixed are dominated by those classes' envelopes
     composed with the slots of the union of the other classes (the module doc's bound on that union, with
-    the slots left). Exclusive groups across classes are ignored (more sets: still a bound). So the maximum
+    the slots left). Every exclusive group lies in one class (:func:`_grouped`; a class's slots count its
+    groups), so the counts respect the groups. So the maximum
     over count vectors, found by a best-first search over the classes in turn, bounds every allowed pair:
     within one class the envelopes are close to the members, where one envelope per slot of all databases
     mixes curves that cross (a pure guarantee's large delta at small epsilon, a subsampled one's tail). A
@@ -791,7 +800,7 @@ def class_search(bundles: Sequence[tuple[Bundle, ...]], scores: NDArray[np.float
         return None
     groups, order, directions, lo, hi = prepared
     features = _features(order, bundles, lo, hi, h, directions, reference)
-    label = _classes(features, classes)
+    label = _grouped(_classes(features, classes), groups.group[order])
     present = [c for c in range(int(label.max()) + 1) if (label == c).any()]
     if len(present) < 2:
         return None
@@ -914,7 +923,7 @@ def class_search(bundles: Sequence[tuple[Bundle, ...]], scores: NDArray[np.float
         databases = member_of[key]
         if databases.size < 2:
             return None
-        halves = _classes(features[position[databases]], 2)
+        halves = _grouped(_classes(features[position[databases]], 2), groups.group[databases])
         if not halves.any() or halves.all():
             return None
         member_of[key + (0,)], member_of[key + (1,)] = databases[halves == 0], databases[halves == 1]
