@@ -311,6 +311,7 @@ def clear_caches() -> None:
     """Forget every plan and pmf, here and in :mod:`gce.accounting.pld` (benchmarks: a fresh process)."""
     plan.cache_clear()
     _noise_pmfs.cache_clear()
+    _gaussian_law.cache_clear()
     _OPTIMISTIC_BUILT.clear()
     _pld.clear_caches()
 
@@ -356,15 +357,17 @@ GAUSSIAN_TAIL = 1e-22
 
 
 #: The upper Gaussian law is built on a grid this many times finer and split onto its own (:func:`_gaussian_law`),
-#: halved while the finer grid would hold more than :data:`GAUSSIAN_SPLIT_POINTS` points.
+#: halved while the finer grid would be finer than dp-accounting's interval (there raising costs 1e-4 of a
+#: loss: nothing to gain, and 20 times the work) or hold more than :data:`GAUSSIAN_SPLIT_POINTS` points.
 GAUSSIAN_SPLIT, GAUSSIAN_SPLIT_POINTS = 16, 2**21
 
 
+@functools.lru_cache(maxsize=64)
 def _gaussian_law(mu: float, h: float, upper: bool) -> _Law:
     """The law of a mu-GDP pair's privacy loss, N(mu^2 / 2, mu^2) (DRS22 Sec. 2.2: the loss of
     N(mu, 1) against N(0, 1) is mu x - mu^2 / 2, x ~ N(mu, 1)), on the grid in closed form.
 
-    Upper: the mass of each cell (a h', (a + 1) h'] of a grid ``k`` = :data:`GAUSSIAN_SPLIT` times finer at
+    Upper: the mass of each cell (a h', (a + 1) h'] of a grid ``k`` (:data:`GAUSSIAN_SPLIT`, at most) times finer at
     (a + 1) h' (raised; the mass above the window at +inf, below it at its lowest point), then split onto
     the grid of width h (:func:`_split_coarsen`: both measures' masses kept, a dominating pair). Raising is
     a first-order error (every loss up by up to h), the split a second-order one: the raise is ``k`` times
@@ -378,15 +381,22 @@ def _gaussian_law(mu: float, h: float, upper: bool) -> _Law:
         raise NumericalLimitError(f"a Gaussian loss of mu = {mu:g} spans more than {GRID_LIMIT} grid points of width {h:g}")
     if upper:
         k = GAUSSIAN_SPLIT
-        while k > 1 and 2.0 * reach * sd * k / h > GAUSSIAN_SPLIT_POINTS:
+        while k > 1 and (h / k < _pld.DISCRETIZATION * (1.0 - 1e-9) or 2.0 * reach * sd * k / h > GAUSSIAN_SPLIT_POINTS):
             k //= 2
         index, mass, infinite = _gaussian_cells(mean, sd, reach, h / k, True)
         if k == 1:
-            return _GaussianLaw(index, mass, 1, infinite, mu)
+            return _read_only(_GaussianLaw(index, mass, 1, infinite, mu))
         law = _split_coarsen(_Law(index, mass, 1, infinite), k, h / k)
-        return _GaussianLaw(law.index, law.mass, 1, law.infinite, mu, 1.0 + 1.0 / k)
+        return _read_only(_GaussianLaw(law.index, law.mass, 1, law.infinite, mu, 1.0 + 1.0 / k))
     index, mass, infinite = _gaussian_cells(mean, sd, reach, h, False)
-    return _GaussianLaw(index, mass, 1, infinite, mu)
+    return _read_only(_GaussianLaw(index, mass, 1, infinite, mu))
+
+
+def _read_only(law: _Law) -> _Law:
+    """``law`` with its arrays read-only (cached laws are shared)."""
+    law.index.flags.writeable = False
+    law.mass.flags.writeable = False
+    return law
 
 
 def _gaussian_cells(mean: float, sd: float, reach: float, h: float, upper: bool):
