@@ -445,3 +445,23 @@ def test_calibration_at_delta_0_blames_the_per_invocation_deltas_not_gaussian_no
     with pytest.raises(InvalidParameterError, match=r"^target_delta: 0 cannot be met: the per-invocation deltas "
                                                     r"alone give delta >= 3e-300"):
         calibrate(scenario, target_epsilon=1.0, target_delta=0.0)
+
+
+def test_a_bracket_even_when_no_lower_curve_fits_in_the_time_left(monkeypatch):
+    """With the cap passed before the bracket, the coarsest certified lower curve is still composed when it is
+    cheap (a bracket rather than none), and the stop is recorded; without that grace there is no bracket."""
+    from gce import solving
+    from gce.accounting.guarantees import GaussianMechanism, PureDP
+    from gce.effort import Deadline
+
+    ms = ((GaussianMechanism(3.0), 10), (PureDP(0.05), 30))
+    witness = solving._Budget(Deadline(None), 0.01).compose(ms)
+    upper = float(witness.curve.epsilon(1e-6))
+    budget = solving._Budget(Deadline(0.0), 0.01)  # nothing fits
+    bracket, lower = solving._bracket(witness, upper, 1e-6, None, False, "batch", budget, [])
+    assert bracket is not None and 0.0 < bracket[0] <= bracket[1] == upper
+    assert float(lower.epsilon(1e-6)) == pytest.approx(bracket[0], rel=1e-12)
+    assert budget.deadline.reached and any("certified lower curve" in s for s in budget.deadline.stops)
+    monkeypatch.setattr(solving, "BRACKET_GRACE_SECONDS", 0.0)
+    assert solving._bracket(witness, upper, 1e-6, None, False, "batch",
+                            solving._Budget(Deadline(0.0), 0.01), [])[0] is None
