@@ -616,6 +616,13 @@ def _bracket(witness: Composition, upper: float, delta: float | None, epsilon: f
             return (low, upper), witness.curve
     # (not hasattr(c, "lower"): that would run the property, i.e. compose the lower curve)
     curves = [c for _, c in witness.candidates if callable(getattr(c, "lower_seconds", None))]
+    if not curves and all(kinds.pld_source(g) is not None for g, _ in witness.guarantees):
+        # composed by another row (a few distinct (eps, delta) points: dp-accounting's PLD): the batch
+        # engine's lower curve of the same multiset still bounds the worst case from below
+        try:
+            curves = [batch.BatchCurve(tuple(witness.guarantees), rtol=budget.rtol)]
+        except (NumericalLimitError, UnsupportedCombinationError, ValueError):
+            curves = []
     if not curves:
         return None, None
     curve = curves[0]

@@ -465,3 +465,26 @@ def test_a_bracket_even_when_no_lower_curve_fits_in_the_time_left(monkeypatch):
     monkeypatch.setattr(solving, "BRACKET_GRACE_SECONDS", 0.0)
     assert solving._bracket(witness, upper, 1e-6, None, False, "batch",
                             solving._Budget(Deadline(0.0), 0.01), [])[0] is None
+
+
+def test_a_bracket_for_a_witness_of_a_few_distinct_points():
+    """A witness of fewer distinct (eps, delta) points than the batch row takes is composed by another row
+    (no lower curve of its own): the batch engine's lower curve of the same multiset gives the bracket, below
+    the exact composition (brute force over the canonical pairs' outcomes) and above it by at most rtol."""
+    from gce import solving
+    from gce.accounting.guarantees import ApproxDP, PureDP
+    from gce.effort import Deadline
+
+    import reference
+
+    ms = ((ApproxDP(0.2, 1e-4), 3), (PureDP(0.35), 2), (ApproxDP(0.5, 2e-4), 2))
+    budget = solving._Budget(Deadline(None), 0.01)
+    witness = budget.compose(ms)
+    assert not any(callable(getattr(c, "lower_seconds", None)) for _, c in witness.candidates)
+    target = 1e-3
+    upper = float(witness.curve.epsilon(target))
+    bracket, lower = solving._bracket(witness, upper, target, None, False, "pld", budget, [])
+    assert bracket is not None and bracket[1] == upper
+    points = [(0.2, 1e-4)] * 3 + [(0.35, 0.0)] * 2 + [(0.5, 2e-4)] * 2
+    assert reference.exact_delta(points, bracket[0]) >= target * (1 - 1e-9)  # the lower end: at most the truth
+    assert bracket[0] >= upper * (1 - 0.01) - 1e-12
