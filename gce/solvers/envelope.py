@@ -917,13 +917,24 @@ def class_search(bundles: Sequence[tuple[Bundle, ...]], scores: NDArray[np.float
         return frozenset(chosen)
 
     def split(key: tuple) -> tuple[tuple, tuple] | None:
-        """The class ``key`` in two (:func:`_classes` on its members), None when it does not split."""
+        """The class ``key`` in two (:func:`_classes` on its members, groups whole: by their first members
+        when k-means keeps them together; a single group's members apart, the leaf's count of at most one
+        being what the group allows), None when it does not split."""
         if key + (0,) in member_of:
             return key + (0,), key + (1,)
         databases = member_of[key]
         if databases.size < 2:
             return None
-        halves = _grouped(_classes(features[position[databases]], 2), groups.group[databases])
+        plain = _classes(features[position[databases]], 2)
+        group = groups.group[databases]
+        halves = _grouped(plain, group)
+        if not halves.any() or halves.all():
+            leaders, first = np.unique(group, return_index=True)
+            if leaders.size > 1:  # the groups' first members split in two, each group whole with its own
+                by_leader = dict(zip(leaders.tolist(), _classes(features[position[databases[first]]], 2).tolist()))
+                halves = np.array([by_leader[g] for g in group.tolist()], dtype=plain.dtype)
+            else:  # one group: its halves (the leaf's count, at most 1, is what the group allows)
+                halves = plain
         if not halves.any() or halves.all():
             return None
         member_of[key + (0,)], member_of[key + (1,)] = databases[halves == 0], databases[halves == 1]
