@@ -334,7 +334,7 @@ def _with_threes(ratio, t: int, k: int, epochs: int, rtol: float, delta: float |
     upper end at the target kept for the finer levels (a function of the numbers computed: deterministic).
     The levels follow :data:`~.two_members.RATIOS` as in :func:`_with_pairs`: while the bracket is wider than
     ``rtol``, each level's cost estimated from its grids' sizes (:func:`~.three_members._three_seconds`), a
-    level beyond :data:`PAIR_WORK_LIMIT` or the time left falling back towards the last computed one, a
+    level beyond :data:`THREE_WORK_LIMIT` or the time left falling back towards the last computed one, a
     level that does not fit not started (the stop recorded), the next the coarsest predicted within ``rtol``
     (:func:`_next_level`). A block's grids of E and F are placed for its own epsilon (about the whole's over
     the root of the blocks composed; never coarser than at 1.5 when several are composed)."""
@@ -356,10 +356,10 @@ def _with_threes(ratio, t: int, k: int, epochs: int, rtol: float, delta: float |
             single = len(blocks) == 1 and blocks[0][2] * epochs == 1
             scales.append((block_scale, block_scale if single else min(block_scale, 1.5)))
         seconds = sum(_blocks_seconds(ratio, blocks, level, tail, *sc) for blocks, sc in zip(tried, scales))
-        if at > after and (seconds > PAIR_WORK_LIMIT or not effort.current().fits(seconds)):
+        if at > after and (seconds > THREE_WORK_LIMIT or not effort.current().fits(seconds)):
             at -= 1
             continue
-        if seconds > PAIR_WORK_LIMIT:
+        if seconds > THREE_WORK_LIMIT:
             break
         if not _may_refine(seconds, f"allocation refinement (blocks of three, grid ratio {level:g})", delta, epsilon,
                            _width(low, high)):
@@ -439,6 +439,11 @@ def _no_worse_than_composition(curve: AllocationCurve, mu: float, below: float) 
 #: finer levels are not computed (deterministic: estimated from the grids' sizes, never measured). 2 of 20
 #: at sigma 1 needs the ratio 1.01 for 1% at delta 1e-5 (estimated 72 s, about 37 s on a quiet 2-core machine).
 PAIR_WORK_LIMIT = 80.0
+
+#: Most estimated seconds of one level of the blocks of three members (:func:`_with_threes`), as
+#: :data:`PAIR_WORK_LIMIT`: 3 of 10 at sigma 1 needs the grid ratio 1.02 for 2% at delta 1e-5 (estimated
+#: 115 s, measured 99 s on a loaded 2-core machine: [5.017, 5.079], 1.2%; at 1.03, [4.992, 5.104], 2.2%).
+THREE_WORK_LIMIT = 160.0
 
 #: Largest mu the grids take (:class:`GaussianRatio`); from it on, :func:`_beyond_grids` (closed forms).
 MU_LIMIT = 40.0
