@@ -146,3 +146,18 @@ def test_three_of_ten_within_two_percent():
     low, high = curve.epsilon_bracket(1e-5)
     assert "blocks of three members: 1 x (3 of 10)" in curve.description
     assert 5.0 <= low <= high <= 5.09 and (high - low) / high <= 0.02, (low, high)
+
+
+@pytest.mark.slow
+def test_three_of_ten_within_five_seconds_says_so():
+    # within 5 s neither the blocks of two nor the block of three (estimated 50 s at its first level) is
+    # started, both stops are recorded, and the bracket is the decomposition's (measured [4.4545, 5.4788], as
+    # before the blocks of three), wider and still holding the uncapped one
+    import time
+    began = time.perf_counter()
+    with effort.within(effort.Deadline(5.0)) as deadline:
+        capped = allocation_curve(1.0, 10, 3, delta=1e-5, rtol=0.01)
+    assert time.perf_counter() - began < 3 * (1.1 * 5.0 + 0.5)  # the contract, with the tests' margin
+    assert deadline.reached and any("blocks of three" in stop for stop in deadline.stops)
+    low, high = capped.epsilon_bracket(1e-5)
+    assert 4.4 <= low <= 5.0 and 5.09 <= high <= 5.5, (low, high)

@@ -442,8 +442,8 @@ PAIR_WORK_LIMIT = 80.0
 
 #: Most estimated seconds of one level of the blocks of three members (:func:`_with_threes`), as
 #: :data:`PAIR_WORK_LIMIT`: 3 of 10 at sigma 1 needs the grid ratio 1.02 for 2% at delta 1e-5 (estimated
-#: 115 s, measured 99 s on a loaded 2-core machine: [5.017, 5.079], 1.2%; at 1.03, [4.992, 5.104], 2.2%).
-THREE_WORK_LIMIT = 160.0
+#: 227 s, measured 99 s on a loaded 2-core machine: [5.017, 5.079], 1.2%; at 1.03, [4.992, 5.104], 2.2%).
+THREE_WORK_LIMIT = 240.0
 
 #: Largest mu the grids take (:class:`GaussianRatio`); from it on, :func:`_beyond_grids` (closed forms).
 MU_LIMIT = 40.0

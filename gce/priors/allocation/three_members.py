@@ -388,9 +388,11 @@ def _three_work(ratio, t: int, level: float, tail: float, high: float, e_high: f
 
 
 #: Estimated seconds per unit of :func:`_three_work` and step, upper and lower together: measured 1.2e-8 to
-#: 3.5e-8 on a loaded 2-core machine (3 of 5, 6 and 10 at sigma 1, the grid ratios 1.03 and 1.02), with a
-#: margin. Only decides whether a level fits (and whether it is within the route's work limit).
-_UNIT_SECONDS = 4e-8
+#: 3.5e-8 on a loaded 2-core machine (3 of 5, 6 and 10 at sigma 1, the grid ratios 1.03 and 1.02), and up to
+#: 8.4e-8 at 3 of 6, sigma 0.5 and 2 (the cut by F far out is not in the work: its states are a share of
+#: the grid's, larger at small noise), with a margin. Only decides whether a level fits (and whether it is
+#: within the route's work limit).
+_UNIT_SECONDS = 8e-8
 #: Estimated seconds a point of S and a step (the loops over the occupied rows, upper and lower).
 _ROW_SECONDS = 4e-4
 
