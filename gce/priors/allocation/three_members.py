@@ -79,10 +79,10 @@ Cost and memory
 ---------------
 The states are kept sparse (the occupied points of the 3-d grid only) and each step accumulates on the flat
 grid (``n_S n_E n_F`` points, dense: :data:`MEMORY_LIMIT` refuses a grid beyond it, estimated before the
-level). A step's work is its moves: the occupied states times the points of S reachable from each; the states
-are estimated from the grids' sizes (:func:`_three_seconds`: at each point of S the points of E in its range,
-as in :func:`~.two_members._pair_seconds`, times the points of F in ``[0, S E / 3]``, a share measured),
-never from a clock.
+level). A step's work is its moves: the occupied states times the points of S reachable from each, estimated
+from the grids' sizes (:func:`_three_work`: at each point of S the points of E in its range, as in
+:func:`~.two_members._pair_seconds`, times the points of F below ``S^3 / 6``), never from a clock; its unit
+(:data:`_UNIT_SECONDS`) is measured.
 
 References
 ----------
