@@ -183,11 +183,11 @@ def _upper_three(ratio, t: int, s: NDArray[np.float64], e: NDArray[np.float64], 
             at_zero = within % n_f == 0
             if here > 0.0 and np.any(at_zero):
                 charge += _cut_moves(ratio, s, e, f, b, j, ev[at_zero], fv[at_zero], m[at_zero], rest, c, acc, True)
-                ev, fv, m = ev[~at_zero], fv[~at_zero], m[~at_zero]
+                ev, fv, m, within = ev[~at_zero], fv[~at_zero], m[~at_zero], within[~at_zero]
                 if not m.size:
                     continue
             if far:  # the states whose cell of S seen in F is wider than their cell of F (module doc)
-                jf = within[~at_zero] % n_f if np.any(at_zero) else within % n_f
+                jf = within % n_f
                 along_f = (jf < n_f - 1) & ((s[j + 1] - here) * ev > f[np.minimum(jf + 1, n_f - 1)] - fv)
                 if cut_floor > 0.0:  # and whose mass matters (:data:`_CUT_SHARE`)
                     along_f &= m * (1.0 + (fv + ev * rest + here * r2 + r3) / c) >= cut_floor
