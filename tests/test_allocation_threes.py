@@ -146,6 +146,12 @@ def test_three_of_ten_within_two_percent():
     low, high = curve.epsilon_bracket(1e-5)
     assert "blocks of three members: 1 x (3 of 10)" in curve.description
     assert 5.0 <= low <= high <= 5.09 and (high - low) / high <= 0.02, (low, high)
+    # the same curve (valid at every eps) against the independent Monte Carlo, where it is precise
+    from test_allocation_pairs_slow import _monte_carlo
+    for eps in (3.0, 4.0):
+        low_d, high_d = curve.delta_bracket(eps)
+        (pq_lo, pq_hi), (qp_lo, qp_hi) = _monte_carlo(1.0, 10, 3, eps)
+        assert high_d >= max(pq_lo, qp_lo) and low_d <= max(pq_hi, qp_hi), (eps, low_d, high_d, pq_lo, pq_hi)
 
 
 @pytest.mark.slow
