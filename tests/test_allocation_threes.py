@@ -109,7 +109,8 @@ def test_three_laws_keep_the_mean_and_are_deterministic():
 
 @pytest.mark.parametrize("t, k, expected", [
     (10, 3, [[(10, 3, 1)]]),
-    (16, 4, [[(4, 1, 1), (12, 3, 1)]]),
+    (16, 4, []),  # 3 + 1: no fewer blocks than 2 + 2
+    (15, 5, [[(6, 2, 1), (9, 3, 1)]]),
     (100, 10, [[(10, 1, 1), (30, 3, 3)], [(20, 2, 2), (30, 3, 2)]]),
     (20, 8, [[(8, 3, 1), (7, 3, 1), (5, 2, 1)]])])
 def test_the_partitions_tried(t, k, expected):
