@@ -23,7 +23,13 @@ Peers measured in the same run:
 (h) k > 1 at delta 1e-5 and 1e-8 (the issue's cases, and k not dividing t): the bracket before this schedule
     and now, its width and seconds, uncapped and within 5 s, and the upper end's ratio to the decomposition's.
 
-Run: python benchmarks/bench_allocation.py (only the peers' table: ... peers; only (h): ... k)
+(i) blocks of three members at delta 1e-5, sigma 1 (3 of 9, 10 and 12; 10 of 100) and the cases of two
+    members that must not change (2 of 20 at sigma 1, 4 of 16 at sigma 3): the bracket uncapped and within
+    5 s, its seconds, the upper end's ratio to the blocks of two alone (the blocks of three given no work),
+    and the estimated seconds of each level of the first partition's blocks of three.
+
+Run: python benchmarks/bench_allocation.py (only the peers' table: ... peers; only (h): ... k; only (i): ...
+threes)
 """
 
 from __future__ import annotations
@@ -176,7 +182,50 @@ def k_of_t() -> None:
               flush=True)
 
 
+THREES = ((1.0, 10, 3), (1.0, 9, 3), (1.0, 12, 3), (1.0, 100, 10), (1.0, 20, 2), (3.0, 16, 4))
+
+
+def three_members(delta: float = 1e-5) -> None:
+    """(i): blocks of three members (uncapped, within 5 s), against the blocks of two alone."""
+    import gce.priors.allocation.random_allocation as random_allocation
+    from gce.priors.allocation.ratios import GaussianRatio
+    from gce.priors.allocation.three_members import _three_seconds
+    from gce.priors.allocation.two_members import RATIOS
+    for sigma, t, k in THREES:
+        seconds, curve = best_of(lambda: allocation_curve(1.0 / sigma, t, k, delta=delta, rtol=0.01), repeat=1)
+        low, high = curve.epsilon_bracket(delta)
+        with effort.within(effort.Deadline(5.0)) as deadline:
+            began = time.perf_counter()
+            capped = allocation_curve(1.0 / sigma, t, k, delta=delta, rtol=0.01)
+            capped_seconds = time.perf_counter() - began
+        c_low, c_high = capped.epsilon_bracket(delta)
+        limit = random_allocation.THREE_WORK_LIMIT
+        random_allocation.THREE_WORK_LIMIT = 0.0
+        try:
+            began = time.perf_counter()
+            pairs = allocation_curve(1.0 / sigma, t, k, delta=delta, rtol=0.01).epsilon_bracket(delta)
+            pairs_seconds = time.perf_counter() - began
+        finally:
+            random_allocation.THREE_WORK_LIMIT = limit
+        levels = ""
+        if k > 2:
+            blocks = random_allocation._three_blocks(t, k)[0]
+            scale = high / (sum(count for _, _, count in blocks) ** 0.5)
+            e_scale = scale if len(blocks) == 1 and blocks[0][2] == 1 else min(scale, 1.5)
+            levels = "; estimated s a level: " + ", ".join(
+                f"{level:g}: {sum(_three_seconds(GaussianRatio(1.0 / sigma), size, level, delta * 1e-4, scale, e_scale) for size, m, _ in blocks if m == 3):.0f}"
+                for level in RATIOS[:3])
+        print(f"sigma {sigma:g}, {k} of {t}, delta {delta:g}: [{low:.4f}, {high:.4f}] ({(high - low) / high:.2%}) in "
+              f"{seconds:.1f} s; within 5 s [{c_low:.4f}, {c_high:.4f}] ({(c_high - c_low) / c_high:.2%}) in "
+              f"{capped_seconds:.1f} s{' (time limit reached)' if deadline.reached else ''}; blocks of two alone "
+              f"[{pairs[0]:.4f}, {pairs[1]:.4f}] in {pairs_seconds:.1f} s, upper / theirs {high / pairs[1]:.4f}"
+              f"{levels}", flush=True)
+
+
 if __name__ == "__main__":
+    if sys.argv[1:] == ["threes"]:  # only (i)
+        three_members()
+        sys.exit(0)
     if sys.argv[1:] == ["peers"]:  # only (g)
         peer_table()
         sys.exit(0)
@@ -198,4 +247,5 @@ if __name__ == "__main__":
     pld_accounting()
     peer_table()
     k_of_t()
+    three_members()
     print("targets met" if all(results) else "targets NOT met")

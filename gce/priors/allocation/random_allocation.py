@@ -24,6 +24,7 @@ from .bracket import (_STOPPED, _TAIL_SHARE, _WHICH, DEFAULT_RTOL, TAIL, Allocat
                       _DirectionLower, _may_refine, _target_text, _width)
 from .decomposition import _blocks, _composed, _loss_interval, _NoRoom
 from .one_of_t import _single
+from .three_members import _three_laws, _three_seconds
 from .two_members import RATIOS, _members_lower, _members_seconds, _pair_blocks, _pair_laws, _pair_seconds
 from .ratios import _RATIOS, GaussianRatio
 from .uniform_grid import START_POINTS, _linear_seconds
@@ -118,6 +119,8 @@ def allocation_curve(mu: float, t: int, k: int = 1, epochs: int = 1, rtol: float
             return _closed_forms(ratio.mu, t, k, epochs, str(why))
         if k > 1:
             curve = _with_pairs(ratio, t, k, epochs, rtol, delta, epsilon, tail, curve)
+        if k > 2:
+            curve = _with_threes(ratio, t, k, epochs, rtol, delta, epsilon, tail, curve)
     if isinstance(ratio, GaussianRatio):
         return _no_worse_than_composition(curve, ratio.mu * math.sqrt(k * epochs), ratio.mu * k * math.sqrt(epochs / t))
     return curve
@@ -258,6 +261,143 @@ def _with_pairs(ratio, t: int, k: int, epochs: int, rtol: float, delta: float | 
                                                     f"{_STOPPED if stopped else ''}")
 
 
+def _three_blocks(t: int, k: int) -> list[list[tuple[int, int, int]]]:
+    """The partitions tried by :func:`_with_threes`, each as (block size, members, count): blocks of three
+    members and the rest in one block (of one or two members), and when k leaves 1 over three, one block of
+    three fewer and two of two; the sizes proportional to the members (as :func:`~.two_members._pair_blocks`).
+    Only the partitions with a block of three (3 of t: the whole as one block) and fewer blocks than the
+    blocks of two (``ceil(k / 2)``): what a partition loses grows with the blocks composed (measured: 4 of 16
+    at sigma 3 as 3 + 1 gained nothing on 2 + 2, in three times the time)."""
+    options = [[3] * (k // 3) + ([k % 3] if k % 3 else [])]
+    if k % 3 == 1 and k > 4:
+        options.append([3] * (k // 3 - 1) + [2, 2])
+    out = []
+    for members in (m for m in options if len(m) < (k + 1) // 2):
+        sizes = [t * m // k for m in members]
+        for i in range(t - sum(sizes)):  # the remainder, one database a block, the first blocks first
+            sizes[i % len(sizes)] += 1
+        counted: dict[tuple[int, int], int] = {}
+        for size, m in zip(sizes, members):
+            counted[(size, m)] = counted.get((size, m), 0) + 1
+        out.append([(size, m, count) for (size, m), count in sorted(counted.items())])
+    return out
+
+
+def _blocks_seconds(ratio, blocks: list[tuple[int, int, int]], level: float, tail: float, scale: float,
+                    e_scale: float) -> float:
+    """Estimated seconds of one level of a partition's blocks of three and two members (those of one are a
+    grid of :mod:`.decomposition`, cheap)."""
+    seconds = 0.0
+    for size, members, _ in blocks:
+        if members == 3:
+            seconds += _three_seconds(ratio, size, level, tail, scale, e_scale)
+        elif members == 2:
+            seconds += _pair_seconds(ratio, size, level, tail, scale, e_scale)
+    return seconds
+
+
+def _blocks_composed(ratio, blocks: list[tuple[int, int, int]], epochs: int, level: float, tail: float,
+                     scale: float, e_scale: float, rtol: float, delta: float | None, epsilon: float | None):
+    """A partition's blocks at ``level``, composed over the blocks and the epochs: (the composed curves, the
+    allowance of its lower curve), or None when the composition exceeds its limits."""
+    from ...accounting import batch
+    from .decomposition import _block_laws
+    laws = []
+    for size, members, count in blocks:
+        if members == 3:
+            laws.append((_three_laws(ratio, size, level, tail, scale, drop=tail, e_high=e_scale), count))
+        elif members == 2:
+            laws.append((_pair_laws(ratio, size, level, tail, scale, drop=tail, e_high=e_scale), count))
+        else:
+            laws.append((_block_laws(ratio, size, 2**16, tail), count))
+    interval = _loss_interval([(up, count * epochs) for (up, _), count in laws], rtol, delta, epsilon)
+    ups = [[batch.loss_law(up[d].loss, up[d].mass, count * epochs, interval, upper=True, infinite=up[d].infinite)
+            for (up, _), count in laws] for d in range(2)]
+    lows = [[batch.loss_law(lo[d].loss, lo[d].mass, count * epochs, interval, upper=False, infinite=lo[d].infinite)
+             for (_, lo), count in laws] for d in range(2)]
+    try:
+        composed = batch.compose_laws(ups, lows, interval)
+    except NumericalLimitError:
+        return None
+    slack = max(lo[d].slack for (_, lo), _ in laws for d in range(2))
+    n = sum(count for _, count in laws) * epochs
+    grow = slack * n * (1.0 + slack) ** max(n - 1, 0)
+    return composed, grow
+
+
+def _with_threes(ratio, t: int, k: int, epochs: int, rtol: float, delta: float | None, epsilon: float | None,
+                 tail: float, curve: AllocationCurve) -> AllocationCurve:
+    """k > 2: ``curve`` (the decomposition and blocks of two) tightened by blocks of three members
+    (:mod:`.three_members`): above, the least of the upper curves (each valid: a uniformly random partition
+    into blocks holding ``k_j`` members each is again the uniform k-set, :func:`_with_pairs`); below, for
+    k = 3, the larger of the lower curves (the garbled triple of the recursion is a garbling of 3 of t).
+
+    The partitions of :func:`_three_blocks` are all computed at the first level and the one with the least
+    upper end at the target kept for the finer levels (a function of the numbers computed: deterministic).
+    The levels follow :data:`~.two_members.RATIOS` as in :func:`_with_pairs`: while the bracket is wider than
+    ``rtol``, each level's cost estimated from its grids' sizes (:func:`~.three_members._three_seconds`), a
+    level beyond :data:`THREE_WORK_LIMIT` or the time left falling back towards the last computed one, a
+    level that does not fit not started (the stop recorded), the next the coarsest predicted within ``rtol``
+    (:func:`_next_level`). A block's grids of E and F are placed for its own epsilon (about the whole's over
+    the root of the blocks composed; never coarser than at 1.5 when several are composed)."""
+    options = _three_blocks(t, k)
+    low, high = _at(curve, curve.lower, delta, epsilon)
+    if _width(low, high) <= rtol or not options:
+        return curve
+    scale = float(high) if epsilon is None else float(epsilon)
+    scale = scale if math.isfinite(scale) else 30.0
+    best, level_done, stopped, chosen = curve, None, False, None
+    decomposition = (low, high)
+    at = after = 0
+    while at < len(RATIOS):
+        level = RATIOS[at]
+        tried = options if chosen is None else [chosen]
+        scales = []
+        for blocks in tried:
+            block_scale = scale / math.sqrt(sum(count for _, _, count in blocks) * epochs)
+            single = len(blocks) == 1 and blocks[0][2] * epochs == 1
+            scales.append((block_scale, block_scale if single else min(block_scale, 1.5)))
+        seconds = sum(_blocks_seconds(ratio, blocks, level, tail, *sc) for blocks, sc in zip(tried, scales))
+        if at > after and (seconds > THREE_WORK_LIMIT or not effort.current().fits(seconds)):
+            at -= 1
+            continue
+        if seconds > THREE_WORK_LIMIT:
+            break
+        if not _may_refine(seconds, f"allocation refinement (blocks of three, grid ratio {level:g})", delta, epsilon,
+                           _width(low, high)):
+            stopped = True
+            break
+        results = []
+        for blocks, sc in zip(tried, scales):
+            done = _blocks_composed(ratio, blocks, epochs, level, tail, *sc, rtol, delta, epsilon)
+            if done is not None:
+                results.append((float(done[0].epsilon(delta)) if epsilon is None else float(done[0].delta(epsilon)),
+                                blocks, done))
+        if not results:
+            break
+        _, chosen, (composed, grow) = min(results, key=lambda r: r[0])
+        own = (_DirectionLower(composed.lower), grow, grow)
+        parts = [(curve.lower, 0.0, 0.0)] + ([own] if k == 3 else [])
+        best = AllocationCurve([_Least([curve, composed])], LowerBound(parts), curve.description)
+        level_done = level
+        low, high = _at(best, best.lower, delta, epsilon)
+        own_low, own_high = _at(composed, LowerBound([own]), delta, epsilon)
+        if _width(low, high) <= rtol or _width(own_low, own_high) <= rtol / 8:
+            break
+        if not math.isfinite(own_high):
+            break
+        if k > 3 and _width(low, min(own_low, decomposition[1])) > rtol:
+            break  # the partition itself is the loss: finer grids would not bring the upper end within rtol
+        at = after = at + 1
+        at = _next_level(at - 1, _width(own_low, own_high), rtol)
+    if level_done is None:
+        return curve
+    text = " + ".join(f"{count * epochs} x ({members} of {size})" for size, members, count in chosen)
+    return AllocationCurve(best._upper, best.lower, f"{curve.description}; tightened by blocks of three members: "
+                                                    f"{text} composed (grid ratio {level_done:g})"
+                                                    f"{_STOPPED if stopped else ''}")
+
+
 def _next_level(at: int, width: float, rtol: float) -> int:
     """The next level of :data:`~.two_members.RATIOS` after ``RATIOS[at]``, whose blocks' own bracket was
     ``width`` wide: the coarsest predicted within ``rtol`` (with a margin), the width taken to fall as the
@@ -301,6 +441,11 @@ def _no_worse_than_composition(curve: AllocationCurve, mu: float, below: float) 
 #: finer levels are not computed (deterministic: estimated from the grids' sizes, never measured). 2 of 20
 #: at sigma 1 needs the ratio 1.01 for 1% at delta 1e-5 (estimated 72 s, about 37 s on a quiet 2-core machine).
 PAIR_WORK_LIMIT = 80.0
+
+#: Most estimated seconds of one level of the blocks of three members (:func:`_with_threes`), as
+#: :data:`PAIR_WORK_LIMIT`: 3 of 10 at sigma 1 needs the grid ratio 1.02 for 2% at delta 1e-5 (estimated
+#: 227 s, measured 99 s on a loaded 2-core machine: [5.017, 5.079], 1.2%; at 1.03, [4.992, 5.104], 2.2%).
+THREE_WORK_LIMIT = 240.0
 
 #: Largest mu the grids take (:class:`GaussianRatio`); from it on, :func:`_beyond_grids` (closed forms).
 MU_LIMIT = 40.0

@@ -209,13 +209,17 @@ def _grids(ratio, t: int, level: float, tail: float, high: float,
     far = _S_UNIFORM * level ** np.arange(int(math.ceil(math.log(max(_s_top(t, b), 2.0 * _S_UNIFORM) / _S_UNIFORM)
                                                                  / math.log(level))) + 2)
     s = np.concatenate(([0.0], near, far))
-    rho = _e_ratio(level, high if e_high is None else e_high)
+    return s, _l_grid(c, _e_ratio(level, high if e_high is None else e_high), high), b
+
+
+def _l_grid(c: float, rho: float, high: float) -> NDArray[np.float64]:
+    """A grid of ``e_k`` whose ``L = e_k / c`` is read (:data:`_L_BELOW`, :data:`_L_ABOVE`): uniform up to
+    ``c e^-high / 20`` at the spacing ``rho - 1`` of it, then geometric at ratio ``rho`` up to ``c e^(high + 7)``."""
     high = min(max(high, 0.1), 30.0)
     e0 = c * _L_BELOW * math.exp(-high)
-    e = np.concatenate((e0 * (rho - 1.0) * np.arange(int(round(1.0 / (rho - 1.0)))),
-                        e0 * rho ** np.arange(int(math.ceil((2.0 * high + _L_ABOVE - math.log(_L_BELOW))
-                                                             / math.log(rho))) + 2)))
-    return s, e, b
+    return np.concatenate((e0 * (rho - 1.0) * np.arange(int(round(1.0 / (rho - 1.0)))),
+                           e0 * rho ** np.arange(int(math.ceil((2.0 * high + _L_ABOVE - math.log(_L_BELOW))
+                                                                / math.log(rho))) + 2)))
 
 
 def _pair_seconds(ratio, t: int, level: float, tail: float, high: float, e_high: float | None = None,
