@@ -495,7 +495,8 @@ def _solve_pairs(scenario: Scenario, delta: float | None, epsilon: float | None,
 
     exact = bound.exact and Counter(dict(best_ms)) == +upper and not substituted
     report_curve = bound.curve
-    if len(kinds) > 1 and not exact:  # the dominating multiset is loose: list the maximal differing multisets
+    found = Counter(dict(best_ms)) == +upper  # the worst pair found makes the dominating multiset differ
+    if len(kinds) > 1 and not exact and not found:  # the dominating multiset is loose: list the maximal ones
         report = _enumerated(scenario, kinds, delta, epsilon, budget, list(scenario.notes) + substituted,
                              substituted, solved) if _listable(scenario.constraints) else None
         if report is not None:
