@@ -98,7 +98,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from .bracket import _Law
-from .two_members import _cells_from, _e_ratio, _grids, _l_grid, _locate, _noise, _spread_weights
+from .two_members import _block_laws, _cells_from, _e_ratio, _grids, _l_grid, _locate, _noise, _spread_weights
 
 #: Most bytes of the flat accumulation of one step (four measures below): a level beyond is refused.
 MEMORY_LIMIT = 3.0e9
@@ -233,13 +233,7 @@ def _upper_three(ratio, t: int, s: NDArray[np.float64], e: NDArray[np.float64], 
         mass = sums[0]
     q = np.bincount(keys % n_f, mass, minlength=n_f)
     noise = _noise(t, keys.size)
-    x = ratio.excess(b)
-    singular = -math.expm1(3.0 * math.log1p(-x)) if x < 1.0 else 1.0
-    lr = f / c
-    pos = (lr > 0) & (q > 0)
-    remove = _Law(np.log(lr[pos]), lr[pos] * q[pos], min(singular + charge + noise, 1.0))
-    add = _Law(-np.log(lr[pos]), q[pos], min(float(q[~pos].sum()) + charge_q + noise, 1.0))
-    return remove, add
+    return _block_laws(f / c, q, 3, ratio.excess(b), charge, charge_q, noise)
 
 
 def _cut_moves(ratio, s: NDArray[np.float64], e: NDArray[np.float64], f: NDArray[np.float64], b: float, j: int,

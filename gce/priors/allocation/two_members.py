@@ -356,9 +356,15 @@ def _upper_pair(ratio, t: int, s: NDArray[np.float64], e: NDArray[np.float64], b
         state = new.total().reshape(n_s, n_e)
     q = state.sum(axis=0)
     noise = _noise(t, n_s * n_e)
-    x = ratio.excess(b)
-    singular = -math.expm1(2.0 * math.log1p(-x)) if x < 1.0 else 1.0
-    lr = e / c
+    return _block_laws(e / c, q, 2, ratio.excess(b), charge, charge_q, noise)
+
+
+def _block_laws(lr: NDArray[np.float64], q: NDArray[np.float64], members: int, excess: float, charge: float,
+                charge_q: float, noise: float) -> tuple[_Law, _Law]:
+    """(remove, add) laws of a block of ``members`` members from the likelihood ratio ``lr`` at each point of the
+    last coordinate's grid and its Q-mass ``q``: P's mass beyond the clamp (``1 - (1 - excess)^members``), the
+    moves charged and the round-off ``noise`` at +inf; Q's mass where the ratio is 0 at +inf in the add direction."""
+    singular = -math.expm1(members * math.log1p(-excess)) if excess < 1.0 else 1.0
     pos = (lr > 0) & (q > 0)
     remove = _Law(np.log(lr[pos]), lr[pos] * q[pos], min(singular + charge + noise, 1.0))
     add = _Law(-np.log(lr[pos]), q[pos], min(float(q[~pos].sum()) + charge_q + noise, 1.0))
