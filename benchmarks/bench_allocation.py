@@ -58,9 +58,9 @@ def case(sigma: float, t: int, k: int, limit: float | None = None, width: float 
     seconds, curve = best_of(lambda: allocation_curve(1.0 / sigma, t, k, delta=DELTA), repeat=1)
     low, high = curve.epsilon_bracket(DELTA)
     t_poisson, e_poisson = best_of(lambda: poisson(sigma, t, k), repeat=1)
-    ok = (limit is None or seconds <= limit) and (width is None or (high - low) / high <= width)
+    ok = (limit is None or seconds <= limit) and (width is None or effort.relative_width(low, high) <= width)
     print(f"sigma {sigma:g}, t {t}, k {k}: epsilon in [{low:.5f}, {high:.5f}] "
-          f"(width {(high - low) / high:.3%}) in {seconds:.2f} s"
+          f"(width {effort.relative_width(low, high):.3%}) in {seconds:.2f} s"
           + (f" (target < {limit:g} s)" if limit else ""))
     print(f"    Poisson subsampling at rate k/t (dp-accounting): epsilon {e_poisson:.5f} in {t_poisson:.2f} s; "
           f"time ratio ours/theirs {seconds / t_poisson:.3f}")
@@ -82,8 +82,8 @@ def product_prior(label: str, scenario: Scenario, rate: float, limit: float | No
     low, high = report.bracket
     t_peer, e_peer = best_of(lambda: poisson_rate(1.0, scenario.n, rate), repeat=1)
     ok = limit is None or seconds <= limit
-    print(f"{label}: {report.theorem}, epsilon in [{low:.5f}, {high:.5f}] (width {(high - low) / high:.3%}) "
-          f"in {seconds:.2f} s" + (f" (target < {limit:g} s)" if limit else ""))
+    print(f"{label}: {report.theorem}, epsilon in [{low:.5f}, {high:.5f}] "
+          f"(width {effort.relative_width(low, high):.3%}) in {seconds:.2f} s" + (f" (target < {limit:g} s)" if limit else ""))
     print(f"    dp-accounting's subsampled Gaussian at rate {rate:g}, composed {scenario.n} times: epsilon "
           f"{e_peer:.5f} in {t_peer:.2f} s; time ratio ours/theirs {seconds / t_peer:.3f}")
     return ok
@@ -127,7 +127,7 @@ def peer_table(deltas=(1e-5, 1e-8, 1e-10), limit: float = 5.0, rtol: float = eff
                 seconds = time.perf_counter() - began
             e_poisson = float(composed.get_epsilon_for_delta(delta))
             print(f"sigma {sigma:g}, t {t}, k {k}, epochs {epochs}, delta {delta:g}: [{low:.4f}, {high:.4f}] "
-                  f"({(high - low) / high:.2%} wide) {seconds:.2f} s"
+                  f"({effort.relative_width(low, high):.2%} wide) {seconds:.2f} s"
                   f"{' (time limit reached)' if deadline.reached else ''}; Poisson {e_poisson:.4f} "
                   f"({t_poisson:.2f} s): ratios {high / e_poisson:.3f}, {seconds / t_poisson:.2f}", flush=True)
 
@@ -176,8 +176,8 @@ def k_of_t() -> None:
         was = "" if before is None else (f"before [{before[0]:.4f}, {before[1]:.4f}] "
                                          f"({(before[1] - before[0]) / before[1]:.2%}) in {before[2]:.1f} s, ")
         print(f"sigma {sigma:g}, {k} of {t}, delta {delta:g}: {was}now [{low:.4f}, {high:.4f}] "
-              f"({(high - low) / high:.2%}) in {seconds:.1f} s; within 5 s [{c_low:.4f}, {c_high:.4f}] "
-              f"({(c_high - c_low) / c_high:.2%}) in {capped_seconds:.1f} s"
+              f"({effort.relative_width(low, high):.2%}) in {seconds:.1f} s; within 5 s [{c_low:.4f}, {c_high:.4f}] "
+              f"({effort.relative_width(c_low, c_high):.2%}) in {capped_seconds:.1f} s"
               f"{' (time limit reached)' if deadline.reached else ''}; upper / decomposition's {high / alone:.4f}",
               flush=True)
 
@@ -215,8 +215,9 @@ def three_members(delta: float = 1e-5) -> None:
             levels = "; estimated s a level: " + ", ".join(
                 f"{level:g}: {sum(_three_seconds(GaussianRatio(1.0 / sigma), size, level, delta * 1e-4, scale, e_scale) for size, m, _ in blocks if m == 3):.0f}"
                 for level in RATIOS[:3])
-        print(f"sigma {sigma:g}, {k} of {t}, delta {delta:g}: [{low:.4f}, {high:.4f}] ({(high - low) / high:.2%}) in "
-              f"{seconds:.1f} s; within 5 s [{c_low:.4f}, {c_high:.4f}] ({(c_high - c_low) / c_high:.2%}) in "
+        print(f"sigma {sigma:g}, {k} of {t}, delta {delta:g}: [{low:.4f}, {high:.4f}] "
+              f"({effort.relative_width(low, high):.2%}) in {seconds:.1f} s; within 5 s [{c_low:.4f}, {c_high:.4f}] "
+              f"({effort.relative_width(c_low, c_high):.2%}) in "
               f"{capped_seconds:.1f} s{' (time limit reached)' if deadline.reached else ''}; blocks of two alone "
               f"[{pairs[0]:.4f}, {pairs[1]:.4f}] in {pairs_seconds:.1f} s, upper / theirs {high / pairs[1]:.4f}"
               f"{levels}", flush=True)

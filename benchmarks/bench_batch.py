@@ -99,7 +99,7 @@ def part_a(n: int) -> tuple[bool, float]:
     t_theirs, e_theirs = best_of(theirs, repeat=1)
     print(f"(a) {n} distinct (eps, delta): grid width {curve.interval:.3g}")
     print(f"    ours   {t_ours:8.3f} s  epsilon {e_ours:.6f}  bracket [{low:.6f}, {high:.6f}] "
-          f"(width {(high - low) / high:.2%}; with the lower curve {t_bracket:.3f} s)")
+          f"(width {effort.relative_width(low, high):.2%}; with the lower curve {t_bracket:.3f} s)")
     print(f"    theirs {t_theirs:8.3f} s  epsilon {e_theirs:.6f}")
     print(f"    time ratio ours/theirs {t_ours / t_theirs:.4f} (target <= 0.1), "
           f"epsilon ratio {e_ours / e_theirs:.8f} (target <= 1 + 1e-6)")

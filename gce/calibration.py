@@ -72,7 +72,7 @@ from typing import Any
 
 import numpy as np
 
-from .effort import DEFAULT_RTOL, Deadline, check_rtol, relative_width, within
+from .effort import DEFAULT_RTOL, Deadline, check_rtol, describe_width, relative_width, within
 from .errors import InvalidParameterError, NumericalLimitError, ResourceLimitError, UnsupportedCombinationError
 from .validation import is_number
 from .accounting import kinds
@@ -224,7 +224,7 @@ class Calibration:
         if not self.time_limit_reached:
             return []
         reached = (f"no {_NAME[self.parameter]} known not to meet the target" if self.accuracy is None
-                   else f"{_NAME[self.parameter]} bracket {100 * self.accuracy:.3g}% wide")
+                   else f"{_NAME[self.parameter]} bracket {describe_width(self.accuracy)} wide")
         asked = "" if self.tolerance is None else f", {100 * self.tolerance:.3g}% asked"
         return [f"time limit reached: a certified but coarser answer ({reached}{asked})"]
 
@@ -436,7 +436,7 @@ class _Bracket:
             return f"{name} {met:.6g} meets the target, none known not to"
         unmet = family.to_p(self.unmet)
         low, high = min(met, unmet), max(met, unmet)
-        return f"{name} in [{low:.6g}, {high:.6g}], bracket {100 * relative_width(low, high):.3g}% wide"
+        return f"{name} in [{low:.6g}, {high:.6g}], bracket {describe_width(relative_width(low, high))} wide"
 
 
 def _boundary(search: _Search, family: _Family, u0: float, tolerance: float, until_met: bool = False) -> _Bracket:

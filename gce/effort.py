@@ -38,15 +38,16 @@ from .errors import InvalidParameterError
 from .validation import is_number
 
 __all__ = ["DEFAULT_RTOL", "MIN_RTOL", "MAX_RTOL", "check_rtol", "Deadline", "clock", "slowed", "current",
-           "within", "relative_width"]
+           "within", "relative_width", "describe_width"]
 
-#: The accuracy asked for by default: the certified bracket around every reported number is at most
-#: this wide, relative to its upper end, unless the time limit is reached (then the report says so).
+#: The accuracy asked for by default: the certified bracket (lower, upper) around every reported number
+#: has ``upper / lower - 1`` at most this (:func:`relative_width`: the reported upper end overstates the
+#: exact value by at most this share of it), unless the time limit is reached (then the report says so).
 DEFAULT_RTOL = 0.01
 #: The finest accuracy accepted: below it the grids of the privacy-loss distributions would not fit in
 #: memory for most questions, and round-off of the compositions dominates.
 MIN_RTOL = 1e-6
-#: The coarsest accuracy accepted (a bracket half as wide as its upper end).
+#: The coarsest accuracy accepted (an upper end at most 1.5 times the lower).
 MAX_RTOL = 0.5
 
 #: The clock every new :class:`Deadline` reads (seconds, any origin).
@@ -76,17 +77,29 @@ def check_rtol(value: object, field: str = "rtol") -> float:
 
 
 def relative_width(lower: float, upper: float) -> float:
-    """How wide the bracket (lower, upper) is relative to its upper end (0 when they meet; 1 when the lower
-    end is 0 or the upper end infinite; ``inf`` when the lower end is infinite too).
+    """How wide the bracket (lower, upper) is: ``upper / lower - 1``, the most by which the upper end
+    (what is reported) can overstate the exact value, as a share of it. 0 when the ends meet (or both are
+    infinite); ``inf`` when the lower end is 0 or less (nothing certified above 0) or only the upper end is
+    infinite.
 
-    >>> relative_width(0.99, 1.0)
+    >>> relative_width(1.0, 1.01)
     0.010000000000000009
+    >>> relative_width(0.0, 1e-9)
+    inf
     """
     if upper <= lower:
         return 0.0
-    if not math.isfinite(upper):
-        return 1.0 if math.isfinite(lower) else 0.0
-    return (upper - lower) / upper if upper > 0 else 0.0
+    if not math.isfinite(upper) or lower <= 0.0:
+        return math.inf
+    return upper / lower - 1.0
+
+
+def describe_width(width: float | None) -> str:
+    """``width`` (:func:`relative_width`) in words for notes and reports: ``"0.42%"``; ``"unbounded"`` when
+    infinite."""
+    if width is None or not math.isfinite(width):
+        return "unbounded"
+    return f"{100 * width:.3g}%"
 
 
 @contextlib.contextmanager

@@ -780,8 +780,8 @@ class Scenario:
         Statements every report of the scenario repeats, e.g. that a
         constraint was estimated from data (001, Sec. V-A, the store chain).
     rtol : float, optional
-        The relative accuracy asked of every refined number (the width of its
-        certified bracket relative to its upper end); None: the default,
+        The relative accuracy asked of every refined number (its certified
+        bracket's ``upper / lower - 1``: :func:`gce.effort.relative_width`); None: the default,
         :data:`gce.effort.DEFAULT_RTOL`. :func:`gce.solve` may be given one instead.
 
     Raises

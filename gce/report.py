@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from .accounting.curves import PrivacyCurve
-from .effort import check_rtol, relative_width
+from .effort import check_rtol, describe_width, relative_width
 from .errors import InvalidParameterError
 from .validation import is_integer, is_number
 
@@ -153,8 +153,9 @@ class Report:
 
     @property
     def accuracy(self) -> float | None:
-        """The accuracy reached: the certified bracket's width relative to its upper end (0 when exact;
-        None when the answer is not exact and has no certified lower bound)."""
+        """The accuracy reached: the certified bracket's width, ``upper / lower - 1``
+        (:func:`gce.effort.relative_width`; 0 when exact; None when the answer is not exact and has no
+        certified bracket)."""
         if self.exact:
             return 0.0
         return None if self.bracket is None else relative_width(*self.bracket)
@@ -164,7 +165,7 @@ class Report:
         if not self.time_limit_reached:
             return []
         reached = self.accuracy
-        reached = "no certified lower bound" if reached is None else f"bracket {100 * reached:.3g}% wide"
+        reached = "no certified lower bound" if reached is None else f"bracket {describe_width(reached)} wide"
         asked = "" if self.rtol is None else f", {100 * self.rtol:.3g}% asked"
         return [f"time limit reached: a certified but coarser answer ({reached}{asked})"]
 

@@ -41,7 +41,7 @@ from .accounting.guarantees import ApproxDP, Guarantee, PureDP
 from .accounting.theorems import (COSTLY_ROWS, THEOREMS, Composition, as_multiset, compose, compose_within,
                                   composition_seconds)
 from .constraints import ConstraintSet, Exclusive
-from .effort import DEFAULT_RTOL, Deadline, check_rtol, relative_width, within
+from .effort import DEFAULT_RTOL, Deadline, check_rtol, describe_width, relative_width, within
 from .errors import InfeasibleConstraintsError, InvalidParameterError, NumericalLimitError, UnsupportedCombinationError
 from .model import Scenario, check_target
 from .hypotheses import Point, check_distribution
@@ -369,8 +369,8 @@ def solve(
                      notes=tuple(report.notes) + tuple(note for note in stops if note not in report.notes))
     if not report.time_limit_reached and report.accuracy is not None and report.accuracy > rtol:
         report = replace(report, notes=report.notes + (
-            f"accuracy: the certified bracket is {100 * report.accuracy:.3g}% wide, wider than the {100 * rtol:.3g}% "
-            f"asked, with time left: the engines' numerical limits (grid sizes, round-off at very small deltas) or "
+            f"accuracy: the certified bracket is {describe_width(report.accuracy)} wide, wider than the "
+            f"{100 * rtol:.3g}% asked, with time left: the engines' numerical limits (grid sizes, round-off at very small deltas) or "
             f"the searches' node caps (a fixed schedule) stopped the refinement, not the clock (the answer is "
             f"still certified)",))
     return report
@@ -613,7 +613,7 @@ def _bracket(witness: Composition, upper: float, delta: float | None, epsilon: f
         if 0.0 < low <= upper:
             what = "epsilon" if epsilon is None else f"delta at epsilon {epsilon:g}"
             notes.append(f"worst pair found ({witness.candidates[0][0]}, exact): {what} in [{low:.5g}, {upper:.5g}], "
-                         f"bracket {relative_width(low, upper):.2%} wide")
+                         f"bracket {describe_width(relative_width(low, upper))} wide")
             return (low, upper), witness.curve
     # (not hasattr(c, "lower"): that would run the property, i.e. compose the lower curve)
     curves = [c for _, c in witness.candidates if callable(getattr(c, "lower_seconds", None))]
@@ -647,7 +647,7 @@ def _bracket(witness: Composition, upper: float, delta: float | None, epsilon: f
         own = interval == curve.interval
         cost = curve.lower_seconds() if own else batch.lower_seconds(curve, interval)
         if cost > 0.0 and not deadline.fits(cost):
-            reached = f"; bracket {relative_width(low, upper):.2%} wide" if lower is not None else ""
+            reached = f"; bracket {describe_width(relative_width(low, upper))} wide" if lower is not None else ""
             if coarser == 0:
                 deadline.stop(f"certified lower curve of the {theorem} composition on a grid of width {interval:g} "
                               f"(about {cost:.2g} s; {max(deadline.left(), 0.0):.2g} s left){reached}")
@@ -676,7 +676,8 @@ def _bracket(witness: Composition, upper: float, delta: float | None, epsilon: f
         return None, lower
     width = relative_width(low, upper)
     grid = f" (lower curve on a grid of width {interval:g})" if interval != curve.interval else ""
-    notes.append(f"{theorem} composition: {what} in [{low:.5g}, {upper:.5g}], bracket {width:.2%} wide{grid}")
+    notes.append(f"{theorem} composition: {what} in [{low:.5g}, {upper:.5g}], "
+                 f"bracket {describe_width(width)} wide{grid}")
     return (low, upper), lower
 
 
@@ -1161,9 +1162,9 @@ def _route_bracket(winner, upper: float, delta: float | None, epsilon: float | N
         return None
     low = float(winner.lower.epsilon(delta)) if epsilon is None else float(winner.lower.delta(epsilon))
     low = min(max(low, 0.0), upper)
-    width = (upper - low) / upper if upper > 0 else 0.0
     what = "epsilon" if epsilon is None else f"delta at epsilon {epsilon:g}"
-    notes.append(f"{winner.name}: {what} in [{low:.6g}, {upper:.6g}], bracket {width:.2%} wide")
+    notes.append(f"{winner.name}: {what} in [{low:.6g}, {upper:.6g}], "
+                 f"bracket {describe_width(relative_width(low, upper))} wide")
     return low, upper
 
 

@@ -61,7 +61,7 @@ def test_the_bracket_holds_the_exact_worst_case(batch_wins, m):
     assert low <= exact <= high <= exact * 1.01
     assert high - low <= 0.02 * high
     note = next(n for n in report.notes if n.startswith("batch composition: epsilon in ["))
-    assert f"[{low:.5g}, {high:.5g}]" in note and f"bracket {(high - low) / high:.2%} wide" in note
+    assert f"[{low:.5g}, {high:.5g}]" in note and f"bracket {effort.describe_width(high / low - 1)} wide" in note
     assert report.to_dict()["bracket"] == {"lower": low, "upper": high}
 
 

@@ -141,9 +141,8 @@ class AllocationCurve(PrivacyCurve):
 
 
 def _width(low: float, high: float) -> float:
-    if not math.isfinite(high):
-        return 0.0 if not math.isfinite(low) else math.inf
-    return (high - low) / high if high > 0 else 0.0
+    """``high / low - 1``: :func:`gce.effort.relative_width`."""
+    return effort.relative_width(low, high)
 
 
 _WHICH = ("remove", "add")
