@@ -60,6 +60,22 @@ def _width(bracket: tuple[float, float]) -> float:
     return effort.relative_width(*bracket)
 
 
+def test_the_width_is_what_the_upper_end_can_overstate(batch_wins):
+    """rtol bounds ``upper / lower - 1``: a bracket (0.99, 1.0) is 1.0101% wide (its upper end can be that
+    much above the exact value), so it does not meet rtol 0.01; nothing certified above 0, or an infinite
+    upper end, is unboundedly wide; the ends meeting is 0."""
+    assert effort.relative_width(0.99, 1.0) == pytest.approx(1 / 0.99 - 1, rel=1e-12)
+    assert effort.relative_width(0.99, 1.0) > 0.01
+    assert effort.relative_width(1.0, 1.01) == pytest.approx(0.01, rel=1e-12)
+    assert effort.relative_width(0.0, 1e-9) == math.inf == effort.relative_width(1.0, math.inf)
+    assert effort.relative_width(2.0, 2.0) == 0.0 == effort.relative_width(math.inf, math.inf)
+    assert effort.describe_width(1 / 0.99 - 1) == "1.01%" and effort.describe_width(math.inf) == "unbounded"
+    # and the reports state it so
+    report = solve(_points_scenario(10), rtol=0.01, time_limit=60)
+    low, high = report.bracket
+    assert report.accuracy == high / low - 1 <= 0.01
+
+
 # ---------------------------------------------------------------------------
 # Same question, same answer
 
