@@ -143,12 +143,17 @@ class _Law:
     def log_mgf(self, t: NDArray[np.float64], h: float) -> NDArray[np.float64]:
         """log E[e^{t L}; L finite] of one copy at each t (L = index * h), exactly."""
         positive = self.mass > 0
-        x, mass = self.index[positive] * h, self.mass[positive]
-        if not x.size:
-            return np.full(t.shape, -np.inf)
-        shift = np.maximum(t * x.max(), t * x.min())
-        with np.errstate(over="ignore"):
-            return np.log(np.exp(t[:, None] * x[None, :] - shift[:, None]) @ mass) + shift
+        return log_mgf_of(self.index[positive] * h, self.mass[positive], t)
+
+
+def log_mgf_of(x: NDArray[np.float64], mass: NDArray[np.float64], t: NDArray[np.float64]) -> NDArray[np.float64]:
+    """``log sum_j mass_j e^{t x_j}`` at each ``t`` (masses positive), shifted by the largest exponent so that
+    nothing overflows; -inf without mass."""
+    if not x.size:
+        return np.full(t.shape, -np.inf)
+    shift = np.maximum(t * x.max(), t * x.min())
+    with np.errstate(over="ignore", divide="ignore"):
+        return np.log(np.exp(t[:, None] * x[None, :] - shift[:, None]) @ mass) + shift
 
 
 @dataclass(frozen=True)

@@ -308,13 +308,7 @@ class _Part:
 def _log_mgf(bundle: Bundle, h: float) -> NDArray[np.float64]:
     """``log E[e^{t L}; L finite]`` of a law at every tilt of :data:`TILTS` (-inf without finite mass)."""
     positive = bundle.mass > 0
-    if not positive.any():
-        return np.full(TILTS.size, -np.inf)
-    x = (bundle.lo + np.flatnonzero(positive)) * h
-    mass = bundle.mass[positive]
-    shift = np.maximum(TILTS * x[-1], TILTS * x[0])
-    with np.errstate(divide="ignore"):
-        return np.log(np.exp(TILTS[:, None] * x[None, :] - shift[:, None]) @ mass) + shift
+    return batch.log_mgf_of((bundle.lo + np.flatnonzero(positive)) * h, bundle.mass[positive], TILTS)
 
 
 class _Spectra:
