@@ -40,6 +40,7 @@ from ...accounting.curves import PrivacyCurve
 from ...errors import NumericalLimitError
 from .bracket import (_SETTLED, _STOPPED, _WHICH, AllocationCurve, LowerBound, _at, _DirectionLower, _fft_seconds, _Law,
                       _may_refine, _width)
+from . import log_statistic
 from .one_of_t import _single
 from .ratios import CanonicalRatio, GaussianRatio, LaplaceRatio, _phi_between
 from .uniform_grid import GRID_LIMIT, START_POINTS, _direction_grid, _lower_laws, _upper_laws
@@ -179,13 +180,52 @@ def _composed(ratio: GaussianRatio, t: int, k: int, epochs: int, rtol: float, de
                 coarse *= 2.0
         slack = max(low.slack for low in lows)
         grow = epochs * (1.0 + slack) ** max(epochs - 1, 0)
-        lower = LowerBound([(_DirectionLower(garbled.lower), slack * grow, slack * grow)])
+        parts = [(_DirectionLower(garbled.lower), slack * grow, slack * grow)]
         how = f"the {k}-of-{t} pair garbled by sum_i W_i, composed"
+        if _may_refine(log_statistic.seconds(ratio, t, k), "allocation (the k-of-t pair garbled by sums of "
+                       "logarithms)", delta, epsilon, math.inf):
+            best = _log_statistic_part(ratio, t, k, epochs, interval, delta, epsilon)
+            if best is not None and _at(composed, LowerBound([best[0]]), delta, epsilon)[0] > \
+                    _at(composed, LowerBound(parts), delta, epsilon)[0]:
+                parts.append(best[0])
+                how = (f"the {k}-of-{t} pair garbled by sum_i floor(log(1 + r W_i) / {log_statistic.CELL:g}), "
+                       f"r = {best[1]:.4g}" + (", composed" if epochs > 1 else ""))
+            else:
+                how += " (beside it, by sums of logarithms: no higher)"
+        else:
+            stopped = True
+        lower = LowerBound(parts)
     blocks_text = " + ".join(f"{count * epochs} x (1 of {size})" for size, count in sizes)
     return AllocationCurve([composed], lower, f"{k} of {t}, {ratio.label}, {epochs} epoch(s): upper "
                                               f"{blocks_text} composed (Feldman and Shenfeld decomposition), "
                                               f"{points:,} cells, loss grid {interval:.3g}; lower: {how}"
                                               f"{_STOPPED if stopped else ''}")
+
+
+def _log_statistic_part(ratio, t: int, k: int, epochs: int, interval: float, delta: float | None,
+                        epsilon: float | None):
+    """The k-of-t pair garbled by the sum of logarithms (:mod:`.log_statistic`) at the rate of
+    :func:`~.log_statistic.rates` that reads highest at the target, as a part of a :class:`LowerBound`
+    (composed over the epochs on the loss grid ``interval`` when there are several), and that rate; None when
+    no rate certifies anything at the target."""
+    best, best_value, best_rate = None, 0.0, 0.0
+    for r in log_statistic.rates(t, k):
+        remove, add = log_statistic.laws(ratio, t, k, r)
+        bound = LowerBound([(remove.curve(), 0.0, 0.0), (add.curve(), 0.0, 0.0)])
+        value = float(bound.epsilon(delta)) if epsilon is None else float(bound.delta(epsilon))
+        if value > best_value:
+            best, best_value, best_rate = (remove, add), value, r
+    if best is None:
+        return None
+    if epochs == 1:
+        return (LowerBound([(law.curve(), 0.0, 0.0) for law in best]), 0.0, 0.0), best_rate
+    laws = [[batch.loss_law(law.loss, law.mass, epochs, interval, upper=False, infinite=law.infinite)]
+            for law in best]
+    try:
+        composed = batch.compose_laws(laws, laws, interval)
+    except NumericalLimitError:
+        return None
+    return (_DirectionLower(composed.lower), 0.0, 0.0), best_rate
 
 
 class _NoRoom(Exception):
