@@ -28,13 +28,19 @@ Peers measured in the same run:
     5 s, its seconds, the upper end's ratio to the blocks of two alone (the blocks of three given no work),
     and the estimated seconds of each level of the first partition's blocks of three.
 
+(j) the lower end of k of t by sums of logarithms against the sum's garbling alone, delta 1e-5: Gaussian
+    (10 of 100 at sigma 0.5 and 1, 3 of 10, 2 of 20 at sigma 0.5) and (epsilon, delta) mechanisms with k not
+    dividing t; beside them the decomposition's upper end (no blocks: the lower end is the point here) and
+    dp-accounting's Poisson-subsampled mechanism at rate k/t composed t times (epsilon, seconds).
+
 Run: python benchmarks/bench_allocation.py (only the peers' table: ... peers; only (h): ... k; only (i): ...
-threes)
+threes; only (j): ... logs)
 """
 
 from __future__ import annotations
 
 import importlib.util
+import math
 import sys
 import time
 
@@ -42,6 +48,7 @@ from dp_accounting.pld import privacy_loss_distribution
 
 from gce import GaussianMechanism, Invocation, Point, Scenario, Uniform, effort, solve
 from gce.priors.allocation import allocation_curve
+from gce.priors.allocation.ratios import CanonicalRatio, GaussianRatio, LaplaceRatio
 from gce.priors.hypotheses import Rates
 
 from timing import best_of
@@ -223,7 +230,62 @@ def three_members(delta: float = 1e-5) -> None:
               f"{levels}", flush=True)
 
 
+LOGS = ((GaussianRatio(2.0), 100, 10), (GaussianRatio(1.0), 100, 10), (GaussianRatio(1.0), 10, 3),
+        (GaussianRatio(2.0), 20, 2), (CanonicalRatio(1.0, 1e-6), 5, 2), (CanonicalRatio(1.0, 1e-6), 10, 3),
+        (CanonicalRatio(2.0, 1e-7), 10, 4), (LaplaceRatio(0.5), 9, 2))
+
+
+def _poisson_pld(ratio, rate: float, steps: int):
+    """dp-accounting's PLD of the same mechanism Poisson-subsampled at ``rate``, composed ``steps`` times (an
+    (epsilon, delta) pair through the amplification bound: epsilon' = log(1 + rate (e^epsilon - 1)),
+    delta' = rate delta)."""
+    from dp_accounting.pld import common
+    if isinstance(ratio, GaussianRatio):
+        pld = privacy_loss_distribution.from_gaussian_mechanism(1.0 / ratio.mu, sampling_prob=rate,
+                                                                 value_discretization_interval=1e-3)
+    elif isinstance(ratio, LaplaceRatio):
+        pld = privacy_loss_distribution.from_laplace_mechanism(1.0 / ratio.epsilon, sampling_prob=rate,
+                                                                value_discretization_interval=1e-3)
+    else:
+        amplified = common.DifferentialPrivacyParameters(math.log1p(rate * math.expm1(ratio.epsilon)),
+                                                         rate * ratio.delta)
+        pld = privacy_loss_distribution.from_privacy_parameters(amplified, value_discretization_interval=1e-3)
+    return pld.self_compose(steps)
+
+
+def sums_of_logarithms(delta: float = 1e-5) -> None:
+    """(j): the lower end by sums of logarithms against the sum's garbling alone (module doc above)."""
+    import gce.priors.allocation.decomposition as decomposition
+    import gce.priors.allocation.random_allocation as random_allocation
+    limits = random_allocation.PAIR_WORK_LIMIT, random_allocation.THREE_WORK_LIMIT
+    random_allocation.PAIR_WORK_LIMIT = random_allocation.THREE_WORK_LIMIT = 0.0  # the decomposition above
+    try:
+        for ratio, t, k in LOGS:
+            seconds, curve = best_of(lambda: allocation_curve(ratio, t, k, delta=delta, rtol=0.01), repeat=1)
+            low, high = curve.epsilon_bracket(delta)
+            part = decomposition._log_statistic_part
+            decomposition._log_statistic_part = lambda *args: None
+            try:
+                sum_seconds, alone = best_of(lambda: allocation_curve(ratio, t, k, delta=delta, rtol=0.01), repeat=1)
+            finally:
+                decomposition._log_statistic_part = part
+            sum_low = alone.epsilon_bracket(delta)[0]
+            began = time.perf_counter()
+            peer = _poisson_pld(ratio, k / t, t).get_epsilon_for_delta(delta)
+            peer_seconds = time.perf_counter() - began
+            print(f"{ratio.label}, {k} of {t}, delta {delta:g}: lower by the sum {sum_low:.4f} ({sum_seconds:.1f} s), "
+                  f"by sums of logarithms {low:.4f} ({seconds:.1f} s); decomposition's upper {high:.4f}: "
+                  f"{effort.relative_width(sum_low, high):.2%} -> {effort.relative_width(low, high):.2%} wide; "
+                  f"dp-accounting's Poisson at rate k/t {peer:.4f} in {peer_seconds:.2f} s "
+                  f"(upper / theirs {high / peer:.4f})", flush=True)
+    finally:
+        random_allocation.PAIR_WORK_LIMIT, random_allocation.THREE_WORK_LIMIT = limits
+
+
 if __name__ == "__main__":
+    if sys.argv[1:] == ["logs"]:  # only (j)
+        sums_of_logarithms()
+        sys.exit(0)
     if sys.argv[1:] == ["threes"]:  # only (i)
         three_members()
         sys.exit(0)
