@@ -260,12 +260,15 @@ def _one_error_line(done: subprocess.CompletedProcess) -> str:
 
 @pytest.mark.slow
 def test_cli_duckdb_query_stops_at_the_time_limit(tmp_path):
+    """A query of 1e10 rows (about 6,700 s: 1e8 rows took 67 s) at a limit of 5 s: the query, not the
+    reading of the file before it, is what the limit stops, even on a loaded machine (at 1 s, under a load
+    of 4 on 2 cores, the file's reading was still going when the limit came: sound, but another message)."""
     path = _range_scenario(tmp_path, "select i, i % 10 from range(10000000000) t(i)")
     startup = _startup()
-    done, wall, _ = _gce(["solve", path, "--time-limit", "1"])
+    done, wall, _ = _gce(["solve", path, "--time-limit", "5"])
     line = _one_error_line(done)
     assert "constraints[0].query: empty.duckdb: reading it was stopped at the time limit" in line
-    assert wall < 3 * (1.0 + startup)
+    assert wall < 3 * (5.0 + startup)
 
 
 def _main(args: list[str], capsys) -> tuple[int, str, str]:
