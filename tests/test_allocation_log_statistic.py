@@ -58,6 +58,32 @@ def test_tilted_transforms_hold_a_direct_convolution_cell_by_cell():
     assert np.sum((high - low) * weight) <= 1e-7 * np.sum(direct * weight)
 
 
+def test_a_wrapped_sum_is_transformed_plain_and_still_held():
+    """A sum longer than the transform (merged outcomes s and s + n): the bounds hold the direct convolution
+    wrapped around n (no tilt, which would weigh the merged cells wrongly), and a garbled pair from the
+    wrapped laws stays below the quadrature."""
+    # masses falling as e^(-2 j dx): a tilt of 1 would win nearly every cell, and untilt the mass wrapped
+    # from s + 300 by e^(-s dx) instead of e^(-(s + 300) dx) (measured: 7e-4 above the truth)
+    q = np.exp(-0.1 * np.arange(200))
+    q = q / q.sum()
+    direct = np.array([1.0])
+    for _ in range(6):
+        direct = np.convolve(direct, q)
+    n = 300
+    wrapped = np.zeros(n)
+    np.add.at(wrapped, np.arange(direct.size) % n, direct)
+    low, high = log_statistic._convolved([(q, 6)], n, log_statistic.CELL)
+    assert np.all(low <= wrapped * (1 + 1e-9)) and np.all(high >= wrapped * (1 - 1e-9))
+    remove_ref, _ = k_of_t_deltas(1.0, 4, 2, 1.0)
+    original = log_statistic.SIZE_LIMIT
+    try:
+        log_statistic.SIZE_LIMIT = 64  # far below the sum's range: it wraps
+        remove, _ = log_statistic.laws(GaussianRatio(1.0), 4, 2, 0.5)
+    finally:
+        log_statistic.SIZE_LIMIT = original
+    assert 0.0 < float(remove.curve().delta(1.0)) <= remove_ref.value + remove_ref.error
+
+
 def test_ten_of_a_hundred_is_certified_far_higher_than_by_the_sum():
     """sigma 0.5 and 1, 10 of 100, delta 1e-5: epsilon at least 23.0 and 5.75 (the garbling by sum_i W_i:
     13.2 and 5.17; an independent Monte Carlo puts sigma 0.5 between 20 and 23.1, the slow tier checks)."""

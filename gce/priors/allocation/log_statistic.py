@@ -140,10 +140,15 @@ def _convolved(terms, n: int, dx: float) -> tuple[np.ndarray, np.ndarray]:
     count)`` each) wrapped around ``n`` cells, from the FFT of the terms tilted by ``e^(theta j dx)`` for
     each theta of :data:`TILTS`: the sum's law is ``e^(-theta s dx) prod Z^count`` times the tilted sum's,
     whose round-off is at most the allowance of :func:`.uniform_grid._noise` in every cell, so each cell
-    keeps the tilt whose allowance, untilted, is least there (far in the upper tail: the steepest tilt)."""
+    keeps the tilt whose allowance, untilted, is least there (far in the upper tail: the steepest tilt).
+    A sum that wraps around ``n`` (longer than it) is transformed plain only: its cells merge ``s`` and
+    ``s + n``, a garbling, which a tilt would weigh wrongly."""
     s = np.arange(n) * dx
     best, error = np.zeros(n), np.full(n, np.inf)
-    for theta in TILTS:
+    # wrapped (a sum longer than n): s and s + n merge, which the untilting by e^(-theta s dx) would not
+    # know; only the plain transform's merged law is then a garbling
+    wraps = sum(count * (masses.size - 1) for masses, count in terms) + 1 > n
+    for theta in (0.0,) if wraps else TILTS:
         spectrum, log_scale, tilted = None, 0.0, []
         for masses, count in terms:
             if count == 0:
