@@ -40,7 +40,10 @@ from ...accounting.curves import PrivacyCurve
 from ...errors import NumericalLimitError
 from .bracket import (_SETTLED, _STOPPED, _WHICH, AllocationCurve, LowerBound, _at, _DirectionLower, _fft_seconds, _Law,
                       _may_refine, _width)
-from . import log_statistic
+from .log_statistic import CELL as _LOG_CELL
+from .log_statistic import laws as _log_laws
+from .log_statistic import rates as _log_rates
+from .log_statistic import seconds as _log_seconds
 from .one_of_t import _single
 from .ratios import CanonicalRatio, GaussianRatio, LaplaceRatio, _phi_between
 from .uniform_grid import GRID_LIMIT, START_POINTS, _direction_grid, _lower_laws, _upper_laws
@@ -182,13 +185,13 @@ def _composed(ratio: GaussianRatio, t: int, k: int, epochs: int, rtol: float, de
         grow = epochs * (1.0 + slack) ** max(epochs - 1, 0)
         parts = [(_DirectionLower(garbled.lower), slack * grow, slack * grow)]
         how = f"the {k}-of-{t} pair garbled by sum_i W_i, composed"
-        if _may_refine(log_statistic.seconds(ratio, t, k), "allocation (the k-of-t pair garbled by sums of "
+        if _may_refine(_log_seconds(ratio, t, k), "allocation (the k-of-t pair garbled by sums of "
                        "logarithms)", delta, epsilon, math.inf):
             best = _log_statistic_part(ratio, t, k, epochs, interval, delta, epsilon)
             if best is not None and _at(composed, LowerBound([best[0]]), delta, epsilon)[0] > \
                     _at(composed, LowerBound(parts), delta, epsilon)[0]:
                 parts.append(best[0])
-                how = (f"the {k}-of-{t} pair garbled by sum_i floor(log(1 + r W_i) / {log_statistic.CELL:g}), "
+                how = (f"the {k}-of-{t} pair garbled by sum_i floor(log(1 + r W_i) / {_LOG_CELL:g}), "
                        f"r = {best[1]:.4g}" + (", composed" if epochs > 1 else ""))
             else:
                 how += " (beside it, by sums of logarithms: no higher)"
@@ -209,8 +212,8 @@ def _log_statistic_part(ratio, t: int, k: int, epochs: int, interval: float, del
     (composed over the epochs on the loss grid ``interval`` when there are several), and that rate; None when
     no rate certifies anything at the target."""
     best, best_value, best_rate = None, 0.0, 0.0
-    for r in log_statistic.rates(t, k):
-        remove, add = log_statistic.laws(ratio, t, k, r)
+    for r in _log_rates(t, k):
+        remove, add = _log_laws(ratio, t, k, r)
         bound = LowerBound([(remove.curve(), 0.0, 0.0), (add.curve(), 0.0, 0.0)])
         value = float(bound.epsilon(delta)) if epsilon is None else float(bound.delta(epsilon))
         if value > best_value:
