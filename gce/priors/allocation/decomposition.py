@@ -185,11 +185,13 @@ def _composed(ratio: GaussianRatio, t: int, k: int, epochs: int, rtol: float, de
         grow = epochs * (1.0 + slack) ** max(epochs - 1, 0)
         parts = [(_DirectionLower(garbled.lower), slack * grow, slack * grow)]
         how = f"the {k}-of-{t} pair garbled by sum_i W_i, composed"
-        if _may_refine(_log_seconds(ratio, t, k), "allocation (the k-of-t pair garbled by sums of "
-                       "logarithms)", delta, epsilon, math.inf):
+        sum_low, high = _at(composed, LowerBound(parts), delta, epsilon)
+        if _width(sum_low, high) <= rtol:  # the sum's garbling meets the decomposition already
+            pass
+        elif _may_refine(_log_seconds(ratio, t, k), "allocation (the k-of-t pair garbled by sums of "
+                         "logarithms)", delta, epsilon, _width(sum_low, high)):
             best = _log_statistic_part(ratio, t, k, epochs, interval, delta, epsilon)
-            if best is not None and _at(composed, LowerBound([best[0]]), delta, epsilon)[0] > \
-                    _at(composed, LowerBound(parts), delta, epsilon)[0]:
+            if best is not None and _at(composed, LowerBound([best[0]]), delta, epsilon)[0] > sum_low:
                 parts.append(best[0])
                 how = (f"the {k}-of-{t} pair garbled by sum_i floor(log(1 + r W_i) / {_LOG_CELL:g}), "
                        f"r = {best[1]:.4g}" + (", composed" if epochs > 1 else ""))
