@@ -112,3 +112,22 @@ def test_ten_of_a_hundred_at_sigma_half_against_monte_carlo():
     (pq_lo, pq_hi), (qp_lo, qp_hi) = _monte_carlo(2.0, 100, 10, 20.0, n=200_000, seed=11)
     below, above = curve.delta_bracket(20.0)
     assert below <= max(pq_hi, qp_hi) and above >= max(pq_lo, qp_lo), (below, above, pq_lo, pq_hi)
+
+
+def test_epochs_compose_the_garbled_pair_below_its_exact_composition():
+    """Two epochs (fresh allocations): the part composed on the batch engine's loss grid (losses rounded
+    down) is at most the exact two-fold composition of the same garbled pair (every pair of outcomes summed
+    directly), which is at most the true two epochs' delta (garbling each epoch is a garbling of both), and
+    within 2% of it."""
+    from gce.priors.allocation.decomposition import _log_statistic_part
+    ratio, eps = GaussianRatio(1.0), 1.5
+    part, rate = _log_statistic_part(ratio, 4, 2, 2, 1e-3, None, eps)
+    curve, a, b = part
+    composed = float(curve.delta(eps)) - a - b * math.exp(eps)
+    exact = 0.0
+    for law in log_statistic.laws(ratio, 4, 2, rate):
+        loss = law.loss[:, None] + law.loss[None, :]
+        mass = law.mass[:, None] * law.mass[None, :]
+        infinite = 1.0 - (1.0 - law.infinite) ** 2
+        exact = max(exact, float(np.sum(mass * np.maximum(1.0 - np.exp(eps - loss), 0.0))) + infinite)
+    assert 0.0 < composed <= exact and composed >= 0.98 * exact, (composed, exact)
