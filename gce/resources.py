@@ -300,7 +300,9 @@ def stop_at_deadline(field: str, what: str) -> Iterator[None]:
             yield
         finally:
             signal.setitimer(signal.ITIMER_REAL, 0)
-    except _OutOfTime:
+    except _OutOfTime as alarm:
+        if isinstance(alarm.__context__, ResourceLimitError):  # rang while a more precise stop was on its way
+            raise alarm.__context__ from None
         raise ResourceLimitError(field, f"{what} was stopped at the time limit of {time_budget():.3g} s "
                                         f"(--time-limit)") from None
     finally:

@@ -733,13 +733,13 @@ def membership_statistics(table: MembershipTable, databases: DatabaseIds, *, pat
                                    where=lambda origin: _where(table, origin), resolve=resolve,
                                    patterns=patterns, max_patterns=max_patterns)
 
-    try:
-        with resources.own_clock():
+    with resources.own_clock():  # closing too: an alarm then would replace the guard's error with a vaguer one
+        try:
             return _guarded(con, table, work, seconds)
-    except _duckdb().Error as error:
-        raise _engine_error(table, error) from None
-    finally:
-        _close(con)
+        except _duckdb().Error as error:
+            raise _engine_error(table, error) from None
+        finally:
+            _close(con)
 
 
 def _is_sqlite(path: str) -> bool:
@@ -837,12 +837,12 @@ def truncate_membership(table: MembershipTable, databases: DatabaseIds, m: int, 
         kept_rows = con.execute(f"select count(*) from {reader}").fetchone()[0]
         return counts, kept_rows
 
-    try:
-        with resources.own_clock():
+    with resources.own_clock():  # closing too (as in membership_statistics)
+        try:
             counts, kept_rows = _guarded(con, table, work, seconds)
-    except _duckdb().Error as error:
-        raise _engine_error(table, error) from None
-    finally:
-        _close(con)
+        except _duckdb().Error as error:
+            raise _engine_error(table, error) from None
+        finally:
+            _close(con)
     rows, kept, pairs, individuals = counts
     return Truncation(output, int(m), int(seed), rows, kept_rows, pairs, kept, individuals)
