@@ -104,8 +104,11 @@ def _cells(ratio, r: float, dx: float) -> tuple[np.ndarray, np.ndarray]:
 
 def size(ratio, t: int, k: int, r: float, dx: float = CELL) -> int:
     """The FFT size of the statistic's sum: its whole range (t times one term's), at most :data:`SIZE_LIMIT`."""
-    q, _ = _cells(ratio, r, dx)
-    return _fft.next_fast_len(min(t * (q.size - 1) + 1, SIZE_LIMIT), real=True)
+    return _size(t, _cells(ratio, r, dx)[0].size)
+
+
+def _size(t: int, cells: int) -> int:
+    return _fft.next_fast_len(min(t * (cells - 1) + 1, SIZE_LIMIT), real=True)
 
 
 def seconds(ratio, t: int, k: int, dx: float = CELL) -> float:
@@ -123,7 +126,7 @@ def laws(ratio, t: int, k: int, r: float, dx: float = CELL) -> tuple[_Law, _Law]
     if not (math.isfinite(r) and r > 0.0 and math.isfinite(dx) and dx > 0.0):
         raise ValueError(f"r and dx must be positive numbers, got r = {r!r}, dx = {dx!r}")
     q_cells, p_cells = _cells(ratio, r, dx)
-    n = size(ratio, t, k, r, dx)
+    n = _size(t, q_cells.size)
     q_low, q_high = _convolved([(q_cells, t)], n, dx)
     p_low, p_high = _convolved([(p_cells, k), (q_cells, t - k)], n, dx)
     only_p = -math.expm1(k * math.log1p(-ratio.singular)) if ratio.singular > 0 else 0.0
