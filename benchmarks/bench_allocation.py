@@ -33,8 +33,12 @@ Peers measured in the same run:
     dividing t; beside them the decomposition's upper end (no blocks: the lower end is the point here) and
     dp-accounting's Poisson-subsampled mechanism at rate k/t composed t times (epsilon, seconds).
 
+(k) the upper end of k of t in the direction P||Q by Cauchy's circle, delta 1e-5, rtol 1%, uncapped: the whole
+    bracket without the circle and with it (seconds), the circle's own epsilon and seconds, and beside them
+    dp-accounting's Poisson-subsampled mechanism at rate k/t composed t times (upper / theirs).
+
 Run: python benchmarks/bench_allocation.py (only the peers' table: ... peers; only (h): ... k; only (i): ...
-threes; only (j): ... logs)
+threes; only (j): ... logs; only (k): ... circle)
 """
 
 from __future__ import annotations
@@ -282,7 +286,40 @@ def sums_of_logarithms(delta: float = 1e-5) -> None:
         random_allocation.PAIR_WORK_LIMIT, random_allocation.THREE_WORK_LIMIT = limits
 
 
+#: (k): (sigma, t, k).
+CIRCLE = ((0.5, 100, 10), (1.0, 100, 10), (0.5, 60, 6), (1.0, 10, 3))
+
+
+def circle_upper(delta: float = 1e-5) -> None:
+    """(k): the upper end by Cauchy's circle (module doc above)."""
+    import gce.priors.allocation.random_allocation as random_allocation
+    from gce.priors.allocation import circle
+    from gce.priors.allocation.ratios import GaussianRatio
+    for sigma, t, k in CIRCLE:
+        with_circle = random_allocation._with_circle
+        random_allocation._with_circle = lambda *args: args[7]  # the curve as it was
+        try:
+            before_seconds, before = best_of(lambda: allocation_curve(1.0 / sigma, t, k, delta=delta, rtol=0.01),
+                                             repeat=1)
+        finally:
+            random_allocation._with_circle = with_circle
+        seconds, after = best_of(lambda: allocation_curve(1.0 / sigma, t, k, delta=delta, rtol=0.01), repeat=1)
+        low, high = before.epsilon_bracket(delta)
+        new_low, new_high = after.epsilon_bracket(delta)
+        own_seconds, own = best_of(lambda: circle.circle_curve(GaussianRatio(1.0 / sigma), t, k, new_low, 1e-4 * delta),
+                                   repeat=1)
+        peer = _poisson_pld(GaussianRatio(1.0 / sigma), k / t, t).get_epsilon_for_delta(delta)
+        print(f"sigma {sigma:g}, {k} of {t}, delta {delta:g}: without the circle [{low:.4f}, {high:.4f}] "
+              f"{effort.relative_width(low, high):.2%} ({before_seconds:.1f} s); with it [{new_low:.4f}, "
+              f"{new_high:.4f}] {effort.relative_width(new_low, new_high):.2%} ({seconds:.1f} s); the circle alone "
+              f"{float(own.epsilon(delta)):.4f} ({own_seconds:.1f} s); dp-accounting's Poisson at rate k/t "
+              f"{peer:.4f} (upper / theirs {new_high / peer:.4f})", flush=True)
+
+
 if __name__ == "__main__":
+    if sys.argv[1:] == ["circle"]:  # only (k)
+        circle_upper()
+        sys.exit(0)
     if sys.argv[1:] == ["logs"]:  # only (j)
         sums_of_logarithms()
         sys.exit(0)

@@ -105,10 +105,14 @@ class AllocationCurve(PrivacyCurve):
     Built by :func:`allocation_curve`; ``description`` says what was computed (grids, decomposition).
     """
 
-    def __init__(self, upper: Sequence[PrivacyCurve], lower: LowerBound, description: str):
+    def __init__(self, upper: Sequence[PrivacyCurve], lower: LowerBound, description: str,
+                 directions: tuple[PrivacyCurve, PrivacyCurve] | None = None):
         self._upper = tuple(upper)
         self.lower = lower
         self.description = description
+        #: Each direction's own upper curve (remove, add), where the method computes them apart (the
+        #: decomposition): each a valid bound on its direction alone.
+        self.directions = directions
         self.delta_floor = max(c.delta_floor for c in self._upper)
 
     @property

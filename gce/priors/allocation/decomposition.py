@@ -204,7 +204,8 @@ def _composed(ratio: GaussianRatio, t: int, k: int, epochs: int, rtol: float, de
     return AllocationCurve([composed], lower, f"{k} of {t}, {ratio.label}, {epochs} epoch(s): upper "
                                               f"{blocks_text} composed (Feldman and Shenfeld decomposition), "
                                               f"{points:,} cells, loss grid {interval:.3g}; lower: {how}"
-                                              f"{_STOPPED if stopped else ''}")
+                                              f"{_STOPPED if stopped else ''}",
+                           directions=(composed.direction(0), composed.direction(1)))
 
 
 def _log_statistic_part(ratio, t: int, k: int, epochs: int, interval: float, delta: float | None,

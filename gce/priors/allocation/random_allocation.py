@@ -22,6 +22,8 @@ from ...errors import InvalidParameterError, NumericalLimitError
 from ...validation import is_number
 from .bracket import (_STOPPED, _TAIL_SHARE, _WHICH, DEFAULT_RTOL, TAIL, AllocationCurve, LowerBound, _at, _check_count,
                       _DirectionLower, _may_refine, _target_text, _width)
+from .circle import circle_curve
+from .circle import seconds as _circle_seconds
 from .decomposition import _blocks, _composed, _loss_interval, _NoRoom
 from .one_of_t import _single
 from .three_members import _three_laws, _three_seconds
@@ -117,13 +119,48 @@ def allocation_curve(mu: float, t: int, k: int = 1, epochs: int = 1, rtol: float
             if not isinstance(ratio, GaussianRatio):
                 raise NumericalLimitError(f"random allocation: {why}") from None
             return _closed_forms(ratio.mu, t, k, epochs, str(why))
+        decomposition = curve.directions
         if k > 1:
             curve = _with_pairs(ratio, t, k, epochs, rtol, delta, epsilon, tail, curve)
         if k > 2:
             curve = _with_threes(ratio, t, k, epochs, rtol, delta, epsilon, tail, curve)
+        if 1 < k < t and epochs == 1 and decomposition is not None:
+            curve = _with_circle(ratio, t, k, rtol, delta, epsilon, tail, curve, decomposition)
     if isinstance(ratio, GaussianRatio):
         return _no_worse_than_composition(curve, ratio.mu * math.sqrt(k * epochs), ratio.mu * k * math.sqrt(epochs / t))
     return curve
+
+
+def _with_circle(ratio, t: int, k: int, rtol: float, delta: float | None, epsilon: float | None, tail: float,
+                 curve: AllocationCurve, decomposition: tuple[PrivacyCurve, PrivacyCurve]) -> AllocationCurve:
+    """k of t, one allocation: the curve tightened in the direction P||Q by Cauchy's circle (:mod:`.circle`),
+    the direction Q||P left to the decomposition (``decomposition``: its two directions' upper curves). Each
+    direction's least upper curve is valid and the pair's curve is the larger of its two directions, so the
+    least of ``curve`` and that pair is valid. Computed last, when the bracket is still wider than ``rtol``
+    and the circle's estimate fits the time limit; each count's rate is chosen at the bracket's lower end (or
+    the target epsilon). It pays at many members (10 of 100 at sigma 0.5: 23.39 against 24.31 for the blocks
+    of two at 15 minutes); at two or three the blocks of members are tighter."""
+    low, high = _at(curve, curve.lower, delta, epsilon)
+    width = _width(low, high)
+    if width <= rtol:
+        return curve
+    target = float(epsilon) if epsilon is not None else float(low if low > 0 else high)
+    if not math.isfinite(target):
+        return curve
+    if not _may_refine(_circle_seconds(ratio, t, k, target, tail), "allocation (the direction P||Q by Cauchy's "
+                       "circle)", delta, epsilon, width):
+        stopped = "" if _STOPPED in curve.description else _STOPPED
+        return AllocationCurve(curve._upper, curve.lower, f"{curve.description}{stopped}")
+    circle = circle_curve(ratio, t, k, target, tail)
+    if circle is None:
+        return curve
+    pair = AllocationCurve([_Least([decomposition[0], circle]), decomposition[1]], curve.lower, "")
+    tightened = AllocationCurve([_Least([curve, pair])], curve.lower, "")
+    if _at(tightened, curve.lower, delta, epsilon)[1] >= high:
+        return AllocationCurve(curve._upper, curve.lower, f"{curve.description}; beside it, P||Q by Cauchy's "
+                               f"circle: no lower")
+    return AllocationCurve(tightened._upper, curve.lower, f"{curve.description}; P||Q tightened by "
+                           f"{circle.description}")
 
 
 def _with_pairs(ratio, t: int, k: int, epochs: int, rtol: float, delta: float | None, epsilon: float | None,
