@@ -46,9 +46,11 @@ by the count vector ``n`` (the law of ``(A, V)`` on ``{counts = n}`` is the mult
 the convolution of ``n_j`` terms from each band), and each ``n`` takes the rate of the grid
 (:data:`RATE_STEP` apart) with the least value at the target. Each is a bound on ``E_Q[(L - c)_+; counts =
 n]``, which is also at most ``P(counts = n)`` (``(L - c)_+ <= L``): the least of the two is kept, and a count
-of P-mass below the cut is charged at its mass. Measured (delta 1e-5, sigma 0.5, 10 of 100): one rate for
-all outputs 23.7, a rate per count 23.4, against an independent Monte Carlo of 23.11 (a rate per output
-would give about 23.2).
+of P-mass below the cut is charged at its mass. Two levels: one threshold, then two (about 12 times the
+counts; the caller takes the second while the bracket is wider than asked). Measured (delta 1e-5, sigma
+0.5, 10 of 100): one rate for all outputs 23.7, a rate per count of one threshold 23.39 (10 s; the threshold
+moved by -0.4 or 0.3: 23.40, 23.41), of two 23.35 (80 s), against an independent Monte Carlo of 23.11 (1e6
+draws, 99.9%: 23.05 to 23.17; a rate per output would give about 23.2).
 
 Floating point
 --------------
@@ -78,20 +80,12 @@ from ...accounting.curves import PrivacyCurve
 from ...errors import NumericalLimitError
 from .uniform_grid import _noise
 
-def fine_grid(target: float) -> tuple[float, float, float]:
-    """The grid of the answer: cells of ``log W`` (step 1, the monotone replacement), nodes of ``A`` and of
-    ``V`` (step 2); the nodes of ``A`` a 2000th of the target loss (the split's spread costs about a
-    constant in ``log G``), from 0.005 to 0.02, the cells of ``log W`` a tenth of them. Measured, delta 1e-5:
-    sigma 1, 10 of 100 at (0.002, 0.02, 0.05) 5.905, (0.0005, 0.005, 0.1) 5.880 (finer: 5.879); sigma 0.5 at
-    (0.002, 0.02, 0.1) 23.41, (0.001, 0.01, 0.1) 23.39."""
-    cell_a = min(max(target / 2000.0, 0.005), 0.02)
-    return cell_a / 10.0, cell_a, 0.1
 #: The grid on which each count's rate is chosen (every rate tried).
 COARSE = (0.01, 0.1, 0.25)
 #: Range of ``A`` assumed by :func:`seconds` (the transforms' own is from the Chernoff charge).
 _REACH = 90.0
-#: Thresholds of ``log W`` for the counts, relative to ``log((t - k) / k)``.
-THRESHOLDS = (0.0,)
+#: Thresholds of ``log W`` for the counts, relative to ``log((t - k) / k)``: the levels (module doc, "Which r").
+THRESHOLDS = ((0.0,), (-0.7, 0.8))
 #: Spacing of the rates' grid, in ``log r``.
 RATE_STEP = 0.125
 #: A count stops trying smaller rates once its value has risen this many times past its least.
@@ -107,6 +101,16 @@ LOSS_SPAN = 10.0
 #: Seconds per point and log2(points) of a 2-D transform and the work around it, with a margin (measured
 #: about 1.2e-8 on the benchmark machine, quiet).
 _TRANSFORM_SECONDS = 5e-9
+
+
+def fine_grid(target: float) -> tuple[float, float, float]:
+    """The grid of the answer: cells of ``log W`` (step 1, the monotone replacement), nodes of ``A`` and of
+    ``V`` (step 2); the nodes of ``A`` a 2000th of the target loss (the split's spread costs about a
+    constant in ``log G``), from 0.005 to 0.02, the cells of ``log W`` a tenth of them. Measured, delta 1e-5:
+    sigma 1, 10 of 100 at (0.002, 0.02, 0.05) 5.905, (0.0005, 0.005, 0.1) 5.880 (finer: 5.879); sigma 0.5 at
+    (0.002, 0.02, 0.1) 23.41, (0.001, 0.01, 0.1) 23.39."""
+    cell_a = min(max(target / 2000.0, 0.005), 0.02)
+    return cell_a / 10.0, cell_a, 0.1
 
 
 @dataclass(frozen=True)
@@ -156,10 +160,10 @@ def _log_choose(t: int, k: int) -> float:
     return math.lgamma(t + 1) - math.lgamma(k + 1) - math.lgamma(t - k + 1)
 
 
-def thresholds(t: int, k: int) -> tuple[float, ...]:
-    """The thresholds of ``log W`` (module doc, "Which r")."""
+def thresholds(t: int, k: int, level: int = 0) -> tuple[float, ...]:
+    """The thresholds of ``log W`` at a level of :data:`THRESHOLDS` (module doc, "Which r")."""
     centre = math.log((t - k) / k)
-    return tuple(centre + d for d in THRESHOLDS)
+    return tuple(centre + d for d in THRESHOLDS[level])
 
 
 def rates(t: int, k: int) -> tuple[float, ...]:
@@ -225,10 +229,10 @@ def _count_masses(ratio, t: int, k: int, cuts: tuple[float, ...]) -> dict[tuple[
     return {tuple(int(i) for i in index): float(law[index]) for index in zip(*np.nonzero(law > 0))}
 
 
-def seconds(ratio, t: int, k: int, target: float, tail: float) -> float:
+def seconds(ratio, t: int, k: int, target: float, tail: float, level: int = 0) -> float:
     """Estimated seconds of :func:`circle_curve` (from the transforms' sizes and the counts above the cut,
     never measured): the coarse search (every rate, every count) and the fine one (three rates a count)."""
-    counts = sum(1 for m in _count_masses(ratio, t, k, thresholds(t, k)).values() if m > tail)
+    counts = sum(1 for m in _count_masses(ratio, t, k, thresholds(t, k, level)).values() if m > tail)
     total = 0.0
     for grid, evaluations in ((COARSE, len(rates(t, k)) * (counts + 4)), (fine_grid(target), 3 * (counts + 4))):
         n = _v_cells(t, grid) * _fft.next_fast_len(int(math.ceil(_REACH / grid[1])), real=True)
@@ -240,7 +244,7 @@ def _v_cells(t: int, grid: tuple[float, float, float]) -> int:
     return _fft.next_fast_len(int(math.ceil((0.25 * t + 1.0) / grid[2])), real=True)
 
 
-def circle_curve(ratio, t: int, k: int, target: float, tail: float) -> CircleCurve | None:
+def circle_curve(ratio, t: int, k: int, target: float, tail: float, level: int = 0) -> CircleCurve | None:
     """The upper curve of the direction P||Q of one k-of-t allocation (module doc), each count's rate chosen
     at the loss ``target`` (the epsilon the caller expects): on the coarse grid :data:`COARSE` every rate
     from the largest down (a count stops once its value has risen :data:`RISES` times past its least), then
@@ -250,7 +254,7 @@ def circle_curve(ratio, t: int, k: int, target: float, tail: float) -> CircleCur
         raise ValueError(f"k must be in (1, t), got k = {k}, t = {t}")
     if ratio.singular > 0 or ratio.trivial:
         return None
-    cuts = thresholds(t, k)
+    cuts = thresholds(t, k, level)
     try:
         clamp = ratio.clamp(tail)
     except NumericalLimitError:
@@ -305,8 +309,8 @@ def circle_curve(ratio, t: int, k: int, target: float, tail: float) -> CircleCur
     chosen = [bound for _, bound in best.values()]
     used = sorted({bound.rate for bound in chosen})
     charge += sum(wraps[r] for r in used)
-    return CircleCurve(chosen, charge, f"Cauchy's circle, {len(chosen)} counts, rates {used[0]:.3g} to "
-                                       f"{used[-1]:.3g}")
+    return CircleCurve(chosen, charge, f"Cauchy's circle, {len(cuts)} threshold(s), {len(chosen)} counts, rates "
+                                       f"{used[0]:.3g} to {used[-1]:.3g}")
 
 
 def _rate_bounds(ratio, t: int, k: int, cuts, top: float, masses, target: float, tail: float, r: float, kept,

@@ -22,6 +22,7 @@ from ...errors import InvalidParameterError, NumericalLimitError
 from ...validation import is_number
 from .bracket import (_STOPPED, _TAIL_SHARE, _WHICH, DEFAULT_RTOL, TAIL, AllocationCurve, LowerBound, _at, _check_count,
                       _DirectionLower, _may_refine, _target_text, _width)
+from .circle import THRESHOLDS as CIRCLE_LEVELS
 from .circle import circle_curve
 from .circle import seconds as _circle_seconds
 from .decomposition import _blocks, _composed, _loss_interval, _NoRoom
@@ -138,8 +139,9 @@ def _with_circle(ratio, t: int, k: int, rtol: float, delta: float | None, epsilo
     direction's least upper curve is valid and the pair's curve is the larger of its two directions, so the
     least of ``curve`` and that pair is valid. Computed last, when the bracket is still wider than ``rtol``
     and the circle's estimate fits the time limit; each count's rate is chosen at the bracket's lower end (or
-    the target epsilon). It pays at many members (10 of 100 at sigma 0.5: 23.39 against 24.31 for the blocks
-    of two at 15 minutes); at two or three the blocks of members are tighter."""
+    the target epsilon). Levels of :data:`~.circle.THRESHOLDS` while wider than ``rtol``, each estimated
+    before it starts. It pays at many members (10 of 100 at sigma 0.5: 23.39, then 23.35, against 24.31 for
+    the blocks of two at 15 minutes); at two or three the blocks of members are tighter."""
     low, high = _at(curve, curve.lower, delta, epsilon)
     width = _width(low, high)
     if width <= rtol:
@@ -147,20 +149,28 @@ def _with_circle(ratio, t: int, k: int, rtol: float, delta: float | None, epsilo
     target = float(epsilon) if epsilon is not None else float(low if low > 0 else high)
     if not math.isfinite(target):
         return curve
-    if not _may_refine(_circle_seconds(ratio, t, k, target, tail), "allocation (the direction P||Q by Cauchy's "
-                       "circle)", delta, epsilon, width):
-        stopped = "" if _STOPPED in curve.description else _STOPPED
-        return AllocationCurve(curve._upper, curve.lower, f"{curve.description}{stopped}")
-    circle = circle_curve(ratio, t, k, target, tail)
-    if circle is None:
-        return curve
-    pair = AllocationCurve([_Least([decomposition[0], circle]), decomposition[1]], curve.lower, "")
-    tightened = AllocationCurve([_Least([curve, pair])], curve.lower, "")
-    if _at(tightened, curve.lower, delta, epsilon)[1] >= high:
-        return AllocationCurve(curve._upper, curve.lower, f"{curve.description}; beside it, P||Q by Cauchy's "
-                               f"circle: no lower")
-    return AllocationCurve(tightened._upper, curve.lower, f"{curve.description}; P||Q tightened by "
-                           f"{circle.description}")
+    best, done, stopped = curve, None, False
+    for level in range(len(CIRCLE_LEVELS)):  # one threshold, then two, while wider than rtol
+        if not _may_refine(_circle_seconds(ratio, t, k, target, tail, level), f"allocation (the direction P||Q "
+                           f"by Cauchy's circle, level {level + 1})", delta, epsilon, width):
+            stopped = _STOPPED not in curve.description
+            break
+        circle = circle_curve(ratio, t, k, target, tail, level)
+        if circle is None:
+            break
+        pair = AllocationCurve([_Least([decomposition[0], circle]), decomposition[1]], curve.lower, "")
+        tightened = AllocationCurve([_Least([best, pair])], curve.lower, "")
+        new_high = _at(tightened, curve.lower, delta, epsilon)[1]
+        if new_high >= high:
+            break
+        best, done, high = tightened, circle, new_high
+        width = _width(low, high)
+        if width <= rtol:
+            break
+    text = "" if done is None else f"; P||Q tightened by {done.description}"
+    if done is None and not stopped:
+        text = "; beside it, P||Q by Cauchy's circle: no lower"
+    return AllocationCurve(best._upper, curve.lower, f"{curve.description}{text}{_STOPPED if stopped else ''}")
 
 
 def _with_pairs(ratio, t: int, k: int, epochs: int, rtol: float, delta: float | None, epsilon: float | None,
