@@ -13,7 +13,8 @@ from scipy import signal, special, stats
 
 from allocation_reference import k_of_t_deltas
 
-from gce.priors.allocation import allocation_curve, circle
+from gce.priors.allocation import allocation_curve, circle, log_statistic
+from gce.priors.allocation.bracket import LowerBound
 from gce.priors.allocation.ratios import CanonicalRatio, GaussianRatio, LaplaceRatio
 
 
@@ -130,19 +131,41 @@ def test_above_the_quadrature_in_the_direction_p_q(mu, t, k, eps, most):
     assert remove.value - remove.error <= value <= most * remove.value, (value, remove)
 
 
+@pytest.mark.parametrize("eps", [0.1, 1.0, 2.0])
+def test_pure_dp_atoms_against_the_counts(eps):
+    """The canonical pair of pure eps-DP (W is e^eps or e^-eps: atoms, bands of no mass): above the exact
+    delta, which depends only on how many outputs are at e^eps (a binomial count), for t up to 10; the
+    clamp's atom is in the cells, not charged again (the charge stays at the tail)."""
+    b = 1.0 / (1.0 + math.exp(eps))  # Q-mass of W = e^eps
+    for k in (2, 3):
+        for t in range(k + 1, 11):
+            curve = circle.circle_curve(CanonicalRatio(eps, 0.0), t, k, 0.5 * eps, 1e-14)
+            at = 0.5 * eps
+            exact = sum(stats.binom.pmf(m, t, b) * max(sum(math.comb(m, i) * math.comb(t - m, k - i)
+                                                            * math.exp(eps * (2 * i - k)) for i in range(k + 1))
+                                                        / math.comb(t, k) - math.exp(at), 0.0) for m in range(t + 1))
+            value = float(curve.delta(at))
+            assert math.isfinite(value) and exact * (1 - 1e-9) <= value <= 1.0, (t, k, value, exact)
+            assert curve._charge <= 1e-12
+
+
 def test_laplace_pairs_and_arguments():
-    """A Laplace pair (atoms in W) stays above the decomposition's lower end; k = 1, k = t are refused; a pair
-    with P-mass outside Q's support gets None (W = inf is not in (1))."""
+    """A Laplace pair (atoms in W): its direction P||Q stays above that direction's lower end by the sums of
+    logarithms (measured 5.34 against 5.24 at 4 of 20; the direction Q||P, 7.64 below, is the pair's epsilon:
+    the circle does not bound it); k = 1, k = t are refused; a pair with P-mass outside Q's support gets None
+    (W = inf is not in (1))."""
     ratio = LaplaceRatio(2.0)
-    curve = circle.circle_curve(ratio, 20, 4, 3.0, 1e-12)
+    curve = circle.circle_curve(ratio, 20, 4, 5.2, 1e-12)
     assert curve is not None
-    low, _ = allocation_curve(ratio, 20, 4, delta=1e-5, rtol=0.05).epsilon_bracket(1e-5)
-    assert float(curve.epsilon(1e-5)) >= low
+    low = max(float(LowerBound([(log_statistic.laws(ratio, 20, 4, r)[0].curve(), 0.0, 0.0)]).epsilon(1e-5))
+              for r in log_statistic.rates(20, 4))
+    assert 5.2 <= low <= float(curve.epsilon(1e-5)) <= 1.03 * low
     for k in (1, 20):
         with pytest.raises(ValueError, match="k must be"):
             circle.circle_curve(ratio, 20, k, 3.0, 1e-12)
     assert circle.circle_curve(CanonicalRatio(1.0, 0.01), 20, 4, 3.0, 1e-12) is None
-    assert float(curve.delta(0.5)) == 1.0  # more than LOSS_SPAN below the target: nothing claimed
+    below = circle.circle_curve(GaussianRatio(2.0), 20, 2, 12.0, 1e-9)
+    assert float(below.delta(1.0)) == 1.0 > float(below.delta(2.5))  # more than LOSS_SPAN below: nothing claimed
 
 
 def _importance_sampled(mu: float, t: int, k: int, eps: float, n: int, seed: int) -> tuple[float, float]:

@@ -183,7 +183,7 @@ def _node_laws(ratio, r: float, cuts: tuple[float, ...], top: float, grid: tuple
     first = cuts[0]
     lowest = -40.0 - lr  # below, a = log(1 + r W) < 5e-18: one cell from 0
     j_low = math.floor((lowest - first) / cell_u)
-    j_high = max(math.ceil((top - first) / cell_u), j_low + 1)
+    j_high = max(math.floor((top - first) / cell_u) + 1, j_low + 1)  # the last edge above e^top
     u = first + cell_u * np.arange(j_low, j_high + 1)
     q, _ = ratio.cells(np.concatenate([[0.0], np.exp(u)]))  # [0, e^u_0), [e^u_j, e^u_{j+1})
     x = u + lr  # log(r W) at each cell's upper edge
@@ -259,7 +259,8 @@ def circle_curve(ratio, t: int, k: int, target: float, tail: float, level: int =
         clamp = ratio.clamp(tail)
     except NumericalLimitError:
         return None
-    q_top, p_top = ratio.cells(np.array([clamp, np.inf]))
+    # W > clamp (an atom at the clamp is in the cells: the last one ends above it)
+    q_top, p_top = ratio.cells(np.array([np.nextafter(clamp, np.inf), np.inf]))
     charge = k * float(p_top[0]) + (t - k) * float(q_top[0])
     masses = _count_masses(ratio, t, k, cuts)
     kept = {n for n, m in masses.items() if m > tail}
@@ -368,7 +369,7 @@ def _rate_bounds(ratio, t: int, k: int, cuts, top: float, masses, target: float,
                 spectra[theta] = ([np.log(_fft.rfft2(w, (n_a, n_v))) for w in tilted], logs,
                                   _noise(n_a * n_v, t, tilted))
         log_spectra, logs, noise = spectra[theta]
-        scale = math.lgamma(t + 1) + sum(c * logs[b] - math.lgamma(c + 1) for b, c in enumerate(bands))
+        scale = math.lgamma(t + 1) + sum(c * logs[b] - math.lgamma(c + 1) for b, c in enumerate(bands) if c)
         exponent = sum(c * log_spectra[b] for b, c in enumerate(bands) if c)
         law = np.maximum(_fft.irfft2(np.exp(exponent), (n_a, n_v)), 0.0)
         bounds[n] = _collapse(law, noise, scale, theta, a_grid, log_g, target, masses[n], r, cell_a)
