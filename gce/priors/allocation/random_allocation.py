@@ -26,6 +26,8 @@ from .circle import THRESHOLDS as CIRCLE_LEVELS
 from .circle import circle_curve
 from .circle import seconds as _circle_seconds
 from .decomposition import _blocks, _composed, _loss_interval, _NoRoom
+from .log_statistic import by_counts as _by_counts
+from .log_statistic import count_seconds as _count_seconds
 from .one_of_t import _single
 from .three_members import _three_laws, _three_seconds
 from .two_members import RATIOS, _members_lower, _members_seconds, _pair_blocks, _pair_laws, _pair_seconds
@@ -125,11 +127,41 @@ def allocation_curve(mu: float, t: int, k: int = 1, epochs: int = 1, rtol: float
             curve = _with_pairs(ratio, t, k, epochs, rtol, delta, epsilon, tail, curve)
         if k > 2:
             curve = _with_threes(ratio, t, k, epochs, rtol, delta, epsilon, tail, curve)
+        if 1 < k < t and epochs == 1:
+            curve = _with_counts_below(ratio, t, k, rtol, delta, epsilon, curve)
         if 1 < k < t and epochs == 1 and decomposition is not None:
             curve = _with_circle(ratio, t, k, rtol, delta, epsilon, tail, curve, decomposition)
     if isinstance(ratio, GaussianRatio):
         return _no_worse_than_composition(curve, ratio.mu * math.sqrt(k * epochs), ratio.mu * k * math.sqrt(epochs / t))
     return curve
+
+
+def _with_counts_below(ratio, t: int, k: int, rtol: float, delta: float | None, epsilon: float | None,
+                       curve: AllocationCurve) -> AllocationCurve:
+    """k of t, one allocation: the lower curve raised by the garbling ``(N, T_{r(N)})`` (a rate of the sum of
+    logarithms per count of large ratios, :func:`~.log_statistic.by_counts`, direction P||Q), when the
+    bracket is wider than ``rtol`` and its estimate fits the time limit; the rates chosen at the bracket's
+    lower end (or the target epsilon). Before the circle above, whose rates are then chosen nearer the
+    truth (sigma 0.5, 10 of 100: 23.08 to 23.15, an importance-sampled Monte Carlo 23.11 +- 0.06)."""
+    low, high = _at(curve, curve.lower, delta, epsilon)
+    width = _width(low, high)
+    if width <= rtol:
+        return curve
+    target = float(epsilon) if epsilon is not None else float(low if low > 0 else high)
+    if not math.isfinite(target):
+        return curve
+    if not _may_refine(_count_seconds(ratio, t, k), "allocation (the k-of-t pair garbled by a rate per count)",
+                       delta, epsilon, width):
+        stopped = "" if _STOPPED in curve.description else _STOPPED
+        return AllocationCurve(curve._upper, curve.lower, f"{curve.description}{stopped}", curve.directions)
+    law = _by_counts(ratio, t, k, target)
+    if law is None:
+        return curve
+    lower = LowerBound([(curve.lower, 0.0, 0.0), (law.curve(), 0.0, 0.0)])
+    if _at(curve, lower, delta, epsilon)[0] <= low:
+        return curve
+    return AllocationCurve(curve._upper, lower, f"{curve.description}; below, a rate per count of large ratios "
+                           f"(sums of logarithms)", curve.directions)
 
 
 def _with_circle(ratio, t: int, k: int, rtol: float, delta: float | None, epsilon: float | None, tail: float,
