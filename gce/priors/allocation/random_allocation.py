@@ -136,6 +136,17 @@ def allocation_curve(mu: float, t: int, k: int = 1, epochs: int = 1, rtol: float
     return curve
 
 
+def _wide_at(curve: AllocationCurve, rtol: float, delta: float | None, epsilon: float | None
+             ) -> tuple[float, float, float | None]:
+    """The bracket at the target and the epsilon the one-allocation steps choose their rates at (its lower
+    end, or the target epsilon); None for the latter when the bracket is within ``rtol`` (or unbounded)."""
+    low, high = _at(curve, curve.lower, delta, epsilon)
+    if _width(low, high) <= rtol:
+        return low, high, None
+    target = float(epsilon) if epsilon is not None else float(low if low > 0 else high)
+    return low, high, (target if math.isfinite(target) else None)
+
+
 def _with_counts_below(ratio, t: int, k: int, rtol: float, delta: float | None, epsilon: float | None,
                        curve: AllocationCurve) -> AllocationCurve:
     """k of t, one allocation: the lower curve raised by the garbling ``(N, T_{r(N)})`` (a rate of the sum of
@@ -143,13 +154,10 @@ def _with_counts_below(ratio, t: int, k: int, rtol: float, delta: float | None, 
     bracket is wider than ``rtol`` and its estimate fits the time limit; the rates chosen at the bracket's
     lower end (or the target epsilon). Before the circle above, whose rates are then chosen nearer the
     truth (sigma 0.5, 10 of 100: 23.08 to 23.15, an importance-sampled Monte Carlo 23.11 +- 0.06)."""
-    low, high = _at(curve, curve.lower, delta, epsilon)
+    low, high, target = _wide_at(curve, rtol, delta, epsilon)
+    if target is None:
+        return curve
     width = _width(low, high)
-    if width <= rtol:
-        return curve
-    target = float(epsilon) if epsilon is not None else float(low if low > 0 else high)
-    if not math.isfinite(target):
-        return curve
     if not _may_refine(_count_seconds(ratio, t, k), "allocation (the k-of-t pair garbled by a rate per count)",
                        delta, epsilon, width):
         stopped = "" if _STOPPED in curve.description else _STOPPED
@@ -174,13 +182,10 @@ def _with_circle(ratio, t: int, k: int, rtol: float, delta: float | None, epsilo
     the target epsilon). Levels of :data:`~.circle.THRESHOLDS` while wider than ``rtol``, each estimated
     before it starts. It pays at many members (10 of 100 at sigma 0.5: 23.39, then 23.35, against 24.31 for
     the blocks of two at 15 minutes); at two or three the blocks of members are tighter."""
-    low, high = _at(curve, curve.lower, delta, epsilon)
+    low, high, target = _wide_at(curve, rtol, delta, epsilon)
+    if target is None:
+        return curve
     width = _width(low, high)
-    if width <= rtol:
-        return curve
-    target = float(epsilon) if epsilon is not None else float(low if low > 0 else high)
-    if not math.isfinite(target):
-        return curve
     best, done, stopped = curve, None, False
     for level in range(len(CIRCLE_LEVELS)):  # one threshold, then two, while wider than rtol
         if not _may_refine(_circle_seconds(ratio, t, k, target, tail, level), f"allocation (the direction P||Q "
