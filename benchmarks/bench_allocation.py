@@ -33,8 +33,9 @@ Peers measured in the same run:
     dividing t; beside them the decomposition's upper end (no blocks: the lower end is the point here) and
     dp-accounting's Poisson-subsampled mechanism at rate k/t composed t times (epsilon, seconds).
 
-(k) the upper end of k of t in the direction P||Q by Cauchy's circle, delta 1e-5, rtol 1%, uncapped: the whole
-    bracket without the circle and with it (seconds), the circle's own epsilon and seconds, and beside them
+(k) the upper end of k of t in the direction P||Q by Cauchy's circle and the lower end by a rate per count,
+    delta 1e-5, rtol 1%, uncapped: the whole bracket without both and with them (seconds), the circle's own
+    epsilon (first level) and seconds, and beside them
     dp-accounting's Poisson-subsampled mechanism at rate k/t composed t times (upper / theirs).
 
 Run: python benchmarks/bench_allocation.py (only the peers' table: ... peers; only (h): ... k; only (i): ...
@@ -296,21 +297,22 @@ def circle_upper(delta: float = 1e-5) -> None:
     from gce.priors.allocation import circle
     from gce.priors.allocation.ratios import GaussianRatio
     for sigma, t, k in CIRCLE:
-        with_circle = random_allocation._with_circle
+        steps = random_allocation._with_circle, random_allocation._with_counts_below
         random_allocation._with_circle = lambda *args: args[7]  # the curve as it was
+        random_allocation._with_counts_below = lambda *args: args[6]
         try:
             before_seconds, before = best_of(lambda: allocation_curve(1.0 / sigma, t, k, delta=delta, rtol=0.01),
                                              repeat=1)
         finally:
-            random_allocation._with_circle = with_circle
+            random_allocation._with_circle, random_allocation._with_counts_below = steps
         seconds, after = best_of(lambda: allocation_curve(1.0 / sigma, t, k, delta=delta, rtol=0.01), repeat=1)
         low, high = before.epsilon_bracket(delta)
         new_low, new_high = after.epsilon_bracket(delta)
         own_seconds, own = best_of(lambda: circle.circle_curve(GaussianRatio(1.0 / sigma), t, k, new_low, 1e-4 * delta),
                                    repeat=1)
         peer = _poisson_pld(GaussianRatio(1.0 / sigma), k / t, t).get_epsilon_for_delta(delta)
-        print(f"sigma {sigma:g}, {k} of {t}, delta {delta:g}: without the circle [{low:.4f}, {high:.4f}] "
-              f"{effort.relative_width(low, high):.2%} ({before_seconds:.1f} s); with it [{new_low:.4f}, "
+        print(f"sigma {sigma:g}, {k} of {t}, delta {delta:g}: without them [{low:.4f}, {high:.4f}] "
+              f"{effort.relative_width(low, high):.2%} ({before_seconds:.1f} s); with them [{new_low:.4f}, "
               f"{new_high:.4f}] {effort.relative_width(new_low, new_high):.2%} ({seconds:.1f} s); the circle alone "
               f"{float(own.epsilon(delta)):.4f} ({own_seconds:.1f} s); dp-accounting's Poisson at rate k/t "
               f"{peer:.4f} (upper / theirs {new_high / peer:.4f})", flush=True)
