@@ -82,8 +82,6 @@ from .uniform_grid import _noise
 
 #: The grid on which each count's rate is chosen (every rate tried).
 COARSE = (0.01, 0.1, 0.25)
-#: Range of ``A`` assumed by :func:`seconds` (the transforms' own is from the Chernoff charge).
-_REACH = 90.0
 #: Thresholds of ``log W`` for the counts, relative to ``log((t - k) / k)``: the levels (module doc, "Which r").
 THRESHOLDS = ((0.0,), (-0.7, 0.8))
 #: Spacing of the rates' grid, in ``log r``.
@@ -230,14 +228,32 @@ def _count_masses(ratio, t: int, k: int, cuts: tuple[float, ...]) -> dict[tuple[
 
 
 def seconds(ratio, t: int, k: int, target: float, tail: float, level: int = 0) -> float:
-    """Estimated seconds of :func:`circle_curve` (from the transforms' sizes and the counts above the cut,
-    never measured): the coarse search (every rate, every count) and the fine one (three rates a count)."""
+    """Estimated seconds of :func:`circle_curve` (from the transforms' sizes at the rate ``k / (t - k)`` and
+    the counts above the cut, never measured): the coarse search (every rate, every count) and the fine one
+    (three rates a count); infinite when the fine transform would exceed :data:`SIZE_LIMIT` there."""
     counts = sum(1 for m in _count_masses(ratio, t, k, thresholds(t, k, level)).values() if m > tail)
+    reach = _reach(ratio, t, k, tail)
     total = 0.0
     for grid, evaluations in ((COARSE, len(rates(t, k)) * (counts + 4)), (fine_grid(target), 3 * (counts + 4))):
-        n = _v_cells(t, grid) * _fft.next_fast_len(int(math.ceil(_REACH / grid[1])), real=True)
+        n = _v_cells(t, grid) * reach / grid[1]
+        if n > SIZE_LIMIT:
+            return math.inf
         total += evaluations * _TRANSFORM_SECONDS * n * math.log2(n)
     return total
+
+
+def _reach(ratio, t: int, k: int, tail: float) -> float:
+    """The range of ``A`` the transforms need at the rate ``k / (t - k)`` (the Chernoff charge at most
+    ``tail``, :func:`_rate_bounds`), on the coarse grid's cells."""
+    r = k / (t - k)
+    try:
+        top = math.log(ratio.clamp(tail))
+    except NumericalLimitError:
+        return math.inf
+    total = sum(_node_laws(ratio, r, thresholds(t, k), top, COARSE))
+    a_nodes = COARSE[1] * np.arange(total.shape[0])[:, None]
+    log_second = _log_tilted(total, 2.0 * a_nodes)[1]
+    return max(t * log_second - k * math.log(r) - _log_choose(t, k) - math.log(tail), 1.0)
 
 
 def _v_cells(t: int, grid: tuple[float, float, float]) -> int:
@@ -262,6 +278,8 @@ def circle_curve(ratio, t: int, k: int, target: float, tail: float, level: int =
     # W > clamp (an atom at the clamp is in the cells: the last one ends above it)
     q_top, p_top = ratio.cells(np.array([np.nextafter(clamp, np.inf), np.inf]))
     charge = k * float(p_top[0]) + (t - k) * float(q_top[0])
+    if _v_cells(t, fine_grid(target)) * _reach(ratio, t, k, tail) / fine_grid(target)[1] > SIZE_LIMIT:
+        return None  # the fine transforms would not fit (small noise: a member's a reaches hundreds)
     masses = _count_masses(ratio, t, k, cuts)
     kept = {n for n, m in masses.items() if m > tail}
     charge += sum(m for n, m in masses.items() if n not in kept)
@@ -326,12 +344,13 @@ def _rate_bounds(ratio, t: int, k: int, cuts, top: float, masses, target: float,
     a_nodes = cell_a * np.arange(one[0])[:, None]
     v_nodes = cell_v * np.arange(one[1])[None, :]
     total = sum(laws)
-    with np.errstate(divide="ignore"):
-        log_second = math.log(float(np.sum(total * np.exp(2.0 * a_nodes))))
+    log_second = _log_tilted(total, 2.0 * a_nodes)[1]
     # range R: the charge e^{-R} E[e^{2a}]^t r^-k / C(t, k) at most tail
     reach = max(t * log_second - k * lr - log_choose - math.log(tail), 1.0)
-    n_a = _fft.next_fast_len(int(math.ceil(reach / cell_a)), real=True)
     n_v = _v_cells(t, grid)
+    if not reach / cell_a * n_v <= SIZE_LIMIT:
+        return None
+    n_a = _fft.next_fast_len(int(math.ceil(reach / cell_a)), real=True)
     if n_a * n_v > SIZE_LIMIT:
         return None
     wrap = math.exp(t * log_second - n_a * cell_a - k * lr - log_choose)
@@ -340,9 +359,8 @@ def _rate_bounds(ratio, t: int, k: int, cuts, top: float, masses, target: float,
     moments = {}
     for theta in TILTS:
         for b, law in enumerate(laws):
-            w = law * np.exp(theta * a_nodes)
-            z = float(w.sum())
-            moments[theta, b] = (float((w * a_nodes).sum()) / z, float((w * v_nodes).sum()) / z) if z > 0 else None
+            w, log_z = _log_tilted(law, theta * a_nodes)
+            moments[theta, b] = (float((w * a_nodes).sum()), float((w * v_nodes).sum())) if log_z > -math.inf else None
     spectra = {}
     bounds = {}
     for n in kept:
@@ -361,10 +379,9 @@ def _rate_bounds(ratio, t: int, k: int, cuts, top: float, masses, target: float,
         if theta not in spectra:
             tilted, logs = [], []
             for law in laws:
-                w = law * np.exp(theta * a_nodes)
-                z = float(w.sum())
-                tilted.append(w / z if z > 0 else w)
-                logs.append(math.log(z) if z > 0 else -math.inf)
+                w, log_z = _log_tilted(law, theta * a_nodes)
+                tilted.append(w)
+                logs.append(log_z)
             with np.errstate(divide="ignore"):  # powers as exp(c log z): one complex exp per count
                 spectra[theta] = ([np.log(_fft.rfft2(w, (n_a, n_v))) for w in tilted], logs,
                                   _noise(n_a * n_v, t, tilted))
@@ -374,6 +391,19 @@ def _rate_bounds(ratio, t: int, k: int, cuts, top: float, masses, target: float,
         law = np.maximum(_fft.irfft2(np.exp(exponent), (n_a, n_v)), 0.0)
         bounds[n] = _collapse(law, noise, scale, theta, a_grid, log_g, target, masses[n], r, cell_a)
     return bounds, wrap
+
+
+def _log_tilted(law: NDArray[np.float64], exponent: NDArray[np.float64]) -> tuple[NDArray[np.float64], float]:
+    """``law e^exponent`` normalised, and the log of its total (-inf when the law has no mass), computed in
+    log space (a member's ``a`` can reach hundreds at small noise)."""
+    with np.errstate(divide="ignore"):
+        logs = np.log(law) + exponent
+    top = float(np.max(logs))
+    if top == -math.inf:
+        return np.zeros_like(law), -math.inf
+    weights = np.exp(logs - top)
+    total = float(weights.sum())
+    return weights / total, top + math.log(total)
 
 
 def _collapse(law, noise: float, scale: float, theta: float, a_grid, log_g, target: float, cap: float,
