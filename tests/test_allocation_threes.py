@@ -158,9 +158,10 @@ def test_three_of_ten_within_two_percent():
 @pytest.mark.slow
 def test_three_of_ten_within_five_seconds_says_so():
     # within 5 s neither the blocks of two nor the block of three (estimated 50 s at its first level) is
-    # started, both stops are recorded, and the bracket is the decomposition's above and the sums of
-    # logarithms' below (measured [5.0200, 5.4788]; the sum's garbling gave 4.4545), wider and still holding
-    # the uncapped one
+    # started, both stops are recorded, and the bracket is Cauchy's circle above (the decomposition's 5.4788)
+    # and a rate per count of the sums of logarithms below (measured [5.0373, 5.2761]; one rate: 5.0200; the
+    # sum's garbling gave 4.4545; a Monte Carlo puts the truth near 5.04), wider and still holding the
+    # uncapped one
     import time
     began = time.perf_counter()
     with effort.within(effort.Deadline(5.0)) as deadline:
@@ -168,4 +169,4 @@ def test_three_of_ten_within_five_seconds_says_so():
     assert time.perf_counter() - began < 3 * (1.1 * 5.0 + 0.5)  # the contract, with the tests' margin
     assert deadline.reached and any("blocks of three" in stop for stop in deadline.stops)
     low, high = capped.epsilon_bracket(1e-5)
-    assert 5.0 <= low <= 5.03 and 5.09 <= high <= 5.5, (low, high)
+    assert 5.0 <= low <= 5.045 and 5.09 <= high <= 5.5, (low, high)
