@@ -78,6 +78,7 @@ from scipy import special
 
 from ...accounting.curves import PrivacyCurve
 from ...errors import NumericalLimitError
+from .log_statistic import _count_masses, _log_choose
 from .uniform_grid import _noise
 
 #: The grid on which each count's rate is chosen (every rate tried).
@@ -154,10 +155,6 @@ class CircleCurve(PrivacyCurve):
         return np.where(eps >= self._low, np.minimum(total, 1.0), 1.0)
 
 
-def _log_choose(t: int, k: int) -> float:
-    return math.lgamma(t + 1) - math.lgamma(k + 1) - math.lgamma(t - k + 1)
-
-
 def thresholds(t: int, k: int, level: int = 0) -> tuple[float, ...]:
     """The thresholds of ``log W`` at a level of :data:`THRESHOLDS` (module doc, "Which r")."""
     centre = math.log((t - k) / k)
@@ -203,28 +200,6 @@ def _node_laws(ratio, r: float, cuts: tuple[float, ...], top: float, grid: tuple
                 np.add.at(law, (ia[here] + da, iv[here] + dv), (q * wa * wv)[here])
         laws.append(law)
     return laws
-
-
-def _count_masses(ratio, t: int, k: int, cuts: tuple[float, ...]) -> dict[tuple[int, ...], float]:
-    """P-masses of the count vectors (databases with ``log W`` above each cut; the members taken first, by
-    exchangeability), by adding the databases one at a time."""
-    q, p = ratio.cells(np.concatenate([[0.0], np.exp(np.asarray(cuts)), [np.inf]]))
-    bands = len(cuts) + 1
-    law = np.zeros((t + 1,) * len(cuts))
-    law[(0,) * len(cuts)] = 1.0
-    for masses, count in ((p, k), (q, t - k)):
-        for _ in range(count):
-            new = masses[0] * law
-            for b in range(1, bands):  # a database in band b adds one to the counts of cuts 1..b
-                shifted = law
-                for axis in range(b):
-                    shifted = np.roll(shifted, 1, axis=axis)
-                    index = [slice(None)] * len(cuts)
-                    index[axis] = 0
-                    shifted[tuple(index)] = 0.0
-                new = new + masses[b] * shifted
-            law = new
-    return {tuple(int(i) for i in index): float(law[index]) for index in zip(*np.nonzero(law > 0))}
 
 
 def seconds(ratio, t: int, k: int, target: float, tail: float, level: int = 0) -> float:

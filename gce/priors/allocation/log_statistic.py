@@ -218,10 +218,30 @@ def _cut(t: int, k: int) -> float:
 
 
 def _kept_counts(ratio, t: int, k: int) -> list[int]:
-    from scipy import stats
-    q, p = ratio.cells(np.array([0.0, math.exp(_cut(t, k)), np.inf]))
-    masses = np.convolve(stats.binom.pmf(np.arange(k + 1), k, p[1]), stats.binom.pmf(np.arange(t - k + 1), t - k, q[1]))
-    return [n for n in range(t + 1) if masses[n] > _COUNT_FLOOR]
+    masses = _count_masses(ratio, t, k, (_cut(t, k),))
+    return sorted(n for (n,), m in masses.items() if m > _COUNT_FLOOR)
+
+
+def _count_masses(ratio, t: int, k: int, cuts: tuple[float, ...]) -> dict[tuple[int, ...], float]:
+    """P-masses of the count vectors (databases with ``log W`` above each cut; the members taken first, by
+    exchangeability), by adding the databases one at a time."""
+    q, p = ratio.cells(np.concatenate([[0.0], np.exp(np.asarray(cuts)), [np.inf]]))
+    bands = len(cuts) + 1
+    law = np.zeros((t + 1,) * len(cuts))
+    law[(0,) * len(cuts)] = 1.0
+    for masses, count in ((p, k), (q, t - k)):
+        for _ in range(count):
+            new = masses[0] * law
+            for b in range(1, bands):  # a database in band b adds one to the counts of cuts 1..b
+                shifted = law
+                for axis in range(b):
+                    shifted = np.roll(shifted, 1, axis=axis)
+                    index = [slice(None)] * len(cuts)
+                    index[axis] = 0
+                    shifted[tuple(index)] = 0.0
+                new = new + masses[b] * shifted
+            law = new
+    return {tuple(int(i) for i in index): float(law[index]) for index in zip(*np.nonzero(law > 0))}
 
 
 def _band_cells(ratio, r: float, dx: float, cut: float) -> dict[tuple[str, bool], np.ndarray]:
@@ -281,5 +301,5 @@ def by_counts(ratio, t: int, k: int, target: float, dx: float = CELL) -> _Law | 
     return _Law(loss, p_low[keep], 0.0)
 
 
-def _log_choose(n: int, j: int) -> float:
-    return math.lgamma(n + 1) - math.lgamma(j + 1) - math.lgamma(n - j + 1)
+def _log_choose(t: int, k: int) -> float:
+    return math.lgamma(t + 1) - math.lgamma(k + 1) - math.lgamma(t - k + 1)

@@ -186,11 +186,11 @@ def _with_circle(ratio, t: int, k: int, rtol: float, delta: float | None, epsilo
     if target is None:
         return curve
     width = _width(low, high)
-    best, done, stopped = curve, None, False
+    best, done, stopped, beyond = curve, None, False, False
     for level in range(len(CIRCLE_LEVELS)):  # one threshold, then two, while wider than rtol
         seconds = _circle_seconds(ratio, t, k, target, tail, level)
         if not math.isfinite(seconds):  # beyond the transforms' size (small noise): not a stop of the clock
-            done = done if done is not None else "beyond"
+            beyond = True
             break
         if not _may_refine(seconds, f"allocation (the direction P||Q "
                            f"by Cauchy's circle, level {level + 1})", delta, epsilon, width):
@@ -208,10 +208,10 @@ def _with_circle(ratio, t: int, k: int, rtol: float, delta: float | None, epsilo
         width = _width(low, high)
         if width <= rtol:
             break
-    if done == "beyond":
-        best, text = curve, "; P||Q by Cauchy's circle: its transforms beyond their size limit"
-    elif done is not None:
+    if done is not None:
         text = f"; P||Q tightened by {done.description}"
+    elif beyond:
+        text = "; P||Q by Cauchy's circle: its transforms beyond their size limit"
     else:
         text = "" if stopped else "; beside it, P||Q by Cauchy's circle: no lower"
     return AllocationCurve(best._upper, curve.lower, f"{curve.description}{text}{_STOPPED if stopped else ''}")
