@@ -27,6 +27,7 @@ from .circle import circle_curve
 from .circle import seconds as _circle_seconds
 from .decomposition import _blocks, _composed, _loss_interval, _NoRoom
 from .log_statistic import by_counts as _by_counts
+from .log_statistic import COUNT_CELLS
 from .log_statistic import count_seconds as _count_seconds
 from .one_of_t import _single
 from .three_members import _three_laws, _three_seconds
@@ -128,9 +129,12 @@ def allocation_curve(mu: float, t: int, k: int = 1, epochs: int = 1, rtol: float
         if k > 2:
             curve = _with_threes(ratio, t, k, epochs, rtol, delta, epsilon, tail, curve)
         if 1 < k < t and epochs == 1:
-            curve = _with_counts_below(ratio, t, k, rtol, delta, epsilon, curve)
+            curve = _with_counts_below(ratio, t, k, rtol, delta, epsilon, curve, COUNT_CELLS[0])
         if 1 < k < t and epochs == 1 and decomposition is not None:
             curve = _with_circle(ratio, t, k, rtol, delta, epsilon, tail, curve, decomposition)
+        if 1 < k < t and epochs == 1:
+            for dx in COUNT_CELLS[1:]:  # finer cells below while wider than rtol (log_statistic, "The cell")
+                curve = _with_counts_below(ratio, t, k, rtol, delta, epsilon, curve, dx)
     if isinstance(ratio, GaussianRatio):
         return _no_worse_than_composition(curve, ratio.mu * math.sqrt(k * epochs), ratio.mu * k * math.sqrt(epochs / t))
     return curve
@@ -148,28 +152,31 @@ def _wide_at(curve: AllocationCurve, rtol: float, delta: float | None, epsilon: 
 
 
 def _with_counts_below(ratio, t: int, k: int, rtol: float, delta: float | None, epsilon: float | None,
-                       curve: AllocationCurve) -> AllocationCurve:
-    """k of t, one allocation: the lower curve raised by the garbling ``(N, T_{r(N)})`` (a rate of the sum of
-    logarithms per count of large ratios, :func:`~.log_statistic.by_counts`, direction P||Q), when the
-    bracket is wider than ``rtol`` and its estimate fits the time limit; the rates chosen at the bracket's
-    lower end (or the target epsilon). Before the circle above, whose rates are then chosen nearer the
-    truth (sigma 0.5, 10 of 100: 23.08 to 23.15, an importance-sampled Monte Carlo 23.18 +- 0.02)."""
+                       curve: AllocationCurve, dx: float) -> AllocationCurve:
+    """k of t, one allocation: the lower curve raised by the garbling ``(N, T_{r(N)})`` on cells ``dx`` (a
+    rate of the sum of logarithms per count of large ratios, :func:`~.log_statistic.by_counts`, direction
+    P||Q), when the bracket is wider than ``rtol`` and its estimate fits the time limit; the rates chosen at
+    the bracket's lower end (or the target epsilon). The coarsest cell before the circle above, whose rates
+    are then chosen nearer the truth (sigma 0.5, 10 of 100: 23.08 to 23.15, an importance-sampled Monte
+    Carlo 23.18 +- 0.02); the finer ones after it, while still wider (sigma 1: 5.781 to 5.818, the Monte
+    Carlo 5.823)."""
     low, high, target = _wide_at(curve, rtol, delta, epsilon)
     if target is None:
         return curve
     width = _width(low, high)
-    if not _may_refine(_count_seconds(ratio, t, k), "allocation (the k-of-t pair garbled by a rate per count)",
-                       delta, epsilon, width):
+    if not _may_refine(_count_seconds(ratio, t, k, dx), f"allocation (the k-of-t pair garbled by a rate per "
+                       f"count, cells {dx:g})", delta, epsilon, width):
         stopped = "" if _STOPPED in curve.description else _STOPPED
         return AllocationCurve(curve._upper, curve.lower, f"{curve.description}{stopped}", curve.directions)
-    law = _by_counts(ratio, t, k, target)
+    law = _by_counts(ratio, t, k, target, dx)
     if law is None:
         return curve
     lower = LowerBound([(curve.lower, 0.0, 0.0), (law.curve(), 0.0, 0.0)])
     if _at(curve, lower, delta, epsilon)[0] <= low:
         return curve
-    return AllocationCurve(curve._upper, lower, f"{curve.description}; below, a rate per count of large ratios "
-                           f"(sums of logarithms)", curve.directions)
+    text = (f"a rate per count of large ratios (sums of logarithms, cells {dx:g})" if dx == COUNT_CELLS[0] else
+            f"the same on cells {dx:g}")
+    return AllocationCurve(curve._upper, lower, f"{curve.description}; below, {text}", curve.directions)
 
 
 def _with_circle(ratio, t: int, k: int, rtol: float, delta: float | None, epsilon: float | None, tail: float,
