@@ -33,8 +33,8 @@ Peers measured in the same run:
     dividing t; beside them the decomposition's upper end (no blocks: the lower end is the point here) and
     dp-accounting's Poisson-subsampled mechanism at rate k/t composed t times (epsilon, seconds).
 
-(k) the upper end of k of t in the direction P||Q by Cauchy's circle and the lower end by a rate per count,
-    delta 1e-5, rtol 1%, uncapped: the whole bracket without both and with them (seconds), the circle's own
+(k) the upper end of k of t in the direction P||Q by Cauchy's circle and the lower end by a rate per count
+    (cells 0.05, then 0.02 and 0.01 while wider than rtol), delta 1e-5, rtol 1%, uncapped: the whole bracket without both and with them (seconds), the circle's own
     epsilon (first level) and seconds, and beside them
     dp-accounting's Poisson-subsampled mechanism at rate k/t composed t times (upper / theirs).
 
