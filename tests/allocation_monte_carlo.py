@@ -38,6 +38,18 @@ CELL = 1e-3               # its cells
 CHUNK = 10_000            # draws evaluated at once
 
 
+def log_elementary(log_w: np.ndarray, k: int) -> np.ndarray:
+    """``log e_k(W)`` of each row of ``log W`` (draws by databases): the elementary symmetric polynomial by
+    adding one database at a time, ``e_j += W_i e_{j-1}``, scaled by each row's largest ``W``."""
+    top = log_w.max(axis=1, keepdims=True)
+    w = np.exp(log_w - top)
+    e = np.zeros((log_w.shape[0], k + 1))
+    e[:, 0] = 1.0
+    for i in range(log_w.shape[1]):  # all j at once from the old row
+        e[:, 1:] += w[:, i:i + 1] * e[:, :-1]
+    return np.log(e[:, k]) + k * top[:, 0]
+
+
 def delta_pq(mu: float, t: int, k: int, epsilons, n: int, theta: float, rho: float, seed: int
              ) -> list[tuple[float, float]]:
     """99.9% intervals of ``delta_PQ(eps)`` of k of t Gaussians of parameter ``mu``, one per epsilon, from
@@ -62,14 +74,7 @@ def delta_pq(mu: float, t: int, k: int, epsilons, n: int, theta: float, rho: flo
         cell = np.minimum(np.searchsorted(cumulative, rng.random((m, t))), p.size - 1)
         z = edges[cell] + CELL * rng.random((m, t))
         log_weight = (-0.5 * z * z - 0.5 * math.log(2 * math.pi) - log_density[cell]).sum(axis=1)
-        log_w = mu * z - mu * mu / 2
-        top = log_w.max(axis=1, keepdims=True)
-        w = np.exp(log_w - top)
-        e = np.zeros((m, k + 1))
-        e[:, 0] = 1.0
-        for i in range(t):  # e_j += w_i e_{j-1}, all j at once from the old row
-            e[:, 1:] += w[:, i:i + 1] * e[:, :-1]
-        log_l = np.log(e[:, k]) + k * top[:, 0] - log_choose
+        log_l = log_elementary(mu * z - mu * mu / 2, k) - log_choose
         for j, eps in enumerate(epsilons):
             x = np.where(log_l > eps, np.exp(log_l + log_weight) - np.exp(eps + log_weight), 0.0)
             sums[j] += x.sum()

@@ -211,11 +211,10 @@ def count_seconds(ratio, t: int, k: int, dx: float = CELL) -> float:
     """Estimated seconds of :func:`by_counts` at the cell ``dx`` (from the FFT sizes and the counts kept,
     never measured): per rate and count, ``min(k, n) + 2`` sums of each law's size, each tilt two transforms'
     worth (measured about 45 s against 70 estimated at sigma 0.5, 10 of 100, on 2 loaded cores)."""
-    counts = _kept_counts(ratio, t, k)
+    terms = sum(min(k, c) + 2 for c in _kept_counts(ratio, t, k))
     total = 0.0
     for r in count_rates(t, k):
         n = size(ratio, t, k, r, dx)
-        terms = sum(min(k, c) + 2 for c in counts)
         total += terms * len(TILTS) * 2 * _TRANSFORM_SECONDS * n * math.log2(n)
     return total
 

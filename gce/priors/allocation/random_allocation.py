@@ -128,12 +128,11 @@ def allocation_curve(mu: float, t: int, k: int = 1, epochs: int = 1, rtol: float
             curve = _with_pairs(ratio, t, k, epochs, rtol, delta, epsilon, tail, curve)
         if k > 2:
             curve = _with_threes(ratio, t, k, epochs, rtol, delta, epsilon, tail, curve)
-        if 1 < k < t and epochs == 1:
+        if 1 < k < t and epochs == 1:  # one allocation: below, the circle above, finer cells below
             curve = _with_counts_below(ratio, t, k, rtol, delta, epsilon, curve, COUNT_CELLS[0])
-        if 1 < k < t and epochs == 1 and decomposition is not None:
-            curve = _with_circle(ratio, t, k, rtol, delta, epsilon, tail, curve, decomposition)
-        if 1 < k < t and epochs == 1:
-            for dx in COUNT_CELLS[1:]:  # finer cells below while wider than rtol (log_statistic, "The cell")
+            if decomposition is not None:
+                curve = _with_circle(ratio, t, k, rtol, delta, epsilon, tail, curve, decomposition)
+            for dx in COUNT_CELLS[1:]:  # while wider than rtol (log_statistic, "The cell")
                 curve = _with_counts_below(ratio, t, k, rtol, delta, epsilon, curve, dx)
     if isinstance(ratio, GaussianRatio):
         return _no_worse_than_composition(curve, ratio.mu * math.sqrt(k * epochs), ratio.mu * k * math.sqrt(epochs / t))
