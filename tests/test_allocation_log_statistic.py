@@ -164,6 +164,9 @@ def test_a_rate_per_count_on_atoms_and_arguments():
     for bad in (1, t):
         with pytest.raises(ValueError, match="k must be"):
             log_statistic.by_counts(GaussianRatio(1.0), t, bad, at)
+    for bad in (0.0, -0.05, math.nan, math.inf):
+        with pytest.raises(ValueError, match="dx must be"):
+            log_statistic.by_counts(GaussianRatio(1.0), t, k, at, bad)
 
 
 @pytest.mark.slow  # about 50 s

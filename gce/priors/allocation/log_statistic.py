@@ -280,6 +280,8 @@ def by_counts(ratio, t: int, k: int, target: float, dx: float = CELL) -> _Law | 
     outside Q's support."""
     if not 1 < k < t:
         raise ValueError(f"k must be in (1, t), got k = {k}, t = {t}")
+    if not (math.isfinite(dx) and dx > 0.0):
+        raise ValueError(f"dx must be a positive number, got dx = {dx!r}")
     if ratio.singular > 0 or ratio.trivial:
         return None
     cut = _cut(t, k)
