@@ -32,7 +32,6 @@ escapes them by itself (``\\u001b``).
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import os
 import re
@@ -43,7 +42,7 @@ from typing import NoReturn
 
 from . import __version__
 from .errors import GCEError, InvalidParameterError
-from .report import terminal_text
+from .report import terminal_text, to_json
 from .solvers.base import MAX_TIME_LIMIT
 
 __all__ = ["MAX_TIME_LIMIT", "main", "main_exit"]
@@ -372,7 +371,7 @@ def _solve(args: argparse.Namespace) -> str:
         progress.stage("solving")
         report = solve(scenario, delta=delta, epsilon=epsilon, time_limit=_left(time_limit, started), rtol=rtol)
     if args.json:
-        return _limited(args, json.dumps(report.to_dict(), indent=2, allow_nan=False), report.time_limit_reached)
+        return _limited(args, to_json(report.to_dict()), report.time_limit_reached)
     return _limited(args, str(report), report.time_limit_reached)
 
 
@@ -390,7 +389,7 @@ def _calibrate(args: argparse.Namespace) -> str | tuple[str, int]:
         result = calibrate(scenario, target_epsilon=args.target_epsilon, target_delta=args.target_delta,
                            time_limit=_left(time_limit, started), rtol=rtol, progress=progress)
     if args.json:
-        return _limited(args, json.dumps(result.to_dict(), indent=2, allow_nan=False), result.time_limit_reached)
+        return _limited(args, to_json(result.to_dict()), result.time_limit_reached)
     return _limited(args, str(result), result.time_limit_reached)
 
 
@@ -527,7 +526,7 @@ def _curve(args: argparse.Namespace) -> str | tuple[str, int]:
         data = {"title": report.title, "theorem": report.theorem, "exact": report.exact,
                 "status": "time limit reached" if reached else "complete", "time_limit_reached": reached,
                 "rtol": report.rtol, "curve": table, "plot": None if plot is None else str(plot), "notes": notes}
-        return _limited(args, json.dumps(data, indent=2, allow_nan=False), reached)
+        return _limited(args, to_json(data), reached)
     lines = [f"time limit reached: a certified but coarser table ({100 * report.rtol:.3g}% asked; the "
              f"brackets and the notes say what was reached)"] if reached else []
     lines += [report.title] if report.title else []
@@ -610,7 +609,7 @@ def _membership(args: argparse.Namespace) -> str:
         with Progress(label="membership", quiet=args.quiet or args.json, stream=sys.stderr) as progress:
             done = truncate_membership(table, databases, args.truncate, args.seed, args.output, progress=progress)
         if args.json:
-            return json.dumps(done.to_dict(), indent=2)
+            return to_json(done.to_dict())
         return (f"wrote {done.output}: {done.rows_kept:,} of {done.rows:,} rows ({done.rows_kept / done.rows:.2%}), "
                 f"{done.memberships_kept:,} of {done.memberships:,} memberships "
                 f"({done.memberships_kept / done.memberships:.2%}); every one of the {done.individuals:,} "
@@ -622,8 +621,7 @@ def _membership(args: argparse.Namespace) -> str:
     if plot is not None:
         plot_coverage(coverage, plot)
     if args.json:
-        return json.dumps(dict(coverage.to_dict(), plot=None if plot is None else str(plot)), indent=2,
-                          allow_nan=False)
+        return to_json(dict(coverage.to_dict(), plot=None if plot is None else str(plot)))
     return str(coverage) + ("" if plot is None else f"\nplot written to {plot}")
 
 
@@ -658,7 +656,7 @@ def _ledger_init(args: argparse.Namespace) -> str:
                            budget_delta=args.budget_delta, filter=args.filter, time_limit=time_limit) as ledger:
         status = ledger.status()
     if args.json:
-        return json.dumps(status.to_dict(), indent=2, allow_nan=False)
+        return to_json(status.to_dict())
     return f"created {status.location}\n{status}"
 
 
@@ -700,7 +698,7 @@ def _ledger_decision(args: argparse.Namespace, spend: bool) -> tuple[str, int]:
             if error.field.startswith("databases"):
                 raise _UsageError(f"--{error}") from None
             raise
-    text = json.dumps(decision.to_dict(), indent=2, allow_nan=False) if args.json else str(decision)
+    text = to_json(decision.to_dict()) if args.json else str(decision)
     return text, 0 if decision.admitted else EXIT_REFUSED
 
 
@@ -723,7 +721,7 @@ def _ledger_status(args: argparse.Namespace) -> str:
         if offline is not None:
             out["offline"] = {"epsilon": json_number(offline.epsilon), "delta": offline.delta,
                               "theorem": offline.theorem, "valid": "only for a workload fixed in advance"}
-        return json.dumps(out, indent=2, allow_nan=False)
+        return to_json(out)
     text = str(status)
     if offline is not None:
         text += (f"\noffline (valid only for a workload fixed in advance, not for admission): epsilon "
@@ -737,7 +735,7 @@ def _ledger_history(args: argparse.Namespace) -> str:
     with _open_ledger(args) as ledger:
         entries = ledger.history(limit=args.limit, analyst=args.analyst)
     if args.json:
-        return json.dumps([e.to_dict() for e in entries], indent=2, allow_nan=False)
+        return to_json([e.to_dict() for e in entries])
     lines = [f"{'entry':>6}  {'time (UTC)':26}  {'analyst':10}  {'answer':8}  {'databases':16}  mechanism"]
     for e in entries:
         where = e.databases if e.databases == "all" else ",".join(map(str, e.databases))
@@ -758,10 +756,10 @@ def _ledger_verify(args: argparse.Namespace):
             verified = ledger.verify()
     except DamagedLedgerError as error:  # a verdict, printed as an answer (exit 1), not a usage error
         if args.json:
-            return json.dumps({"ledger": args.ledger, "intact": False, "entry": error.entry,
-                               "last_good": error.last_good, "reason": str(error)}, indent=2), EXIT_REFUSED
+            return to_json({"ledger": args.ledger, "intact": False, "entry": error.entry,
+                            "last_good": error.last_good, "reason": str(error)}), EXIT_REFUSED
         return str(error), EXIT_REFUSED
-    return (json.dumps(verified.to_dict(), indent=2) if args.json else str(verified)), 0
+    return (to_json(verified.to_dict()) if args.json else str(verified)), 0
 
 
 def _ledger_truncate(args: argparse.Namespace) -> str:
@@ -772,7 +770,7 @@ def _ledger_truncate(args: argparse.Namespace) -> str:
     with Accountant(args.ledger, time_limit=_ledger_time_limit(args)) as ledger:
         kept = ledger.truncate(args.after)
     if args.json:
-        return json.dumps(kept.to_dict(), indent=2)
+        return to_json(kept.to_dict())
     return f"kept entries 1..{args.after}; every later entry deleted (spend again what ran since)\n{kept}"
 
 

@@ -20,12 +20,14 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+import numpy as np
+
 from .accounting.curves import PrivacyCurve
 from .effort import check_rtol, describe_width, relative_width
 from .errors import InvalidParameterError
 from .validation import is_integer, is_number
 
-__all__ = ["Baseline", "Report", "json_number", "terminal_text"]
+__all__ = ["Baseline", "Report", "json_number", "plain", "terminal_text", "to_json"]
 
 #: Characters a terminal may act on instead of showing: C0 controls (tab and newline included), DEL, C1
 #: controls, the Unicode line and paragraph separators and the bidirectional-text controls.
@@ -56,6 +58,48 @@ def json_number(x: float | None) -> float | str | None:
     return "inf" if math.isinf(x) else float(x)
 
 
+def plain(value: Any) -> Any:
+    """``value`` with every numpy scalar and array replaced by the plain Python value (``bool``, ``int``,
+    ``float``, lists), mappings and sequences walked: what ``json.dumps`` and :meth:`Report.from_dict` read.
+
+    Engines compute in numpy, so a flag or a count they hand back may be a ``numpy.bool_`` or
+    ``numpy.int64``, which ``json.dumps`` refuses; reports, calibrations, curve rows and ledger answers pass
+    through this function once, when they are built or written.
+
+    Examples
+    --------
+    >>> plain({"exact": np.bool_(True), "h1": (np.int64(3), 4), "epsilon": np.float64(0.5)})
+    {'exact': True, 'h1': [3, 4], 'epsilon': 0.5}
+    >>> type(plain(np.float64(0.5))), type(plain(np.bool_(False)))
+    (<class 'float'>, <class 'bool'>)
+    """
+    if value is None or isinstance(value, (str, bool)):
+        return value
+    if isinstance(value, (np.generic, np.ndarray)):
+        return plain(value.tolist()) if isinstance(value, np.ndarray) else value.item()
+    if isinstance(value, float):
+        return float(value)
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, Mapping):
+        return {plain(key): plain(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [plain(item) for item in value]
+    if isinstance(value, (set, frozenset)):
+        return sorted(plain(item) for item in value)
+    return value
+
+
+def to_json(data: Any) -> str:
+    """The command line's one JSON writer: ``data`` made :func:`plain`, indented, NaN refused."""
+    return json.dumps(plain(data), indent=2, allow_nan=False)
+
+
+def _number(value: Any) -> Any:
+    """A float field as a plain float (None kept)."""
+    return None if value is None else float(value)
+
+
 @dataclass(frozen=True)
 class Baseline:
     """A comparison answer: ``classic`` (every invocation composed) or ``parallel``."""
@@ -64,6 +108,10 @@ class Baseline:
     epsilon: float
     delta: float
     theorem: str
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "epsilon", _number(self.epsilon))
+        object.__setattr__(self, "delta", _number(self.delta))
 
     def to_dict(self) -> dict[str, Any]:
         return {"epsilon": json_number(self.epsilon), "delta": json_number(self.delta), "theorem": self.theorem}
@@ -144,6 +192,18 @@ class Report:
     lower_curve: PrivacyCurve | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
+        # plain Python values, whatever engine computed them (numpy's bool_ and int64 are not JSON)
+        for name in ("epsilon", "delta", "witness_epsilon", "rtol"):
+            object.__setattr__(self, name, _number(getattr(self, name)))
+        object.__setattr__(self, "exact", bool(self.exact))
+        object.__setattr__(self, "time_limit_reached", bool(self.time_limit_reached))
+        object.__setattr__(self, "differing", tuple(int(i) for i in self.differing))
+        object.__setattr__(self, "differing_count", int(self.differing_count))
+        if self.witness is not None:
+            object.__setattr__(self, "witness", tuple(frozenset(int(i) for i in members) for members in self.witness))
+        if self.bracket is not None:
+            object.__setattr__(self, "bracket", (float(self.bracket[0]), float(self.bracket[1])))
+        object.__setattr__(self, "notes", tuple(self.notes))
         if self.witness_names is not None:
             if self.witness is None or len(self.witness_names) != 2 or any(
                     len(names) != len(members) for names, members in zip(self.witness_names, self.witness)):

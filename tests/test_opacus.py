@@ -232,3 +232,68 @@ def test_opacus_calibrates_the_noise_with_the_shuffled_accountant():
                                  rtol=DEFAULT_RTOL).epsilon_bracket(1e-6)
     assert 1.98 <= high <= 2.0 and high - low <= 0.01 * high
     assert sigmas["gce-shuffled"] < 0.9 * sigmas["prv"]  # 1.46 against 1.67
+
+
+def test_each_accountant_refuses_the_loaders_it_does_not_account():
+    """The sampler guard (module doc, "Which accountant for which loader"): a shuffled accountant with a
+    Poisson loader would report 2.65 where the loader spends 3.47 (sigma 1, 10 batches, delta 1e-6)."""
+    with pytest.raises(InvalidParameterError, match="^poisson_sampling: .*gce-poisson"):
+        AllocationAccountant()._check_loader("poisson")
+    for cls in (AllocationAccountant, PoissonAccountant):
+        with pytest.raises(InvalidParameterError, match="^data_loader: does not shuffle"):
+            cls()._check_loader("sequential")
+        cls()._check_loader(None)  # a hook attached by hand: nothing to read
+    AllocationAccountant()._check_loader("shuffled")
+    PoissonAccountant()._check_loader("poisson")
+    with pytest.warns(UserWarning, match="gce-shuffled"):
+        PoissonAccountant()._check_loader("shuffled")
+
+
+def _make_private(accountant, shuffle=True, **options):
+    """Opacus' make_private on a small model and loader with ``accountant``; returns (engine, loader)."""
+    import warnings
+
+    import torch
+    from opacus import PrivacyEngine
+
+    from gce.bridges.opacus import register
+
+    register()
+    data = torch.utils.data.TensorDataset(torch.randn(200, 4), torch.randint(0, 2, (200,)))
+    model = torch.nn.Linear(4, 2)
+    engine = PrivacyEngine(accountant=accountant)
+    with warnings.catch_warnings():  # Opacus' own warning (secure RNG), not gce's
+        warnings.filterwarnings("ignore", message="Secure RNG")
+        _, optimizer, loader = engine.make_private(
+            module=model, optimizer=torch.optim.SGD(model.parameters(), lr=0.1),
+            data_loader=torch.utils.data.DataLoader(data, batch_size=20, shuffle=shuffle), noise_multiplier=1.0,
+            max_grad_norm=1.0, **options)
+    for x, y in loader:
+        optimizer.zero_grad()
+        torch.nn.functional.cross_entropy(model(x), y).backward()
+        optimizer.step()
+    return engine, loader
+
+
+@pytest.mark.slow
+def test_the_sampler_guard_in_a_real_training_run():
+    """The shuffled accountant with Opacus' default Poisson loader is refused before training; with a loader
+    that does not shuffle, both are; correctly paired loaders give the numbers they always gave (2.65 shuffled,
+    3.47 Poisson for one epoch of 10 batches at sigma 1, delta 1e-6)."""
+    pytest.importorskip("opacus")
+    with pytest.raises(InvalidParameterError, match="^poisson_sampling: is True"):
+        _make_private("gce-shuffled")  # poisson_sampling=True is Opacus' default
+    with pytest.raises(InvalidParameterError, match="^poisson_sampling"):
+        _make_private("gce-shuffled", poisson_sampling=True)
+    for name in ("gce-shuffled", "gce-poisson"):
+        with pytest.raises(InvalidParameterError, match="^data_loader: does not shuffle"):
+            _make_private(name, shuffle=False, poisson_sampling=False)
+    with pytest.warns(UserWarning, match="gce-shuffled"):
+        _make_private("gce-poisson", poisson_sampling=False)
+    engine, _ = _make_private("gce-shuffled", poisson_sampling=False)
+    assert engine.accountant.history == [(1.0, 0.1, 10)]
+    assert 2.650 < engine.get_epsilon(1e-6) < 2.655
+    engine, loader = _make_private("gce-poisson")
+    assert type(loader).__name__ == "DPDataLoader" and len(engine.accountant) == 10
+    low, high = engine.accountant.get_epsilon_bracket(1e-6)
+    assert low <= _pld([(1.0, 0.1, 10)], 1e-6) <= high and 3.46 < high < 3.50

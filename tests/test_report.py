@@ -108,3 +108,29 @@ def test_scenario_repr_is_one_short_line():
     bare = Scenario(4, [Invocation(0, PureDP(0.1))], ConstraintSet(4, [AtMost(2), AtMost(3)]), epsilon=1.0)
     assert repr(bare) == ("Scenario(4 databases, 1 invocation group (1 invocation), constraints: 2 x at_most, "
                           "unbounded, target delta at epsilon 1)")
+
+
+def test_numpy_scalars_from_an_engine_become_plain_values():
+    """An engine's comparison of numpy floats gives a numpy.bool_ (``upper <= best * (1 + 1e-9)``), which
+    json.dumps refuses ("Object of type bool is not JSON serializable", seen on gce solve --json): the report
+    stores plain Python values whatever it was built from, and the command line's writer walks what is left."""
+    import numpy as np
+
+    from gce.report import Baseline, plain, to_json
+
+    report = Report(epsilon=np.float64(1.5), delta=np.float64(1e-6), theorem="batch", exact=np.bool_(True),
+                    witness=(frozenset(), frozenset(np.arange(3))), differing=tuple(np.arange(2)), curve=None,
+                    baselines={"classic": Baseline("classic", np.float64(2.0), np.float64(1e-6), "kairouz-III.3")},
+                    witness_epsilon=np.float64(1.5), differing_count=np.int64(2), rtol=np.float64(0.01),
+                    bracket=(np.float64(1.4), np.float64(1.5)), time_limit_reached=np.bool_(False))
+    assert report.exact is True and report.time_limit_reached is False
+    assert type(report.epsilon) is float and type(report.differing_count) is int
+    assert all(type(i) is int for i in report.witness[1]) and all(type(i) is int for i in report.differing)
+    assert type(report.bracket[0]) is float and type(report.baselines["classic"].epsilon) is float
+    text = json.dumps(report.to_dict())  # plain json, no default= needed
+    assert Report.from_dict(json.loads(text)).to_dict() == report.to_dict()
+    assert json.loads(to_json({"a": np.bool_(False), "b": [np.int64(3), np.float32(0.5)], "c": np.arange(2)})) == {
+        "a": False, "b": [3, 0.5], "c": [0, 1]}
+    assert plain({np.int64(1): frozenset({2, 1})}) == {1: [1, 2]}
+    with pytest.raises(ValueError):
+        to_json({"x": float("nan")})  # NaN is never written as JSON

@@ -19,6 +19,21 @@ uniform over the epoch's ``t`` and independent of the other examples'). A loader
 batches of a fixed size is accounted this way in the literature; it is that sampler only when every batch
 has the same size (a smaller last batch makes its position less likely), which this module does not prove.
 
+Which accountant for which loader
+---------------------------------
+The accountant must match the data loader, and Opacus does not tell the accountant which loader it has.
+``make_private(..., poisson_sampling=True)``, Opacus' default, replaces the loader by a Poisson-sampled
+``DPDataLoader``: only ``"gce-poisson"`` accounts it (one epoch of 10 batches at sigma 1 is 3.47 at delta
+1e-6 as Poisson; the shuffled accountant would say 2.65, a number that is not a guarantee for that loader).
+``poisson_sampling=False`` keeps the user's loader: when it shuffles (a ``RandomSampler``, as
+``DataLoader(..., shuffle=True)`` makes) ``"gce-shuffled"`` accounts it; a loader that does not shuffle
+(a ``SequentialSampler``) is amplified by neither. When ``make_private`` attaches the accountant's hook,
+:meth:`_HistoryAccountant.get_optimizer_hook_fn` reads the loader ``make_private`` prepared
+(:func:`loader_sampling`) and refuses a pairing whose number would not be a guarantee: the shuffled
+accountant with a Poisson or an unshuffled loader, the Poisson accountant with an unshuffled one. The
+Poisson accountant with a shuffled loader is what Opacus itself does by default; it is not a proven
+guarantee for shuffled batches (Chua et al., ICML 2024), so gce warns and points to ``"gce-shuffled"``.
+
 ``get_epsilon(delta)`` is the certified upper end of the bracket (a valid guarantee);
 ``get_epsilon_bracket(delta)`` gives both ends. The accountants need neither Opacus nor torch;
 :func:`register` makes them available to ``PrivacyEngine(accountant="gce-shuffled")`` (it imports Opacus).
@@ -46,6 +61,8 @@ Balle, Barthe, Gaboardi, "Privacy amplification by subsampling", NeurIPS 2018.
 from __future__ import annotations
 
 import math
+import sys
+import warnings
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from copy import deepcopy
@@ -63,7 +80,7 @@ from ..priors.allocation.ratios import GaussianRatio
 from ..priors.allocation.uniform_grid import GRID_LIMIT, START_POINTS
 from ..validation import is_integer, is_number
 
-__all__ = ["AllocationAccountant", "PoissonAccountant", "register", "MECHANISMS"]
+__all__ = ["AllocationAccountant", "PoissonAccountant", "register", "loader_sampling", "MECHANISMS"]
 
 #: One step's record in Opacus' history: (noise multiplier, sample rate, steps).
 Entry = tuple[float, float, int]
@@ -138,7 +155,19 @@ class _HistoryAccountant:
         return self.get_epsilon_bracket(delta)[1]
 
     def get_optimizer_hook_fn(self, sample_rate: float) -> Callable[[Any], None]:
-        """Opacus' hook: one step per optimizer step, at ``sample_rate`` times the accumulated iterations."""
+        """Opacus' hook: one step per optimizer step, at ``sample_rate`` times the accumulated iterations.
+
+        Called by Opacus' ``make_private``, it first checks that the loader ``make_private`` prepared is one
+        this accountant accounts (module doc, "Which accountant for which loader"; :func:`loader_sampling`).
+
+        Raises
+        ------
+        InvalidParameterError
+            Naming ``poisson_sampling`` (or ``data_loader``) when the loader is one whose batches this
+            accountant's number would not be a guarantee for.
+        """
+        self._check_loader(loader_sampling(sys._getframe(1)))
+
         def hook_fn(optim: Any) -> None:
             self.step(noise_multiplier=optim.noise_multiplier,
                       sample_rate=sample_rate * optim.accumulated_iterations)
@@ -161,12 +190,29 @@ class _HistoryAccountant:
     def _curve(self, entries: Sequence[Entry], delta: float) -> AllocationCurve:
         raise NotImplementedError
 
+    def _check_loader(self, sampling: str | None) -> None:
+        """Refuse (or warn about) a loader of ``sampling`` (:func:`loader_sampling`) this accountant does not
+        account; None (the hook not attached by ``make_private``) is not checked."""
+        if sampling == "sequential":
+            raise InvalidParameterError(
+                "data_loader", f"does not shuffle (a SequentialSampler): its batches are fixed, so no sampling "
+                               f"amplifies them and accountant {self.mechanism()!r} would under-count; pass "
+                               f"poisson_sampling=True with accountant 'gce-poisson', or a loader with "
+                               f"shuffle=True with accountant 'gce-shuffled'")
+
 
 class PoissonAccountant(_HistoryAccountant):
     """Poisson batches: each step a Gaussian of ``mu = 1 / noise_multiplier`` on a Poisson subsample of rate
     ``sample_rate``, the steps composed (:func:`gce.priors.allocation.poisson_curve`)."""
 
     mode = "poisson"
+
+    def _check_loader(self, sampling: str | None) -> None:
+        super()._check_loader(sampling)
+        if sampling == "shuffled":
+            warnings.warn("accountant 'gce-poisson' with a shuffled loader (poisson_sampling=False): Poisson "
+                          "accounting is not a proven guarantee for shuffled batches; accountant "
+                          "'gce-shuffled' certifies them (random allocation)", UserWarning, stacklevel=3)
 
     def _curve(self, entries: Sequence[Entry], delta: float) -> AllocationCurve:
         merged: dict[tuple[float, float], int] = {}
@@ -186,6 +232,15 @@ class AllocationAccountant(_HistoryAccountant):
 
     mode = "shuffled"
 
+    def _check_loader(self, sampling: str | None) -> None:
+        super()._check_loader(sampling)
+        if sampling == "poisson":
+            raise InvalidParameterError(
+                "poisson_sampling", "is True (Opacus' default), so the loader samples Poisson batches, which "
+                                    "accountant 'gce-shuffled' does not account (it would under-count); pass "
+                                    "poisson_sampling=False to make_private to keep a shuffled loader, or use "
+                                    "accountant 'gce-poisson'")
+
     def _curve(self, entries: Sequence[Entry], delta: float) -> AllocationCurve:
         above, below = epochs_of(entries)
         if any(mu == math.inf for mu, _ in above):
@@ -201,6 +256,35 @@ class AllocationAccountant(_HistoryAccountant):
                      allocation_curve(mu, t, epochs=below[(mu, t)], rtol=self.rtol, delta=delta).lower)
             return AllocationCurve(upper._upper, lower, f"{upper.description}; below: the complete epochs only")
         return epochs_curve(above, below, self.rtol, delta)
+
+
+#: The batch samplers of Opacus' Poisson-sampled ``DPDataLoader`` (``opacus.utils.uniform_sampler``).
+_POISSON_SAMPLERS = frozenset({"UniformWithReplacementSampler", "DistributedUniformWithReplacementSampler"})
+
+
+def loader_sampling(frame: Any, depth: int = 4) -> str | None:
+    """How the loader of the Opacus ``make_private`` call on the stack at or above ``frame`` (at most
+    ``depth`` frames up) draws its batches: ``"poisson"`` (a ``DPDataLoader`` or its samplers),
+    ``"sequential"`` (a ``SequentialSampler``: no shuffling), ``"shuffled"`` (any other sampler, e.g. the
+    ``RandomSampler`` of ``shuffle=True``), or None when no such call is found (a hook attached by hand).
+
+    ``make_private`` replaces its local ``data_loader`` by the prepared one before it attaches the hook, so
+    the loader read is the one training will use, whether ``poisson_sampling`` made it or the user passed a
+    ``DPDataLoader`` of their own."""
+    for _ in range(depth):
+        if frame is None:
+            return None
+        if frame.f_code.co_name == "make_private" and str(frame.f_globals.get("__name__", "")).startswith("opacus"):
+            loader = frame.f_locals.get("data_loader")
+            if loader is None:
+                return None
+            batch_sampler = getattr(loader, "batch_sampler", None)
+            if type(loader).__name__ == "DPDataLoader" or type(batch_sampler).__name__ in _POISSON_SAMPLERS:
+                return "poisson"
+            sampler = getattr(batch_sampler, "sampler", getattr(loader, "sampler", None))
+            return "sequential" if type(sampler).__name__ == "SequentialSampler" else "shuffled"
+        frame = frame.f_back
+    return None
 
 
 def epochs_of(entries: Sequence[Entry]) -> tuple[dict[tuple[float, int], int], dict[tuple[float, int], int]]:
