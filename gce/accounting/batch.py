@@ -922,6 +922,22 @@ def _blocks(laws: Sequence[_Law], size: int):
 
 
 def _compose(laws: Sequence[_Law], h: float) -> _Composed:
+    lo, pmf, tail_below, tail_above, power_round_off = convolve(laws, h)
+    size = pmf.size
+    log_survival = sum(law.count * math.log1p(-law.infinite) if law.infinite < 1 else -math.inf for law in laws)
+    infinite = -math.expm1(log_survival)
+    positive = pmf > 0
+    losses = (lo + np.flatnonzero(positive)) * h
+    with np.errstate(divide="ignore"):
+        curve = DiscreteLossCurve(losses, np.log(pmf[positive]), infinite_mass=infinite)
+    return _Composed(curve, tail_below, tail_above, size, power_round_off)
+
+
+def convolve(laws: Sequence[_Law], h: float) -> tuple[int, NDArray[np.float64], float, float, float]:
+    """The finite part of the laws' composition on the grid ``{i h}``: ``(lo, pmf, tail_below, tail_above,
+    power_round_off)``, the pmf at the indices ``lo .. lo + pmf.size - 1`` (a cyclic convolution on the
+    Chernoff window of :func:`_window`, module doc), the window's tail bounds and the powers' round-off
+    allowance (:class:`_Composed`'s ``round_off`` adds the transform's own)."""
     lo, hi, tail_below, tail_above = _window(laws, h)
     if max(abs(lo), abs(hi)) >= 2**62:  # counts of ~2**63 copies: grid indices beyond 64-bit integers
         raise NumericalLimitError(f"a batch composition's window reaches grid index {max(abs(lo), abs(hi)):.3g} "
@@ -967,13 +983,7 @@ def _compose(laws: Sequence[_Law], h: float) -> _Composed:
     # about the spectrum's error (the partial sums of w^{-ik} fall off as 1 / k). Eight times that:
     # an estimate, like ABSOLUTE_ROUND_OFF, not a proof.
     power_round_off = 8.0 * np.finfo(float).eps * max(math.log2(size), 1.0) * powered
-    log_survival = sum(law.count * math.log1p(-law.infinite) if law.infinite < 1 else -math.inf for law in laws)
-    infinite = -math.expm1(log_survival)
-    positive = pmf > 0
-    losses = (lo + np.flatnonzero(positive)) * h
-    with np.errstate(divide="ignore"):
-        curve = DiscreteLossCurve(losses, np.log(pmf[positive]), infinite_mass=infinite)
-    return _Composed(curve, tail_below, tail_above, size, power_round_off)
+    return lo, pmf, tail_below, tail_above, power_round_off
 
 
 # ---------------------------------------------------------------------------

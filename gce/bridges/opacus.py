@@ -72,12 +72,10 @@ from .. import effort
 from ..accounting.curves import GaussianCurve
 from ..errors import InvalidParameterError, NumericalLimitError
 from ..priors.allocation import MU_LIMIT, AllocationCurve, LowerBound, allocation_curve, poisson_curve
-from ..priors.allocation.bracket import TAIL, _TAIL_SHARE, _DirectionLower, _may_refine, _width
-from ..priors.allocation.decomposition import (_COARSE, _block_laws, _compose_blocks, _loss_interval,
-                                               _step_seconds)
-from ..priors.allocation.random_allocation import _Least
+from ..priors.allocation.bracket import _Least
+from ..priors.allocation.decomposition import _NoRoom
+from ..priors.allocation.epochs import compose_epochs, epochs_tail
 from ..priors.allocation.ratios import GaussianRatio
-from ..priors.allocation.uniform_grid import GRID_LIMIT, START_POINTS
 from ..validation import is_integer, is_number
 
 __all__ = ["AllocationAccountant", "PoissonAccountant", "register", "loader_sampling", "MECHANISMS"]
@@ -334,11 +332,11 @@ def epochs_of(entries: Sequence[Entry]) -> tuple[dict[tuple[float, int], int], d
 def epochs_curve(above: Mapping[tuple[float, int], int], below: Mapping[tuple[float, int], int], rtol: float,
                  delta: float) -> AllocationCurve:
     """Epochs of random allocation (1 of t each) at several ``(mu, t)``, composed: above, the epochs'
-    dominating pairs (``above``), below, their garbled pairs (``below``), on the batch engine's loss grid, as
-    :func:`gce.priors.allocation.decomposition._composed` composes the epochs of one; the cells and the loss
-    grid refined together until the bracket at ``delta`` is within ``rtol`` (or the time limit stops it).
-    Never above the composition of the Gaussians themselves, nor below the sum of every batch's output
-    (closed forms, as :func:`allocation_curve` for mu beyond its grids)."""
+    dominating pairs (``above``), below, their garbled pairs (``below``), tilted towards the target and refined
+    until the bracket at ``delta`` is within ``rtol`` (or the time limit stops it), as
+    :func:`gce.priors.allocation.epochs.compose_epochs` composes the epochs of one ``(mu, t)``. Never above
+    the composition of the Gaussians themselves, nor below the sum of every batch's output (closed forms, as
+    :func:`allocation_curve` for mu beyond its grids, and the answer when no grid fits)."""
     high_mu = math.sqrt(sum(count * mu**2 for (mu, _), count in above.items()))
     low_mu = math.sqrt(sum(count * mu**2 / t for (mu, t), count in below.items()))
     closed = AllocationCurve([GaussianCurve(high_mu)], LowerBound([(GaussianCurve(low_mu), 0.0, 0.0)]),
@@ -346,50 +344,16 @@ def epochs_curve(above: Mapping[tuple[float, int], int], below: Mapping[tuple[fl
                              f"above; the sum of every batch's output (GDP mu {low_mu:g}) below")
     if any(mu >= MU_LIMIT for mu, _ in above):
         return closed
-    tail = max(TAIL, _TAIL_SHARE * delta)
-    points, interval, target = START_POINTS, None, 0.0
-    kept: AllocationCurve | None = None
-    while True:
-        try:
-            laws = {key: _block_laws(GaussianRatio(key[0]), key[1], points, tail) for key in {*above, *below}}
-            if interval is None:
-                target = _loss_interval([(laws[key][0], count) for key, count in above.items()], rtol, delta, None)
-                interval = min(target * _COARSE, max(target, 0.05))
-                if not _may_refine(_seconds(laws, above, below, points, interval, tail),
-                                   "allocation epochs (first composition)", delta, None, math.inf):
-                    return closed
-            upper, _ = _compose_blocks([(laws[key], count) for key, count in above.items()], 1, interval)
-            parts = [(GaussianCurve(low_mu), 0.0, 0.0)]
-            if below:
-                garbled, slack = _compose_blocks([(laws[key], count) for key, count in below.items()], 1, interval)
-                copies = sum(below.values())
-                grow = copies * (1.0 + slack) ** max(copies - 1, 0)
-                parts.append((_DirectionLower(garbled.lower), slack * grow, slack * grow))
-            trial = AllocationCurve([_Least([upper, GaussianCurve(high_mu)])], LowerBound(parts),
-                                    f"{sum(above.values())} epochs at {len(above)} (mu, t): dominating pairs "
-                                    f"composed above, garbled pairs below ({points:,} cells, loss grid "
-                                    f"{interval:.3g})")
-            low, high = trial.epsilon_bracket(delta)
-        except NumericalLimitError:
-            break
-        kept = trial
-        width = _width(low, high)
-        if width <= rtol or points >= GRID_LIMIT // 8:
-            break
-        finer = points if interval > target else 2 * points
-        if not _may_refine(_seconds(laws, above, below, finer, interval / 2, tail),
-                           "allocation refinement (epochs)", delta, None, width):
-            break
-        points, interval = finer, interval / 2
-    return closed if kept is None else kept
-
-
-def _seconds(laws, above, below, points: int, interval: float, tail: float) -> float:
-    """Estimated seconds of one step of :func:`epochs_curve` (from its grids' sizes, never measured): each
-    ``(mu, t)``'s step of the decomposition's schedule
-    (:func:`~gce.priors.allocation.decomposition._step_seconds`), above and below."""
-    return sum(_step_seconds(GaussianRatio(key[0]), [(key[1], count)], [(laws[key], count)], 1, points, interval,
-                             tail) for counts in (above, below) for key, count in counts.items())
+    ratios = {key: GaussianRatio(key[0]) for key in {*above, *below}}
+    try:
+        curve = compose_epochs({(ratios[key], key[1]): count for key, count in above.items()},
+                               {(ratios[key], key[1]): count for key, count in below.items()}, rtol, delta, None,
+                               epochs_tail(delta, sum(above.values())))
+    except (NumericalLimitError, _NoRoom):
+        return closed
+    return AllocationCurve([_Least([curve, GaussianCurve(high_mu)])],
+                           LowerBound([(curve.lower, 0.0, 0.0), (GaussianCurve(low_mu), 0.0, 0.0)]),
+                           f"{sum(above.values())} epochs at {len(above)} (mu, t): {curve.description}")
 
 
 def _revealing(why: str | None) -> AllocationCurve:

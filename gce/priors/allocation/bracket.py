@@ -144,6 +144,21 @@ class AllocationCurve(PrivacyCurve):
         return 0.0
 
 
+class _Least(PrivacyCurve):
+    """The pointwise least of valid upper curves (each a guarantee, so their minimum at every eps is one)."""
+
+    def __init__(self, curves: Sequence[PrivacyCurve]):
+        self._curves = tuple(curves)
+        self.delta_floor = min(c.delta_floor for c in self._curves)
+
+    def _delta(self, eps: NDArray[np.float64]) -> NDArray[np.float64]:
+        return np.min([np.atleast_1d(c.delta(eps)) for c in self._curves], axis=0)
+
+    def _epsilon(self, d: NDArray[np.float64]) -> NDArray[np.float64]:
+        # nonincreasing curves: the least reaches d at the smallest of their epsilons
+        return np.min([np.atleast_1d(c.epsilon(d)) for c in self._curves], axis=0)
+
+
 def _width(low: float, high: float) -> float:
     """``high / low - 1``: :func:`gce.effort.relative_width`."""
     return effort.relative_width(low, high)

@@ -20,12 +20,13 @@ from ... import effort
 from ...accounting.curves import PrivacyCurve
 from ...errors import InvalidParameterError, NumericalLimitError
 from ...validation import is_number
-from .bracket import (_STOPPED, _TAIL_SHARE, _WHICH, DEFAULT_RTOL, TAIL, AllocationCurve, LowerBound, _at, _check_count,
+from .bracket import (_STOPPED, _Least, _TAIL_SHARE, _WHICH, DEFAULT_RTOL, TAIL, AllocationCurve, LowerBound, _at, _check_count,
                       _DirectionLower, _may_refine, _target_text, _width)
 from .circle import THRESHOLDS as CIRCLE_LEVELS
 from .circle import circle_curve
 from .circle import seconds as _circle_seconds
-from .decomposition import _blocks, _composed, _loss_interval, _NoRoom
+from .decomposition import _blocks, _composed, _exact_blocks, _loss_interval, _NoRoom
+from .epochs import compose_epochs, epochs_tail
 from .log_statistic import by_counts as _by_counts
 from .log_statistic import COUNT_CELLS
 from .log_statistic import count_seconds as _count_seconds
@@ -100,8 +101,9 @@ def allocation_curve(mu: float, t: int, k: int = 1, epochs: int = 1, rtol: float
     if epsilon is None and delta is None:
         delta = 1e-6
     if epsilon is None and delta > 0:
-        # The clamp's charge only has to be small against the target: a smaller clamp, a finer grid.
-        tail = max(tail, _TAIL_SHARE * delta)
+        # The clamp's charge only has to be small against the target: a smaller clamp, a finer grid; over
+        # several epochs each one's charge is a share of it (epochs.epochs_tail).
+        tail = epochs_tail(delta, epochs * k, tail)
     if isinstance(ratio, GaussianRatio) and (ratio.mu == 0.0 or t == k):
         return _plain(ratio.mu, k, epochs)
     if ratio.trivial:
@@ -116,6 +118,15 @@ def allocation_curve(mu: float, t: int, k: int = 1, epochs: int = 1, rtol: float
         lower = LowerBound([(law.curve(), law.slack, law.slack_other) for w in _WHICH for law in kept[w][1]])
         grids = ", ".join(f"{w}: {laws[w][2]}" for w in _WHICH)
         curve = AllocationCurve(upper, lower, f"1 of {t}, {ratio.label} ({grids}){_STOPPED if stopped else ''}")
+    elif k == 1 and not _exact_blocks(ratio, t):  # epochs of 1 of t (module epochs)
+        try:
+            curve = compose_epochs({(ratio, t): epochs}, {(ratio, t): epochs}, rtol, delta, epsilon, tail)
+        except _NoRoom as why:
+            if not isinstance(ratio, GaussianRatio):
+                raise NumericalLimitError(f"random allocation: {why}") from None
+            return _closed_forms(ratio.mu, t, k, epochs, str(why))
+        except NumericalLimitError:  # no grid fits a law: the decomposition's own schedule (closed forms last)
+            curve = _composed(ratio, t, k, epochs, rtol, delta, epsilon, tail)
     else:
         try:
             curve = _composed(ratio, t, k, epochs, rtol, delta, epsilon, tail)
@@ -505,21 +516,6 @@ def _next_level(at: int, width: float, rtol: float) -> int:
         if RATIOS[later] - 1.0 <= spacing:
             return later
     return len(RATIOS) - 1 if at + 1 < len(RATIOS) else len(RATIOS)
-
-
-class _Least(PrivacyCurve):
-    """The pointwise least of valid upper curves (each a guarantee, so their minimum at every eps is one)."""
-
-    def __init__(self, curves: Sequence[PrivacyCurve]):
-        self._curves = tuple(curves)
-        self.delta_floor = min(c.delta_floor for c in self._curves)
-
-    def _delta(self, eps: NDArray[np.float64]) -> NDArray[np.float64]:
-        return np.min([np.atleast_1d(c.delta(eps)) for c in self._curves], axis=0)
-
-    def _epsilon(self, d: NDArray[np.float64]) -> NDArray[np.float64]:
-        # nonincreasing curves: the least reaches d at the smallest of their epsilons
-        return np.min([np.atleast_1d(c.epsilon(d)) for c in self._curves], axis=0)
 
 
 def _no_worse_than_composition(curve: AllocationCurve, mu: float, below: float) -> AllocationCurve:

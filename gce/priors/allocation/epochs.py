@@ -1,0 +1,283 @@
+"""Epochs of 1 of t: independent allocations composed, with a bracket that holds at any delta.
+
+DP-SGD on shuffled batches runs one allocation of 1 of ``t`` an epoch, reshuffled each epoch: ``E`` independent
+allocations, whose pair is the product of the epochs' pairs. Each epoch's pair is bounded per direction by
+the laws of :mod:`.one_of_t` (a dominating law above, a garbled one below, on the uniform or the geometric
+grid), and the epochs are composed on the batch engine's loss grid (:func:`gce.accounting.batch.compose_laws`):
+the composition of dominating pairs dominates the composition, that of garbled pairs is a garbling of it
+(post-processing of a product is the product of post-processings; module doc of :mod:`.decomposition`,
+"Repeats"). Several ``(mu, t)`` (an Opacus history whose noise or batch count changes) are composed the same
+way, each with its own count.
+
+Allowances relative to the target
+---------------------------------
+The uniform grid's round-off allowance is absolute: about ``t`` times the FFT's error, some ``1e-9`` at
+``t = 1000``, charged at infinite loss per epoch. Composed over ``E`` epochs it is ``E`` times that, which
+swamps a target of ``1e-8`` (5 epochs of 1,000 steps at sigma 2 fell back to the unamplified bound, 6.54,
+where the truth is 0.178). The geometric grid's errors are relative, cell by cell (:mod:`.geometric_grid`,
+"Floating point"), so they cost a share of the answer at every delta. So each epoch's clamp is charged at
+most ``1e-4 * delta / E`` (the tail), and the laws are chosen and refined by what they give *after*
+composition: for each ``(mu, t)`` and direction, both grids are computed, the epochs composed with each, and
+the one whose composed bracket is narrower is refined (points doubled, ``rho`` halved), the method predicted
+to reach the width first by :func:`~.one_of_t._time_to` (from its observed convergence and its estimated
+cost, never a measured time), until the composed bracket at the target is within ``rtol``. A law whose
+allowance swamps the target simply composes to a wide bracket and is not chosen.
+
+The loss grid of the composition is fixed from the question (:func:`~.decomposition._loss_interval` at an
+eighth of the width, so that its own rounding, ``h`` per copy below and ``O(h^2)`` above, takes a small share
+of ``rtol``), halved when the laws are at their finest and the bracket is still too wide.
+
+References
+----------
+Feldman, Shenfeld, "Privacy amplification by random allocation", arXiv 2502.08202.
+Chua, Ghazi, Kamath, Kumar, Manurangsi, Sinha, Zhang, "Balls-and-bins sampling for DP-SGD", AISTATS 2025.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+
+import numpy as np
+
+from ...accounting import batch
+from ...errors import NumericalLimitError
+from ...accounting.curves import GaussianCurve
+from .bracket import (_STOPPED, _TAIL_SHARE, _WHICH, TAIL, AllocationCurve, LowerBound, _at, _DirectionLower,
+                      _fft_seconds, _Law, _Least, _may_refine, _width)
+from .decomposition import _loss_interval, _merged_below, _NoRoom
+from .one_of_t import _GROWTH, _METHODS, _time_to
+from .tilted import compose_tilted, saddle_epsilon
+
+#: The loss grid's share of the requested width (:func:`_loss_interval`'s is a quarter: here an eighth, since
+#: the laws' own rounding takes the rest).
+_LOSS_SHARE = 0.5
+#: A method whose composed width shrank by less than this factor in its last refinement is not refined again
+#: (round-off or the clamp dominate it).
+_STALLED = 0.95
+#: Halvings of the loss grid after the laws are at their finest (each doubles the composition's size).
+_LOSS_HALVINGS = 3
+
+Key = tuple  # (ratio, t)
+
+
+def epochs_tail(delta: float | None, epochs: int, tail: float = TAIL) -> float:
+    """The clamp's P-mass charged per epoch: with a delta target, ``max(tail, 1e-4 * delta)`` for one epoch
+    (:func:`~.random_allocation.allocation_curve`) and at most ``1e-4 * delta / epochs`` for several, so that
+    the epochs' charges together cost at most that share of the target.
+
+    >>> epochs_tail(1e-12, 100), epochs_tail(1e-12, 1)
+    (1e-18, 1e-14)
+    """
+    if delta is None or not delta > 0:
+        return tail
+    wide = max(tail, _TAIL_SHARE * delta)
+    return wide if epochs == 1 else min(wide, _TAIL_SHARE * delta / epochs)
+
+
+class _Candidates:
+    """One ``(ratio, t)``'s laws per direction and method: the latest of each method, its parameter, the
+    history of (composed width, estimated seconds), and the methods past their limits."""
+
+    def __init__(self, ratio, t: int, tail: float):
+        self.ratio, self.t, self.tail = ratio, t, tail
+        self.params = {w: {m: _METHODS[m][1] for m in _METHODS} for w in _WHICH}
+        self.laws: dict[str, dict[str, tuple[_Law, _Law, str]]] = {w: {} for w in _WHICH}
+        self.history = {w: {m: [] for m in _METHODS} for w in _WHICH}
+        self.spent = {w: set() for w in _WHICH}
+
+    def seconds(self, which: str, method: str) -> float:
+        return _METHODS[method][3](self.ratio, self.t, self.params[which][method], self.tail, which)
+
+    def compute(self, which: str, method: str) -> None:
+        try:
+            self.laws[which][method] = _METHODS[method][0](self.ratio, self.t, self.params[which][method],
+                                                           self.tail, which)
+        except NumericalLimitError:  # beyond the method's limit: its last laws stay the candidates
+            self.spent[which].add(method)
+
+    def refine(self, which: str, method: str) -> None:
+        self.params[which][method] = _METHODS[method][2](self.params[which][method])
+
+
+def _compose(choice: Mapping[Key, dict[str, tuple[_Law, _Law]]], above: Mapping[Key, int],
+             below: Mapping[Key, int], interval: float, delta: float | None, epsilon: float | None,
+             centre: float | None, which: str, plain: bool = False):
+    """Direction ``which`` of the epochs composed with the chosen laws, tilted towards the target epsilon, or
+    ``centre`` (an estimate of the epsilon at the target delta; the saddle point's bound when None)
+    (:mod:`.tilted`): (its upper curve, its :class:`LowerBound` parts). A lower composition that does not fit
+    certifies nothing (0); an upper one raises :class:`NumericalLimitError`. With ``plain``, the untilted
+    composition too (the least of the two above, the larger below: each valid on its own)."""
+    copies = sum(below.values())
+    floor = _floor(delta, max(sum(above.values()), copies))
+    ups = [batch.loss_law(np.maximum(choice[key][which][0].loss, floor), choice[key][which][0].mass, count,
+                          interval, upper=True, infinite=choice[key][which][0].infinite)
+           for key, count in above.items()]
+    target = epsilon if epsilon is not None else centre if centre is not None else \
+        saddle_epsilon(ups, interval, delta)
+    upper = compose_tilted(ups, interval, target, upper=True)
+    lows = []
+    if below:
+        merged = {key: _merged_below(choice[key][which][1], floor) for key in below}
+        lows = [batch.loss_law(merged[key].loss, merged[key].mass, count, interval, upper=False,
+                               infinite=merged[key].infinite) for key, count in below.items()]
+    parts = [(GaussianCurve(0.0), 0.0, 0.0)]  # nothing certified below without laws (or room for them)
+    slack = max((choice[key][which][1].slack for key in below), default=0.0)
+    other = max((choice[key][which][1].slack_other for key in below), default=0.0)
+    factor = copies * (1.0 + max(slack, other)) ** max(copies - 1, 0)
+    if lows:
+        try:
+            parts.append((compose_tilted(lows, interval, target, upper=False), slack * factor, other * factor))
+        except NumericalLimitError:
+            pass
+    if not plain:
+        return upper, parts
+    # the plain composition beside it (its allowance constant: the better far from the target)
+    try:
+        flat = batch.compose_laws([ups], [lows or ups], interval)  # (its lower is read only from garbled laws)
+        if lows:
+            parts.append((_DirectionLower(flat.lower, 0), slack * factor, other * factor))
+    except NumericalLimitError:  # the plain window is the wider: the tilted curves alone
+        return upper, parts
+    least = _Least([upper, flat.direction(0)])
+    least.size = upper.size
+    return least, parts
+
+
+def _floor(delta: float | None, copies: int) -> float:
+    """The loss below which one epoch's outcomes are raised to it (above) or merged into one (below): their
+    P-mass is at most ``e^floor`` an epoch (``P = Q e^L``), ``1e-6`` of the target over all the epochs, so
+    moving them moves the composed delta by at most that much (raising a loss only raises delta; merging is
+    a post-processing); they would widen the composition's window (losses of ``-40`` an epoch)."""
+    return max(math.log(1e-6 * (delta if delta is not None and delta > 0 else 1e-12) / max(copies, 1)), -700.0)
+
+
+def _direction_bracket(upper, parts, delta, epsilon) -> tuple[float, float]:
+    """(lower, upper) of one direction of a composition at the target."""
+    return _at(upper, LowerBound(parts), delta, epsilon)
+
+
+def compose_epochs(above: Mapping[Key, int], below: Mapping[Key, int], rtol: float, delta: float | None,
+                   epsilon: float | None, tail: float) -> AllocationCurve:
+    """Epochs of 1-of-t allocations composed (module doc): ``above`` the counts of the ``(ratio, t)`` whose
+    dominating pairs are composed for the upper curve, ``below`` those whose garbled pairs are composed for the
+    lower one (the same mapping for a plain run of epochs; an Opacus history bounds a mixed epoch by its least
+    noise above and its most below). Refined until the bracket at the target is within ``rtol``, or the time
+    limit stops it (:func:`~.bracket._may_refine`; the description then says so). ``tail`` is the clamp's
+    charge per epoch (:func:`epochs_tail`).
+
+    Raises
+    ------
+    NumericalLimitError
+        When no grid fits even the first step for some ``(ratio, t)``.
+    _NoRoom
+        When the time limit leaves no room for the first laws (the caller answers in closed form).
+    """
+    keys = list(dict.fromkeys([*above, *below]))
+    state = {key: _Candidates(key[0], key[1], tail) for key in keys}
+    first = sum(state[key].seconds(which, method) for key in keys for which in _WHICH for method in _METHODS)
+    if not _may_refine(first, "allocation epochs (first laws)", delta, epsilon, math.inf):
+        raise _NoRoom("the time limit leaves no room for the first laws")
+    for key in keys:
+        for which in _WHICH:
+            for method in _METHODS:
+                state[key].compute(which, method)
+            if not state[key].laws[which]:
+                raise NumericalLimitError(f"random allocation: neither grid fits 1 of {key[1]} ({key[0].label})")
+    interval = _loss_interval([((_best(state[key], "remove")[0], _best(state[key], "add")[0]), count)
+                               for key, count in above.items()] or
+                              [((_best(state[key], "remove")[0], _best(state[key], "add")[0]), 1) for key in keys],
+                              _LOSS_SHARE * rtol, delta, epsilon)
+    halvings, stopped = 0, False
+    fresh = {(key, which, method) for key in keys for which in _WHICH for method in _METHODS}
+    results: dict[tuple, tuple[float, float]] = {}  # (key, which, method): its composed bracket
+    choice = {key: {w: _best(state[key], w) for w in _WHICH} for key in keys}
+    centre = None
+    while True:
+        # per direction, per key, the method whose laws give the narrowest composed bracket (the others as
+        # chosen); only the laws computed since the last pass are composed again
+        for which in _WHICH:
+            for key in keys:
+                for method, laws in state[key].laws[which].items():
+                    if (key, which, method) not in fresh:
+                        continue
+                    trial = {k: dict(v) for k, v in choice.items()}
+                    trial[key][which] = laws[:2]
+                    try:
+                        bracket = _direction_bracket(*_compose(trial, above, below, interval, delta, epsilon,
+                                                               centre, which), delta, epsilon)
+                    except NumericalLimitError:  # its composition does not fit: not a candidate
+                        bracket = (0.0, math.inf)
+                    results[(key, which, method)] = bracket
+                    state[key].history[which][method].append((_width(*bracket), state[key].seconds(which, method)))
+                mine = {m: results[(key, which, m)] for m in state[key].laws[which]}
+                up_method = min(mine, key=lambda m: mine[m][1])
+                low_method = max(mine, key=lambda m: mine[m][0])
+                choice[key][which] = (state[key].laws[which][up_method][0], state[key].laws[which][low_method][1])
+        fresh = set()
+        composed, parts = zip(*(_compose(choice, above, below, interval, delta, epsilon, centre, w, plain=True)
+                                for w in _WHICH))
+        brackets = [_direction_bracket(composed[d], parts[d], delta, epsilon) for d in range(2)]
+        low, high = max(b[0] for b in brackets), max(b[1] for b in brackets)
+        centre = high if math.isfinite(high) else centre
+        width = _width(low, high)
+        if width <= rtol:
+            break
+        pending = []  # (key, which, method): the directions that decide and are too wide
+        for d, which in enumerate(_WHICH):
+            if not (brackets[d][1] > low and _width(*brackets[d]) > rtol / 2):
+                continue
+            for key in keys:
+                for m in state[key].laws[which]:  # a method whose composed width stopped shrinking is done
+                    seen = state[key].history[which][m]
+                    if len(seen) >= 2 and seen[-1][0] > _STALLED * seen[-2][0]:
+                        state[key].spent[which].add(m)
+                usable = [m for m in state[key].laws[which] if m not in state[key].spent[which]]
+                if usable:
+                    method = min(usable, key=lambda m: _time_to(state[key].history[which][m], rtol / 2, _GROWTH[m]))
+                    pending.append((key, which, method))
+        if not pending:
+            if halvings >= _LOSS_HALVINGS:
+                break
+            if not _may_refine(_compose_seconds(composed) * 2, "allocation epochs (loss grid)", delta, epsilon, width):
+                stopped = True
+                break
+            interval, halvings = interval / 2, halvings + 1
+            fresh = {(key, which, method) for key in keys for which in _WHICH for method in state[key].laws[which]}
+            continue
+        estimate = 0.0
+        for key, which, method in pending:
+            state[key].refine(which, method)
+            estimate += state[key].seconds(which, method)
+        if not _may_refine(estimate + _compose_seconds(composed), "allocation refinement (epochs)", delta, epsilon,
+                           width):
+            stopped = True
+            break
+        for key, which, method in pending:
+            state[key].compute(which, method)
+            fresh.add((key, which, method))
+    labels = "; ".join(f"{key[0].label}, 1 of {key[1]}: " + ", ".join(
+        f"{w} {_label(state[key], w, choice[key][w])}" for w in _WHICH) for key in keys)
+    text = (f"{sum(above.values())} epoch(s) of 1 of t composed ({labels}; loss grid {interval:.3g})"
+            f"{_STOPPED if stopped else ''}")
+    return AllocationCurve(composed, LowerBound([part for direction in parts for part in direction]), text,
+                           directions=(composed[0], composed[1]))
+
+
+def _best(candidates: _Candidates, which: str) -> tuple[_Law, _Law]:
+    """A first choice: the finest method computed (the geometric grid when both are)."""
+    laws = candidates.laws[which]
+    return (laws.get("log") or laws["linear"])[:2]
+
+
+def _label(candidates: _Candidates, which: str, chosen: tuple[_Law, _Law]) -> str:
+    names = {id(laws[0]): laws[2] for laws in candidates.laws[which].values()}
+    lows = {id(laws[1]): laws[2] for laws in candidates.laws[which].values()}
+    up, low = names.get(id(chosen[0]), "?"), lows.get(id(chosen[1]), "?")
+    return up if up == low else f"upper {up}, lower {low}"
+
+
+def _compose_seconds(composed) -> float:
+    """Estimated seconds of one composition like ``composed`` (its grids' sizes: both directions, above and
+    below, and the trials of each law)."""
+    return 8.0 * sum(_fft_seconds(curve.size) for curve in composed)
