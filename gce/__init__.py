@@ -27,58 +27,79 @@ A scenario built in Python, no file needed:
 (4.62, True, 365)
 """
 
-from .accounting.curves import PrivacyCurve
-from .errors import (
-    GCEError,
-    InfeasibleConstraintsError,
-    InvalidParameterError,
-    InvalidScenarioError,
-    NumericalLimitError,
-    UnsupportedCombinationError,
-)
-from .accounting.guarantees import (
-    ZCDP,
-    ApproxDP,
-    GaussianDP,
-    GaussianMechanism,
-    Guarantee,
-    LaplaceMechanism,
-    PureDP,
-    RandomizedResponse,
-    Subsampled,
-)
-from .accounting.theorems import THEOREMS, Composition, compose
-from .constraints import (
-    AtMost,
-    Conflicts,
-    ConstraintSet,
-    Exclusive,
-    MembershipEstimate,
-    Patterns,
-    Together,
-    estimate_membership,
-)
-from .hypotheses import Explicit, Point, Rates, Uniform
-from .model import Databases, Invocation, InvocationGroup, Scenario
-from .report import Report
-from .files.scenario import load_scenario
-from .solving import solve
-from .calibration import Calibration, calibrate
-from .ledger import Accountant, LedgerError
-from .bridges.dp_events import from_dp_event
+import importlib
+import os
+from typing import TYPE_CHECKING
+
+__version__ = "0.1.0"
+
+#: Where each public name lives (``gce.X`` is ``gce.<module>.X``), imported on first use (SPEC 1: a module
+#: ``__getattr__``): ``import gce`` costs no scipy, networkx or solver, so that the command line and a script
+#: that needs one part start at once. ``EAGER_IMPORT=1`` in the environment imports everything up front.
+_SOURCES = {
+    "accounting.curves": ("PrivacyCurve",),
+    "errors": ("GCEError", "InfeasibleConstraintsError", "InvalidParameterError", "InvalidScenarioError",
+               "NumericalLimitError", "UnsupportedCombinationError"),
+    "accounting.guarantees": ("ZCDP", "ApproxDP", "GaussianDP", "GaussianMechanism", "Guarantee", "LaplaceMechanism",
+                              "PureDP", "RandomizedResponse", "Subsampled"),
+    "accounting.theorems": ("THEOREMS", "Composition", "compose"),
+    "constraints": ("AtMost", "Conflicts", "ConstraintSet", "Exclusive", "MembershipEstimate", "Patterns", "Together",
+                    "estimate_membership"),
+    "hypotheses": ("Explicit", "Point", "Rates", "Uniform"),
+    "model": ("Databases", "Invocation", "InvocationGroup", "Scenario"),
+    "report": ("Report",),
+    "files.scenario": ("load_scenario",),
+    "solving": ("solve",),
+    "calibration": ("Calibration", "calibrate"),
+    "ledger": ("Accountant", "LedgerError"),
+    "bridges.dp_events": ("from_dp_event",),
+    # GceAccountant subclasses dp-accounting's PrivacyAccountant, and dp-accounting is slow to import.
+    "bridges.accountant": ("GceAccountant",),
+}
+_MODULE_OF = {name: module for module, names in _SOURCES.items() for name in names}
+#: The subpackages and modules reachable as attributes (``gce.solving``, ``gce.plot``, ...), imported on first use.
+_SUBMODULES = frozenset({
+    "accounting", "bridges", "calibration", "cli", "constraints", "distributions", "effort", "errors", "files",
+    "hypotheses", "ledger", "membership", "model", "plot", "priors", "progress", "report", "resources", "solvers",
+    "solving", "validation",
+})
+
+if TYPE_CHECKING:  # pragma: no cover - what a type checker and an editor see: the names, eagerly
+    from .accounting.curves import PrivacyCurve
+    from .accounting.guarantees import (ZCDP, ApproxDP, GaussianDP, GaussianMechanism, Guarantee, LaplaceMechanism,
+                                        PureDP, RandomizedResponse, Subsampled)
+    from .accounting.theorems import THEOREMS, Composition, compose
+    from .bridges.accountant import GceAccountant
+    from .bridges.dp_events import from_dp_event
+    from .calibration import Calibration, calibrate
+    from .constraints import (AtMost, Conflicts, ConstraintSet, Exclusive, MembershipEstimate, Patterns, Together,
+                              estimate_membership)
+    from .errors import (GCEError, InfeasibleConstraintsError, InvalidParameterError, InvalidScenarioError,
+                         NumericalLimitError, UnsupportedCombinationError)
+    from .files.scenario import load_scenario
+    from .hypotheses import Explicit, Point, Rates, Uniform
+    from .ledger import Accountant, LedgerError
+    from .model import Databases, Invocation, InvocationGroup, Scenario
+    from .report import Report
+    from .solving import solve
 
 
 def __getattr__(name: str) -> object:
-    """``GceAccountant`` (:mod:`gce.bridges.accountant`) on first use: it subclasses dp-accounting's
-    ``PrivacyAccountant``, and dp-accounting is slow to import."""
-    if name == "GceAccountant":
-        from .bridges.accountant import GceAccountant
+    """A public name (or a submodule) on first use: imported from its module, then kept in this namespace."""
+    module = _MODULE_OF.get(name)
+    if module is not None:
+        value = getattr(importlib.import_module(f".{module}", __name__), name)
+    elif name in _SUBMODULES:
+        value = importlib.import_module(f".{name}", __name__)
+    else:
+        raise AttributeError(f"module 'gce' has no attribute {name!r}")
+    globals()[name] = value
+    return value
 
-        return GceAccountant
-    raise AttributeError(f"module 'gce' has no attribute {name!r}")
 
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
 
-__version__ = "0.1.0"
 
 __all__ = [
     "Accountant",
@@ -126,3 +147,7 @@ __all__ = [
     "load_scenario",
     "solve",
 ]
+
+if os.environ.get("EAGER_IMPORT", "") not in ("", "0"):  # pragma: no cover - every name now, as before
+    for _name in __all__:
+        __getattr__(_name)

@@ -40,7 +40,6 @@ from typing import ClassVar
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy import special
 
 from .constraints import AtMost, Constraint, ConstraintSet, Exclusive, Patterns
 from .constraints.base import format_indices
@@ -108,11 +107,15 @@ def _size_cap(constraints: ConstraintSet) -> int | None:
 
 def _log_comb(n: int, s: NDArray[np.float64]) -> NDArray[np.float64]:
     """log C(n, s), elementwise (002 Thm. III.3 is written with the same log-gamma binomials)."""
+    from scipy import special  # here, not at the top: a scenario without priors never needs scipy
+
     return special.gammaln(n + 1.0) - special.gammaln(s + 1.0) - special.gammaln(n - s + 1.0)
 
 
 def _normalised(log_weights: NDArray[np.float64]) -> NDArray[np.float64]:
     """Log weights shifted to sum to 1 (log-sum-exp)."""
+    from scipy import special
+
     return log_weights - special.logsumexp(log_weights)
 
 
@@ -154,6 +157,8 @@ def format_log_count(log_count: float) -> str:
 
 def _log_count_by_size(n: int, low: int, high: int) -> float:
     """Natural log of the number of subsets of ``range(n)`` with ``low <= size <= high``."""
+    from scipy import special
+
     sizes = np.arange(low, min(high, n) + 1, dtype=float)
     return float(special.logsumexp(_log_comb(n, sizes))) if sizes.size else -math.inf
 
@@ -711,6 +716,8 @@ class Rates(Hypothesis):
         cap = _size_cap(constraints)
         if cap is None or np.any(q != q[0]):
             return None
+        from scipy import special
+
         n, p = constraints.n, float(q[0])
         sizes = np.arange(n + 1, dtype=float)
         log_weights = _log_comb(n, sizes) + special.xlogy(sizes, p) + special.xlog1py(n - sizes, -p)

@@ -23,13 +23,13 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from .accounting.guarantees import Guarantee
 from .accounting.kinds import KINDS, is_guarantee
 from .bridges.dp_events import as_guarantee
-from .accounting.theorems import Multiset
 from .constraints import ConstraintSet
 from .constraints.base import MAX_DATABASES
 from .constraints.neighborhood import check_neighborhood
@@ -37,6 +37,9 @@ from .effort import check_rtol
 from .errors import InvalidParameterError, UnsupportedCombinationError
 from .validation import is_integer, is_number
 from .hypotheses import Hypothesis, check_listed
+
+if TYPE_CHECKING:  # pragma: no cover - a name for annotations; the theorems load with the engines
+    from .accounting.theorems import Multiset
 
 __all__ = ["Databases", "Invocation", "InvocationGroup", "Invocations", "InvocationTable", "Scenario", "check_target",
            "invocation_multiset", "per_database_multisets", "MAX_DATABASES", "MAX_INVOCATIONS"]

@@ -18,14 +18,16 @@ import json
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
-from .accounting.curves import PrivacyCurve
 from .effort import check_rtol, describe_width, relative_width
 from .errors import InvalidParameterError
 from .validation import is_integer, is_number
+
+if TYPE_CHECKING:  # pragma: no cover - the curves (and their scipy) load with the engines, not with a report
+    from .accounting.curves import PrivacyCurve
 
 __all__ = ["Baseline", "Report", "json_number", "plain", "terminal_text", "to_json"]
 

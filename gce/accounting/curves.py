@@ -29,7 +29,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy import optimize, special
+from scipy import special
 
 from ..errors import InvalidParameterError
 
@@ -376,6 +376,8 @@ class GaussianCurve(PrivacyCurve):
             hi *= 2.0
             if hi > EPSILON_CAP:
                 return math.inf
+        from scipy import optimize  # here: scipy.optimize is slow to import (start-up)
+
         root = optimize.brentq(f, 0.0, hi, xtol=1e-14, rtol=4 * np.finfo(float).eps)
         root *= 1.0 + ROUND_UP
         return root if f(root) <= 0 else self._bisect(target)

@@ -17,17 +17,18 @@ import itertools
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from functools import cached_property
+from typing import TYPE_CHECKING
 
-import networkx as nx
 import numpy as np
-import scipy.sparse as sp
 from numpy.typing import NDArray
-from scipy.sparse.csgraph import connected_components
 
 from ..errors import InfeasibleConstraintsError, InvalidParameterError, UnsupportedCombinationError
 from ..resources import check_memory
 from .base import AtMostBound, Constraint, as_index, check_in_range, check_n, format_indices
 from .linear import LinearSystem
+
+if TYPE_CHECKING:  # pragma: no cover - networkx and scipy.sparse are imported where used (start-up)
+    import networkx as nx
 
 __all__ = ["ConstraintSet", "MAX_ENUMERATED_COMPONENTS"]
 
@@ -208,6 +209,9 @@ class ConstraintSet:
         groups = [sorted(group) for constraint in self.constraints for group in constraint.together_groups()]
         if not groups:
             return None
+        import scipy.sparse as sp
+        from scipy.sparse.csgraph import connected_components
+
         check_memory("databases", 40 * self.n, f"blocks: labels of {self.n:,} databases")
         heads = np.fromiter((a for g in groups for a in g[:-1]), dtype=np.int64)
         tails = np.fromiter((b for g in groups for b in g[1:]), dtype=np.int64)
@@ -256,6 +260,8 @@ class ConstraintSet:
         networkx.Graph
             Nodes ``0..n-1``.
         """
+        import networkx as nx
+
         graph = nx.Graph()
         graph.add_nodes_from(range(self.n))
         for constraint in self.constraints:

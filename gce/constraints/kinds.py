@@ -29,8 +29,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from functools import cached_property
-
-import networkx as nx
+from typing import TYPE_CHECKING
 
 from ..errors import InvalidParameterError
 from ..validation import is_integer
@@ -44,6 +43,9 @@ from .base import (
     format_indices,
 )
 from .linear import LinearSystem
+
+if TYPE_CHECKING:  # pragma: no cover - networkx is imported where a graph is built (start-up)
+    import networkx as nx
 
 __all__ = ["AtMost", "Exclusive", "Together", "Conflicts", "Patterns"]
 
@@ -335,6 +337,8 @@ class Conflicts(Constraint):
 
     def graph(self) -> nx.Graph:
         """The conflict graph: nodes are the databases on some edge."""
+        import networkx as nx
+
         graph = nx.Graph()
         graph.add_edges_from(self.edges)
         return graph

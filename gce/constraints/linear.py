@@ -18,12 +18,15 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-import scipy.sparse as sp
 
 from ..errors import InvalidParameterError
 from ..validation import is_integer
+
+if TYPE_CHECKING:  # pragma: no cover - scipy.sparse is imported where a system is built (start-up)
+    import scipy.sparse as sp
 
 __all__ = ["LinearSystem", "FEASIBILITY_TOLERANCE"]
 
@@ -72,6 +75,8 @@ class LinearSystem:
             if not is_integer(value) or value < 0:
                 raise InvalidParameterError(name, f"must be an integer >= 0, got {value!r}")
             object.__setattr__(self, name, int(value))
+        import scipy.sparse as sp
+
         A = sp.csr_array(self.A, dtype=np.float64)
         b = np.array(self.b, dtype=np.float64).reshape(-1)
         if A.shape[1] != self.n + self.aux:
@@ -101,6 +106,8 @@ class LinearSystem:
         -------
         LinearSystem
         """
+        import scipy.sparse as sp
+
         data: list[float] = []
         indices: list[int] = []
         indptr = [0]
@@ -134,6 +141,8 @@ class LinearSystem:
         LinearSystem
             With ``aux`` the sum of the systems' ``aux``.
         """
+        import scipy.sparse as sp
+
         total_aux = sum(s.aux for s in systems)
         blocks = []
         offset = n

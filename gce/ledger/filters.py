@@ -65,11 +65,9 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..accounting import kinds
-from ..accounting.curves import GaussianCurve, ZCDPCurve
 from ..accounting.guarantees import Guarantee
 from ..errors import InvalidParameterError, UnsupportedCombinationError
 from ..validation import is_number
-from ..solvers.mixed import renyi_terms
 
 __all__ = ["Filter", "FILTERS", "RENYI_FILTER_ORDERS", "filter_named", "check_budget"]
 
@@ -195,6 +193,8 @@ def _renyi(g: Guarantee) -> NDArray[np.float64] | None:
     best = None
     point = kinds.point(g)
     if point is not None and point[1] == 0.0:
+        from ..solvers.mixed import renyi_terms  # here: the solvers (and scipy) load with the first spend
+
         terms = renyi_terms(g, _ORDERS)
         if terms is not None and terms[1] == 0.0:
             best = np.asarray(terms[0], dtype=float)
@@ -208,6 +208,8 @@ def _zcdp_budget(epsilon: float, delta: float) -> NDArray[np.float64]:
     """The largest rho whose zCDP conversion (CKS20 Prop. 12) meets (epsilon, delta)."""
     if delta <= 0.0:
         return np.array([0.0])
+    from ..accounting.curves import ZCDPCurve
+
     fits = lambda rho: float(ZCDPCurve(rho).epsilon(delta)) <= epsilon  # noqa: E731
     return np.array([_largest(fits, max(epsilon * epsilon, 1e-6))])
 
@@ -216,6 +218,8 @@ def _gdp_budget(epsilon: float, delta: float) -> NDArray[np.float64]:
     """mu_B^2 for the largest mu whose GDP curve (DRS22 Cor. 2.13) has delta(epsilon) <= delta."""
     if delta <= 0.0:
         return np.array([0.0])
+    from ..accounting.curves import GaussianCurve
+
     fits = lambda mu: float(GaussianCurve(mu).delta(epsilon)) <= delta  # noqa: E731
     mu = _largest(fits, max(epsilon, 1e-3))
     return np.array([mu * mu])

@@ -46,9 +46,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
-import scipy.sparse as sp
 from numpy.typing import NDArray
-from scipy.optimize import linprog
 
 from ..accounting.curves import PrivacyCurve
 from ..accounting.guarantees import Guarantee
@@ -297,6 +295,8 @@ class _Transport:
         m, k = w0.size, w1.size
         self.trivial = m == 1 or k == 1
         if not self.trivial:
+            import scipy.sparse as sp
+
             rows = sp.kron(sp.identity(m, format="csr"), np.ones((1, k)), format="csr")
             cols = sp.kron(np.ones((1, m)), sp.identity(k, format="csr"), format="csr")
             self.a_eq = sp.vstack([rows, cols], format="csr")
@@ -311,6 +311,8 @@ class _Transport:
             # any coupling pass as optimal, so the LP sees them scaled to a maximum of 1.
             scale = float(cost.max())
             scaled = cost / scale if scale > 0.0 else cost
+            from scipy.optimize import linprog  # here: scipy.optimize is slow to import (start-up)
+
             result = linprog(scaled.ravel(), A_eq=self.a_eq, b_eq=self.b_eq, bounds=(0, None), method="highs")
             if result.status == 0 and result.x is not None:
                 pi = _repair(result.x.reshape(cost.shape), self.w0, self.w1)

@@ -22,14 +22,17 @@ import abc
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-import scipy.sparse as sp
 from numpy.typing import NDArray
 
 from ..constraints import ConstraintSet
 from ..constraints.neighborhood import NEIGHBORHOODS, check_neighborhood
 from ..errors import InvalidParameterError
+
+if TYPE_CHECKING:  # pragma: no cover - scipy.sparse is imported where used (start-up)
+    import scipy.sparse as sp
 
 __all__ = ["NEIGHBORHOODS", "WeightProblem", "WeightResult", "Solver", "check_time_limit", "MAX_TIME_LIMIT",
            "membership_matrix"]
@@ -69,6 +72,8 @@ def membership_matrix(sets: Sequence[frozenset[int]], n: int) -> sp.csr_array:
     indptr = np.zeros(len(sets) + 1, dtype=np.int64)
     np.cumsum(sizes, out=indptr[1:])
     indices = np.fromiter((i for s in sets for i in sorted(s)), dtype=np.int64, count=int(indptr[-1]))
+    import scipy.sparse as sp
+
     return sp.csr_array((np.ones(indices.size), indices, indptr), shape=(len(sets), n))
 
 

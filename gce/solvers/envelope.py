@@ -72,7 +72,6 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy import signal
 
 from ..accounting import batch
 from ..accounting.curves import DiscreteLossCurve, PrivacyCurve
@@ -111,6 +110,8 @@ def _product(a: Bundle, b: Bundle, cut: float) -> Bundle:
     if min(a.mass.size, b.mass.size) <= 64:
         mass = np.convolve(a.mass, b.mass)
     else:
+        from scipy import signal  # here: scipy.signal (and scipy.stats with it) is slow to import (start-up)
+
         mass = np.maximum(signal.fftconvolve(a.mass, b.mass), 0.0)
     infinite = 1.0 - (1.0 - a.infinite) * (1.0 - b.infinite)
     return trimmed(Bundle(a.lo + b.lo, mass, infinite), cut)
@@ -162,6 +163,8 @@ def bundle_laws(ms: Sequence[tuple[Guarantee, int]], h: float, cut: float = 0.0)
 def _profile_values(mass: NDArray[np.float64], infinite: float, h: float) -> NDArray[np.float64]:
     """``g(e^{j h})`` at every index of ``mass`` (its own range): ``R_j = sum_{l >= j} p_l q^{l - j}``, ``q = e^-h``
     (a backward recursion), then ``g_j = infinite + (1 - q) sum_{l > j} R_l``, without cancellation."""
+    from scipy import signal
+
     q = math.exp(-h)
     r = signal.lfilter([1.0], [1.0, -q], mass[::-1])[::-1]
     tail = np.concatenate((np.cumsum(r[::-1])[::-1][1:], [0.0]))

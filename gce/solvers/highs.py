@@ -48,14 +48,16 @@ import tempfile
 import threading
 import time
 from collections.abc import Iterator
-from typing import IO
 from dataclasses import dataclass
+from typing import IO, TYPE_CHECKING
 
 import numpy as np
-import scipy.sparse as sp
 from numpy.typing import NDArray
 
 from ..errors import GCEError
+
+if TYPE_CHECKING:  # pragma: no cover - scipy.sparse is imported where used (start-up)
+    import scipy.sparse as sp
 
 __all__ = ["Program", "Answer", "solve_program", "new_highs", "CANCEL_WAIT", "DETERMINISTIC_OPTIONS"]
 
@@ -194,6 +196,7 @@ class Answer:
 
 def _model(program: Program, relax: bool):
     import highspy
+    import scipy.sparse as sp
 
     matrix = sp.csr_array(program.matrix, dtype=np.float64)
     columns = program.cost.size

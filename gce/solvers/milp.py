@@ -56,8 +56,9 @@ import math
 from collections import OrderedDict
 from dataclasses import dataclass, replace
 
+from typing import TYPE_CHECKING
+
 import numpy as np
-import scipy.sparse as sp
 from numpy.typing import NDArray
 
 from ..constraints import ConstraintSet, LinearSystem
@@ -67,6 +68,9 @@ from ..effort import Deadline
 from .heuristics import LocalSearch, greedy_pair, local_search_moves
 from .highs import Program, solve_program
 from .packing import PackingStructure, odd_holes, violated_odd_cycles
+
+if TYPE_CHECKING:  # pragma: no cover - scipy.sparse is imported where used (start-up)
+    import scipy.sparse as sp
 
 __all__ = ["formulation", "separate", "MILP", "PlainMILP"]
 
@@ -133,6 +137,8 @@ class Rows:
     @classmethod
     def of(cls, n: int, rows: list[tuple[NDArray[np.int64], float]]) -> "Rows":
         """0/1 rows, one per ``(members, rhs)``."""
+        import scipy.sparse as sp
+
         if not rows:
             return cls(sp.csr_array((0, n)), np.zeros(0))
         indptr = np.cumsum([0] + [len(m) for m, _ in rows])
@@ -144,6 +150,8 @@ class Rows:
         return int(self.matrix.shape[0])
 
     def __add__(self, other: "Rows") -> "Rows":
+        import scipy.sparse as sp
+
         return Rows(sp.vstack([self.matrix, other.matrix], format="csr"), np.concatenate([self.rhs, other.rhs]))
 
     def take(self, mask: NDArray[np.bool_]) -> "Rows":
@@ -222,6 +230,8 @@ def program(problem: WeightProblem, form: str, rows: Rows | None) -> tuple[Progr
     ``z``. Rows: each copy's compiled constraints and ``rows``; ``x + y <= 1``
     (``disjoint``) or ``z <= x + y``, ``z <= 2 - x - y`` (``xor``).
     """
+    import scipy.sparse as sp
+
     n, system, w = problem.n, _compiled(problem.constraints), problem.weights
     width = system.n + system.aux
     copies = 1 if form == "single" else 2

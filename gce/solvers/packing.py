@@ -38,15 +38,16 @@ import functools
 from collections.abc import Iterable
 from dataclasses import dataclass
 from itertools import combinations
+from typing import TYPE_CHECKING
 
-import networkx as nx
 import numpy as np
-import scipy.sparse as sp
 from numpy.typing import NDArray
-from scipy.sparse.csgraph import dijkstra
 
 from ..constraints import ConstraintSet
 from ..effort import Deadline
+
+if TYPE_CHECKING:  # pragma: no cover - networkx and scipy.sparse are imported where used (start-up)
+    import networkx as nx
 
 __all__ = [
     "PACKING_KINDS",
@@ -175,6 +176,8 @@ class PackingStructure:
     @classmethod
     def of(cls, constraints: ConstraintSet) -> "PackingStructure":
         """Collect the groups of a constraint set (cardinality bounds, then conflict cliques)."""
+        import networkx as nx
+
         n = constraints.n
         groups: list[Group] = []
         graph = nx.Graph()
@@ -270,9 +273,12 @@ def conflict_cliques(graph: nx.Graph) -> list[list[int]]:
 
     Examples
     --------
+    >>> import networkx as nx
     >>> sorted(conflict_cliques(nx.Graph([(0, 1), (1, 2), (0, 2), (2, 3)])))
     [[0, 1, 2], [2, 3]]
     """
+    import networkx as nx
+
     cliques: list[list[int]] = []
     covered: set[tuple[int, int]] = set()
     for clique in nx.find_cliques(graph):
@@ -305,6 +311,7 @@ def odd_holes(graph: nx.Graph, limit: int = MAX_HOLES, deadline: Deadline | None
 
     Examples
     --------
+    >>> import networkx as nx
     >>> odd_holes(nx.cycle_graph(5)), odd_holes(nx.complete_graph(5))
     ([(0, 1, 2, 3, 4)], [])
     """
@@ -352,6 +359,7 @@ def violated_odd_cycles(graph: nx.Graph, x: NDArray[np.float64], limit: int = MA
 
     Examples
     --------
+    >>> import networkx as nx
     >>> violated_odd_cycles(nx.cycle_graph(5), np.full(5, 0.5))
     [[0, 4, 3, 2, 1]]
     >>> violated_odd_cycles(nx.cycle_graph(5), np.array([1.0, 0, 1, 0, 0]))
@@ -359,6 +367,9 @@ def violated_odd_cycles(graph: nx.Graph, x: NDArray[np.float64], limit: int = MA
     """
     if graph.number_of_edges() == 0:
         return []
+    import scipy.sparse as sp
+    from scipy.sparse.csgraph import dijkstra
+
     n = len(x)
     edges = np.array(graph.edges, dtype=np.int64).reshape(-1, 2)
     u, v = edges[:, 0], edges[:, 1]

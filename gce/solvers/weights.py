@@ -29,7 +29,6 @@ import functools
 import math
 
 import numpy as np
-import scipy.sparse as sp
 
 from .. import effort
 from ..constraints import ConstraintSet
@@ -245,6 +244,8 @@ class PatternList(Solver):
         else:
             check_memory("constraints", 3 * 8 * len(sets) ** 2, f"patterns: {len(sets):,} x {len(sets):,} pairs "
                                                                 f"of allowed sets weighed (bounded)")
+            import scipy.sparse as sp
+
             common = (members @ sp.diags_array(problem.weights) @ members.T).toarray()
             xor = totals[:, None] + totals[None, :] - 2.0 * common
             i, j = np.unravel_index(int(np.argmax(xor)), xor.shape)
