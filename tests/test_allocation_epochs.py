@@ -115,3 +115,45 @@ def test_two_epochs_of_one_of_two_at_small_deltas_against_the_quadrature(mu):
         low, high = curve.delta_bracket(eps)
         assert high >= max(pq.value - pq.error, qp.value - qp.error) * (1 - 1e-9), (eps, pq, qp, high)
         assert low <= max(pq.value + pq.error, qp.value + qp.error) * (1 + 1e-9), (eps, pq, qp, low)
+
+
+@pytest.mark.parametrize("mu, t", [(1.0, 4), (0.5, 3)])
+def test_the_tilted_uniform_laws_hold_the_quadrature_down_to_tiny_deltas(mu, t):
+    """One epoch of 1 of t: the tilted uniform grid's upper and lower laws (uniform_tilted) hold the exact
+    deltas of the independent quadrature (tests/allocation_reference.py) in both directions at epsilons where
+    delta is 1e-4 down to about 1e-13, where the plain uniform grid's allowance (mass at infinite loss) is
+    above the delta itself; the upper end is the plain grid's own spread pair (the same masses but for the
+    entries' allowances, 1e-3 of delta 1e-5 in all, where the plain one is accurate), within its cells' resolution of the truth (a factor 2 at these
+    coarse cells: the clamp at a 1e-20 tail makes them wide)."""
+    from allocation_reference import k_of_t_deltas
+
+    from gce.priors.allocation.uniform_grid import _linear_laws
+    from gce.priors.allocation.uniform_tilted import _tilted_laws
+
+    ratio = GaussianRatio(mu)
+    laws = {w: _tilted_laws(ratio, t, 2**14, 1e-20, w) for w in ("remove", "add")}
+    plain = _linear_laws(ratio, t, 2**14, 1e-20, "remove")[0]
+    checked = 0
+    for eps in np.linspace(0.5, 6.0 * mu + 1.0, 9):
+        pq, qp = k_of_t_deltas(mu, t, 1, float(eps))
+        for which, exact in (("remove", pq), ("add", qp)):
+            upper, lower, _ = laws[which]
+            if not 1e-13 <= exact.value <= 1e-4:
+                continue
+            high = float(upper.curve().delta(eps))
+            low = float(batch_lower(lower, eps))
+            assert low <= exact.value + exact.error and exact.value - exact.error <= high, (which, eps, low, exact, high)
+            if exact.value > 1e-7:  # further out the cells (wide: the clamp at a 1e-20 tail) decide, not round-off
+                assert high <= 2.0 * exact.value + exact.error and low >= 0.5 * exact.value - exact.error
+            if which == "remove" and exact.value > 1e-6:
+                assert high == pytest.approx(float(plain.curve().delta(eps)), rel=1e-3, abs=plain.infinite)
+            checked += 1
+    assert checked >= 6
+    # what the plain grid charges at infinite loss (its round-off), the tilted one no longer does
+    assert laws["remove"][0].infinite < 1e-3 * plain.infinite
+
+
+def batch_lower(law, eps: float) -> float:
+    """A lower law's delta at eps (its allowances are in the masses: no slack to subtract)."""
+    assert law.slack == 0.0 and law.slack_other == 0.0
+    return float(law.curve().delta(eps))

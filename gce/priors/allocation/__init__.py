@@ -36,7 +36,13 @@ One module a method, each with the argument that proves it in its docstring; thi
 * :mod:`.geometric_grid`: 1 of t on a geometric grid by pairwise sums (small noise).
 * :mod:`.one_of_t`: 1 of t, one epoch: both grids, refined by whichever is predicted to be faster (from
   the grids' sizes, never from measured times).
-* :mod:`.decomposition`: k of t and epochs (Feldman and Shenfeld's decomposition above, a garbling below).
+* :mod:`.uniform_tilted`: the uniform grid's transforms tilted (a ladder of tilts, each entry read where its
+  round-off is least): its errors relative to each entry, so that many epochs compose at small deltas.
+* :mod:`.tilted`: compositions on the batch engine's loss grid tilted towards the target epsilon.
+* :mod:`.epochs`: epochs of 1 of t (several ``(mu, t)`` too), each epoch's laws chosen and refined by the
+  bracket they give once composed, at any delta.
+* :mod:`.decomposition`: k of t (Feldman and Shenfeld's decomposition above, a garbling below), and epochs of
+  it.
 * :mod:`.two_members`: 2 of t by the recursion of ``e_2`` (spreads of the state above, a garbling below),
   blocks of two members for k > 2, and the k-of-t garbling by the same statistic.
 * :mod:`.random_allocation`: :func:`allocation_curve`, the entry point.

@@ -47,6 +47,7 @@ from .bracket import (_STOPPED, _TAIL_SHARE, _WHICH, TAIL, AllocationCurve, Lowe
                       _fft_seconds, _Law, _Least, _may_refine, _width)
 from .decomposition import _loss_interval, _merged_below, _NoRoom
 from .one_of_t import _GROWTH, _METHODS, _time_to
+from .uniform_tilted import _tilted_laws, _tilted_seconds
 from .tilted import compose_tilted, saddle_epsilon
 
 #: The loss grid's share of the requested width (:func:`_loss_interval`'s is a quarter: here an eighth, since
@@ -59,6 +60,12 @@ _STALLED = 0.95
 _LOSS_HALVINGS = 3
 
 Key = tuple  # (ratio, t)
+
+#: The methods of one epoch's laws: :mod:`.one_of_t`'s two grids and the uniform grid tilted
+#: (:mod:`.uniform_tilted`: its round-off relative to each entry), each refined by doubling or halving.
+_EPOCH_METHODS = {**_METHODS, "tilted": (_tilted_laws, _METHODS["linear"][1], lambda points: 2 * points,
+                                         _tilted_seconds)}
+_EPOCH_GROWTH = {**_GROWTH, "tilted": _GROWTH["linear"]}
 
 
 def epochs_tail(delta: float | None, epochs: int, tail: float = TAIL) -> float:
@@ -81,23 +88,23 @@ class _Candidates:
 
     def __init__(self, ratio, t: int, tail: float):
         self.ratio, self.t, self.tail = ratio, t, tail
-        self.params = {w: {m: _METHODS[m][1] for m in _METHODS} for w in _WHICH}
+        self.params = {w: {m: _EPOCH_METHODS[m][1] for m in _EPOCH_METHODS} for w in _WHICH}
         self.laws: dict[str, dict[str, tuple[_Law, _Law, str]]] = {w: {} for w in _WHICH}
-        self.history = {w: {m: [] for m in _METHODS} for w in _WHICH}
+        self.history = {w: {m: [] for m in _EPOCH_METHODS} for w in _WHICH}
         self.spent = {w: set() for w in _WHICH}
 
     def seconds(self, which: str, method: str) -> float:
-        return _METHODS[method][3](self.ratio, self.t, self.params[which][method], self.tail, which)
+        return _EPOCH_METHODS[method][3](self.ratio, self.t, self.params[which][method], self.tail, which)
 
     def compute(self, which: str, method: str) -> None:
         try:
-            self.laws[which][method] = _METHODS[method][0](self.ratio, self.t, self.params[which][method],
+            self.laws[which][method] = _EPOCH_METHODS[method][0](self.ratio, self.t, self.params[which][method],
                                                            self.tail, which)
         except NumericalLimitError:  # beyond the method's limit: its last laws stay the candidates
             self.spent[which].add(method)
 
     def refine(self, which: str, method: str) -> None:
-        self.params[which][method] = _METHODS[method][2](self.params[which][method])
+        self.params[which][method] = _EPOCH_METHODS[method][2](self.params[which][method])
 
 
 def _compose(choice: Mapping[Key, dict[str, tuple[_Law, _Law]]], above: Mapping[Key, int],
@@ -175,12 +182,13 @@ def compose_epochs(above: Mapping[Key, int], below: Mapping[Key, int], rtol: flo
     """
     keys = list(dict.fromkeys([*above, *below]))
     state = {key: _Candidates(key[0], key[1], tail) for key in keys}
-    first = sum(state[key].seconds(which, method) for key in keys for which in _WHICH for method in _METHODS)
+    first = sum(state[key].seconds(which, method) for key in keys for which in _WHICH
+                for method in _EPOCH_METHODS)
     if not _may_refine(first, "allocation epochs (first laws)", delta, epsilon, math.inf):
         raise _NoRoom("the time limit leaves no room for the first laws")
     for key in keys:
         for which in _WHICH:
-            for method in _METHODS:
+            for method in _EPOCH_METHODS:
                 state[key].compute(which, method)
             if not state[key].laws[which]:
                 raise NumericalLimitError(f"random allocation: neither grid fits 1 of {key[1]} ({key[0].label})")
@@ -189,7 +197,7 @@ def compose_epochs(above: Mapping[Key, int], below: Mapping[Key, int], rtol: flo
                               [((_best(state[key], "remove")[0], _best(state[key], "add")[0]), 1) for key in keys],
                               _LOSS_SHARE * rtol, delta, epsilon)
     halvings, stopped = 0, False
-    fresh = {(key, which, method) for key in keys for which in _WHICH for method in _METHODS}
+    fresh = {(key, which, method) for key in keys for which in _WHICH for method in _EPOCH_METHODS}
     results: dict[tuple, tuple[float, float]] = {}  # (key, which, method): its composed bracket
     choice = {key: {w: _best(state[key], w) for w in _WHICH} for key in keys}
     centre = None
@@ -234,7 +242,8 @@ def compose_epochs(above: Mapping[Key, int], below: Mapping[Key, int], rtol: flo
                         state[key].spent[which].add(m)
                 usable = [m for m in state[key].laws[which] if m not in state[key].spent[which]]
                 if usable:
-                    method = min(usable, key=lambda m: _time_to(state[key].history[which][m], rtol / 2, _GROWTH[m]))
+                    method = min(usable, key=lambda m: _time_to(state[key].history[which][m], rtol / 2,
+                                                                 _EPOCH_GROWTH[m]))
                     pending.append((key, which, method))
         if not pending:
             if halvings >= _LOSS_HALVINGS:
@@ -265,9 +274,9 @@ def compose_epochs(above: Mapping[Key, int], below: Mapping[Key, int], rtol: flo
 
 
 def _best(candidates: _Candidates, which: str) -> tuple[_Law, _Law]:
-    """A first choice: the finest method computed (the geometric grid when both are)."""
+    """A first choice: the first method computed of the geometric grid, the tilted and the plain uniform one."""
     laws = candidates.laws[which]
-    return (laws.get("log") or laws["linear"])[:2]
+    return (laws.get("log") or laws.get("tilted") or laws["linear"])[:2]
 
 
 def _label(candidates: _Candidates, which: str, chosen: tuple[_Law, _Law]) -> str:
