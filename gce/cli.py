@@ -27,6 +27,43 @@ only with ``--allow-outside-files``; and every line written to the terminal has
 its control characters escaped (:func:`gce.report.terminal_text`), so a
 scenario's title or a file name cannot send escape sequences. JSON output
 escapes them by itself (``\\u001b``).
+
+The contract of every command: exit status 0 with a well-formed answer, or one line
+on stderr starting ``gce:`` and exit status 2 (bad input, or an answer that cannot
+be written), 1 (a refused ledger request, whose answer is printed), 3 (``--strict``),
+:data:`EXIT_UNREPORTED` = 4 or :data:`EXIT_INTERRUPTED` = 130. The entry point
+(:func:`main_exit`, and :func:`main` for each call) owns what that takes, once for
+every command:
+
+- the output streams: standard output closed (``>&-``) is refused before anything
+  is read or recorded; an answer that cannot be written (``> /dev/full``, a
+  descriptor opened read-only) is one line, never a traceback, and the descriptor
+  then points to ``os.devnull`` so that the interpreter's last flush cannot fail
+  again (Python's "Note on SIGPIPE"); a reader that went away (``| head -1``) is not
+  an error; a closed standard descriptor is given ``os.devnull`` before anything is
+  opened, so that no ledger or table takes its number;
+- the encodings: a character the streams' encoding lacks (``PYTHONIOENCODING=ascii``)
+  is escaped (``Z\\xfcrich``), never fatal; JSON is ASCII by itself (``\\u00fc``);
+- the ledger's changes: a command that changed the ledger (a spend or refusal
+  recorded, a ledger created, entries deleted) and then cannot give its answer says
+  what it recorded (``gce: error: cannot write the answer to standard output: No
+  space left on device; the spend was recorded as entry 7 (admitted)``) and exits
+  with :data:`EXIT_UNREPORTED`;
+- Ctrl-C (:mod:`gce.interrupts`): at any moment, from ``python -m gce``'s first
+  import on (the ``gce`` script imports this module, and numpy with it, before
+  :func:`main_exit` runs: a Ctrl-C while it loads is still Python's), exit status
+  130 and ``gce: interrupted``; a spend or truncation says
+  whether it was recorded (``gce: interrupted; the spend was recorded as entry 7
+  (admitted)`` or ``...; the spend was not recorded (the ledger is unchanged)``):
+  a Ctrl-C during the ledger's commit waits until the entry is known;
+- every other failure: one line (an operating-system error names the file; a bug
+  says ``internal error, please report it``), never a traceback.
+
+Every path read or written (the scenario file and its ``from_data`` files, TABLE,
+``--scenario``, the ledger, ``--plot``, ``--output``) is checked by
+:mod:`gce.files.paths` before anything opens it: a folder, a device or a named pipe
+is refused with one line naming the flag or field, never opened or waited on (the
+scenario file may be a pipe handed to gce: ``gce solve /dev/stdin``).
 """
 
 from __future__ import annotations
@@ -53,6 +90,12 @@ EXIT_USAGE = 2
 EXIT_REFUSED = 1
 #: Exit status under ``--strict`` when the time limit stopped a refinement (the answer is printed).
 EXIT_LIMIT = 3
+#: Exit status when a command changed the ledger (a spend or a refusal recorded, a ledger created, entries
+#: deleted) and then could not give its answer (standard output full or gone, an error after the commit): the
+#: line on stderr says what was recorded (``...; the spend was recorded as entry 7 (admitted)``).
+EXIT_UNREPORTED = 4
+#: Exit status after Ctrl-C (SIGINT): 128 + 2, what a shell reports for a process the signal stopped.
+EXIT_INTERRUPTED = 130
 #: The least time a solve is given after reading the scenario took the rest of ``--time-limit`` (seconds).
 _LEAST_SOLVE = 0.05
 #: The estimated seconds of one epsilon(delta) of one curve in ``gce curve``'s table: a root search of the
@@ -548,7 +591,12 @@ def _membership_table(args: argparse.Namespace):
 
     from .constraints.tables import MembershipTable
 
+    from .files.paths import path_problem
+
     columns = None if args.columns is None else tuple(args.columns)
+    problem = path_problem(args.table)  # a folder, a device, a named pipe: refused before DuckDB opens it
+    if problem is not None:
+        raise _UsageError(f"TABLE: {args.table!r} {problem}")
     if args.query is not None:
         if not os.path.isfile(args.table):
             raise _UsageError(f"TABLE: {args.table!r} is not a database file")
@@ -558,6 +606,17 @@ def _membership_table(args: argparse.Namespace):
     if not files or not os.path.isfile(files[0]):
         raise _UsageError(f"TABLE: {args.table!r} matches no file")
     return MembershipTable(tuple(files), columns=columns, label=args.table)
+
+
+def _regular(path: str | None, flag: str, *, writing: bool = False) -> None:
+    """A path given to ``flag``, if it exists, must be a regular file (:func:`gce.files.paths.check_path`)."""
+    from .files.paths import check_path
+
+    if path is not None:
+        try:
+            check_path(path, flag, writing=writing)
+        except InvalidParameterError as error:
+            raise _UsageError(str(error)) from None
 
 
 def _glob_reaches(pattern: str, path: str) -> bool:
@@ -597,6 +656,8 @@ def _membership(args: argparse.Namespace) -> str:
         raise _UsageError("--plot: needs --scenario (it draws the epsilon of each candidate m)")
     time_limit = _time_limit(args)
     plot = _plot_file(args.plot)
+    _regular(args.scenario, "--scenario")
+    _regular(args.output, "--output", writing=True)
     table = _membership_table(args)
     databases = args.databases
     if truncating:
@@ -635,9 +696,27 @@ def _ledger_time_limit(args: argparse.Namespace) -> float:
     return DEFAULT_TIME_LIMIT if args.time_limit is None else _time_limit(args)
 
 
+def _is_url(location: str) -> bool:
+    """A ``scheme://`` URL (a PostgreSQL ledger), as :func:`gce.ledger.store.open_store` tells them."""
+    return re.match(r"[A-Za-z][A-Za-z0-9+.-]*://", location) is not None
+
+
+def _ledger_path(args: argparse.Namespace) -> None:
+    """``--ledger``: a file path must be a regular file if it exists (a named pipe would block SQLite for
+    ever); a ``postgresql://`` URL is not a path."""
+    from .files.paths import check_path
+
+    if not _is_url(args.ledger):
+        try:
+            check_path(args.ledger, "--ledger")
+        except InvalidParameterError as error:
+            raise _UsageError(str(error)) from None
+
+
 def _open_ledger(args: argparse.Namespace):
     from .ledger import Accountant
 
+    _ledger_path(args)
     return Accountant(args.ledger, time_limit=_ledger_time_limit(args))
 
 
@@ -651,13 +730,32 @@ def _ledger_init(args: argparse.Namespace) -> str:
     if args.filter not in FILTERS:
         raise _UsageError(f"--filter: must be one of {', '.join(FILTERS)}, got {args.filter!r}")
     time_limit = _ledger_time_limit(args)
+    _ledger_path(args)
     scenario = _load(args)
+    args.outcome.unchanged(_init_note(args.ledger, os.path.lexists(args.ledger)))
     with Accountant.create(args.ledger, scenario, budget_epsilon=args.budget_epsilon,
                            budget_delta=args.budget_delta, filter=args.filter, time_limit=time_limit) as ledger:
+        args.outcome.recorded(f"the ledger {ledger.location} was created")
         status = ledger.status()
     if args.json:
         return to_json(status.to_dict())
     return f"created {status.location}\n{status}"
+
+
+def _init_note(location: str, existed: bool):
+    """What an interrupted ``gce ledger init`` left, worded when it is said: creating a ledger is a
+    transaction and then the scenario's invocations are spent one by one, so a Ctrl-C may leave a ledger
+    without all of them."""
+    def note() -> str:
+        if _is_url(location):
+            return (f"a ledger may have been created at {location} without all of the scenario's invocations: "
+                    f"check it with gce ledger history")
+        if not existed and os.path.lexists(location):
+            return (f"a partial ledger may have been left at {location}: remove it before running gce ledger "
+                    f"init again")
+        return "no ledger was created"
+
+    return note
 
 
 def _ledger_request(args: argparse.Namespace):
@@ -687,11 +785,20 @@ def _ledger_request(args: argparse.Namespace):
 
 
 def _ledger_decision(args: argparse.Namespace, spend: bool) -> tuple[str, int]:
+    """check or spend; a spend says what it recorded even when it cannot answer (Ctrl-C, standard output
+    full: :class:`_Outcome`), and a Ctrl-C during its commit waits until the entry is known
+    (:func:`gce.interrupts.until_reported`)."""
+    from .interrupts import until_reported
+
     databases, guarantee = _ledger_request(args)
     with _open_ledger(args) as ledger:
         try:
             if spend:
-                decision = ledger.spend(databases, guarantee, analyst=args.analyst, repeat=args.repeat)
+                args.outcome.unchanged("the spend was not recorded (the ledger is unchanged)")
+                with until_reported():
+                    decision = ledger.spend(databases, guarantee, analyst=args.analyst, repeat=args.repeat)
+                    args.outcome.recorded(f"the spend was recorded as entry {decision.sequence} "
+                                          f"({'admitted' if decision.admitted else 'refused'})")
             else:
                 decision = ledger.check(databases, guarantee, repeat=args.repeat)
         except InvalidParameterError as error:
@@ -765,10 +872,13 @@ def _ledger_verify(args: argparse.Namespace):
 def _ledger_truncate(args: argparse.Namespace) -> str:
     if args.after < 0:
         raise _UsageError(f"--after: must be an entry number >= 0, got {args.after}")
-    from .ledger import Accountant
+    from .interrupts import until_reported
 
-    with Accountant(args.ledger, time_limit=_ledger_time_limit(args)) as ledger:
-        kept = ledger.truncate(args.after)
+    with _open_ledger(args) as ledger:
+        args.outcome.unchanged("nothing was deleted (the ledger is unchanged)")
+        with until_reported():
+            kept = ledger.truncate(args.after)
+            args.outcome.recorded(f"the entries after entry {args.after} were deleted")
     if args.json:
         return to_json(kept.to_dict())
     return f"kept entries 1..{args.after}; every later entry deleted (spend again what ran since)\n{kept}"
@@ -790,10 +900,126 @@ def _terminal_lines(text: str) -> str:
     return "\n".join(terminal_text(line) for line in text.split("\n"))
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line; return the exit status."""
+class _Outcome:
+    """What the running command has recorded, for the line that ends it when it cannot give its answer.
+
+    ``note`` completes ``gce: interrupted; ...`` and the error of an answer that could not be written (a
+    string, or a function that words it then); ``changed`` says whether the ledger was changed, which makes
+    any failure after it exit with :data:`EXIT_UNREPORTED`."""
+
+    def __init__(self) -> None:
+        self.note: object = None
+        self.changed = False
+
+    def unchanged(self, note: object) -> None:
+        self.note, self.changed = note, False
+
+    def recorded(self, note: str) -> None:
+        self.note, self.changed = note, True
+
+    def text(self) -> str | None:
+        return self.note() if callable(self.note) else self.note
+
+
+def _write(stream, text: str) -> None:
+    """Write and flush ``text``; a character the stream's encoding lacks is escaped (``\\xe9``), never fatal."""
     try:
-        args = _parser().parse_args(argv)
+        stream.write(text)
+    except UnicodeEncodeError:
+        encoding = getattr(stream, "encoding", None) or "ascii"
+        stream.write(text.encode(encoding, "backslashreplace").decode(encoding, "replace"))
+    stream.flush()
+
+
+def _say(line: str) -> None:
+    """One line on standard error, when there is one to write to (never raises: it is the last word)."""
+    if sys.stderr is None:
+        return
+    try:
+        _write(sys.stderr, line + "\n")
+    except (OSError, ValueError):
+        pass
+
+
+def _discard_stdout() -> None:
+    """After a write to standard output failed: point its descriptor to ``os.devnull``, so that the
+    interpreter's final flush of what is still buffered cannot fail again (Python's "Note on SIGPIPE")."""
+    try:
+        fd = sys.stdout.fileno()
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, fd)
+        os.close(null)
+    except (AttributeError, OSError, ValueError):
+        pass
+
+
+def _interrupted(outcome: _Outcome) -> int:
+    """Ctrl-C: ``gce: interrupted`` (and what was or was not recorded), exit status :data:`EXIT_INTERRUPTED`."""
+    from . import interrupts
+
+    interrupts.stop()
+    note = outcome.text()
+    _say("gce: interrupted" + (f"; {_one_line(note)}" if note else ""))
+    return EXIT_INTERRUPTED
+
+
+def _failed(message: str, outcome: _Outcome) -> int:
+    """An error: one line, exit status :data:`EXIT_USAGE`, or :data:`EXIT_UNREPORTED` (and what was recorded)
+    when the command had already changed the ledger."""
+    from . import interrupts
+
+    interrupts.stop()
+    if outcome.changed:
+        _say(f"gce: error: {_one_line(message)}; {_one_line(outcome.text() or 'the ledger was changed')}")
+        return EXIT_UNREPORTED
+    _say(f"gce: error: {_one_line(message)}")
+    return EXIT_USAGE
+
+
+def _delivered(status: int, outcome: _Outcome, text: str | None = None) -> int:
+    """Write ``text`` (with its newline; None: only flush what argparse wrote) to standard output; ``status``
+    when it was written, else one line on stderr and :data:`EXIT_USAGE` (:data:`EXIT_UNREPORTED` when the
+    ledger was changed). A reader that went away (``gce ... | head -1``) is not an error of ours: ``status``,
+    unless the ledger was changed."""
+    from . import interrupts
+
+    try:
+        _write(sys.stdout, "" if text is None else _terminal_lines(text) + "\n")
+        interrupts.stop()  # written: a Ctrl-C from now on changes nothing
+    except BrokenPipeError:
+        _discard_stdout()
+        if not outcome.changed:
+            interrupts.stop()
+            return status
+        return _failed("cannot write the answer to standard output: the reader closed the pipe", outcome)
+    except (OSError, ValueError) as error:  # ENOSPC (/dev/full), EBADF, EIO, a closed stream
+        _discard_stdout()
+        reason = getattr(error, "strerror", None) or str(error)
+        return _failed(f"cannot write the answer to standard output: {reason}", outcome)
+    return status
+
+
+def _os_error(error: OSError) -> str:
+    """An operating-system error as gce words it: the file and the reason."""
+    reason = error.strerror or str(error)
+    return f"{error.filename!r}: {reason}" if error.filename is not None else reason
+
+
+def _run(argv: Sequence[str] | None, outcome: _Outcome) -> int:
+    """The command: parsed, run and answered (the contract: the module's docstring)."""
+    if sys.stdout is None:  # closed (>&-): refused before anything is read or recorded
+        return _failed("standard output is closed: gce writes its answer there (redirect it to a file, or to "
+                       "/dev/null to discard it)", outcome)
+    args = None
+    try:
+        try:
+            args = _parser().parse_args(argv)
+        except SystemExit as done:  # --help or --version, written by argparse: flushed here, then argparse's exit
+            code = done.code if isinstance(done.code, int) else EXIT_USAGE
+            if _delivered(code, outcome) != code:
+                return EXIT_USAGE
+            raise
+        args.outcome = outcome
         from .resources import limits
 
         with limits(memory=_memory_limit(args)):
@@ -802,29 +1028,82 @@ def main(argv: Sequence[str] | None = None) -> int:
         if isinstance(output, tuple):  # (text, status): a refused ledger request is an answer, not an error
             output, status = output
     except _UsageError as error:
-        print(f"gce: error: {_one_line(str(error))}", file=sys.stderr)
-        return EXIT_USAGE
+        return _failed(str(error), outcome)
     except GCEError as error:
         where = getattr(args, "file", None)
-        prefix = f"{where}: " if where else ""
-        print(f"gce: error: {_one_line(prefix + str(error))}", file=sys.stderr)
-        return EXIT_USAGE
-    except KeyboardInterrupt:
-        print("gce: interrupted", file=sys.stderr)
-        return 130
-    print(_terminal_lines(output))
-    return status
+        return _failed((f"{where}: " if where else "") + str(error), outcome)
+    except MemoryError:
+        return _failed("out of memory (see --memory-limit)", outcome)
+    except OSError as error:  # the machine's, not the input's: a disk full while writing a plot, say
+        return _failed(_os_error(error), outcome)
+    except Exception as error:  # noqa: BLE001 - a bug of gce's: still one line, never a traceback
+        return _failed(f"internal error, please report it: {type(error).__name__}: {error}", outcome)
+    return _delivered(status, outcome, output)
 
 
-def main_exit() -> None:  # pragma: no cover - the console-script entry point
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; return the exit status.
+
+    Ctrl-C is handled by :mod:`gce.interrupts` for the duration of the call (installed here unless
+    :func:`main_exit` did it for the whole process), and turned into :data:`EXIT_INTERRUPTED`.
+    """
+    from . import interrupts
+
+    outcome = _Outcome()
+    mine = interrupts.install()
     try:
-        status = main()
-        sys.stdout.flush()
-    except BrokenPipeError:  # the reader went away (gce ... | head): not an error of ours
-        import os
+        try:
+            return _run(argv, outcome)
+        except KeyboardInterrupt:
+            return _interrupted(outcome)
+    except KeyboardInterrupt:  # a second Ctrl-C before the first one's line was written
+        return _interrupted(outcome)
+    finally:
+        if mine:
+            interrupts.uninstall()
 
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        status = 0
+
+def _standard_streams() -> None:
+    """Before anything is opened: a closed standard descriptor (0, 1 or 2) gets ``os.devnull``, so that no file
+    gce opens later (a ledger, a table) takes its number and receives what a library prints there; the
+    standard streams escape what their encoding cannot represent (``PYTHONIOENCODING=ascii``)."""
+    for fd in (0, 1, 2):
+        try:
+            os.fstat(fd)
+        except OSError:
+            try:
+                null = os.open(os.devnull, os.O_RDWR)
+                if null != fd:
+                    os.dup2(null, fd)
+                    os.close(null)
+            except OSError:
+                pass
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.reconfigure(errors="backslashreplace")
+        except (AttributeError, OSError, ValueError):
+            pass
+
+
+def main_exit() -> NoReturn:  # pragma: no cover - the console-script entry point (tests run it as a process)
+    """The ``gce`` command: :func:`main` in a process whose standard streams, encodings and SIGINT it owns;
+    exits with :func:`main`'s status (the contract: the module's docstring)."""
+    from . import interrupts
+
+    status = EXIT_INTERRUPTED
+    try:
+        interrupts.install()
+        _standard_streams()
+        status = main()
+    except KeyboardInterrupt:  # before main() took over
+        interrupts.stop()
+        status = _interrupted(_Outcome())
+    interrupts.stop()  # from here on the process only ends: a late Ctrl-C is ignored
+    try:
+        if sys.stdout is not None:
+            sys.stdout.flush()
+    except (OSError, ValueError):
+        _discard_stdout()
     sys.exit(status)
 
 

@@ -34,6 +34,7 @@ from numpy.typing import ArrayLike
 
 from .accounting.curves import PrivacyCurve
 from .errors import GCEError, InvalidParameterError
+from .files.paths import check_path
 from .model import Scenario, invocation_multiset
 from .report import Report
 from .accounting.theorems import compose
@@ -96,7 +97,8 @@ def plot_file(path: str | os.PathLike[str]) -> pathlib.Path:
     """The file a plot to ``path`` is written to, checked before anything is drawn.
 
     A path without a suffix gets ``.png``; the suffix (any case) must be one of
-    :data:`PLOT_FORMATS`; the folder must exist, and the path must not be one.
+    :data:`PLOT_FORMATS`; the folder must exist, and the path must not be one; an existing file there must
+    be a regular file (a named pipe, a device or a socket is refused: :func:`gce.files.paths.check_path`).
 
     Raises
     ------
@@ -120,6 +122,7 @@ def plot_file(path: str | os.PathLike[str]) -> pathlib.Path:
         raise InvalidParameterError("path", f"must be a str or os.PathLike of str, got {path!r}") from None
     if not target.name or target.is_dir():
         raise InvalidParameterError("path", f"{str(target)!r} is a folder; give a file name, e.g. curve.png")
+    check_path(target, "path", writing=True, shown=repr(str(target)))  # /dev/null is not /dev/null.png
     if not target.suffix:
         target = target.with_name(target.name + ".png")
     if target.suffix[1:].lower() not in PLOT_FORMATS:
@@ -131,6 +134,7 @@ def plot_file(path: str | os.PathLike[str]) -> pathlib.Path:
         shown = repr(str(folder))
         raise InvalidParameterError("path", f"{shown} is not a folder" if folder.exists() else
                                     f"the folder {shown} does not exist")
+    check_path(target, "path", writing=True, shown=repr(str(target)))  # a named pipe would block the writer
     return target
 
 

@@ -78,9 +78,31 @@ def test_a_file_larger_than_the_cap_is_refused_after_reading_one_byte_more(tmp_p
 
 
 @pytest.mark.skipif(not os.path.exists("/dev/zero"), reason="needs /dev/zero")
-def test_dev_zero_is_read_only_up_to_the_cap():
+def test_dev_zero_is_refused_and_an_endless_pipe_is_read_only_up_to_the_cap(monkeypatch):
+    """A device is never read (gce.files.paths); a pipe handed to gce (/dev/fd/N, /dev/stdin) is, up to the cap."""
+    import threading
+
     error = error_of("/dev/zero")
-    assert str(error) == "file: '/dev/zero' is larger than 64 MiB, the limit for scenario files"
+    assert str(error) == "file: cannot read '/dev/zero': is a device, not a regular file (gce reads only regular files)"
+    monkeypatch.setattr(scenario_module, "MAX_SCENARIO_BYTES", 2**20)
+    read, write = os.pipe()
+
+    def feed() -> None:  # until the reader closes the pipe
+        try:
+            while True:
+                os.write(write, bytes(2**16))
+        except OSError:
+            pass
+
+    feeder = threading.Thread(target=feed, daemon=True)
+    feeder.start()
+    try:
+        error = error_of(f"/dev/fd/{read}")
+    finally:
+        os.close(read)
+        feeder.join()
+        os.close(write)
+    assert str(error) == f"file: '/dev/fd/{read}' is larger than 1 MiB, the limit for scenario files"
 
 
 def test_bytes_that_are_not_utf8_are_located_not_shown(tmp_path):
@@ -319,14 +341,14 @@ def test_only_regular_files_are_read(folders):
     inside, _ = folders
     (inside / "folder.csv").mkdir()
     error = error_of(write(inside, with_data("folder.csv")))
-    assert str(error) == ("constraints[1].file: folder.csv: is not a regular file (a folder, device or pipe); "
-                          "only regular files are read")
+    assert str(error) == ('constraints[1].file: "folder.csv" is a folder, not a regular file (gce reads only '
+                          'regular files)')
     if hasattr(os, "mkfifo"):
-        os.mkfifo(inside / "pipe.csv")  # opened without blocking, then refused
-        assert "is not a regular file" in error_of(write(inside, with_data("pipe.csv"))).detail
+        os.mkfifo(inside / "pipe.csv")  # examined, never opened (gce.files.paths)
+        assert "is a named pipe (FIFO), not a regular file" in error_of(write(inside, with_data("pipe.csv"))).detail
     if os.path.exists("/dev/zero"):
         error = error_of(write(inside, with_data("/dev/zero")), allow_outside_files=True)
-        assert "is not a regular file" in error.detail
+        assert "is a device, not a regular file" in error.detail
     missing = error_of(write(inside, with_data("missing.csv")))
     assert missing.field == "constraints[1].file" and missing.detail.startswith('cannot read "missing.csv"')
     nul = error_of(write(inside, with_data("a\\u0000b.csv")))
@@ -597,13 +619,13 @@ def test_file_errors_are_one_line_naming_the_field(capsys, tmp_path, text, field
     assert one_error_line(capsys, "solve", str(path)).startswith(f"{path}: {field}")
 
 
-@pytest.mark.slow  # a fresh interpreter; test_dev_zero_is_read_only_up_to_the_cap is its fast twin
+@pytest.mark.slow  # a fresh interpreter; test_dev_zero_is_refused_and_an_endless_pipe_... is its fast twin
 @pytest.mark.skipif(not os.path.exists("/dev/zero"), reason="needs /dev/zero")
 def test_the_installed_command_refuses_dev_zero():
     done = subprocess.run([sys.executable, "-m", "gce", "solve", "/dev/zero"], capture_output=True, text=True)
     assert done.returncode == 2 and done.stdout == ""
-    assert done.stderr == ("gce: error: /dev/zero: file: '/dev/zero' is larger than 64 MiB, the limit for "
-                           "scenario files\n")
+    assert done.stderr == ("gce: error: /dev/zero: file: cannot read '/dev/zero': is a device, not a regular file "
+                           "(gce reads only regular files)\n")
 
 
 def test_a_toml_error_quoting_a_long_key_is_cut_short(tmp_path):

@@ -17,9 +17,11 @@ from sources import GCE, nodes
 #: modules that re-export the records from their old place) above the solvers. The bridges from dp-accounting:
 #: reading events (``bridges.dp_events``) beside the accounting it converts to, below the model that takes
 #: events; ``GceAccountant`` (``bridges.accountant``, on the Poisson-subsampling engine) and the Opacus
-#: accountants (``bridges.opacus``, on the allocation engines) above the priors.
+#: accountants (``bridges.opacus``, on the allocation engines) above the priors. ``interrupts`` (Ctrl-C on the
+#: command line) and ``files.paths`` (what a path is, before anything opens it) sit at the bottom: the ledger
+#: and the table engines below the files use them.
 LAYERS = (
-    ("errors", "validation", "resources", "effort"),
+    ("errors", "validation", "resources", "effort", "interrupts", "files.paths"),
     ("accounting", "bridges"),
     ("constraints",),
     ("distributions", "hypotheses"),

@@ -37,12 +37,12 @@ import codecs
 import csv
 import io
 import os
-import stat
 from collections.abc import Hashable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, BinaryIO, Protocol, Union
 
 from ..errors import InvalidParameterError
+from ..files.paths import open_regular
 from ..validation import is_integer
 from .base import Constraint, check_n
 from .constraint_set import ConstraintSet
@@ -226,25 +226,22 @@ class _Resolver:
 def _open_table(path: str | os.PathLike[str], source: str) -> BinaryIO:
     """The CSV file opened for binary reading: a regular file of at most :data:`MAX_TABLE_BYTES`.
 
-    Opened without blocking (a FIFO is refused, not waited on), then checked
-    through the open descriptor, so what is checked is what is read.
+    Opened by :func:`gce.files.paths.open_regular`: without blocking (a FIFO is refused, not waited on),
+    then checked through the open descriptor, so what is checked is what is read.
     """
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
+        handle = open_regular(path, source, shown="")
+    except InvalidParameterError:
+        raise
     except OSError as error:
         raise InvalidParameterError(source, f"cannot be read: {error.strerror or error}") from None
     except ValueError:  # a NUL character
         raise InvalidParameterError(source, "cannot be read: a path has no NUL characters") from None
-    info = os.fstat(fd)
-    problem = None
-    if not stat.S_ISREG(info.st_mode):
-        problem = "is not a regular file (a folder, device or pipe); only regular files are read"
-    elif info.st_size > MAX_TABLE_BYTES:
-        problem = f"is larger than {MAX_TABLE_BYTES // 2**20} MiB, the limit for membership tables"
-    if problem is not None:
-        os.close(fd)
-        raise InvalidParameterError(source, problem)
-    return os.fdopen(fd, "rb")
+    if os.fstat(handle.fileno()).st_size > MAX_TABLE_BYTES:
+        handle.close()
+        raise InvalidParameterError(source, f"is larger than {MAX_TABLE_BYTES // 2**20} MiB, the limit for "
+                                            f"membership tables")
+    return handle
 
 
 def _pieces(handle: BinaryIO, source: str) -> Iterator[bytes]:

@@ -44,6 +44,8 @@ import numpy as np
 
 from .. import resources
 from ..errors import InvalidParameterError, ResourceLimitError
+from ..files.paths import check_path
+from ..interrupts import deferred
 from ..validation import is_integer, is_number
 from .data import MAX_PATTERNS, DatabaseIds, MembershipEstimate, _Resolver
 from .kinds import AtMost, Patterns
@@ -165,6 +167,9 @@ class MembershipTable:
         for f in self.files:
             if any(c in f for c in "*?["):  # DuckDB would expand it again
                 raise InvalidParameterError("source", f"{f!r}: file names with *, ? or [ are not read")
+            check_path(f, "source")  # a named pipe would block the engine, a device never end
+        if self.database is not None:
+            check_path(self.database, "database")
 
     @property
     def format(self) -> str:
@@ -380,9 +385,10 @@ def _guarded(con: duckdb.DuckDBPyConnection, table: MembershipTable, work: Calla
 
     deadline = math.inf if time_limit is None else time.monotonic() + time_limit
     worker = threading.Thread(target=run, name="gce-duckdb", daemon=True)
-    worker.start()
     out_of_time = False
     try:
+        with deferred():  # a Ctrl-C inside start() would leave a running engine unstopped (closing it then fails)
+            worker.start()
         while not finished.wait(_TICK):
             if time.monotonic() >= deadline:
                 out_of_time = True
@@ -400,11 +406,13 @@ def _guarded(con: duckdb.DuckDBPyConnection, table: MembershipTable, work: Calla
 
 
 def _stop(con: duckdb.DuckDBPyConnection, finished: threading.Event) -> None:
-    """Interrupt the engine until its worker is done (at most :data:`_STOP_GRACE` seconds)."""
-    give_up = time.monotonic() + _STOP_GRACE
-    con.interrupt()
-    while not finished.wait(_TICK) and time.monotonic() < give_up:
+    """Interrupt the engine until its worker is done (at most :data:`_STOP_GRACE` seconds; a second Ctrl-C on
+    the command line waits for it: :func:`gce.interrupts.deferred`)."""
+    with deferred():
+        give_up = time.monotonic() + _STOP_GRACE
         con.interrupt()
+        while not finished.wait(_TICK) and time.monotonic() < give_up:
+            con.interrupt()
 
 
 def _time_limit(time_limit: float | None) -> float | None:
@@ -800,6 +808,7 @@ def truncate_membership(table: MembershipTable, databases: DatabaseIds, m: int, 
     if any(os.path.realpath(output) == os.path.realpath(path) for path in inputs):
         raise InvalidParameterError("output", f"{output!r} is a file of the table being truncated; write "
                                               f"the truncation elsewhere (the input is never overwritten)")
+    check_path(output, "output", writing=True)  # a named pipe would block the engine, a device swallow the rows
     seconds = _time_limit(time_limit)
     con = _connect(table)
 

@@ -68,6 +68,7 @@ from ..accounting.guarantees import Guarantee
 from ..accounting.kinds import KINDS
 from ..hypotheses import Hypothesis
 from .hypotheses import hypothesis_from_dict
+from .paths import open_regular, path_problem
 from ..model import Databases, InvocationGroup, Invocations, Scenario, check_target
 from .tables import TableKind, key_path, read_kind_table, read_number, toml_value
 
@@ -375,6 +376,9 @@ def _data_file(file: str, folder: pathlib.Path, allow_outside: bool, field: str)
                                           f"allow_outside_files=True (gce: --allow-outside-files)")
     if not target.exists():
         raise InvalidScenarioError(field, f"cannot read {shown} (looked for {str(target)!r})")
+    problem = path_problem(target)  # a folder, a device, a named pipe: refused before an engine opens it
+    if problem is not None:
+        raise InvalidScenarioError(field, f"{shown} {problem}")
     return target
 
 
@@ -648,10 +652,15 @@ def _read_at_most(handle, limit: int) -> bytes:
 
 
 def _read_bytes(path: pathlib.Path) -> bytes:
-    """At most :data:`MAX_SCENARIO_BYTES` bytes of the file (one more is read to tell a larger one)."""
+    """At most :data:`MAX_SCENARIO_BYTES` bytes of the file (one more is read to tell a larger one): a
+    regular file, or a pipe handed to this process (``/dev/stdin``, ``/dev/fd/N``); a folder, a device or
+    a named pipe is refused before it is opened (:func:`gce.files.paths.open_regular`)."""
     try:
-        with open(path, "rb") as handle:
+        with open_regular(path, "file", pipes=True, error=InvalidScenarioError,
+                          shown=f"cannot read {str(path)!r}:") as handle:
             data = _read_at_most(handle, MAX_SCENARIO_BYTES + 1)
+    except InvalidScenarioError:
+        raise
     except OSError as error:
         raise InvalidScenarioError("file", f"cannot read {str(path)!r}: {error.strerror or error}") from None
     except ValueError:  # a NUL character in the path

@@ -47,6 +47,8 @@ from types import MappingProxyType
 from typing import Any
 
 from ..errors import GCEError, InvalidParameterError
+from ..files.paths import open_regular
+from ..interrupts import committing, deferred
 
 __all__ = ["LedgerError", "Store", "SQLiteStore", "Backend", "BACKENDS", "open_store", "FORMAT", "SCHEMA_VERSION"]
 
@@ -101,11 +103,15 @@ class Store:
 
     @contextlib.contextmanager
     def transaction(self, write: bool) -> Iterator[None]:
-        """One transaction; ``write`` takes the ledger's write lock first. Rolled back on any exception."""
+        """One transaction; ``write`` takes the ledger's write lock first. Rolled back on any exception.
+
+        On the command line a Ctrl-C during the ``COMMIT`` waits for it (:func:`gce.interrupts.committing`):
+        the interruption comes before the commit (rolled back) or after it, never unknown to the caller."""
         self._begin(write)
         try:
             yield
-            self._commit()
+            with committing() if write else deferred():
+                self._commit()
         except BaseException:  # a failed COMMIT too: the transaction must not stay open
             with contextlib.suppress(Exception):
                 self._rollback()
@@ -194,15 +200,19 @@ class SQLiteStore(Store):
 
     @staticmethod
     def _check_file(path: str) -> None:
-        """Refuse what is not an SQLite file, or is shorter than its own header says (truncated)."""
+        """Refuse what is not an SQLite file, or is shorter than its own header says (truncated); a folder,
+        a device or a named pipe is refused before it is opened (:func:`gce.files.paths.open_regular`)."""
         try:
-            size = os.path.getsize(path)
-            with open(path, "rb") as handle:
+            with open_regular(path, path, shown="", error=lambda field, detail: LedgerError(f"{field}: {detail}")
+                              ) as handle:
+                size = os.fstat(handle.fileno()).st_size
                 header = handle.read(100)
         except FileNotFoundError:
             raise LedgerError(f"{path}: no ledger here (create one with gce ledger init)") from None
         except OSError as error:
             raise LedgerError(f"{path}: cannot read: {error.strerror or error}") from None
+        except ValueError:  # a NUL character
+            raise LedgerError(f"{path!r}: cannot read: a path has no NUL characters") from None
         if size == 0:
             raise LedgerError(f"{path}: is empty, not a gce ledger")
         if not header.startswith(_SQLITE_MAGIC):
