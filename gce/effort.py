@@ -38,7 +38,7 @@ from .errors import InvalidParameterError
 from .validation import is_number
 
 __all__ = ["DEFAULT_RTOL", "MIN_RTOL", "MAX_RTOL", "check_rtol", "Deadline", "clock", "slowed", "current",
-           "within", "relative_width", "describe_width"]
+           "within", "relative_width", "describe_width", "Overdue", "interruptible", "checkpoint"]
 
 #: The accuracy asked for by default: the certified bracket (lower, upper) around every reported number
 #: has ``upper / lower - 1`` at most this (:func:`relative_width`: the reported upper end overstates the
@@ -53,6 +53,8 @@ MAX_RTOL = 0.5
 #: The clock every new :class:`Deadline` reads (seconds, any origin).
 _clock: contextvars.ContextVar[Callable[[], float]] = contextvars.ContextVar("gce_clock",
                                                                            default=time.perf_counter)
+#: Whether the running step may be abandoned at a :func:`checkpoint` once the cap has passed (:func:`interruptible`).
+_interruptible: contextvars.ContextVar[bool] = contextvars.ContextVar("gce_effort_interruptible", default=False)
 #: The deadline of the computation running in this context (:func:`within`), None outside one.
 _current: contextvars.ContextVar["Deadline | None"] = contextvars.ContextVar("gce_effort_deadline", default=None)
 
@@ -196,3 +198,30 @@ def within(deadline: Deadline) -> Iterator[Deadline]:
         yield deadline
     finally:
         _current.reset(token)
+
+
+class Overdue(Exception):
+    """The cap passed while a step ran (raised by :func:`checkpoint` inside :func:`interruptible` only): the
+    caller abandons the step and keeps its last completed one."""
+
+
+@contextlib.contextmanager
+def interruptible() -> Iterator[None]:
+    """Inside, :func:`checkpoint` raises :class:`Overdue` once the running computation's cap has passed.
+
+    Estimates decide whether a step starts (:meth:`Deadline.fits`); on a loaded machine a step can take
+    several times its estimate, so long steps call :func:`checkpoint` between their parts, and a caller that
+    can fall back to its last completed step runs them here: the overrun is then one part, not one step."""
+    token = _interruptible.set(True)
+    try:
+        yield
+    finally:
+        _interruptible.reset(token)
+
+
+def checkpoint() -> None:
+    """Raise :class:`Overdue` when inside :func:`interruptible` and the cap of :func:`current` has passed."""
+    if _interruptible.get():
+        deadline = _current.get()
+        if deadline is not None and deadline.seconds is not None and deadline.expired():
+            raise Overdue

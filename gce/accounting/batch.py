@@ -818,12 +818,15 @@ def _spectrum(law: _Law, size: int, k: NDArray[np.int64], table: NDArray[np.comp
     return _fft.rfft(folded)[k]
 
 
+@functools.lru_cache(maxsize=4)
 def _shift_tables(size: int) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """-(w^j - 1) split as (2 sin^2(phi/2), sin(phi)), phi = 2 pi j / size reduced to [-pi, pi): both
     accurate relative to themselves, so that w^j - 1 = -2 sin^2(phi/2) - i sin(phi) has no cancellation."""
     j = (np.arange(size) + size // 2) % size - size // 2
     phi = 2.0 * np.pi * j / size
-    return 2.0 * np.sin(phi / 2.0) ** 2, np.sin(phi)
+    half, sine = 2.0 * np.sin(phi / 2.0) ** 2, np.sin(phi)
+    half.flags.writeable = sine.flags.writeable = False  # cached: shared by every composition of this size
+    return half, sine
 
 
 def _shift_minus_one(index: NDArray[np.int64], mass: NDArray[np.float64], size: int, k: NDArray[np.int64],

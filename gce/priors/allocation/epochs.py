@@ -42,9 +42,10 @@ import numpy as np
 
 from ...accounting import batch
 from ...errors import NumericalLimitError
-from ...accounting.curves import GaussianCurve
-from .bracket import (_STOPPED, _TAIL_SHARE, _WHICH, TAIL, AllocationCurve, LowerBound, _at, _DirectionLower,
-                      _fft_seconds, _Law, _Least, _may_refine, _width)
+from ...accounting.curves import GaussianCurve, PrivacyCurve
+from ... import effort
+from .bracket import (_STOPPED, _TAIL_SHARE, _WHICH, TAIL, AllocationCurve, LowerBound, _at, _fft_seconds, _Law,
+                      _may_refine, _target_text, _width)
 from .decomposition import _loss_interval, _merged_below, _NoRoom
 from .one_of_t import _GROWTH, _METHODS, _time_to
 from .uniform_tilted import _tilted_laws, _tilted_seconds
@@ -56,16 +57,19 @@ _LOSS_SHARE = 0.5
 #: A method whose composed width shrank by less than this factor in its last refinement is not refined again
 #: (round-off or the clamp dominate it).
 _STALLED = 0.95
+#: Where the tilted composition's allowance exceeds this share of its value, the plain one is read beside it.
+_PLAIN_SHARE = 1e-3
 #: Halvings of the loss grid after the laws are at their finest (each doubles the composition's size).
 _LOSS_HALVINGS = 3
 
 Key = tuple  # (ratio, t)
 
-#: The methods of one epoch's laws: :mod:`.one_of_t`'s two grids and the uniform grid tilted
-#: (:mod:`.uniform_tilted`: its round-off relative to each entry), each refined by doubling or halving.
-_EPOCH_METHODS = {**_METHODS, "tilted": (_tilted_laws, _METHODS["linear"][1], lambda points: 2 * points,
-                                         _tilted_seconds)}
-_EPOCH_GROWTH = {**_GROWTH, "tilted": _GROWTH["linear"]}
+#: The methods of one epoch's laws: the geometric grid of :mod:`.one_of_t` and the uniform grid tilted
+#: (:mod:`.uniform_tilted`: the plain uniform grid's spread pair and garbling, its round-off relative to each
+#: entry instead of charged at infinite loss), refined by halving rho, resp. doubling the points.
+_EPOCH_METHODS = {"log": _METHODS["log"], "tilted": (_tilted_laws, _METHODS["linear"][1], lambda points: 2 * points,
+                                                     _tilted_seconds)}
+_EPOCH_GROWTH = {"log": _GROWTH["log"], "tilted": _GROWTH["linear"]}
 
 
 def epochs_tail(delta: float | None, epochs: int, tail: float = TAIL) -> float:
@@ -114,7 +118,7 @@ def _compose(choice: Mapping[Key, dict[str, tuple[_Law, _Law]]], above: Mapping[
     ``centre`` (an estimate of the epsilon at the target delta; the saddle point's bound when None)
     (:mod:`.tilted`): (its upper curve, its :class:`LowerBound` parts). A lower composition that does not fit
     certifies nothing (0); an upper one raises :class:`NumericalLimitError`. With ``plain``, the untilted
-    composition too (the least of the two above, the larger below: each valid on its own)."""
+    composition of the upper laws beside the tilted one where that one is loose (:class:`_WithPlain`)."""
     copies = sum(below.values())
     floor = _floor(delta, max(sum(above.values()), copies))
     ups = [batch.loss_law(np.maximum(choice[key][which][0].loss, floor), choice[key][which][0].mass, count,
@@ -139,16 +143,33 @@ def _compose(choice: Mapping[Key, dict[str, tuple[_Law, _Law]]], above: Mapping[
             pass
     if not plain:
         return upper, parts
-    # the plain composition beside it (its allowance constant: the better far from the target)
-    try:
-        flat = batch.compose_laws([ups], [lows or ups], interval)  # (its lower is read only from garbled laws)
-        if lows:
-            parts.append((_DirectionLower(flat.lower, 0), slack * factor, other * factor))
-    except NumericalLimitError:  # the plain window is the wider: the tilted curves alone
-        return upper, parts
-    least = _Least([upper, flat.direction(0)])
-    least.size = upper.size
-    return least, parts
+    # the plain composition beside it, built only where the tilted one's allowance is a noticeable share of
+    # its value (far below the tilt's centre): each is valid, so either at each eps is
+    return _WithPlain(upper, lambda: batch.compose_laws([ups], [ups], interval).direction(0)), parts
+
+
+class _WithPlain(PrivacyCurve):
+    """An upper curve tilted towards the target (:class:`~.tilted.TiltedCurve`) and, where its allowance is
+    more than :data:`_PLAIN_SHARE` of its value, the least of it and the plain (untilted) composition of the
+    same laws, built on first need (each is a valid upper curve, so the least of any of them at each eps is)."""
+
+    def __init__(self, tilted, build):
+        self._tilted, self._build, self._plain = tilted, build, None
+        self.delta_floor = tilted.delta_floor
+        self.size = tilted.size
+
+    def _delta(self, eps):
+        out = np.atleast_1d(self._tilted.delta(eps)).astype(float)
+        need = self._tilted._allowance(eps) > _PLAIN_SHARE * out
+        if np.any(need):
+            if self._plain is None:
+                try:
+                    self._plain = self._build()
+                except NumericalLimitError:  # the plain window is the wider: the tilted curve alone
+                    self._plain = False
+            if self._plain is not False:
+                out[need] = np.minimum(out[need], np.atleast_1d(self._plain.delta(eps[need])))
+        return out
 
 
 def _floor(delta: float | None, copies: int) -> float:
@@ -186,6 +207,23 @@ def compose_epochs(above: Mapping[Key, int], below: Mapping[Key, int], rtol: flo
                 for method in _EPOCH_METHODS)
     if not _may_refine(first, "allocation epochs (first laws)", delta, epsilon, math.inf):
         raise _NoRoom("the time limit leaves no room for the first laws")
+    done: list = []  # the last completed pass: [curve]
+    try:
+        with effort.interruptible():  # a step that overruns its estimate (a loaded machine) stops at a checkpoint
+            _refine(state, keys, above, below, rtol, delta, epsilon, done)
+    except effort.Overdue:
+        if not done:
+            raise _NoRoom("the time limit passed during the first laws") from None
+        effort.current().stop(f"allocation refinement (epochs) at {_target_text(delta, epsilon)}: a step overran "
+                              f"its estimate")
+        curve = done[0]
+        if _STOPPED not in curve.description:
+            curve.description += _STOPPED
+    return done[0]
+
+
+def _refine(state, keys, above, below, rtol: float, delta: float | None, epsilon: float | None, done: list) -> None:
+    """The schedule of :func:`compose_epochs` (module doc); each completed pass's curve is left in ``done``."""
     for key in keys:
         for which in _WHICH:
             for method in _EPOCH_METHODS:
@@ -196,7 +234,7 @@ def compose_epochs(above: Mapping[Key, int], below: Mapping[Key, int], rtol: flo
                                for key, count in above.items()] or
                               [((_best(state[key], "remove")[0], _best(state[key], "add")[0]), 1) for key in keys],
                               _LOSS_SHARE * rtol, delta, epsilon)
-    halvings, stopped = 0, False
+    halvings = 0
     fresh = {(key, which, method) for key in keys for which in _WHICH for method in _EPOCH_METHODS}
     results: dict[tuple, tuple[float, float]] = {}  # (key, which, method): its composed bracket
     choice = {key: {w: _best(state[key], w) for w in _WHICH} for key in keys}
@@ -209,6 +247,7 @@ def compose_epochs(above: Mapping[Key, int], below: Mapping[Key, int], rtol: flo
                 for method, laws in state[key].laws[which].items():
                     if (key, which, method) not in fresh:
                         continue
+                    effort.checkpoint()
                     trial = {k: dict(v) for k, v in choice.items()}
                     trial[key][which] = laws[:2]
                     try:
@@ -223,14 +262,20 @@ def compose_epochs(above: Mapping[Key, int], below: Mapping[Key, int], rtol: flo
                 low_method = max(mine, key=lambda m: mine[m][0])
                 choice[key][which] = (state[key].laws[which][up_method][0], state[key].laws[which][low_method][1])
         fresh = set()
+        effort.checkpoint()
         composed, parts = zip(*(_compose(choice, above, below, interval, delta, epsilon, centre, w, plain=True)
                                 for w in _WHICH))
         brackets = [_direction_bracket(composed[d], parts[d], delta, epsilon) for d in range(2)]
         low, high = max(b[0] for b in brackets), max(b[1] for b in brackets)
         centre = high if math.isfinite(high) else centre
         width = _width(low, high)
+        labels = "; ".join(f"{key[0].label}, 1 of {key[1]}: " + ", ".join(
+            f"{w} {_label(state[key], w, choice[key][w])}" for w in _WHICH) for key in keys)
+        text = f"{sum(above.values())} epoch(s) of 1 of t composed ({labels}; loss grid {interval:.3g})"
+        done[:] = [AllocationCurve(composed, LowerBound([part for direction in parts for part in direction]), text,
+                                   directions=(composed[0], composed[1]))]
         if width <= rtol:
-            break
+            return
         pending = []  # (key, which, method): the directions that decide and are too wide
         for d, which in enumerate(_WHICH):
             if not (brackets[d][1] > low and _width(*brackets[d]) > rtol / 2):
@@ -247,10 +292,10 @@ def compose_epochs(above: Mapping[Key, int], below: Mapping[Key, int], rtol: flo
                     pending.append((key, which, method))
         if not pending:
             if halvings >= _LOSS_HALVINGS:
-                break
+                return
             if not _may_refine(_compose_seconds(composed) * 2, "allocation epochs (loss grid)", delta, epsilon, width):
-                stopped = True
-                break
+                done[0].description += _STOPPED
+                return
             interval, halvings = interval / 2, halvings + 1
             fresh = {(key, which, method) for key in keys for which in _WHICH for method in state[key].laws[which]}
             continue
@@ -260,23 +305,17 @@ def compose_epochs(above: Mapping[Key, int], below: Mapping[Key, int], rtol: flo
             estimate += state[key].seconds(which, method)
         if not _may_refine(estimate + _compose_seconds(composed), "allocation refinement (epochs)", delta, epsilon,
                            width):
-            stopped = True
-            break
+            done[0].description += _STOPPED
+            return
         for key, which, method in pending:
             state[key].compute(which, method)
             fresh.add((key, which, method))
-    labels = "; ".join(f"{key[0].label}, 1 of {key[1]}: " + ", ".join(
-        f"{w} {_label(state[key], w, choice[key][w])}" for w in _WHICH) for key in keys)
-    text = (f"{sum(above.values())} epoch(s) of 1 of t composed ({labels}; loss grid {interval:.3g})"
-            f"{_STOPPED if stopped else ''}")
-    return AllocationCurve(composed, LowerBound([part for direction in parts for part in direction]), text,
-                           directions=(composed[0], composed[1]))
 
 
 def _best(candidates: _Candidates, which: str) -> tuple[_Law, _Law]:
-    """A first choice: the first method computed of the geometric grid, the tilted and the plain uniform one."""
+    """A first choice: the geometric grid's laws where they were computed, else the tilted uniform grid's."""
     laws = candidates.laws[which]
-    return (laws.get("log") or laws.get("tilted") or laws["linear"])[:2]
+    return (laws.get("log") or laws["tilted"])[:2]
 
 
 def _label(candidates: _Candidates, which: str, chosen: tuple[_Law, _Law]) -> str:

@@ -75,6 +75,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
+from ... import effort
 from ...errors import NumericalLimitError
 from .bracket import _LOG_SECONDS, ROUND_OFF, _Law
 
@@ -280,6 +281,7 @@ def _binary(t: int, one, add):
     ``add(x, y, same)`` sums two laws (``same``: x and y are the same law)."""
     result, power, n = None, one, t
     while True:
+        effort.checkpoint()  # a sum is short: a step that overran on a loaded machine stops here
         if n & 1:
             result = power if result is None else add(result, power, False)
         n >>= 1
