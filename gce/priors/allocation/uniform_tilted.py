@@ -19,14 +19,23 @@ where the tilted law has its bulk. A ladder of tilts (steps of two standard devi
 ways, while the tilted bulk stays inside the window) covers the whole range; each entry is read from the tilt
 whose allowance there is least.
 
+The tilt is exponential in ``W``, whose law is heavy-tailed up to the clamp ``B``: a tilt much beyond
+``log(1 / Q(W near B)) / B`` puts the tilted bulk at the clamp, so the ladder stops where the tilted bulk
+leaves the window. For the direction P||Q at many steps and moderate noise (1 of 10,000 at sigma 1) that is
+before the tail that decides small deltas: the geometric grid decides there (:mod:`.epochs` keeps whichever
+composes narrower).
+
 The cyclic wrap. A tilted law's mass beyond the window (``S >= N dx``) lands inside it; it is at most
 ``tau_theta``, a Chernoff bound from the terms' moment-generating functions, and is added to every entry's
 allowance (each entry can receive at most all of it).
 
 The laws
 --------
-*Upper* (the spread pair of :mod:`.uniform_grid`): each entry's mass raised by its allowance (more mass at a
-loss only raises delta; the entry read is within its allowance of the spread pair's exact mass), the mass of
+*Upper* (the spread pair of :mod:`.uniform_grid`): the masses raised by their error bounds, by blocks of
+entries read from one tilt (:func:`_raised`: within a block of ``L`` entries the errors add up to at most
+``sqrt(L)`` times the L2 bound, charged at the block's largest loss; more mass at a larger loss only raises
+delta, and under composition too, since every sum with the other epochs is a non-decreasing function of the
+loss), the mass of
 ``S >= N dx`` charged at infinite loss by a Chernoff bound under P and Q (exact moment-generating functions of
 the spread terms, no transform), the clamp's excess as before. *Lower* (the garbling by the cells of
 :mod:`.uniform_grid`): per entry the P-mass lowered and the Q-mass raised by their allowances (in each outcome
@@ -43,6 +52,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import NDArray
@@ -133,16 +143,35 @@ def _ladder(parts: Sequence[tuple[NDArray[np.float64], int]], dx: float, size: i
     return thetas
 
 
+@dataclass(frozen=True)
+class _Stitched:
+    """The law of a sum read from a ladder of tilts (:func:`_stitched`): per entry its value, the bound on
+    its round-off error ``eta`` and on the aliased mass ``tau`` at the tilt it was read from, both already
+    multiplied by the read-back factor ``Z e^(-theta s dx)`` (``round_off``, ``aliased``), that tilt's
+    index (``rung``) and the tilts themselves."""
+
+    value: NDArray[np.float64]
+    round_off: NDArray[np.float64]
+    aliased: NDArray[np.float64]
+    rung: NDArray[np.int64]
+    thetas: tuple[float, ...]
+
+    @property
+    def allowance(self) -> NDArray[np.float64]:
+        """Each entry's own error bound (every entry can carry the whole L2 error and the whole aliased mass)."""
+        return np.minimum(self.round_off + self.aliased, 1.0)
+
+
 def _stitched(parts: Sequence[tuple[NDArray[np.float64], int]], dx: float, size: int, thetas: Sequence[float]
-              ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+              ) -> _Stitched:
     """The law of the sum of the parts (each a non-negative array on ``{j dx}`` with its count of terms) on the
-    ``size`` entries of the window: per entry (value, allowance) from the tilt of ``thetas`` whose allowance
-    there is least (module doc). Values and allowances are capped at 1 (no mass exceeds it)."""
+    ``size`` entries of the window, each entry read from the tilt of ``thetas`` whose error bound there is
+    least (module doc). Values are capped at 1 (no mass exceeds it)."""
     s = np.arange(size) * dx
     terms = sum(count for _, count in parts)
-    best_value = np.zeros(size)
-    best_allow = np.full(size, np.inf)
-    for theta in thetas:
+    value, round_off, aliased = np.zeros(size), np.full(size, np.inf), np.full(size, np.inf)
+    rung = np.zeros(size, dtype=np.int64)
+    for index, theta in enumerate(thetas):
         effort.checkpoint()  # a rung is short: a step that overran on a loaded machine stops here
         spectra, log_z, l2 = [], 0.0, 0.0
         for mass, count in parts:
@@ -154,15 +183,48 @@ def _stitched(parts: Sequence[tuple[NDArray[np.float64], int]], dx: float, size:
             log_z += count * lm
             l2 = max(l2, float(np.linalg.norm(tilted)))
         y = np.maximum(_fft.irfft(_power(spectra), size), 0.0)
+        # the L2 norm of the transform's error (Higham Sec. 24.1, times the power), and the tilted mass
+        # beyond the window that the cyclic sum folds in
         eta = ROUND_OFF * np.finfo(float).eps * max(math.log2(size), 1.0) * (terms + 2) * l2
         tau = _beyond(parts, dx, theta, size * dx)
         scale = log_z - theta * s
         with np.errstate(divide="ignore", over="ignore"):
-            allow = np.exp(np.minimum(math.log(eta + tau) + scale, 0.0))
-            value = np.exp(np.minimum(np.log(y) + scale, 0.0))
-        better = allow < best_allow
-        best_value[better], best_allow[better] = value[better], allow[better]
-    return best_value, best_allow
+            r = np.exp(np.minimum(math.log(eta) + scale, 0.0))
+            a = np.exp(np.minimum(math.log(tau) + scale, 0.0)) if tau > 0 else np.zeros(size)
+            v = np.exp(np.minimum(np.log(y) + scale, 0.0))
+        better = r + a < round_off + aliased
+        value[better], round_off[better], aliased[better], rung[better] = v[better], r[better], a[better], index
+    return _Stitched(value, round_off, aliased, rung, tuple(thetas))
+
+
+#: Longest block of entries whose round-off is charged together (:func:`_raised`).
+_BLOCK = 4096
+
+
+def _raised(law: _Stitched, dx: float, top_last: bool) -> NDArray[np.float64]:
+    """The upper law's masses: the values raised by their error bounds, charged by blocks.
+
+    Within a block of ``L`` consecutive entries read from one tilt, the errors add up to at most
+    ``sqrt(L)`` times the transform's L2 error bound (Cauchy and Schwarz) plus the aliased mass (at most
+    ``tau`` in all), each times the block's largest read-back factor: that total is added to the block's
+    entry of largest loss (the last one when ``top_last``, else the first), which raises the law's delta
+    at every epsilon by at least what the errors could lower it (more mass at a larger loss). Blocks are at
+    most :data:`_BLOCK` long and short enough that the read-back factor changes by at most 2 within one."""
+    out = law.value.copy()
+    n = out.size
+    starts = np.flatnonzero(np.diff(law.rung, prepend=-1))  # runs of one tilt
+    ends = np.append(starts[1:], n)
+    for start, end in zip(starts, ends):
+        theta = law.thetas[int(law.rung[start])]
+        length = _BLOCK if theta == 0 else max(1, min(_BLOCK, int(math.log(2.0) / (abs(theta) * dx))))
+        edges = np.arange(start, end, length)
+        size = np.diff(np.append(edges, end))
+        worst_r = np.maximum.reduceat(law.round_off[start:end], edges - start)
+        worst_a = np.maximum.reduceat(law.aliased[start:end], edges - start)
+        charge = np.sqrt(size) * worst_r + worst_a
+        at = np.minimum(edges + size - 1, n - 1) if top_last else edges
+        out[at] += charge
+    return np.minimum(out, 1.0)
 
 
 def _chernoff_tail(parts: Sequence[tuple[NDArray[np.float64], int]], dx: float, top: float) -> float:
@@ -185,13 +247,13 @@ def _tilted_upper(ratio, t: int, grid: _Grid, which: str) -> _Law:
         loss = np.log(s[finite] / t)
     if which == "remove":  # P(S~ = s) = E_Q[W~_1; S~ = s]: the moment law once, the law t - 1 times
         parts = [(moment, 1), (law, t - 1)] if t > 1 else [(moment, 1)]
-        p, allow = _stitched(parts, dx, n, _ladder(parts, dx, n, which))
+        p = _raised(_stitched(parts, dx, n, _ladder(parts, dx, n, which)), dx, top_last=True)
         beyond = _chernoff_tail(parts, dx, n * dx)
-        return _Law(loss, np.minimum(p[finite] + allow[finite], 1.0), min(excess + beyond, 1.0))
+        return _Law(loss, p[finite], min(excess + beyond, 1.0))
     parts = [(law, t)]
-    q, allow = _stitched(parts, dx, n, _ladder(parts, dx, n, which))
-    beyond = _chernoff_tail(parts, dx, n * dx)
-    return _Law(-loss, np.minimum(q[finite] + allow[finite], 1.0), min(q[0] + allow[0] + beyond, 1.0))
+    q = _raised(_stitched(parts, dx, n, _ladder(parts, dx, n, which)), dx, top_last=False)
+    beyond = _chernoff_tail(parts, dx, n * dx)  # (S = 0 is the largest loss of Q||P: infinite)
+    return _Law(-loss, q[finite], min(q[0] + beyond, 1.0))
 
 
 def _tilted_lower(ratio, t: int, grid: _Grid, which: str) -> _Law:
@@ -200,8 +262,9 @@ def _tilted_lower(ratio, t: int, grid: _Grid, which: str) -> _Law:
     n, dx = grid.size, grid.dx
     q_parts = [(q_cells, t)]
     p_parts = [(p_cells, 1), (q_cells, t - 1)] if t > 1 else [(p_cells, 1)]
-    q, aq = _stitched(q_parts, dx, n, _ladder(q_parts, dx, n, which))
-    p, ap = _stitched(p_parts, dx, n, _ladder(p_parts, dx, n, which))
+    q_law = _stitched(q_parts, dx, n, _ladder(q_parts, dx, n, which))
+    p_law = _stitched(p_parts, dx, n, _ladder(p_parts, dx, n, which))
+    q, aq, p, ap = q_law.value, q_law.allowance, p_law.value, p_law.allowance
     only_p = ratio.singular  # a member's output outside Q's support: an outcome of its own (uniform_grid)
     if which == "remove":
         low, high, infinite = np.maximum(p - ap, 0.0), q + aq, only_p
