@@ -94,7 +94,7 @@ def _compose_blocks(blocks, epochs: int, interval: float):
 
 
 def _composed(ratio: GaussianRatio, t: int, k: int, epochs: int, rtol: float, delta: float | None,
-              epsilon: float | None, tail: float) -> AllocationCurve:
+              epsilon: float | None, tail: float, upper: AllocationCurve | None = None) -> AllocationCurve:
     """k of t and/or several epochs: the decomposition's 1-of-m pairs composed above, a garbled pair composed
     below (module doc), on the batch engine's loss grid. The cells and the loss grid are refined together
     while the decomposition's own discretisation bracket is wider than ``rtol / 8`` (the loss grid from
@@ -111,6 +111,8 @@ def _composed(ratio: GaussianRatio, t: int, k: int, epochs: int, rtol: float, de
     # (uniform and geometric grids: :func:`_single`; at small noise the uniform grid's garbled pair is a
     # poor lower bound), composed over the epochs on the same loss grid; the larger of the two is kept.
     single = None
+    if upper is not None:  # k > 1: the decomposition's blocks composed elsewhere (epochs.compose_epochs)
+        return _below_k_of_t(ratio, t, k, epochs, rtol, delta, epsilon, tail, upper, sizes)
     if k == 1 and t > 1 and not _exact_blocks(ratio, t):
         laws, _, stopped = _single(ratio, t, rtol / _SINGLE_SHARE, delta, epsilon, tail)  # composed: errors add up
         target = delta if epsilon is None else float(PrivacyCurve.delta(laws["remove"][0].curve(), epsilon))
@@ -160,8 +162,26 @@ def _composed(ratio: GaussianRatio, t: int, k: int, epochs: int, rtol: float, de
     if k == 1:
         lower = blocks_lower  # the blocks are 1-of-t allocations: their garbled pairs composed bound it below
         how = "garbled pairs composed" + ("" if single is None else f" (also {', '.join(laws[w][2] for w in _WHICH)})")
-    elif not _may_refine(_lower_seconds(ratio, t, epochs, tail, interval), "allocation (the garbled k-of-t pair)",
-                         delta, epsilon, math.inf):
+    else:
+        lower, how, below_stopped = _k_of_t_lower(ratio, t, k, epochs, rtol, interval, delta, epsilon, tail,
+                                                  composed)
+        stopped = stopped or below_stopped
+    blocks_text = " + ".join(f"{count * epochs} x (1 of {size})" for size, count in sizes)
+    return AllocationCurve([composed], lower, f"{k} of {t}, {ratio.label}, {epochs} epoch(s): upper "
+                                              f"{blocks_text} composed (Feldman and Shenfeld decomposition), "
+                                              f"{points:,} cells, loss grid {interval:.3g}; lower: {how}"
+                                              f"{_STOPPED if stopped else ''}",
+                           directions=(composed.direction(0), composed.direction(1)))
+
+
+def _k_of_t_lower(ratio, t: int, k: int, epochs: int, rtol: float, interval: float, delta: float | None,
+                  epsilon: float | None, tail: float, composed) -> tuple[LowerBound, str, bool]:
+    """k > 1: the lower curve of k of t over the epochs (module doc: the garbled k-of-t pair composed, and the
+    sums of logarithms where the sum's garbling leaves the bracket against ``composed``, the upper curve,
+    wider than it should be), its description, and whether the time limit stopped a step."""
+    stopped = False
+    if not _may_refine(_lower_seconds(ratio, t, epochs, tail, interval), "allocation (the garbled k-of-t pair)",
+                       delta, epsilon, math.inf):
         from ...accounting.curves import GaussianCurve
         lower = LowerBound([(GaussianCurve(0.0), 0.0, 0.0)])  # nothing certified here: 0 (Gaussians: see the caller)
         how = "not computed (the time limit)"
@@ -200,12 +220,23 @@ def _composed(ratio: GaussianRatio, t: int, k: int, epochs: int, rtol: float, de
         else:
             stopped = True
         lower = LowerBound(parts)
+    return lower, how, stopped
+
+
+def _below_k_of_t(ratio, t: int, k: int, epochs: int, rtol: float, delta: float | None, epsilon: float | None,
+                  tail: float, upper: AllocationCurve, sizes) -> AllocationCurve:
+    """k of t over several epochs with the decomposition's upper curve ``upper`` computed already (its blocks
+    composed by :func:`~.epochs.compose_epochs`: at any delta), and the true k-of-t lower curve below."""
+    # the loss grid of the lower composition: h per copy below, a share of rtol of the composed epsilon
+    scale = float(upper.epsilon(delta)) if epsilon is None else float(epsilon)
+    scale = scale if math.isfinite(scale) and scale > 0 else 1.0
+    interval = float(min(max(_LOSS_GRID_SHARE * rtol * scale / epochs, 1e-6), 0.05))
+    lower, how, stopped = _k_of_t_lower(ratio, t, k, epochs, rtol, interval, delta, epsilon, tail, upper)
     blocks_text = " + ".join(f"{count * epochs} x (1 of {size})" for size, count in sizes)
-    return AllocationCurve([composed], lower, f"{k} of {t}, {ratio.label}, {epochs} epoch(s): upper "
-                                              f"{blocks_text} composed (Feldman and Shenfeld decomposition), "
-                                              f"{points:,} cells, loss grid {interval:.3g}; lower: {how}"
-                                              f"{_STOPPED if stopped else ''}",
-                           directions=(composed.direction(0), composed.direction(1)))
+    return AllocationCurve(upper._upper, lower, f"{k} of {t}, {ratio.label}, {epochs} epoch(s): upper {blocks_text} "
+                                                f"composed (Feldman and Shenfeld decomposition; {upper.description}); "
+                                                f"lower: {how}{_STOPPED if stopped else ''}",
+                           directions=upper.directions)
 
 
 def _log_statistic_part(ratio, t: int, k: int, epochs: int, interval: float, delta: float | None,

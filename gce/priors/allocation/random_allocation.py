@@ -129,7 +129,14 @@ def allocation_curve(mu: float, t: int, k: int = 1, epochs: int = 1, rtol: float
             curve = _composed(ratio, t, k, epochs, rtol, delta, epsilon, tail)
     else:
         try:
-            curve = _composed(ratio, t, k, epochs, rtol, delta, epsilon, tail)
+            upper = None
+            if k > 1 and epochs > 1 and not _exact_blocks(ratio, t // k):  # the blocks' epochs at any delta
+                blocks = {(ratio, size): count * epochs for size, count in _blocks(t, k)}
+                try:
+                    upper = compose_epochs(blocks, blocks, rtol / 4, delta, epsilon, tail)
+                except NumericalLimitError:
+                    upper = None
+            curve = _composed(ratio, t, k, epochs, rtol, delta, epsilon, tail, upper)
         except _NoRoom as why:
             if not isinstance(ratio, GaussianRatio):
                 raise NumericalLimitError(f"random allocation: {why}") from None
