@@ -26,7 +26,8 @@ inside it). Read at ``eps``, only ``s >= eps`` counts, each entry weighted by
 most twice that on ``s >= eps``; by Abel summation the error of ``sum_s g(s) e(s)`` is at most
 ``2 Z e^(-theta eps) R`` for the round-off and ``Z e^(-theta eps) (tau_lo + tau_hi)`` for the aliased mass.
 The mass truly outside the window counts at most ``Z e^(-theta eps)`` times its tilted mass when it lies
-above ``eps`` (below it, ``f = 0``). So ``A(eps) = Z e^(-theta eps) (3 R + 2 (tau_lo + tau_hi))`` is added
+above ``eps`` (below it, ``f = 0``), and ``Z e^(-theta top)`` times it above the window's top loss when the
+target is beyond the top. So ``A(eps) = Z e^(-theta eps) (3 R + 2 (tau_lo + tau_hi))`` is added
 above and subtracted below: at the target it is about ``3R`` over the tilted mass that decides delta, relative
 to the answer whatever delta is. Like the batch engine's, ``R`` is an estimate (checked against exact
 compositions in the tests), not a proof. ``theta = 0`` is the plain composition with the allowance constant.
@@ -114,15 +115,24 @@ class TiltedCurve(PrivacyCurve):
     """One direction's curve of a tilted composition (module doc): the read-back law's curve plus the
     allowance ``A(eps)`` (``upper``) or minus it (a certified lower curve, never a guarantee)."""
 
-    def __init__(self, curve: DiscreteLossCurve, log_z: float, theta: float, charge: float, upper: bool):
+    def __init__(self, curve: DiscreteLossCurve, log_z: float, theta: float, charge: float, upper: bool,
+                 top: float = math.inf, above: float = 0.0):
         self._curve, self._log_z, self._theta, self._charge, self._upper = curve, log_z, theta, charge, upper
+        #: The window's top loss and the tilted mass above it: charged at e^(-theta top) where the target is
+        #: beyond the top (the allowance charges it at e^(-theta eps) otherwise).
+        self._top, self._above = top, above
         self._ladder: tuple[NDArray[np.float64], NDArray[np.float64]] | None = None
         floor = curve.delta_floor + (self._allowance(np.array([math.inf]))[0] if upper else 0.0)
         self.delta_floor = float(min(floor, 1.0))
 
     def _allowance(self, eps: NDArray[np.float64]) -> NDArray[np.float64]:
-        exponent = self._log_z - (self._theta * np.maximum(eps, 0.0) if self._theta > 0 else 0.0)
-        return np.exp(np.minimum(exponent, 700.0)) * self._charge
+        eps = np.maximum(eps, 0.0)
+        exponent = self._log_z - (self._theta * eps if self._theta > 0 else 0.0)
+        out = np.exp(np.minimum(exponent, 700.0)) * self._charge
+        beyond = eps > self._top  # the mass above the window lies below eps' tilt factor: charge it at the top
+        if np.any(beyond) and self._theta > 0:
+            out[beyond] += math.exp(min(self._log_z - self._theta * self._top, 700.0)) * self._above
+        return out
 
     def _delta(self, eps: NDArray[np.float64]) -> NDArray[np.float64]:
         raw = np.atleast_1d(self._curve.delta(eps))
@@ -167,6 +177,7 @@ def compose_tilted(laws: Sequence[batch._Law], h: float, epsilon: float, upper: 
         # no mass exceeds 1 (clipping only moves an entry towards its truth; the allowance covers the rest)
         log_p = np.minimum(np.log(pmf[positive]) + log_z - theta * s, 0.0)
     curve = DiscreteLossCurve(s, log_p, infinite_mass=min(infinite, 1.0))
-    out = TiltedCurve(curve, log_z, theta, 3.0 * round_off + 2.0 * (tail_below + tail_above), upper)
+    out = TiltedCurve(curve, log_z, theta, 3.0 * round_off + 2.0 * (tail_below + tail_above), upper,
+                      top=(lo + size - 1) * h, above=tail_above)
     out.size = size
     return out
