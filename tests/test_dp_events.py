@@ -65,6 +65,10 @@ def build(event: de.DpEvent, pessimistic: bool, relation=pa.NeighboringRelation.
         return pld.from_randomized_response(inner.noise_parameter, inner.num_buckets,
                                             pessimistic_estimate=pessimistic, value_discretization_interval=h,
                                             neighboring_relation=relation)
+    if isinstance(inner, de.DiscreteLaplaceDpEvent):  # the exact law, its atoms rounded up or down
+        return pld.from_discrete_laplace_mechanism(inner.noise_parameter, inner.sensitivity,
+                                                   pessimistic_estimate=pessimistic, value_discretization_interval=h,
+                                                   sampling_prob=q)
     if isinstance(inner, EpsilonDeltaDpEvent):  # the canonical pair: exact when epsilon is on the grid
         return pld.from_privacy_parameters(common.DifferentialPrivacyParameters(inner.epsilon, inner.delta), h)
     raise AssertionError(f"no PLD for {event}")
@@ -118,8 +122,10 @@ def test_every_kind_is_read_as_its_guarantee():
 @pytest.mark.parametrize("event, bad", [
     (de.NonPrivateDpEvent(), "NonPrivateDpEvent"),
     (de.UnsupportedDpEvent(), "UnsupportedDpEvent"),
-    (de.SampledWithoutReplacementDpEvent(100, 10, de.GaussianDpEvent(1.0)), "SampledWithoutReplacementDpEvent"),
-    (de.DiscreteLaplaceDpEvent(1.0, 1), "DiscreteLaplaceDpEvent"),
+    (de.SampledWithoutReplacementDpEvent(100, 10, de.GaussianDpEvent(1.0)),
+     "SampledWithoutReplacementDpEvent is read under NeighboringRelation.REPLACE_ONE only"),
+    (de.SampledWithReplacementDpEvent(100, 10, de.GaussianDpEvent(1.0)), "SampledWithReplacementDpEvent"),
+    (de.DiscreteLaplaceDpEvent(0.0, 1), "DiscreteLaplaceDpEvent with noise_parameter 0"),
     (de.ComposedDpEvent([de.GaussianDpEvent(1.0), de.NonPrivateDpEvent()]), "NonPrivateDpEvent"),
     (de.GaussianDpEvent(0.0), "GaussianDpEvent with noise_multiplier 0"),
     (de.RandomizedResponseDpEvent(0.0, 2), "RandomizedResponseDpEvent with noise_parameter 0"),
@@ -257,7 +263,7 @@ def test_accountant_interface():
     assert accountant.engine.startswith("compose")
     assert accountant.get_delta(exact) <= 1e-6 * (1 + 1e-9)
     with pytest.raises(gce.InvalidParameterError, match="neighboring_relation"):
-        GceAccountant(REPLACE_ONE)
+        GceAccountant(pa.NeighboringRelation.REPLACE_SPECIAL)
     with pytest.raises(gce.InvalidParameterError, match="rtol"):
         GceAccountant(rtol=0.0)
     with pytest.raises(gce.InvalidParameterError, match="target_delta"):

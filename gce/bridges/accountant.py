@@ -7,14 +7,22 @@ Code that accounts with dp-accounting switches by one line::
     accountant.compose(event, count)
     accountant.get_epsilon(target_delta)  # a certified upper bound
 
-Each composed event is read by :func:`gce.bridges.dp_events.from_dp_event` into guarantees, accumulated
-as one multiset; an answer composes the whole multiset at the accuracy ``rtol`` (:mod:`gce.effort`), so
-the same events give the same numbers on any machine:
+Each composed event is read by :func:`gce.bridges.dp_events.read_dp_event` into guarantees (and the
+records of :mod:`gce.bridges.event_laws` for events no guarantee holds), accumulated as one multiset; an
+answer composes the whole multiset at the accuracy ``rtol`` (:mod:`gce.effort`), so the same events give
+the same numbers on any machine:
 
 * subsampled Gaussian mechanisms (DP-SGD: ``PoissonSampledDpEvent`` of ``GaussianDpEvent``), alone or with
   unsampled Gaussians: the Poisson-subsampling engine
   (:func:`gce.priors.allocation.poisson_curve`: dominating pairs above, garblings below, grids refined
   until the bracket at the target is ``rtol`` wide, docs/design.md "Random allocation");
+* a random allocation (``RandomAllocationDpEvent``; epochs of one ``(noise_multiplier, num_selected,
+  num_steps)``): :func:`gce.priors.allocation.allocation_curve`'s bracket itself; epochs at several
+  ``(noise_multiplier, num_steps)`` of one selected step each: composed as the Opacus bridge's shuffled
+  epochs (:func:`gce.bridges.opacus.epochs_curve`). Nothing else composes with a random allocation here
+  (refused when composed, naming it);
+* a discrete Laplace mechanism of sensitivity >= 2 or sampling without replacement, with anything that has a
+  privacy-loss distribution: every law on one grid (:func:`gce.bridges.event_laws.law_bracket`);
 * anything else: :func:`gce.compose` (the tightest compatible theorem; ``batch`` rows carry their own
   certified lower curve; exact rows are their own lower end); where no row has a lower curve, the
   batch engine's rounded-down laws (:func:`gce.accounting.batch.lower_at`) on dp-accounting's grid and
@@ -24,7 +32,10 @@ the same events give the same numbers on any machine:
 ``get_epsilon`` / ``get_delta`` return the certified upper end; ``get_epsilon_bracket`` /
 ``get_delta_bracket`` return ``(lower, upper)`` around the exact value for the guarantees read (for
 k-ary randomized response with k > 2 the guarantee is looser than the event: dp_events' module doc).
-Only ``ADD_OR_REMOVE_ONE`` is accepted: gce's guarantees are stated for add/remove of the record.
+``ADD_OR_REMOVE_ONE`` (the default: gce's guarantees are stated for add/remove of the record) and
+``REPLACE_ONE`` (for ``SampledWithoutReplacementDpEvent``, read there only; Poisson sampling and random
+allocation are refused there) are accepted; for sampling without replacement the bracket is around the
+symmetrised dominating pair read (event_laws' module doc), which dp-accounting's RDP bound is above.
 
 References
 ----------
@@ -46,7 +57,15 @@ from ..accounting.theorems import compose_within
 from ..errors import InvalidParameterError, NumericalLimitError, UnsupportedCombinationError
 from ..priors.allocation import poisson_curve
 from ..validation import is_integer
-from .dp_events import from_dp_event
+from ..accounting.curves import GaussianCurve
+from ..priors.allocation import MU_LIMIT, AllocationCurve, LowerBound, allocation_curve
+from ..priors.allocation.bracket import _Least
+from ..priors.allocation.decomposition import _NoRoom
+from ..priors.allocation.epochs import compose_epochs, epochs_tail
+from ..priors.allocation.ratios import GaussianRatio
+from .dp_events import check_combination, read_dp_event
+from .event_laws import RECORDS, RandomAllocation, law_bracket
+from .opacus import epochs_curve
 
 __all__ = ["GceAccountant", "LOWER_HALVINGS"]
 
@@ -87,7 +106,7 @@ class GceAccountant(_pa.PrivacyAccountant):
     Parameters
     ----------
     neighboring_relation : dp_accounting.NeighboringRelation
-        Only ``ADD_OR_REMOVE_ONE`` (the default); any other is refused.
+        ``ADD_OR_REMOVE_ONE`` (the default) or ``REPLACE_ONE`` (module doc); any other is refused.
     rtol : float
         The accuracy asked of each bracket (:data:`gce.effort.DEFAULT_RTOL` by default).
     time_limit : float or None
@@ -107,10 +126,10 @@ class GceAccountant(_pa.PrivacyAccountant):
         relation = _pa.NeighboringRelation
         if neighboring_relation is None:
             neighboring_relation = relation.ADD_OR_REMOVE_ONE
-        if neighboring_relation is not relation.ADD_OR_REMOVE_ONE:
-            raise InvalidParameterError("neighboring_relation", f"gce's guarantees hold for add/remove of a "
-                                                                f"record: only ADD_OR_REMOVE_ONE, got "
-                                                                f"{neighboring_relation!r}")
+        if neighboring_relation not in (relation.ADD_OR_REMOVE_ONE, relation.REPLACE_ONE):
+            raise InvalidParameterError("neighboring_relation", f"gce reads events for add/remove of a record "
+                                                                f"(ADD_OR_REMOVE_ONE) or its replacement "
+                                                                f"(REPLACE_ONE), got {neighboring_relation!r}")
         super().__init__(neighboring_relation)
         self.rtol = effort.check_rtol(rtol)
         if time_limit is not None and (not isinstance(time_limit, (int, float)) or isinstance(time_limit, bool)
@@ -130,7 +149,8 @@ class GceAccountant(_pa.PrivacyAccountant):
             return self.CompositionErrorDetails(invalid_event=event,
                                                 error_message=f"count: must be an integer >= 0, got {count!r}")
         try:
-            ms = from_dp_event(event)
+            ms = read_dp_event(event, self.neighboring_relation.name)
+            check_combination(self._counts, ms)
         except InvalidParameterError as error:
             return self.CompositionErrorDetails(invalid_event=event, error_message=str(error))
         if do_compose and count:
@@ -151,7 +171,8 @@ class GceAccountant(_pa.PrivacyAccountant):
 
     @property
     def guarantees(self) -> dict[Guarantee, int]:
-        """The multiset composed so far (what :func:`gce.compose` would take)."""
+        """The multiset composed so far (what :func:`gce.compose` would take, unless it holds records of
+        :mod:`gce.bridges.event_laws`: events that no guarantee holds)."""
         return dict(self._counts)
 
     def get_epsilon_bracket(self, target_delta: float) -> tuple[float, float]:
@@ -182,6 +203,8 @@ class GceAccountant(_pa.PrivacyAccountant):
         ms = tuple(sorted(self._counts.items(), key=lambda item: repr(item[0])))  # one order: one answer
         if not ms:
             return 0.0, 0.0, "nothing composed"
+        if any(isinstance(g, RECORDS) for g, _ in ms):  # events no guarantee holds (event_laws)
+            return _records_bracket(ms, self.rtol, what, target)
         delta, epsilon = (target, None) if what == "epsilon" else (None, target)
         parts = _gaussian_parts(ms)
         if parts is not None:
@@ -227,3 +250,45 @@ class GceAccountant(_pa.PrivacyAccountant):
                 break
             interval /= 2.0
         return best
+
+
+def _records_bracket(ms: tuple[tuple[Any, int], ...], rtol: float, what: str, target: float
+                     ) -> tuple[float, float, str]:
+    """The bracket of a multiset holding events that no guarantee record holds (:mod:`.event_laws`): random
+    allocations by the allocation engine, everything else as privacy-loss laws on one grid
+    (:func:`.event_laws.law_bracket`). :func:`.dp_events.check_combination` let only these mixtures in."""
+    allocations = {(g.mu, g.steps, g.selected): n for g, n in ms if isinstance(g, RandomAllocation)}
+    if not allocations:
+        return law_bracket(ms, rtol, what, target)
+    delta, epsilon = (target, None) if what == "epsilon" else (None, target)
+    if len(allocations) == 1:  # epochs of one allocation: allocation_curve's own bracket
+        (mu, t, k), epochs = next(iter(allocations.items()))
+        curve = allocation_curve(mu, t, k, epochs=epochs, rtol=rtol, delta=delta, epsilon=epsilon)
+    else:  # epochs of 1 of t at several (mu, t): composed as the shuffled Opacus history's epochs
+        above = {(mu, t): n for (mu, t, _), n in allocations.items()}
+        if delta is not None:
+            curve = epochs_curve(above, above, rtol, delta)
+        else:
+            curve = _epochs_at_epsilon(above, rtol, epsilon)
+    low, high = curve.epsilon_bracket(target) if what == "epsilon" else curve.delta_bracket(target)
+    return low, high, f"random allocation: {curve.description}"
+
+
+def _epochs_at_epsilon(above: dict[tuple[float, int], int], rtol: float, epsilon: float) -> Any:
+    """:func:`.opacus.epochs_curve` refined at a delta target, for an epsilon target: the epochs' dominating
+    pairs composed above and their garbled pairs below (:func:`gce.priors.allocation.epochs.compose_epochs`),
+    never above the steps' Gaussians composed nor below the sum of every batch's output."""
+    high_mu = math.sqrt(sum(n * mu**2 for (mu, _), n in above.items()))
+    low_mu = math.sqrt(sum(n * mu**2 / t for (mu, t), n in above.items()))
+    closed = AllocationCurve([GaussianCurve(high_mu)], LowerBound([(GaussianCurve(low_mu), 0.0, 0.0)]),
+                             f"{sum(above.values())} epochs: closed forms (GDP mu {high_mu:g} above, {low_mu:g} below)")
+    if any(mu >= MU_LIMIT for mu, _ in above):
+        return closed
+    pairs = {(GaussianRatio(mu), t): n for (mu, t), n in above.items()}
+    try:
+        curve = compose_epochs(pairs, pairs, rtol, None, epsilon, epochs_tail(None, sum(above.values())))
+    except (NumericalLimitError, _NoRoom):
+        return closed
+    return AllocationCurve([_Least([curve, GaussianCurve(high_mu)])],
+                           LowerBound([(curve.lower, 0.0, 0.0), (GaussianCurve(low_mu), 0.0, 0.0)]),
+                           f"{sum(above.values())} epochs at {len(above)} (mu, t): {curve.description}")

@@ -14,16 +14,32 @@ event                                              guarantee
 ``RandomizedResponseDpEvent(p, k)``                ``RandomizedResponse(log(1 + k (1 - p) / p))`` (below)
 ``ZCDpEvent(rho, xi=0)``                           ``ZCDP(rho)`` (xi > 0 refused: no record holds it)
 ``PoissonSampledDpEvent(q, event)``                ``Subsampled(q, ...)`` (BBG18; a rate of 0: nothing)
+``DiscreteLaplaceDpEvent(a, sensitivity=1)``       ``PureDP(a)``: its pair is the canonical pair of (a, 0) exactly
+``DiscreteLaplaceDpEvent(a, s)``, s >= 2           its own law (``GceAccountant`` only, below)
+``SampledWithoutReplacementDpEvent(n, m, event)``  under ``REPLACE_ONE`` only (``GceAccountant``, below)
+``RandomAllocationDpEvent(event, k, t)``           ``GceAccountant`` only (below); k = t: the k Gaussians
 ``SelfComposedDpEvent(event, count)``              the event's multiset, every count times ``count``
 ``ComposedDpEvent(events)``                        the sum of the events' multisets
 ``NoOpDpEvent()``                                  nothing (the empty multiset)
 =================================================  ==============================================================
 
-Every other event (``NonPrivateDpEvent``, sampling with or without replacement, tree aggregation, ...) is
-refused with :class:`UnsupportedEventError` naming its class and where it sits in the tree, never read
-approximately. Events are matched by class name, so an event class that the installed dp-accounting does
-not have (``EpsilonDeltaDpEvent`` is in its repository, not in release 0.6.0) is read when it appears, and
-nothing here imports dp-accounting.
+Every other event (``NonPrivateDpEvent``, sampling with replacement, tree aggregation, ...) is refused with
+:class:`UnsupportedEventError` naming its class and where it sits in the tree, never read approximately.
+Events are matched by class name, so an event class that the installed dp-accounting does not have
+(``EpsilonDeltaDpEvent`` is in its repository, not in release 0.6.0; ``RandomAllocationDpEvent(event,
+num_selected, num_steps)`` is in its pull request #414) is read when it appears, and nothing here imports
+dp-accounting.
+
+*Events no guarantee record holds.* Three events have a pair that no record describes; :func:`read_dp_event`
+(what :class:`~gce.bridges.accountant.GceAccountant` reads) returns the records of :mod:`.event_laws` for
+them, and :func:`from_dp_event` refuses them naming the event: the discrete Laplace mechanism of sensitivity
+s >= 2 (a mixture of canonical pairs, composed as its exact law), sampling ``m`` of ``n`` records without
+replacement (read under dp-accounting's ``REPLACE_ONE`` only, as its RDP accountant reads it: the
+symmetrised subsampled pair, a dominating pair by advanced joint convexity, BBG18 Thm. 2; refused under
+``ADD_OR_REMOVE_ONE`` naming the relation) and random allocation (:func:`gce.priors.allocation.allocation_curve`).
+Under ``REPLACE_ONE`` the noise events (Gaussian, Laplace, discrete Laplace, ``EpsilonDelta``, zCDP,
+randomized response) are the same pairs, their sensitivity read under that relation as dp-accounting reads
+it; Poisson sampling and random allocation, whose guarantees are for add/remove, are refused there.
 
 *Randomized response.* dp-accounting's k-ary randomized response keeps the input bucket with
 probability ``1 - p`` and otherwise answers a uniform bucket; its likelihood ratio between two inputs is at
@@ -43,7 +59,8 @@ mechanisms has no record here and is refused.
 References
 ----------
 002: Kairouz, Oh, Viswanath, "The Composition Theorem for Differential Privacy" (Thm. II.5).
-BBG18: Balle, Barthe, Gaboardi, "Privacy Amplification by Subsampling" (Thm. 8).
+BBG18: Balle, Barthe, Gaboardi, "Privacy Amplification by Subsampling" (Thm. 8, Poisson; Thm. 2, advanced
+joint convexity).
 DRS22: Dong, Roth, Su, "Gaussian Differential Privacy" (Cor. 3.3).
 """
 
@@ -51,7 +68,8 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 
 from ..accounting import kinds
 from ..accounting.guarantees import (
@@ -65,10 +83,30 @@ from ..accounting.guarantees import (
 )
 from ..errors import InvalidParameterError, UnsupportedCombinationError
 from ..validation import is_integer, is_number
+from .event_laws import RECORDS, DiscreteLaplaceLoss, RandomAllocation, ReplaceOneSampledGaussian
 
-__all__ = ["UnsupportedEventError", "SUPPORTED_EVENTS", "is_dp_event", "from_dp_event", "as_guarantee"]
+__all__ = ["UnsupportedEventError", "SUPPORTED_EVENTS", "RELATIONS", "is_dp_event", "from_dp_event", "read_dp_event",
+           "check_combination", "as_guarantee"]
 
+#: A multiset of guarantees, and (:func:`read_dp_event`) of the records of :mod:`.event_laws`.
 Multiset = dict[Guarantee, int]
+
+#: dp-accounting's ``NeighboringRelation`` names the events are read under (:func:`read_dp_event`).
+ADD_OR_REMOVE_ONE, REPLACE_ONE = "ADD_OR_REMOVE_ONE", "REPLACE_ONE"
+RELATIONS = (ADD_OR_REMOVE_ONE, REPLACE_ONE)
+
+
+@dataclass(frozen=True)
+class _Context:
+    """How a tree is read: under which neighbouring relation, and whether the records of events that no
+    guarantee holds (:data:`.event_laws.RECORDS`) may be returned (``GceAccountant``) or are refused
+    (:func:`from_dp_event`, whose multiset is for :func:`gce.compose`)."""
+
+    relation: str
+    records: bool
+
+
+_GUARANTEES = _Context(ADD_OR_REMOVE_ONE, records=False)
 
 
 class UnsupportedEventError(InvalidParameterError, UnsupportedCombinationError):
@@ -100,21 +138,21 @@ def _non_private(event: object, field: str, why: str) -> UnsupportedEventError:
                                         "guarantee holds")
 
 
-def _gaussian(event: object, field: str) -> Multiset:
+def _gaussian(event: object, field: str, ctx: _Context) -> Multiset:
     sigma = _number(event, "noise_multiplier", field, 0.0)
     if sigma == 0.0:
         raise _non_private(event, field, "with noise_multiplier 0 adds no noise")
     return {GaussianMechanism(sigma=sigma, sensitivity=1.0): 1}
 
 
-def _laplace(event: object, field: str) -> Multiset:
+def _laplace(event: object, field: str, ctx: _Context) -> Multiset:
     scale = _number(event, "noise_multiplier", field, 0.0)
     if scale == 0.0:
         raise _non_private(event, field, "with noise_multiplier 0 adds no noise")
     return {LaplaceMechanism(scale=scale, sensitivity=1.0): 1}
 
 
-def _epsilon_delta(event: object, field: str) -> Multiset:
+def _epsilon_delta(event: object, field: str, ctx: _Context) -> Multiset:
     epsilon = _number(event, "epsilon", field, 0.0)
     delta = _number(event, "delta", field, 0.0, 1.0)
     if delta >= 1.0:
@@ -128,7 +166,7 @@ def rr_epsilon(noise_parameter: float, num_buckets: int) -> float:
     return math.log1p(num_buckets * (1.0 - noise_parameter) / noise_parameter)
 
 
-def _randomized_response(event: object, field: str) -> Multiset:
+def _randomized_response(event: object, field: str, ctx: _Context) -> Multiset:
     p = _number(event, "noise_parameter", field, 0.0, 1.0)
     k = getattr(event, "num_buckets", None)
     if not is_integer(k) or k < 1:
@@ -141,7 +179,7 @@ def _randomized_response(event: object, field: str) -> Multiset:
     return {RandomizedResponse(rr_epsilon(p, int(k))): 1}
 
 
-def _zcdp(event: object, field: str) -> Multiset:
+def _zcdp(event: object, field: str, ctx: _Context) -> Multiset:
     rho = _number(event, "rho", field, 0.0)
     xi = _number(event, "xi", field, 0.0) if hasattr(event, "xi") else 0.0
     if xi != 0.0:
@@ -162,11 +200,17 @@ def _one_gaussian(inner: Multiset) -> Guarantee | None:
     return GaussianMechanism(sigma=1.0 / math.sqrt(total)) if total > 0.0 else PureDP(0.0)
 
 
-def _poisson(event: object, field: str) -> Multiset:
+def _poisson(event: object, field: str, ctx: _Context) -> Multiset:
     rate = _number(event, "sampling_probability", field, 0.0, 1.0)
-    inner = _read(getattr(event, "event", None), f"{field}.event")
+    if ctx.relation != ADD_OR_REMOVE_ONE:
+        raise _wrong_relation(event, field, ctx, ADD_OR_REMOVE_ONE, "Poisson sampling's guarantees "
+                                                                    "(Subsampled) are for add/remove of a record")
+    inner = _read(getattr(event, "event", None), f"{field}.event", ctx)
     if rate == 0.0 or not inner:
         return {}
+    if any(isinstance(g, RECORDS) for g in inner):
+        raise UnsupportedEventError(field, f"{_name(event)} of {_describe(inner)}: no amplification by Poisson "
+                                           "sampling is read for it")
     if len(inner) == 1 and next(iter(inner.values())) == 1:
         single = next(iter(inner))
     else:
@@ -181,29 +225,128 @@ def _poisson(event: object, field: str) -> Multiset:
         raise UnsupportedEventError(field, f"{_name(event)}: {error}") from None
 
 
-def _self_composed(event: object, field: str) -> Multiset:
+def _self_composed(event: object, field: str, ctx: _Context) -> Multiset:
     count = getattr(event, "count", None)
     if not is_integer(count) or count < 0:
         raise InvalidParameterError(f"{field}.count", f"{_name(event)}.count must be an integer >= 0, "
                                                       f"got {count!r}")
-    inner = _read(getattr(event, "event", None), f"{field}.event")
+    inner = _read(getattr(event, "event", None), f"{field}.event", ctx)
     return {g: n * int(count) for g, n in inner.items() if count}
 
 
-def _composed(event: object, field: str) -> Multiset:
+def _composed(event: object, field: str, ctx: _Context) -> Multiset:
     events = getattr(event, "events", None)
     if events is None or isinstance(events, (str, bytes)):
         raise InvalidParameterError(f"{field}.events", f"{_name(event)}.events must be a list of events, "
                                                        f"got {events!r}")
     total: Counter[Guarantee] = Counter()
     for i, sub in enumerate(events):
-        total.update(_read(sub, f"{field}.events[{i}]"))
+        total.update(_read(sub, f"{field}.events[{i}]", ctx))
     return dict(total)
 
 
+def _count(event: object, attribute: str, field: str, low: int) -> int:
+    value = getattr(event, attribute, None)
+    if not is_integer(value) or value < low:
+        raise InvalidParameterError(f"{field}.{attribute}", f"{_name(event)}.{attribute} must be an integer "
+                                                            f">= {low}, got {value!r}")
+    return int(value)
+
+
+def _wrong_relation(event: object, field: str, ctx: _Context, needed: str, why: str) -> UnsupportedEventError:
+    return UnsupportedEventError(field, f"{_name(event)} is read under NeighboringRelation.{needed} only ({why}); "
+                                        f"it was given under NeighboringRelation.{ctx.relation}")
+
+
+def _no_record(event: object, field: str, what: str) -> UnsupportedEventError:
+    return UnsupportedEventError(field, f"{_name(event)} {what}: no guarantee record holds it, so gce.compose "
+                                        "cannot take it; gce.GceAccountant reads and composes it")
+
+
+def _discrete_laplace(event: object, field: str, ctx: _Context) -> Multiset:
+    """``DiscreteLaplaceDpEvent(noise_parameter a, sensitivity s)``: ``PureDP(a)`` for s = 1 (its pair is the
+    canonical pair of (a, 0) exactly), its own law for s >= 2 (:class:`.event_laws.DiscreteLaplaceLoss`)."""
+    a = _number(event, "noise_parameter", field, 0.0)
+    s = _count(event, "sensitivity", field, 0)
+    if s == 0:
+        return {}
+    if a == 0.0:  # e^{-a |z|} does not normalise
+        raise UnsupportedEventError(field, f"{_name(event)} with noise_parameter 0 is no distribution "
+                                           "(dp-accounting counts it as not private)")
+    if math.isinf(a):
+        raise _non_private(event, field, "with noise_parameter inf adds no noise")
+    if s == 1:
+        return {PureDP(a): 1}
+    if not ctx.records:
+        raise _no_record(event, field, f"with sensitivity {s} (a mixture of canonical pairs, looser as "
+                                       f"PureDP({a * s:g}))")
+    return {DiscreteLaplaceLoss(a, s): 1}
+
+
+def _gaussian_mu(event: object, field: str, inner: Multiset, what: str) -> float:
+    """mu of the one Gaussian that the inner event is (several on one sample: DRS22 Cor. 3.3), or a refusal
+    naming the outer event."""
+    single = _one_gaussian(inner) if not any(isinstance(g, RECORDS) for g in inner) else None
+    if single is None:
+        raise UnsupportedEventError(field, f"{_name(event)} of {_describe(inner)}: {what} is read of Gaussian "
+                                           "mechanisms only (GaussianDpEvent, or a composition of them on the "
+                                           "same sample), as dp-accounting reads it")
+    return float(kinds.gdp_mu(single) or 0.0)  # (PureDP(0): no Gaussian has sensitivity)
+
+
+def _without_replacement(event: object, field: str, ctx: _Context) -> Multiset:
+    """``SampledWithoutReplacementDpEvent(source_dataset_size n, sample_size m, event)`` of Gaussian
+    mechanisms, under REPLACE_ONE: the symmetrised subsampled pair (:class:`.event_laws.ReplaceOneSampledGaussian`);
+    the inner event itself when m = n."""
+    n = _count(event, "source_dataset_size", field, 1)
+    m = _count(event, "sample_size", field, 0)
+    if m > n:
+        raise InvalidParameterError(f"{field}.sample_size", f"{_name(event)}.sample_size must be at most "
+                                                            f"source_dataset_size = {n}, got {m}")
+    if ctx.relation != REPLACE_ONE:
+        raise _wrong_relation(event, field, ctx, REPLACE_ONE, "a sample of fixed size amplifies the replacement "
+                                                              "of a record, as dp-accounting's RDP accountant "
+                                                              "reads it; use GceAccountant(REPLACE_ONE)")
+    inner = _read(getattr(event, "event", None), f"{field}.event", ctx)
+    if m == 0 or not inner:
+        return {}
+    mu = _gaussian_mu(event, field, inner, "sampling without replacement")
+    if mu == 0.0:
+        return {}
+    if m == n:
+        return {GaussianMechanism(sigma=1.0 / mu): 1}
+    if not ctx.records:
+        raise _no_record(event, field, "(sampling without replacement)")
+    return {ReplaceOneSampledGaussian(mu, m / n): 1}
+
+
+def _random_allocation(event: object, field: str, ctx: _Context) -> Multiset:
+    """``RandomAllocationDpEvent(event, num_selected k, num_steps t)`` of Gaussian mechanisms (dp-accounting's
+    pull request #414): :class:`.event_laws.RandomAllocation`, one epoch; k = t is the k Gaussians composed."""
+    k = _count(event, "num_selected", field, 0)
+    t = _count(event, "num_steps", field, 1)
+    if k > t:
+        raise InvalidParameterError(f"{field}.num_selected", f"{_name(event)}.num_selected must be at most "
+                                                             f"num_steps = {t}, got {k}")
+    if ctx.relation != ADD_OR_REMOVE_ONE:
+        raise _wrong_relation(event, field, ctx, ADD_OR_REMOVE_ONE, "random allocation's curve is for add/remove "
+                                                                    "of a record")
+    inner = _read(getattr(event, "event", None), f"{field}.event", ctx)
+    if k == 0 or not inner:
+        return {}
+    mu = _gaussian_mu(event, field, inner, "random allocation")
+    if mu == 0.0:
+        return {}
+    if k == t:  # every step: the k Gaussians themselves
+        return {GaussianMechanism(sigma=1.0 / mu): k}
+    if not ctx.records:
+        raise _no_record(event, field, "(random allocation)")
+    return {RandomAllocation(mu, t, k): 1}
+
+
 #: The events read, by class name, and how.
-_READERS: dict[str, Callable[[object, str], Multiset]] = {
-    "NoOpDpEvent": lambda event, field: {},
+_READERS: dict[str, Callable[[object, str, "_Context"], Multiset]] = {
+    "NoOpDpEvent": lambda event, field, ctx: {},
     "GaussianDpEvent": _gaussian,
     "LaplaceDpEvent": _laplace,
     "EpsilonDeltaDpEvent": _epsilon_delta,
@@ -212,19 +355,22 @@ _READERS: dict[str, Callable[[object, str], Multiset]] = {
     "PoissonSampledDpEvent": _poisson,
     "SelfComposedDpEvent": _self_composed,
     "ComposedDpEvent": _composed,
+    "DiscreteLaplaceDpEvent": _discrete_laplace,
+    "SampledWithoutReplacementDpEvent": _without_replacement,
+    "RandomAllocationDpEvent": _random_allocation,
 }
 #: The names of the event classes :func:`from_dp_event` reads.
 SUPPORTED_EVENTS = tuple(_READERS)
 
 
-def _read(event: object, field: str) -> Multiset:
+def _read(event: object, field: str, ctx: _Context) -> Multiset:
     if not is_dp_event(event):
         raise InvalidParameterError(field, f"must be a dp-accounting DpEvent, got {event!r}")
     reader = _READERS.get(_name(event))
     if reader is None:
         raise UnsupportedEventError(field, f"{_name(event)} is not an event gce reads (it reads "
                                            f"{', '.join(SUPPORTED_EVENTS)}): {event!r}")
-    return reader(event, field)
+    return reader(event, field, ctx)
 
 
 def _describe(ms: Multiset) -> str:
@@ -249,7 +395,64 @@ def from_dp_event(event: object) -> dict[Guarantee, int]:
     >>> from_dp_event(dp_event.SelfComposedDpEvent(step, 1000))
     {Subsampled(rate=0.01, mechanism=GaussianMechanism(sigma=1.1, sensitivity=1.0)): 1000}
     """
-    return {g: n for g, n in _read(event, "event").items() if n > 0}
+    return {g: n for g, n in _read(event, "event", _GUARANTEES).items() if n > 0}
+
+
+def read_dp_event(event: object, neighboring_relation: str = ADD_OR_REMOVE_ONE) -> Multiset:
+    """The multiset of an event tree read under ``neighboring_relation`` (a name of :data:`RELATIONS`), with
+    the records of events that no guarantee holds (:data:`.event_laws.RECORDS`): what
+    :class:`~gce.bridges.accountant.GceAccountant` composes. Under ``REPLACE_ONE`` sampling without
+    replacement is read and Poisson sampling and random allocation are refused; under ``ADD_OR_REMOVE_ONE``
+    the other way round; every other event means the same pair under both.
+
+    Raises
+    ------
+    UnsupportedEventError, InvalidParameterError
+        As :func:`from_dp_event`.
+    """
+    if neighboring_relation not in RELATIONS:
+        raise InvalidParameterError("neighboring_relation", f"must be one of {', '.join(RELATIONS)}, got "
+                                                            f"{neighboring_relation!r}")
+    ctx = _Context(neighboring_relation, records=True)
+    return {g: n for g, n in _read(event, "event", ctx).items() if n > 0}
+
+
+def _event_of(entry: object) -> str:
+    names = {DiscreteLaplaceLoss: "DiscreteLaplaceDpEvent", RandomAllocation: "RandomAllocationDpEvent",
+             ReplaceOneSampledGaussian: "SampledWithoutReplacementDpEvent"}
+    return names.get(type(entry), repr(entry))
+
+
+def check_combination(held: Mapping[object, int], new: Mapping[object, int]) -> None:
+    """Refuse composing ``new`` (a :func:`read_dp_event` multiset) with ``held`` where gce has no sound
+    composition: a random allocation composes only with random allocations, and those with different
+    parameters only when each selects one step (epochs of 1 of t, :func:`gce.priors.allocation.epochs`);
+    the laws of :mod:`.event_laws` compose with every guarantee that has a privacy-loss distribution, not
+    with zCDP.
+
+    Raises
+    ------
+    UnsupportedEventError
+        ``field`` ``event``; the message names the events.
+    """
+    entries = [g for g, n in {**held, **new}.items() if n > 0]
+    allocations = {g for g in entries if isinstance(g, RandomAllocation)}
+    others = [g for g in entries if not isinstance(g, RandomAllocation)]
+    if allocations and others:
+        raise UnsupportedEventError("event", "RandomAllocationDpEvent composes only with other random "
+                                             f"allocations here, not with {_describe({g: 1 for g in others[:3]})}"
+                                             f"{' ...' if len(others) > 3 else ''} (its curve is the allocation "
+                                             "engine's, which has no other mechanisms)")
+    if len(allocations) > 1 and any(g.selected > 1 for g in allocations):
+        raise UnsupportedEventError("event", "RandomAllocationDpEvent with different noise_multiplier or "
+                                             "num_steps composes only when every one has num_selected 1 "
+                                             f"(got {', '.join(sorted(repr(g) for g in allocations))})")
+    laws = sorted({_event_of(g) for g in entries if isinstance(g, RECORDS) and not isinstance(g, RandomAllocation)})
+    bare = [g for g in entries if kinds.is_guarantee(g) and kinds.pld_source(g) is None]
+    if laws and bare:
+        raise UnsupportedEventError("event", f"{' and '.join(laws)} (composed as privacy-loss laws) cannot be "
+                                             f"composed with ZCDpEvent ({_describe({g: 1 for g in bare})}): "
+                                             "zCDP has no privacy-loss distribution")
 
 
 def as_guarantee(value: object, repeat: int = 1, field: str = "mechanism") -> tuple[object, int]:
