@@ -52,8 +52,9 @@ def _allocation_support(t: int, epochs: int):
             for choice in itertools.product(range(t), repeat=epochs)]
 
 
-@pytest.mark.parametrize("eps0, delta0, t, epochs", [(1.0, 0.0, 2, 3), (0.5, 1e-4, 3, 2), (0.5, 1e-12, 3, 2),
-                                                           (2.0, 0.0, 2, 4)])
+@pytest.mark.parametrize("eps0, delta0, t, epochs", [
+    (1.0, 0.0, 2, 3), pytest.param(0.5, 1e-4, 3, 2, marks=pytest.mark.slow),
+    (0.5, 1e-12, 3, 2), (2.0, 0.0, 2, 4)])
 def test_epochs_of_canonical_pairs_against_brute_force(eps0, delta0, t, epochs):
     """E epochs of 1 of t with every database an (eps0, delta0) canonical pair: the exact curve by brute force
     over all 4^(tE) outputs (tests/reference.mixture_delta), held by compose_epochs' bracket in both
@@ -85,7 +86,7 @@ def test_epochs_of_canonical_pairs_against_brute_force(eps0, delta0, t, epochs):
 
 @pytest.mark.parametrize("sigma, t, epochs, delta, truth", [
     (2.0, 1000, 5, 1e-8, (0.1774, 0.1783)),       # the unamplified bound was 6.54 (a peer: 0.209)
-    (1.5, 500, 20, 1e-10, (0.8751, 0.8789)),      # was 22.88
+    pytest.param(1.5, 500, 20, 1e-10, (0.8751, 0.8789), marks=pytest.mark.slow),  # was 22.88
     (0.6, 100, 100, 1e-12, (35.61, 35.74)),       # was [35.40, 36.04]: the composition's own round-off
     (0.8, 1000, 10, 1e-8, (1.4544, 1.4617)),      # was 29.38
 ])
@@ -117,7 +118,7 @@ def test_two_epochs_of_one_of_two_at_small_deltas_against_the_quadrature(mu):
         assert low <= max(pq.value + pq.error, qp.value + qp.error) * (1 + 1e-9), (eps, pq, qp, low)
 
 
-@pytest.mark.parametrize("mu, t", [(1.0, 4), (0.5, 3)])
+@pytest.mark.parametrize("mu, t", [pytest.param(1.0, 4, marks=pytest.mark.slow), (0.5, 3)])
 def test_the_tilted_uniform_laws_hold_the_quadrature_down_to_tiny_deltas(mu, t):
     """One epoch of 1 of t: the tilted uniform grid's upper and lower laws (uniform_tilted) hold the exact
     deltas of the independent quadrature (tests/allocation_reference.py) in both directions at epsilons where
