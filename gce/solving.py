@@ -46,7 +46,7 @@ from .errors import InfeasibleConstraintsError, InvalidParameterError, Numerical
 from .model import Scenario, check_target
 from .hypotheses import Point, check_distribution
 from .priors.reproductions import corollary7
-from .priors import routes
+from .priors import allocation, routes
 from .priors.routes import Decline, RouteContext, WorstPair, attempt, none_vs_any
 from .report import Baseline, Report
 from .solvers import DEFAULT_TIME_LIMIT, WeightProblem, worst_pair
@@ -145,11 +145,15 @@ class _Budget:
     the report says ``time limit reached``.
     """
 
-    def __init__(self, deadline: Deadline, rtol: float = DEFAULT_RTOL):
+    def __init__(self, deadline: Deadline, rtol: float = DEFAULT_RTOL,
+                 target: tuple[float | None, float | None] = (None, None)):
         #: The solve's time cap (:mod:`gce.effort`): only :meth:`left` reads its clock.
         self.deadline = deadline
         #: The accuracy asked of the solve.
         self.rtol = rtol
+        #: The solve's target, (delta, None) or (None, epsilon): where the Poisson-subsampling engine refines
+        #: its bracket (:meth:`_BudgetedCache.__call__`).
+        self.target = target
         #: Every composition of the solve, once per multiset (bound, witnesses and baselines share them),
         #: each within the time left (:class:`_BudgetedCache`).
         self.compose = _BudgetedCache(self)
@@ -189,6 +193,11 @@ class _BudgetedCache(CompositionCache):
         ms = as_multiset(guarantees)
         key = frozenset(ms)
         found = self._memo.get(key)
+        if found is None:
+            found = self._poisson(ms)
+            if found is not None:
+                self._memo[key] = found
+                return found
         # (an auxiliary composition differs only where noise mechanisms' pmfs may lie on a coarser grid)
         upgrade = found is not None and not auxiliary and key in self._auxiliary \
             and any(kinds.pld_noise(g) is not None for g, _ in ms)
@@ -212,6 +221,21 @@ class _BudgetedCache(CompositionCache):
         self._memo[key] = found
         (self._auxiliary.add if auxiliary else self._auxiliary.discard)(key)
         return found
+
+    def _poisson(self, ms) -> Composition | None:
+        """Gaussian mechanisms, some Poisson-subsampled (DP-SGD's steps): the Poisson-subsampling engine's
+        curve refined at the solve's target (:func:`~gce.priors.allocation.poisson_curve`, the question
+        :class:`~gce.bridges.accountant.GceAccountant` asks of the same steps: the same bracket), carrying its
+        certified lower curve; None for any other multiset, or one beyond the engine's lattice."""
+        parts = allocation.gaussian_parts(ms)
+        if parts is None:
+            return None
+        delta, epsilon = self._budget.target
+        try:
+            curve = allocation.poisson_curve(parts, self._budget.rtol, delta=delta, epsilon=epsilon)
+        except (NumericalLimitError, InvalidParameterError):  # (sigma near 0: the other theorems bound it)
+            return None
+        return Composition(ms, ((allocation.poisson.THEOREM, curve),), exact=False)
 
     def _stopped(self, what: str) -> None:
         if self._recorded:
@@ -358,7 +382,7 @@ def solve(
     if delta is None and epsilon is None:
         raise InvalidParameterError("delta", "give a target: delta (report epsilon) or epsilon (report delta)")
     with within(Deadline(time_limit)) as deadline:
-        budget = _Budget(deadline, rtol)
+        budget = _Budget(deadline, rtol, (delta, epsilon))
         if scenario.hypotheses is not None:
             report = _solve_composite(scenario, delta, epsilon, budget)
         else:
@@ -608,6 +632,15 @@ def _bracket(witness: Composition, upper: float, delta: float | None, epsilon: f
     """
     if exact or not math.isfinite(upper):
         return None, None
+    engines = [c for _, c in witness.candidates if isinstance(c, allocation.AllocationCurve)]
+    if engines:  # the Poisson-subsampling engine's curve (:meth:`_BudgetedCache._poisson`): its own lower curve
+        curve = engines[0]
+        low = float(curve.lower.epsilon(delta)) if epsilon is None else float(curve.lower.delta(epsilon))
+        low = min(max(low, 0.0), upper)
+        what = "epsilon" if epsilon is None else f"delta at epsilon {epsilon:g}"
+        notes.append(f"{theorem} composition: {what} in [{low:.5g}, {upper:.5g}], bracket "
+                     f"{describe_width(relative_width(low, upper))} wide ({curve.description})")
+        return ((low, upper) if low > 0.0 else None), curve.lower
     if witness.exact:  # an allowed pair's exact curve: a lower curve of the worst case at every epsilon
         low = float(witness.curve.epsilon(delta)) if epsilon is None else float(witness.curve.delta(epsilon))
         if 0.0 < low <= upper:

@@ -59,7 +59,7 @@ Blackwell, "Equivalent comparisons of experiments", Ann. Math. Stat. 1953 (garbl
 
 from .bracket import DEFAULT_RTOL, ROUND_OFF, TAIL, AllocationCurve, LowerBound
 from .geometric_grid import LOG_START_RHO, LOG_WORK_LIMIT
-from .poisson import poisson_curve
+from .poisson import gaussian_parts, poisson_curve
 from .random_allocation import MU_LIMIT, allocation_curve
 from .ratios import CanonicalRatio, GaussianRatio, LaplaceRatio, SubsampledRatio
 from .uniform_grid import GRID_LIMIT, START_POINTS
@@ -73,6 +73,7 @@ from .one_of_t import _single  # noqa: E402
 from .uniform_grid import _linear_laws  # noqa: E402
 from .uniform_prior import _WithoutEmpty  # noqa: E402
 
-__all__ = ["GaussianRatio", "LaplaceRatio", "CanonicalRatio", "SubsampledRatio", "allocation_curve", "poisson_curve", "uniform_curve", "log_size_mass_outside",
+__all__ = ["GaussianRatio", "LaplaceRatio", "CanonicalRatio", "SubsampledRatio", "allocation_curve", "poisson_curve",
+           "gaussian_parts", "uniform_curve", "log_size_mass_outside",
            "AllocationCurve", "LowerBound", "DEFAULT_RTOL", "TAIL",
            "GRID_LIMIT"]

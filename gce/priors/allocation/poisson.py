@@ -1,189 +1,771 @@
 """Per-database rates (Poisson subsampling): "in none" against each database independently at its rate.
 
-"In none" against a rates prior (each database independently at its rate ``r_i``, no constraints) is the
-composition of the databases' subsampled pairs ``((1 - r_i) Q_i + r_i P_i, Q_i)``: Poisson subsampling
-(001 Sec. V-B). :func:`poisson_curve` rounds each pair to a dominating one (the spread of ``W`` on a grid
-uniform in ``log W``) and garbles it by its cells below, and composes them on the batch engine, both
-directions.
+"In none" against a rates prior (each database independently at its rate ``r``, no constraints) is the
+composition of the databases' subsampled pairs ``((1 - r) Q_i + r P_i, Q_i)``: Poisson subsampling (001
+Sec. V-B; Balle, Barthe and Gaboardi 2018), whose likelihood ratio is ``V = 1 - r + r W`` with ``W = dP_i /
+dQ_i``. :func:`poisson_curve` composes them on one *lattice* of the privacy loss, ``{a h + phi}``, both
+directions, as a certified bracket.
+
+The lattice
+-----------
+Each database's grid of ``V`` is the lattice itself: ``V_a = e^(a h + phi)``, ``phi`` chosen so that the
+lowest point is ``1 - r`` (``W = 0``, where a steep part of the mass lies at small rates), up to the clamp
+``B`` (``E_Q[(W - B)_+]`` at most the tail). Its cells ``[V_a, V_{a+1})`` are cells of the loss ``log V``
+of width ``h``, uniform in the loss rather than in ``log W``: at a rate of 0.001 the loss is about
+``r (W - 1)``, and a grid uniform in ``log W`` spends most of its cells where the loss hardly moves.
+
+*Upper: a mean-preserving spread.* ``min(W, B)`` is spread onto the grid keeping each cell's Q-mass and its
+mean (so its P-mass): every outcome goes to one of the two lattice points around its loss, the true pair is
+the post-processing "merge the two" of the spread one, which dominates it (Blackwell 1953) in both
+directions and under composition; the P-mass above ``B`` is charged at infinite loss. The error is of second
+order in ``h`` (Doroshenko et al. 2022, the same construction on the loss: "connect the dots").
+
+*Lower: a garbling, rounded down by a known amount.* The cell of ``V`` is a function of the output, so the
+pair of the cells' masses is a post-processing of the true pair: its composition's delta is a lower bound.
+Cell ``c``'s loss ``L_c = log(P(c) / Q(c))`` lies anywhere in its cell; write it ``a_c h + phi + o_c`` with
+``a_c = floor((L_c - phi) / h)`` and ``0 <= o_c < h``. The composition's loss is ``h sum a + N phi + O``
+with ``O = sum o`` over the ``N`` copies: the first part lies on the lattice (one FFT), and ``O`` is a sum of
+independent bounded terms whose mean ``N E[o]`` and variance ``N Var(o)`` are computed exactly from the
+cells, so Bernstein's inequality bounds its deviation: ``P(O < N E_P[o] - t) <= eta`` for
+``t = b l / 3 + sqrt((b l / 3)^2 + 2 N Var_P(o) l)``, ``l = log(1 / eta)``, ``b`` the largest deviation of one
+``o``. Since ``delta(eps) = E_P[(1 - e^(eps - S))_+]`` only grows with ``S``,
+
+    delta_garbled(eps) >= E_P[(1 - e^(eps + t - (h sum a + N phi + N E_P[o])))_+] - eta,
+
+the lattice composition shifted by the exact mean ``N E_P[o]`` and read ``t`` further; the add direction
+alike under Q (``O`` bounded above). The largest over ``eta = 10^(-j/2)`` is kept. ``o`` hardly varies
+from cell to cell (about ``h / 2`` where the loss's density is smooth on the scale of ``h``), so
+``Var(o)`` is a small share of ``h^2`` and ``t`` grows as ``h sqrt(N) sd(o) / h``: rounding each copy down
+without the shift would cost ``N h / 2``, and the split bound with Hoeffding's inequality that this
+replaces ``h sqrt(N log(1 / eta) / 2)`` (10,000 steps at a rate of 0.001, sigma 0.8, delta 1e-5, on a
+lattice of 1e-4: ``sd(o) = 0.04 h``, the bracket [0.7800, 0.7825] where that bound left [0.678, 0.784]).
+
+Composition, tilted
+-------------------
+Each direction's laws are composed by one FFT over a window whose tails are bounded by Chernoff's inequality
+from the laws' moment-generating functions over the orders ``2^(j/2)``, ``j = -20 .. 30`` (the loss of a
+subsampled Gaussian is heavy-tailed upwards: small orders decide its upper end, where the batch engine's
+orders about the standard deviation ask for a window hundreds of times too wide). A power of ``N`` copies
+multiplies the transform's round-off by ``N`` (:func:`gce.accounting.batch._log_spectrum`), which at delta
+1e-12 is more than the delta itself. Then the laws are tilted by ``e^(theta L)`` (an exponential change of
+measure, Esscher 1932), composed, and untilted cell by cell: ``p(s) = p_theta(s) Z^N e^(-theta s)``, the
+round-off relative to the pmf near the target. Its allowance in delta at ``eps`` is the tilted one times
+``2 Z^N e^(-theta eps)`` (Abel summation: ``(1 - e^(eps - s)) e^(-theta s)`` has total variation at most
+twice its largest value ``e^(-theta eps)`` above ``eps``); ``theta`` is the least order whose untilted
+allowance at the target is within :data:`_ROUND_SHARE` of the delta asked (the least distortion of the curve
+below the target), none when the untilted transform is accurate enough. The window starts where the
+untilted total's mass below is at most 1e-15 (what the cyclic transform wraps up from there is untilted by
+a smaller factor than its own: at most that mass, subtracted below and charged above) and ends where the
+tilted total's mass above is at most 2^-60 (wrapped down, it lands above ``eps`` untilted by at most
+``Z^N e^(-theta eps)``: part of the allowance).
+
+Accuracy decides the work
+-------------------------
+The lattice follows a schedule that depends on the question only: a first lattice spans the composition's
+window in :data:`_FIRST_POINTS` points, or fewer (at least :data:`_LEAST_POINTS`) where the lower end's
+Bernstein reading predicts a coarser one within a share of ``rtol`` (:func:`_predicted`); while the bracket
+at the target is wider than ``rtol`` the next is predicted from the width reached (the bracket narrows about
+as ``h``: aiming at :data:`_AIM` ``rtol``), at least twice and at most 64 times finer; the clamps' charges
+are kept a share 1e-4 of the target delta. The time limit of the running computation only stops it
+(:func:`~.bracket._may_refine`: a step whose estimated cost does not fit is not started, the last certified
+bracket is kept and the description says so; a first lattice that does not fit is tried 4 and 16 times
+coarser, a stop too, before the closed forms answer), and so does the grid limit (then the description says
+the bracket is wider than asked, and why).
 
 References
 ----------
 Balle, Barthe, Gaboardi, "Privacy amplification by subsampling: tight analyses via couplings and
 divergences", NeurIPS 2018.
+Blackwell, "Equivalent comparisons of experiments", Ann. Math. Stat. 1953 (garblings and dominance).
+Doroshenko, Ghazi, Kamath, Kumar, Manurangsi, "Connect the dots: tighter discrete approximations of privacy
+loss distributions", PETS 2022.
+Bernstein's inequality: Boucheron, Lugosi, Massart, "Concentration Inequalities", OUP 2013, Thm. 2.10.
+Esscher, "On the probability function in the collective theory of risk", Skand. Aktuarietidskr. 1932
+(the exponential tilt).
 """
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import NDArray
+from scipy import fft as _fft
+from scipy import special
 
-from ...accounting import batch
+from ... import effort
+from ...accounting import batch, kinds
+from ...accounting.curves import DiscreteLossCurve, PrivacyCurve, at_or_above
 from ...errors import InvalidParameterError, NumericalLimitError
 from ...validation import is_number
-from .bracket import (_STOPPED, _TAIL_SHARE, DEFAULT_RTOL, TAIL, AllocationCurve, LowerBound, _at, _check_count,
-                      _DirectionLower, _Law, _may_refine, _width)
-from .decomposition import _loss_interval
+from .bracket import _STOPPED, _TAIL_SHARE, TAIL, AllocationCurve, LowerBound, _check_count, _may_refine, _width
 from .ratios import GaussianRatio
-from .uniform_grid import GRID_LIMIT
+
+#: Points of the first lattice over the composition's window (:func:`poisson_curve`).
+_FIRST_POINTS = 2**14
+#: The first lattice has at least this many points over the window, however coarse the predicted one
+#: (:func:`_predicted`) allows.
+_LEAST_POINTS = 2**10
+#: The predicted lattice aims at this share of ``rtol`` (Chernoff's epsilon is above the target's), with
+#: roundings of this standard deviation per copy, in lattice widths (0.01 to 0.04 measured).
+_PREDICTED_SHARE, _PREDICTED_SD = 0.3, 0.05
+#: Cells of one database's provisional lattice, read only for the window of the first one.
+_PROVISIONAL_CELLS = 2**11
+#: Each refinement makes the lattice at least this many times finer, at most :data:`_MOST_FINER`.
+_LEAST_FINER, _MOST_FINER = 2.0, 64.0
+#: When the first lattice does not fit in the time left, lattices 4, 16, ... times coarser are tried this many
+#: times (the stop recorded) before the closed forms answer.
+_COARSER_FIRST = 2
+#: The next lattice is predicted to reach this share of ``rtol`` (the bracket narrows about as ``h``).
+_AIM = 0.7
+#: Chernoff orders of the windows and the tilts (both signs): ``2^(j/2)``, ``j = -20 .. 30``.
+_ORDERS = 2.0 ** (np.arange(-20, 31) / 2.0)
+#: Both signs: the orders of the lower tails' bounds follow.
+_SIGNED = np.concatenate((_ORDERS, -_ORDERS))
+#: Relative width of the blocks the moment-generating functions are summed over (:func:`_log_mgf`).
+_MGF_BLOCK = 0.05
+#: Most terms (atoms x frequencies) of a powered law's transform summed directly (:func:`_spectrum_power`; a
+#: quarter of the batch engine's: beyond, a tilt is cheaper).
+_DIRECT_TERMS = 2**16
+#: Tilted only when the untilted transforms' round-off would exceed this share of the target delta.
+_ROUND_SHARE = 1e-4
+#: The Bernstein levels ``eta`` of the lower curve (module doc).
+_ETAS = 10.0 ** (-np.arange(4, 601) / 2.0)
+#: Points up to twice the target at which the lower curve is also read (:class:`_LatticeLower`).
+_ANCHORS = 17
+#: Estimated seconds per grid point and log2(points) of one composition (transforms, the window's spectra and
+#: the curve's sums), measured on a loaded 2-core machine with a margin; and per cell of a database's lattice.
+#: Only decide whether a step fits in the time left.
+_POINT_SECONDS, _CELL_SECONDS = 6e-8, 2e-7
 
 
-#: Cells of one subsampled database's ratio, uniform in log W (:func:`poisson_curve`; refined by doubling).
-_POISSON_POINTS = 2**12
-#: The first loss grid of :func:`poisson_curve`, in multiples of its estimate (halved while needed).
-_POISSON_COARSE = 8.0
+@dataclass(frozen=True)
+class _Part:
+    """``count`` databases of one (mu, rate) on the lattice of width ``h`` (module doc): per direction
+    (remove, add), the spread laws (``upper``) and the garbled cells' lattice laws (``lower``), the lattice's
+    offset ``phi`` and, per direction, the mean, variance and largest deviation (below for remove, above for
+    add) of one copy's rounding ``o`` (under P for remove, under Q for add)."""
+
+    count: int
+    phi: float
+    upper: tuple[batch._Law, batch._Law]
+    lower: tuple[batch._Law, batch._Law]
+    mean: tuple[float, float]
+    variance: tuple[float, float]
+    reach: tuple[float, float]
+    cells: int
+    #: ``log E[e^(t L)]`` of one copy of ``upper`` and ``lower``, per direction, at the orders :data:`_SIGNED`
+    #: (:func:`_log_mgf`).
+    upper_mgf: tuple[NDArray[np.float64], NDArray[np.float64]]
+    lower_mgf: tuple[NDArray[np.float64], NDArray[np.float64]]
 
 
-def _log_grid(ratio: GaussianRatio, points: int, tail: float) -> NDArray[np.float64]:
-    """Grid points ``0 = g_0 < g_1 < ... < g_m = B`` of one database's ratio W, uniform in ``log W`` from
-    ``z = -12`` up to the clamp ``B`` (a privacy-loss grid: the loss ``log(1 - r + r W)`` moves little
-    within a cell)."""
-    clamp = ratio.clamp(tail)
-    z_top = float(ratio._z(np.array([clamp]))[0])
-    z = np.linspace(min(-12.0, z_top - 1.0), z_top, points)
-    inner = np.exp(ratio.mu * z - 0.5 * ratio.mu**2)
-    inner[-1] = clamp
-    return np.concatenate(([0.0], inner))
+def _floor_index(x: NDArray[np.float64], h: float) -> NDArray[np.float64]:
+    """``floor(x / h)``, corrected so that ``a h <= x < (a + 1) h`` in floating point."""
+    a = np.floor(x / h)
+    a = np.where(a * h > x, a - 1.0, a)
+    return np.where((a + 1.0) * h <= x, a + 1.0, a)
 
 
-def _poisson_laws(ratio: GaussianRatio, rate: float, points: int, tail: float) -> tuple[tuple[_Law, _Law],
-                                                                                        tuple[_Law, _Law]]:
-    """((upper remove, upper add), (lower remove, lower add)) of one database subsampled at ``rate``: the pair
-    ``((1 - r) Q_i + r P_i, Q_i)``, whose likelihood ratio is ``V = 1 - r + r W``.
+def _law(index: NDArray[np.int64], mass: NDArray[np.float64], count: int, infinite: float,
+         upper: bool) -> batch._Law:
+    """The masses summed by lattice index; masses below :data:`~gce.accounting.batch.TINY_MASS` (subnormal
+    ones slow every product) charged at infinite loss above, dropped below."""
+    low = int(index.min())
+    summed = np.bincount(index - low, weights=mass)
+    keep = np.flatnonzero(summed > batch.TINY_MASS)
+    cut = float(summed.sum() - summed[keep].sum()) if upper else 0.0
+    return batch._Law(keep.astype(np.int64) + low, summed[keep], int(count), min(infinite + max(cut, 0.0), 1.0))
 
-    Upper: the mean-preserving spread of ``min(W, B)`` onto the grid (each cell's mass to its two endpoints,
-    keeping its mean; W >= B clamped at B, the P-mass ``r E[(W - B)_+]`` left outside Q's support), so
-    ``E[V~ | V] = V``: a dominating pair (:mod:`.uniform_grid`, "Certified rounding"). Lower: the garbling by the cell
-    of W (a post-processing), whose masses are ``Q_i(cell)`` and ``(1 - r) Q_i(cell) + r P_i(cell)``.
-    """
-    grid = _log_grid(ratio, points, tail)
-    q, p = ratio.cells(np.append(grid, np.inf))  # cells [g_j, g_{j+1}), the last [B, inf)
+
+def _lattice_part(ratio: GaussianRatio, rate: float, count: int, h: float, tail: float, low_tail: float,
+                  below: bool = True) -> _Part:
+    """One database kind's laws on the lattice ``{a h + phi}`` (module doc, "The lattice").
+
+    The grid of ``V`` runs from ``1 - r`` (``phi`` puts a lattice point there) to the clamp; where ``1 - r`` is
+    far below the Q-mass (rates near 1), from the lattice point below ``V`` at Q's lower tail instead
+    (``Q(W < w) = low_tail``), with ``V = 0`` (``W = -(1 - r) / r``) as the spread's lowest point: the Q-mass
+    the spread moves there has infinite loss in the add direction (charged), none in the remove direction.
+    ``below``: with the lower laws' log-MGFs (a provisional lattice reads only the upper ones)."""
+    top = math.log1p(rate * (ratio.clamp(tail) - 1.0))
+    w_low = math.exp(ratio.mu * float(special.ndtri(low_tail)) - 0.5 * ratio.mu**2)
+    bottom = math.log1p(-rate) if rate < 1.0 else -math.inf
+    v_low = math.log1p(rate * (w_low - 1.0))
+    clamped = rate >= 1.0 or v_low - bottom > 0.25 * (top - bottom)
+    if clamped:
+        a_lo, phi = math.floor(v_low / h), 0.0
+    else:
+        a_lo = math.floor(bottom / h)
+        phi = bottom - a_lo * h
+    a_hi = math.ceil((top - phi) / h)
+    if a_hi - a_lo + 2 > batch.GRID_LIMIT:
+        raise NumericalLimitError(f"one database's lattice of width {h:g} would hold {a_hi - a_lo + 2:,} "
+                                  f"cells (limit {batch.GRID_LIMIT:,})")
+    a = np.arange(a_lo, a_hi + 1, dtype=np.int64)
+    loss = a * h + phi
+    values = np.exp(loss)
+    w = (np.expm1(loss) + rate) / rate
+    if clamped:
+        grid = np.concatenate(([-(1.0 - rate) / rate], w))
+    else:
+        grid = w
+        grid[0] = 0.0  # V = 1 - r exactly
+    q, p = ratio.cells(np.concatenate(([0.0], grid[1:], [np.inf])))  # cells [g_j, g_{j+1}), the last [B, inf)
     width = np.diff(grid)
-    law = np.zeros(grid.size)
-    law[:-1] += (grid[1:] * q[:-1] - p[:-1]) / width   # kept at the cell's left end
-    law[1:] += (p[:-1] - grid[:-1] * q[:-1]) / width   # moved to its right end
-    law[-1] += q[-1]
-    law = np.maximum(law, 0.0)
-    value = 1.0 - rate + rate * grid
-    with np.errstate(divide="ignore"):
-        loss = np.log(value)
+    spread = np.zeros(grid.size)
+    spread[:-1] += (grid[1:] * q[:-1] - p[:-1]) / width   # kept at the cell's left end
+    spread[1:] += (p[:-1] - grid[:-1] * q[:-1]) / width   # moved to its right end
+    spread[-1] += q[-1]
+    spread = np.maximum(spread, 0.0)
+    own = slice(1, None) if clamped else slice(None)
     excess = rate * ratio.excess(float(grid[-1]))
-    upper = (_Law(loss, law * value, excess), _Law(-loss, law, 0.0))
+    upper = (_law(a, values * spread[own], count, excess, True),
+             _law(-a, spread[own], count, float(spread[0]) if clamped else 0.0, True))
+    # Below: the cells' own losses (the bottom cell of a clamped grid left out: its loss lowered to -inf).
     mixed = (1.0 - rate) * q + rate * p
-    with np.errstate(divide="ignore", invalid="ignore"):
-        cell_loss = np.log(mixed) - np.log(q)
-    keep_pq, keep_qp = mixed > 0, q > 0
-    lower = (_Law(cell_loss[keep_pq], mixed[keep_pq], 0.0), _Law(-cell_loss[keep_qp], q[keep_qp], 0.0))
-    return upper, lower
+    keep = (q > 0.0) & (mixed > 0.0)
+    keep[0] &= not clamped
+    with np.errstate(divide="ignore"):
+        cell_loss = np.log(mixed[keep]) - np.log(q[keep]) - phi
+    index = _floor_index(cell_loss, h)
+    offset = cell_loss - index * h
+    index = index.astype(np.int64)
+    under_p, under_q = mixed[keep], q[keep]
+    mean_p = float(np.dot(under_p, offset) / under_p.sum())
+    mean_q = float(np.dot(under_q, offset) / under_q.sum())
+    # (cells left out count with the mean: no deviation; they add nothing to the lower curve anyway)
+    variance = (float(np.dot(under_p, (offset - mean_p) ** 2)), float(np.dot(under_q, (offset - mean_q) ** 2)))
+    reach = (max(mean_p - float(offset.min()), 0.0), max(float(offset.max()) - mean_q, 0.0))
+    lower = (_law(index, under_p, count, 0.0, False), _law(-index, under_q, count, 0.0, False))
+    lower_mgf = tuple(_log_mgf(law, h, _SIGNED) for law in lower) if below else (np.zeros(0), np.zeros(0))
+    return _Part(int(count), phi, upper, lower, (mean_p, mean_q), variance, reach, int(grid.size),
+                 tuple(_log_mgf(law, h, _SIGNED) for law in upper), lower_mgf)
 
 
-class _SplitLower:
-    """A certified lower curve of the garbled pairs' composition from their *split* composition (the split
-    of :func:`gce.accounting.batch.loss_law`, upper form: O(h^2) a copy, where rounding down costs h).
+def _log_mgf(law: batch._Law, h: float, t: NDArray[np.float64]) -> NDArray[np.float64]:
+    """An upper bound on ``log E[e^(t L); L finite]`` of one copy at each order ``t``: the atoms summed in blocks
+    whose width grows by :data:`_MGF_BLOCK` of their distance from the heaviest atom, each block at its
+    highest loss for ``t > 0`` and its lowest for ``t < 0`` (exact near the mass, cheap in the tails)."""
+    index, mass = law.index, law.mass
+    if not index.size:
+        return np.full(t.shape, -np.inf)
+    distance = (index - index[int(np.argmax(mass))]).astype(float)
+    block = np.sign(distance) * np.floor(np.log1p(np.abs(distance)) / math.log1p(_MGF_BLOCK))
+    starts = np.concatenate(([0], np.flatnonzero(np.diff(block)) + 1))
+    ends = np.concatenate((starts[1:], [index.size])) - 1
+    log_mass = np.log(np.add.reduceat(mass, starts))
+    x = np.where(t[:, None] > 0, index[ends][None, :] * h, index[starts][None, :] * h)
+    terms = t[:, None] * x + log_mass[None, :]
+    top = terms.max(axis=1)
+    return np.log(np.exp(terms - top[:, None]).sum(axis=1)) + top
 
-    Write ``Y = e^-S`` for the composed loss S of the garbled pairs (a post-processing of the true pairs, so
-    their delta is at most the true one) and ``Y' = Y M`` for the split composition's. Each copy's split moves
-    its loss by ``-X_i`` with ``X_i`` in an interval of length ``h`` and ``E[e^X_i | S] = 1`` (it keeps both
-    measures' masses), so ``E[X_i | S] >= -h^2 / 8`` (Hoeffding's lemma) and, given S, ``log M = sum X_i``
-    is below ``-s = -(N h^2 / 8 + t)`` with probability at most ``eta = exp(-2 t^2 / (N h^2))``
-    (Hoeffding's inequality, N copies). On ``log M >= -s``, ``Y <= Y' e^s``, so
 
-        delta(eps) = E[(1 - e^eps Y)_+] >= E[(1 - e^(eps + s) Y')_+] - eta = delta'(eps + s) - eta,
+def _chernoff(k: NDArray[np.float64], t: NDArray[np.float64], log_tail: float, above: bool) -> float:
+    """The loss beyond which the total's mass is at most ``e^log_tail`` by Chernoff's inequality
+    (``P(S > x) <= E[e^(t S)] e^(-t x)``, t > 0; below with t < 0): inf (-inf) when no order bounds it."""
+    side = t > 0 if above else t < 0
+    with np.errstate(over="ignore", invalid="ignore"):
+        x = (k[side] - log_tail) / t[side]
+    x = x[np.isfinite(x)]
+    if not x.size:
+        return math.inf if above else -math.inf
+    return float(x.min()) if above else float(x.max())
 
-    with ``delta'`` bounded below by the split composition's :class:`~gce.accounting.batch.LowerCurve`
-    (its wrapped tails and round-off subtracted). Every ``eta`` gives a lower curve: the largest over
-    ``eta = 10^-j/4`` is kept. The shift ``s`` grows as ``h sqrt(N)``, against ``N h`` for rounding down.
+
+def _tilt(k: NDArray[np.float64], target: float) -> float:
+    """The Chernoff order of the total's upper tail at ``target`` (the ``theta >= 0`` minimising
+    ``log E[e^(theta S)] - theta target`` over :data:`_ORDERS`, ``k`` the total's log-MGF at :data:`_SIGNED`):
+    where the tilted total is centred."""
+    exponent = k[:_ORDERS.size] - _ORDERS * target
+    if not np.any(np.isfinite(exponent)):
+        return 0.0
+    best = int(np.nanargmin(np.where(np.isfinite(exponent), exponent, np.inf)))
+    return float(_ORDERS[best]) if exponent[best] < 0.0 else 0.0
+
+
+@dataclass(frozen=True)
+class _Composed:
+    """One direction's composition on the lattice, untilted: ``curve`` (losses shifted by ``shift``), the
+    tilted transform's round-off ``round_off`` and its mass above the window ``tail`` (both untilted at
+    ``eps`` by :meth:`allowance`), the untilted mass the upper curve loses (``above``: above the window, and
+    below it when tilted, moved up by the transform but scaled down by the untilt) and the untilted mass below
+    the window (``below``: wrapped into it, at most that much)."""
+
+    curve: DiscreteLossCurve
+    theta: float
+    log_scale: float
+    shift: float
+    round_off: float
+    tail: float
+    above: float
+    below: float
+    size: int
+
+    def allowance(self, eps: NDArray[np.float64]) -> NDArray[np.float64]:
+        """The bound on what the tilted transform's round-off and the tilted mass wrapped from above the window
+        move delta by at each ``eps``, untilted (module doc, "Composition, tilted")."""
+        if self.theta == 0.0:
+            return np.full(np.shape(eps), self.round_off + self.tail)
+        with np.errstate(over="ignore"):
+            scale = np.exp(np.minimum(self.log_scale - self.theta * (eps - self.shift), 700.0))
+        return (2.0 * self.round_off + self.tail) * scale
+
+
+def _spectrum_power(law: batch._Law, size: int, k: NDArray[np.int64], table, tables,
+                    budget: float) -> tuple[NDArray[np.complex128], float]:
+    """``law``'s transform to the power ``count`` at the frequencies ``k``, and its round-off (the L2 norm of
+    the part transformed by an FFT times the power, :func:`_round_off`).
+
+    As :func:`gce.accounting.batch._log_spectrum`: ``log(1 + D)``, ``D = sum_a m_a (w^(a k) - 1)``, formed
+    without cancellation, the heaviest atoms directly and the rest by an FFT; here the heaviest are as few as
+    keep the rest's round-off, times the power, within ``budget`` (at most :data:`_DIRECT_TERMS` terms in
+    all, at least :data:`~gce.accounting.batch._FEW_ATOMS` atoms)."""
+    if law.count == 1:
+        return batch._spectrum(law, size, k, table), 0.0
+    order = np.argsort(-law.mass, kind="stable")
+    # the rest's L2 norm after the j heaviest, for every j
+    rest = np.sqrt(np.maximum(np.cumsum((law.mass[order] ** 2)[::-1])[::-1], 0.0))
+    scale = 8.0 * np.finfo(float).eps * max(math.log2(size), 1.0) * law.count
+    most = min(max(batch._FEW_ATOMS, _DIRECT_TERMS // max(k.size, 1)), law.mass.size)
+    heavy = batch._FEW_ATOMS
+    while heavy < most and scale * rest[heavy] > budget:
+        heavy *= 2
+    heavy = min(heavy, most)
+    direct, others = order[:heavy], order[heavy:]
+    d = batch._shift_minus_one(law.index[direct], law.mass[direct], size, k, tables) \
+        - (1.0 - math.fsum(law.mass))
+    norm = 0.0
+    if others.size:
+        folded = np.bincount(law.index[others] % size, weights=law.mass[others], minlength=size)
+        d += _fft.rfft(folded)[k] - math.fsum(law.mass[others])
+        norm = float(rest[heavy])
+    with np.errstate(divide="ignore"):
+        real = 0.5 * np.log1p(2.0 * d.real + d.real**2 + d.imag**2)
+    log_spec = real + 1j * np.arctan2(d.imag, 1.0 + d.real)
+    return np.exp(law.count * log_spec.real + 1j * (law.count * log_spec.imag)), scale * norm
+
+
+def _round_off(laws: Sequence[batch._Law], size: int) -> float:
+    """The transforms' round-off allowance of composing ``laws`` on ``size`` points untilted (as
+    :func:`gce.accounting.batch._log_spectrum` forms them: its heaviest atoms summed directly, the rest by an
+    FFT whose error a power of ``count`` multiplies), read from the laws before any transform."""
+    heavy = max(batch._FEW_ATOMS, _DIRECT_TERMS // (size // 2 + 1))
+    powered = 0.0
+    for law in laws:
+        if law.count > 1 and law.mass.size > heavy:
+            rest = np.sort(law.mass)[:-heavy]
+            powered += law.count * float(np.linalg.norm(rest))
+    return (batch.ABSOLUTE_ROUND_OFF * math.sqrt(size) + batch.PRUNE * size
+            + 8.0 * np.finfo(float).eps * max(math.log2(size), 1.0) * powered)
+
+
+@functools.lru_cache(maxsize=4)
+def _tables(size: int) -> tuple[NDArray[np.complex128], tuple[NDArray[np.float64], NDArray[np.float64]]]:
+    """The roots of unity of a transform of ``size`` points and their shift tables
+    (:func:`gce.accounting.batch._shift_tables`), shared by the compositions of one lattice (read only)."""
+    table = np.exp(-2j * np.pi * np.arange(size) / size)
+    tables = batch._shift_tables(size)
+    for array in (table, *tables):
+        array.flags.writeable = False
+    return table, tables
+
+
+def _compose(laws: Sequence[batch._Law], k_plain: NDArray[np.float64], h: float, theta: float, shift: float,
+             target: float, at: float) -> _Composed:
+    """The composition of ``laws`` (one direction), on a window of its own, tilted by ``e^(theta s)`` when the
+    untilted transform's round-off would exceed :data:`_ROUND_SHARE` of ``target`` (the delta asked, at the
+    epsilon ``at`` read on the lattice, before ``shift``), then untilted (module doc, "Composition, tilted");
+    ``k_plain`` is the total's log-MGF at :data:`_SIGNED`.
+
+    Raises
+    ------
+    NumericalLimitError
+        The window exceeds :data:`~gce.accounting.batch.GRID_LIMIT` points.
     """
+    hard_lo = sum(law.count * int(law.index[0]) for law in laws if law.index.size)
+    hard_hi = sum(law.count * int(law.index[-1]) for law in laws if law.index.size)
+    t = _SIGNED
+    x_lo = _chernoff(k_plain, t, math.log(batch.TAIL_BELOW), above=False)
+    lo = hard_lo if not x_lo / h > hard_lo else min(math.floor(x_lo / h), hard_hi)
+    below = 0.0 if lo == hard_lo else batch.TAIL_BELOW
+    x_hi = _chernoff(k_plain, t, math.log(batch.TAIL), above=True)
+    hi = hard_hi if not x_hi / h < hard_hi else max(math.ceil(x_hi / h), lo)
+    plain = _round_off(laws, _fft.next_fast_len(hi - lo + 1, real=True))
+    if theta > 0.0:
+        # the least order (up to the Chernoff one) whose untilted round-off at the target is within the share:
+        # the least distortion of the curve below the target (0: untilted, when that is accurate enough)
+        bound = np.concatenate(([0.0], np.log(2.0 * plain) + k_plain[:_ORDERS.size] - _ORDERS * at))
+        orders = np.concatenate(([0.0], _ORDERS))
+        fits = np.flatnonzero((bound <= math.log(_ROUND_SHARE * target)) & (orders <= theta))
+        if plain <= _ROUND_SHARE * target:
+            theta = 0.0
+        elif fits.size:
+            theta = float(orders[fits[0]])
+    tilted, log_scale, dropped = [], 0.0, 0.0
+    for law in laws:
+        log_mass = np.log(law.mass) + theta * h * law.index
+        log_z = float(special.logsumexp(log_mass))
+        mass = np.exp(log_mass - log_z)
+        keep = mass > batch.TINY_MASS  # (the rest, at most TINY_MASS an atom, counted with the round-off)
+        dropped += law.count * float(mass[~keep].sum())
+        tilted.append(batch._Law(law.index[keep], mass[keep], law.count, 0.0))
+        log_scale += law.count * log_z  # (of the finite parts: each tilted law's finite mass is 1)
+    if theta > 0.0:  # the tilted total's own upper tail: its log-MGF at t' - theta is K(t') - K(theta)
+        higher = _ORDERS > theta
+        x_hi = _chernoff(k_plain[:_ORDERS.size][higher] - log_scale, _ORDERS[higher] - theta, math.log(batch.TAIL),
+                         above=True)
+        hi = hard_hi if not x_hi / h < hard_hi else max(math.ceil(x_hi / h), lo)
+    tail_hi = 0.0 if hi == hard_hi else batch.TAIL
+    if max(abs(lo), abs(hi)) >= 2**62:
+        raise NumericalLimitError(f"a Poisson composition's window reaches lattice index {max(abs(lo), abs(hi)):.3g}")
+    size = _fft.next_fast_len(hi - lo + 1, real=True)
+    if size > batch.GRID_LIMIT:
+        raise NumericalLimitError(f"a Poisson composition would span {size:,} lattice points (limit "
+                                  f"{batch.GRID_LIMIT:,})")
+    k = np.arange(size // 2 + 1, dtype=np.int64)
+    table, tables = _tables(size)
+    acc = table[(-lo % size) * k % size]  # shifts the window to start at lo
+    powered = 0.0
+    # each law's share of the round-off allowed at the target (tilted: what untilts to it there)
+    budget = _ROUND_SHARE * target / max(len(tilted), 1)
+    if theta > 0.0:
+        budget *= 0.5 * math.exp(min(theta * at - log_scale, 700.0))
+    for law in tilted:
+        spectrum, rest = _spectrum_power(law, size, k, table, tables, budget)
+        acc = acc * spectrum
+        powered += rest
+        keep = np.abs(acc) > batch.PRUNE
+        k, acc = k[keep], acc[keep]
+    full = np.zeros(size // 2 + 1, dtype=complex)
+    full[k] = acc
+    pmf = np.maximum(_fft.irfft(full, n=size), 0.0)
+    round_off = batch.ABSOLUTE_ROUND_OFF * math.sqrt(size) + batch.PRUNE * size + dropped + powered
+    log_survival = sum(law.count * math.log1p(-law.infinite) if law.infinite < 1 else -math.inf for law in laws)
+    infinite = -math.expm1(log_survival)
+    positive = np.flatnonzero(pmf > 0)[::-1]  # descending losses: the curve's sort is a pass
+    s = (lo + positive) * h
+    with np.errstate(divide="ignore"):
+        # (no entry above 1: far below the tilt's centre the untilted round-off can say more, never the truth)
+        curve = DiscreteLossCurve(s + shift, np.minimum(np.log(pmf[positive]) + log_scale - theta * s, 0.0),
+                                  infinite_mass=infinite)
+    # Untilted: the mass above the window is at most tail_hi Z^N e^(-theta hi h). The cyclic transform wraps
+    # it below: where it lands above eps it is untilted by at most Z^N e^(-theta eps) (:meth:`allowance`).
+    # Mass below the window wraps up, untilted by a smaller factor than its own: at most its mass, and lost
+    # above when tilted (moved up, but scaled down).
+    lost = tail_hi * math.exp(min(log_scale - theta * h * hi, 700.0)) + (below if theta > 0.0 else 0.0)
+    return _Composed(curve, theta, log_scale, shift, round_off, tail_hi, lost, below, size)
 
-    _ETAS = 10.0 ** (-np.arange(4, 1201) / 4.0)
 
-    def __init__(self, split, copies: int, interval: float):
-        self._split = split
-        h = float(interval)
-        t = h * np.sqrt(copies * -np.log(self._ETAS) / 2.0)
-        self._shifts = copies * h * h / 8.0 + t
+class _LatticeUpper(PrivacyCurve):
+    """The upper curve: the larger of the two directions' spread compositions, each raised by its round-off
+    allowance and the mass lost above its window (as :class:`~gce.accounting.batch.BatchCurve`)."""
 
-    def _best(self, split_delta, epsilon) -> NDArray[np.float64]:
-        eps = np.atleast_1d(np.asarray(epsilon, dtype=float))
-        out = np.zeros(eps.size)
-        for i, e in enumerate(eps):
-            out[i] = max(float(np.max(np.atleast_1d(split_delta(e + self._shifts)) - self._ETAS)), 0.0)
+    def __init__(self, parts: Sequence[_Composed], lower: "_LatticeLower | None" = None):
+        self._parts = tuple(parts)
+        #: The certified lower curve per direction (:meth:`_LatticeLower.direction_delta`), as the batch
+        #: engine's :class:`~gce.accounting.batch.LawCurve` has it (:mod:`.uniform_prior` reads both).
+        self.lower = lower
+        floor = max(p.curve.delta_floor + p.above for p in self._parts)
+        self.delta_floor = min(floor * (1.0 + batch.ROUND_OFF), 1.0)
+        self._memo: dict[float, float] = {}
+
+    def _delta(self, eps: NDArray[np.float64]) -> NDArray[np.float64]:
+        return np.minimum(np.max([self._one(p, eps) for p in self._parts], axis=0), 1.0)
+
+    @staticmethod
+    def _one(part: _Composed, eps: NDArray[np.float64]) -> NDArray[np.float64]:
+        return np.atleast_1d(part.curve.delta(eps)) * (1.0 + batch.ROUND_OFF) + part.above + part.allowance(eps)
+
+    def direction(self, which: int) -> PrivacyCurve:
+        """The upper curve of one direction alone (0: remove, P||Q; 1: add, Q||P), a valid bound on it."""
+        return _LatticeDirection(self._parts[which])
+
+    def _epsilon(self, d: NDArray[np.float64]) -> NDArray[np.float64]:
+        out = np.empty_like(d)
+        for i, target in enumerate(d):
+            key = float(target)
+            if key in self._memo:  # (a bracket reads its upper end twice)
+                out[i] = self._memo[key]
+                continue
+            if target >= 1.0:
+                out[i] = 0.0
+            elif not at_or_above(target, self.delta_floor):
+                out[i] = math.inf
+            else:  # each direction's own inverse at the target less its allowances there, then checked
+                guess = max(self._inverse(p, float(target)) for p in self._parts)
+                if not (math.isfinite(guess) and self._delta(np.array([guess]))[0] <= target):
+                    guess = self._bisect(float(target))
+                out[i] = guess
+            self._memo[key] = float(out[i])
         return out
 
-    def delta(self, epsilon):
-        out = self._best(self._split.delta, epsilon)
-        return float(out[0]) if np.ndim(epsilon) == 0 else out
+    @staticmethod
+    def _inverse(part: _Composed, target: float) -> float:
+        """About the least eps with ``_one(part, eps) <= target``: the composition's own inverse at the target
+        less the allowances, read again where the allowances were read until it holds."""
+        guess = float(part.curve.epsilon(max(target - part.above, 0.0) / (1.0 + 2.0 * batch.ROUND_OFF)))
+        for _ in range(4):
+            if not math.isfinite(guess) or _LatticeUpper._one(part, np.array([guess]))[0] <= target:
+                break
+            room = target - part.above - float(part.allowance(np.array([guess]))[0])
+            again = float(part.curve.epsilon(max(room, 0.0) / (1.0 + 2.0 * batch.ROUND_OFF)))
+            guess = max(guess * (1.0 + 1e-12), again)
+        return guess
+
+
+class _LatticeDirection(PrivacyCurve):
+    """One direction of :class:`_LatticeUpper` (:meth:`_LatticeUpper.direction`)."""
+
+    def __init__(self, part: _Composed):
+        self._part = part
+        self.delta_floor = min((part.curve.delta_floor + part.above) * (1.0 + batch.ROUND_OFF), 1.0)
+
+    def _delta(self, eps: NDArray[np.float64]) -> NDArray[np.float64]:
+        return np.minimum(_LatticeUpper._one(self._part, eps), 1.0)
+
+
+class _LatticeLower:
+    """The certified lower curve (never a guarantee): per direction, the garbled cells' lattice composition
+    shifted by its mean rounding and read ``t(eta)`` further, less ``eta`` and its allowances (module doc,
+    "Lower"); the largest over the levels ``eta`` and the directions.
+
+    A tilted composition's allowance grows as ``e^(-theta eps)`` below the target, where this reading can fall
+    below its value further up; the exact curve is non-increasing, so a lower bound at ``eps' >= eps`` is one
+    at ``eps`` too: the reading is also taken at :data:`_ANCHORS` points up to twice the target ``at``, and
+    each ``eps`` gets the largest of its own and those at or above it."""
+
+    def __init__(self, parts: Sequence[tuple[_Composed, NDArray[np.float64]]], at: float):
+        self._parts = tuple(parts)
+        self._anchors = np.linspace(0.0, 2.0 * max(at, 0.0), _ANCHORS)
+        self._suffix: NDArray[np.float64] | None = None
+        self._memo: dict[tuple[int, float], NDArray[np.float64]] = {}
+
+    def _raw(self, which: int, eps: NDArray[np.float64]) -> NDArray[np.float64]:
+        composed, reach = self._parts[which]
+        out = np.zeros(eps.size)
+        for i, e in enumerate(eps):
+            at = e + reach
+            raw = (np.atleast_1d(composed.curve.delta(at)) * (1.0 - batch.ROUND_OFF) - composed.below
+                   - composed.allowance(at) - _ETAS)
+            out[i] = max(float(np.max(raw)), 0.0)
+        return out
 
     def direction_delta(self, which: int, epsilon) -> NDArray[np.float64]:
-        return self._best(lambda e: self._split.direction_delta(which, e), epsilon)
+        eps = np.atleast_1d(np.asarray(epsilon, dtype=float))
+        if eps.size == 1:  # the bisections of a bracket ask the same points again
+            key = (which, float(eps[0]))
+            if key not in self._memo:
+                self._memo[key] = self._direction_delta(which, eps)
+            return self._memo[key].copy()
+        return self._direction_delta(which, eps)
+
+    def _direction_delta(self, which: int, eps: NDArray[np.float64]) -> NDArray[np.float64]:
+        if self._suffix is None:  # per direction, the largest reading at the anchors at or above each
+            self._suffix = np.array([np.maximum.accumulate(self._raw(d, self._anchors)[::-1])[::-1]
+                                     for d in range(len(self._parts))])
+        index = np.searchsorted(self._anchors, eps, side="left")
+        above = np.where(index < self._anchors.size, self._suffix[which][np.minimum(index, self._anchors.size - 1)],
+                         0.0)
+        return np.maximum(self._raw(which, eps), above)
+
+    def delta(self, epsilon):
+        out = np.max([self.direction_delta(which, epsilon) for which in range(len(self._parts))], axis=0)
+        return float(out[0]) if np.ndim(epsilon) == 0 else out
 
 
-class _SplitLowerCurve(batch.LawCurve):
-    """The batch engine's composition of given laws (:func:`gce.accounting.batch.compose_laws`) whose lower
-    curve is :class:`_SplitLower` (the garbled pairs split, composed on the same grid)."""
+class _LatticeLowerBound(LowerBound):
+    """:class:`~.bracket.LowerBound` of :class:`_LatticeLower` whose ``epsilon`` inverts each direction's
+    composition at every level ``eta`` at once (``D(eps + t) - eta - allowances > delta`` holds below
+    ``D^-1(delta + eta + allowances) - t``, the allowances read at the upper curve's epsilon, then at the
+    reading), the largest kept once checked; the bisection of :class:`~.bracket.LowerBound` only when no
+    reading passes its check."""
 
-    def __init__(self, upper, lower, interval: float, copies: int):
-        super().__init__(upper, (), interval)
-        self._split_laws = tuple(tuple(laws) for laws in lower)
-        self._copies = int(copies)
+    def __init__(self, lower: _LatticeLower, upper: PrivacyCurve):
+        super().__init__([(_DirectionLower(lower), 0.0, 0.0)])
+        self._lower, self._upper = lower, upper
+        self._memo: dict[float, float] = {}
 
-    @property
-    def lower(self) -> _SplitLower:
-        if self._lower is None:
-            split = batch.LowerCurve([batch._compose(laws, self.interval) for laws in self._split_laws])
-            self._lower = _SplitLower(split, self._copies, self.interval)
-        return self._lower
+    def _epsilon(self, target: float) -> float:
+        if target not in self._memo:  # (a bracket is read at its target twice: by the schedule, then the caller)
+            self._memo[target] = self._find(target)
+        return self._memo[target]
+
+    def _find(self, target: float) -> float:
+        start = float(self._upper.epsilon(target))
+        if not math.isfinite(start):
+            return super()._epsilon(target)
+        best = 0.0
+        for which, (composed, reach) in enumerate(self._lower._parts):
+            guess = start
+            for _ in range(3):  # the allowances where the reading lies
+                need = (target + _ETAS + composed.below + composed.allowance(guess + reach)) / (1.0 - batch.ROUND_OFF)
+                x = np.atleast_1d(composed.curve.epsilon(np.minimum(need, 1.0)))
+                reading = np.where(need < 1.0, x * (1.0 - 1e-9) - reach, -math.inf)
+                guess = min(max(float(np.max(reading)), 0.0), start)
+            for _ in range(4):  # checked: a certified lower bound at the reading
+                if guess <= best or self._lower._raw(which, np.array([guess]))[0] > target:
+                    break
+                guess *= 1.0 - 1e-6
+            else:
+                continue
+            best = max(best, guess)
+        return best if best > 0.0 else super()._epsilon(target)
 
 
-def _compose_poisson(blocks, interval: float) -> _SplitLowerCurve:
-    """The databases' upper laws split onto the loss grid and composed (upper curve), and their garbled laws
-    split and composed too (lower curve, :class:`_SplitLower`)."""
-    ups = [[batch.loss_law(up[d].loss, up[d].mass, count, interval, upper=True, infinite=up[d].infinite)
-            for (up, _), count in blocks] for d in range(2)]
-    lows = [[batch.loss_law(low[d].loss, low[d].mass, count, interval, upper=True, infinite=0.0)
-             for (_, low), count in blocks] for d in range(2)]
-    return _SplitLowerCurve(ups, lows, interval, sum(count for _, count in blocks))
+class _DirectionLower(PrivacyCurve):
+    """:class:`_LatticeLower` as a curve, only to be wrapped in :class:`~.bracket.LowerBound`."""
+
+    def __init__(self, lower: _LatticeLower):
+        self._lower = lower
+
+    def _delta(self, eps):
+        return np.atleast_1d(self._lower.delta(eps))
 
 
-#: Estimated seconds per unit of FFT work (window points x log2 points) of one composition of
-#: :func:`poisson_curve` (four a step: two directions, upper and lower, each with its curve): 2.5e-8
-#: measured on a 2-core machine (2.2 million points, 4.6 s a step), with a margin. Only decides whether a step fits.
-_STEP_SECONDS = 3e-8
-#: Window (points) of the first loss grid of :func:`poisson_curve`: a fraction of a second a step.
-_FIRST_WINDOW = 2**17
-#: Smallest P-mass beyond one database's clamp that :func:`poisson_curve` refines to.
-_TAIL_FLOOR = 1e-100
+def _bernstein(variance: float, reach: float) -> NDArray[np.float64]:
+    """``t`` at each level of :data:`_ETAS`: ``P(sum (mean - o) > t) <= eta`` for independent roundings of
+    total variance ``variance``, each at most ``reach`` from its mean on that side (Bernstein's inequality,
+    Boucheron et al. Thm. 2.10: ``eta = exp(-t^2 / (2 (variance + reach t / 3)))``)."""
+    level = -np.log(_ETAS)
+    c = reach * level / 3.0
+    return c + np.sqrt(c * c + 2.0 * variance * level)
 
 
-def _window_span(blocks, interval: float) -> float:
-    """The width (in loss) of the composition's window, the larger direction (the batch engine's Chernoff
-    window of the upper laws on a grid of ``interval``): it hardly depends on the grid."""
+@dataclass(frozen=True)
+class _Step:
+    """One lattice's curves and its bracket at the target."""
+
+    h: float
+    upper: _LatticeUpper
+    lower: LowerBound
+    low: float
+    high: float
+    cells: int
+    sizes: tuple[int, ...]
+
+
+def _step(parts: Sequence[_Part], h: float, delta: float | None, epsilon: float | None) -> _Step:
+    """Both directions composed on the lattice of width ``h``, each tilted at the Chernoff order of the target
+    (none for a delta target above the transforms' reach), and the bracket at the target."""
+    uppers, lowers, sizes = [], [], []
+    shifts = [sum(part.count * part.phi for part in parts) * (1.0 if d == 0 else -1.0) for d in range(2)]
+    k_up = [sum(part.count * part.upper_mgf[d] for part in parts) for d in range(2)]
+    k_low = [sum(part.count * part.lower_mgf[d] for part in parts) for d in range(2)]
+    positive = slice(0, _ORDERS.size)
+    if epsilon is None:  # the target's epsilon by Chernoff's bound, the larger direction's (true losses)
+        at = max(_chernoff(k_up[d][positive], _ORDERS, math.log(delta), above=True) + shifts[d] for d in range(2))
+    else:
+        at = epsilon
+    for d in range(2):
+        theta = _tilt(k_up[d], at - shifts[d])
+        reference = delta if epsilon is None else \
+            math.exp(min(float(np.min(k_up[d][positive] - _ORDERS * (at - shifts[d]))), 0.0))
+        reference = max(reference, 1e-300)
+        ups = [part.upper[d] for part in parts]
+        upper = _compose(ups, k_up[d], h, theta, shifts[d], reference, at - shifts[d])
+        mean = sum(part.count * part.mean[d] for part in parts)
+        variance = sum(part.count * part.variance[d] for part in parts)
+        reach = max(part.reach[d] for part in parts)
+        shift = shifts[d] + mean if d == 0 else shifts[d] - mean
+        lower = _compose([part.lower[d] for part in parts], k_low[d], h, theta, shift, reference, at - shift)
+        uppers.append(upper)
+        lowers.append((lower, _bernstein(variance, reach)))
+        sizes += [upper.size, lower.size]
+    below = _LatticeLower(lowers, at)
+    curve = _LatticeUpper(uppers, below)
+    lower = _LatticeLowerBound(below, curve)
+    if epsilon is None:
+        low, high = float(lower.epsilon(delta)), float(curve.epsilon(delta))
+    else:
+        low, high = float(lower.delta(epsilon)), float(curve.delta(epsilon))
+    return _Step(h, curve, lower, min(low, high), high, sum(part.cells for part in parts), tuple(sizes))
+
+
+def _parts(clean, h: float, tails: tuple[float, float], below: bool = True) -> list[_Part]:
+    return [_lattice_part(ratio, rate, count, h, *tails, below) for ratio, rate, count in clean]
+
+
+def _span(parts: Sequence[_Part], h: float) -> float:
+    """The width (in loss) of the larger direction's untilted window."""
     span = 0.0
     for d in range(2):
-        laws = [batch.loss_law(up[d].loss, up[d].mass, count, interval, upper=True, infinite=up[d].infinite)
-                for (up, _), count in blocks]
-        lo, hi, _, _ = batch._window(laws, interval)
-        span = max(span, (hi - lo + 1) * interval)
+        laws = [part.upper[d] for part in parts]
+        k = sum(part.count * part.upper_mgf[d] for part in parts)
+        hard_lo = sum(law.count * int(law.index[0]) for law in laws) * h
+        hard_hi = sum(law.count * int(law.index[-1]) for law in laws) * h
+        hi = min(_chernoff(k, _SIGNED, math.log(batch.TAIL), True), hard_hi)
+        lo = max(_chernoff(k, _SIGNED, math.log(batch.TAIL_BELOW), False), hard_lo)
+        span = max(span, hi - lo)
     return span
 
 
-def _cell_loss(clean, points: int, tail: float) -> float:
-    """The widest loss step between neighbouring cells of the databases' laws on ``points`` cells (the
-    cells are uniform in ``log W``, so this is about ``rate mu`` times their width in z)."""
-    widest = 0.0
+def _chernoff_delta(parts: Sequence[_Part], epsilon: float) -> float:
+    """Chernoff's bound on the larger direction's delta at ``epsilon`` (an estimate of the target delta)."""
+    best = 0.0
+    for d in range(2):
+        shift = sum(part.count * part.phi for part in parts) * (1.0 if d == 0 else -1.0)
+        k = sum(part.count * part.upper_mgf[d] for part in parts)[:_ORDERS.size]
+        best = max(best, math.exp(min(float(np.min(k - _ORDERS * (epsilon - shift))), 0.0)))
+    return best
+
+
+def _predicted(parts: Sequence[_Part], h: float, rtol: float, delta: float | None, epsilon: float | None) -> float:
+    """A lattice width predicted to give a bracket well within ``rtol`` (a share :data:`_PREDICTED_SHARE` of
+    it): the lower end's Bernstein reading ``t`` (module doc) with a rounding of ``h / 2`` at most and a
+    standard deviation of :data:`_PREDICTED_SD` ``h`` per copy, against the target's epsilon by Chernoff's
+    bound (read on the provisional lattice ``h``; an epsilon target is its own). A function of the question:
+    it only lets a small composition start on a coarser lattice than the window's :data:`_FIRST_POINTS`."""
+    copies = sum(part.count for part in parts)
+    if epsilon is None:
+        level = math.log(1.0 / delta) + 2.0  # (eta about delta / 10)
+        at = max(_chernoff(sum(part.count * part.upper_mgf[d] for part in parts)[:_ORDERS.size], _ORDERS,
+                           math.log(delta), above=True)
+                 + sum(part.count * part.phi for part in parts) * (1.0 if d == 0 else -1.0) for d in range(2))
+    else:
+        level = math.log(1.0 / max(_chernoff_delta(parts, epsilon), 1e-300)) + 2.0
+        at = epsilon
+    if not (math.isfinite(at) and at > 0.0):
+        return 0.0
+    return _PREDICTED_SHARE * rtol * at / (level / 6.0 + _PREDICTED_SD * math.sqrt(2.0 * copies * level))
+
+
+def _seconds(clean, h: float, span: float, tails: tuple[float, float]) -> float:
+    """Estimated seconds of one step on the lattice of width ``h`` (from its sizes, never measured): the
+    databases' cells and four compositions over ``span``."""
+    cells = 0.0
     for ratio, rate, _ in clean:
-        grid = _log_grid(ratio, points, tail)[1:]
-        widest = max(widest, float(np.max(np.diff(np.log1p(rate * (grid - 1.0))))))
-    return widest
+        top = math.log1p(rate * (ratio.clamp(tails[0]) - 1.0))
+        cells += (top - (math.log1p(-rate) if rate < 1.0 else -40.0 * ratio.mu)) / h
+    points = span / h + 1.0
+    return _CELL_SECONDS * cells + 4.0 * _POINT_SECONDS * points * max(math.log2(points), 1.0)
 
 
-def _poisson_seconds(span: float, kinds: int, points: int, interval: float) -> float:
-    """Estimated seconds of one step of :func:`poisson_curve` (from its grids' sizes, never measured): the
-    databases' laws on ``points`` cells and four compositions on the window of ``span / interval`` points."""
-    size = span / interval + 1.0
-    return kinds * 1e-6 * points + 4.0 * _STEP_SECONDS * size * max(math.log2(size), 1.0)
+#: The theorem's name in a solve's report (:func:`gce.solve`) when a multiset of Gaussians, some of them
+#: Poisson-subsampled, is composed by :func:`poisson_curve`.
+THEOREM = "poisson subsampling"
+
+
+def gaussian_parts(guarantees) -> list[tuple[float, float, int]] | None:
+    """``[(mu, rate, count)]`` when every guarantee of the multiset ``((guarantee, count), ...)`` is a Gaussian
+    mechanism (or GDP), Poisson-subsampled or not, and at least one is subsampled: what :func:`poisson_curve`
+    composes (an unsampled one at rate 1); None otherwise. In the order of the guarantees' ``repr``, so that
+    every caller (:func:`gce.solve`, :class:`gce.bridges.accountant.GceAccountant`) asks the same question
+    of the same multiset and gets the same numbers."""
+    parts, sampled = [], False
+    for guarantee, count in sorted(guarantees, key=lambda item: repr(item[0])):
+        rate, inner = kinds.sampling(guarantee)
+        family = kinds.family(inner)
+        if family is None or family[0] != "gaussian":  # (a Subsampled inner has no gaussian family either)
+            return None
+        mu = kinds.gdp_mu(inner)
+        if mu is None:
+            return None
+        sampled |= rate < 1.0
+        parts.append((float(mu), float(rate), int(count)))
+    return parts if sampled else None
 
 
 def _check_rate(value: object, name: str) -> float:
@@ -192,7 +774,7 @@ def _check_rate(value: object, name: str) -> float:
     return float(value)
 
 
-def poisson_curve(parts: Sequence[tuple[float, float, int]], rtol: float = DEFAULT_RTOL,
+def poisson_curve(parts: Sequence[tuple[float, float, int]], rtol: float = effort.DEFAULT_RTOL,
                   delta: float | None = 1e-6, epsilon: float | None = None, tail: float = TAIL) -> AllocationCurve:
     """The curve of "in none" against "in each database independently at its rate" (the per-database-rate
     prior: Poisson subsampling of the target's record, database by database), each database running a
@@ -200,24 +782,29 @@ def poisson_curve(parts: Sequence[tuple[float, float, int]], rtol: float = DEFAU
 
     Without constraints the rates prior is a product law, so ``P = prod_i ((1 - r_i) Q_i + r_i P_i)``
     against ``Q = prod_i Q_i``: the composition of the databases' subsampled Gaussian pairs (001 Sec. V-B;
-    Balle, Barthe and Gaboardi 2018). Each pair is rounded to a dominating one above and garbled below
-    (:func:`_poisson_laws`), and the pairs are composed by the batch engine
-    (:func:`gce.accounting.batch.compose_laws`), both directions. The grids are refined while the bracket at
-    the target is wider than ``rtol`` (a schedule that depends on the question only; the time limit of the
-    running computation only stops it: :func:`~.bracket._may_refine`).
+    Balle, Barthe and Gaboardi 2018), DP-SGD's accounting. Each pair is spread onto a lattice of the loss
+    above and garbled by its cells below (module doc), and the copies are composed by one tilted transform per
+    direction. The lattice is refined while the bracket at the target is wider than ``rtol`` (a schedule that
+    depends on the question only; the time limit of the running computation only stops it, and the grid
+    limit too: the description then says the bracket is wider than asked).
 
     Parameters
     ----------
     parts : sequence of (mu, rate, count)
         ``count`` databases running a mu-GDP mechanism each (several on one database: one Gaussian of
         ``sqrt(sum mu_i^2)``), each holding the target with probability ``rate``.
-    rtol, delta, epsilon, tail
-        As in :func:`allocation_curve`.
+    rtol : float
+        The width asked of the bracket at the target, ``upper / lower - 1`` (:data:`gce.effort.DEFAULT_RTOL`).
+    delta, epsilon
+        The target: epsilon at ``delta`` (the default, 1e-6), or delta at ``epsilon``.
+    tail : float
+        P-mass of one database's ratio beyond its clamp (charged at infinite loss), lowered until the clamps'
+        charge is at most a share ``1e-4`` of the target delta (for a target epsilon, of its Chernoff bound).
 
     Examples
     --------
     >>> low, high = poisson_curve([(1.0, 0.1, 10)]).epsilon_bracket(1e-6)
-    >>> 3.44 < low <= 3.4659 <= high < 3.47  # dp-accounting: 3.46598
+    >>> 3.44 < low <= 3.4659 <= high < 3.48  # dp-accounting: 3.46598
     True
     """
     if isinstance(parts, (str, bytes)) or not isinstance(parts, Sequence) or not parts:
@@ -236,79 +823,78 @@ def poisson_curve(parts: Sequence[tuple[float, float, int]], rtol: float = DEFAU
         raise InvalidParameterError("rtol", f"must be a number in (0, 1), got {rtol!r}")
     if epsilon is None and delta is None:
         delta = 1e-6
-    if epsilon is None and delta > 0:
-        tail = max(tail, _TAIL_SHARE * delta / max(sum(c for _, _, c in clean), 1))
+    if epsilon is not None and (not is_number(epsilon) or not 0.0 <= epsilon < math.inf):
+        raise InvalidParameterError("epsilon", f"must be a finite number >= 0, got {epsilon!r}")
+    if epsilon is None and (not is_number(delta) or not 0.0 < delta < 1.0):
+        raise InvalidParameterError("delta", f"must be a number in (0, 1), got {delta!r}")
+    copies = sum(count for _, _, count in clean)
     if not clean:  # nobody can hold the target, or no database's output depends on it
         from ...accounting.curves import GaussianCurve
         curve = GaussianCurve(0.0)
         return AllocationCurve([curve], LowerBound([(curve, 0.0, 0.0)]), "no database depends on the target")
-    copies = sum(count for _, _, count in clean)
-    points = _POISSON_POINTS
-    blocks = [(_poisson_laws(ratio, rate, points, tail), count) for ratio, rate, count in clean]
-    # Coarse to fine: the first loss grid spans the composition's window in _FIRST_WINDOW points (or is the
-    # estimate itself when that is coarser); it is quartered (halved within twice rtol) while the bracket is
-    # too wide, the cells doubled with it while a cell spans more loss; first the clamp is raised while its
-    # charge is a share of the bracket. A schedule that depends on the question only; the time limit stops
-    # it before a step whose estimated cost does not fit, the first one included (closed forms then).
-    target = _loss_interval([(up, count) for (up, _), count in blocks], rtol, delta, epsilon)
-    span = _window_span(blocks, min(target * _POISSON_COARSE, 0.05))
-    interval = min(max(span / _FIRST_WINDOW, target), 0.05)
-    if not _may_refine(_poisson_seconds(span, len(clean), points, interval), "Poisson subsampling (first grid)",
-                       delta, epsilon, math.inf):
-        return _closed_forms(clean, "the time limit leaves no room for the first grid")
-    done = None
-    stopped = False
+    # The first lattice spans the larger direction's window in _FIRST_POINTS points: its size read on a
+    # provisional lattice of _PROVISIONAL_CELLS cells per database (the window hardly depends on it).
+    # The clamps' charges (the P-mass above, at infinite loss, N r times the tail; the Q-mass below a clamped
+    # grid's start, N times its own) at most a share of the target delta: of its Chernoff bound for a target
+    # epsilon (read on the provisional lattice).
+    reach = max(math.log1p(rate * (ratio.clamp(tail) - 1.0)) - (math.log1p(-rate) if rate < 1.0 else 0.0)
+                for ratio, rate, _ in clean)
+    provisional = max(reach, 1e-12) / _PROVISIONAL_CELLS
+    tails = (tail, tail)
+    try:
+        first = _parts(clean, provisional, tails, below=False)
+        span = _span(first, provisional)
+        reference = delta if epsilon is None else _chernoff_delta(first, epsilon)
+    except NumericalLimitError:
+        return _closed_forms(clean, "the lattice exceeds the grid limit")
+    share = _TAIL_SHARE * max(reference, 1e-290)
+    tails = (min(tail, share / sum(count * rate for _, rate, count in clean)), min(tail, share / copies))
+    h = max(span / _FIRST_POINTS, min(_predicted(first, provisional, rtol, delta, epsilon), span / _LEAST_POINTS))
+    done: _Step | None = None
+    stopped, limited, coarser = False, "", 0
     while True:
-        try:
-            composed = _compose_poisson(blocks, interval)
-            lower = LowerBound([(_DirectionLower(composed.lower), 0.0, 0.0)])
-            low, high = _at(composed, lower, delta, epsilon)
-        except NumericalLimitError:
-            # The composed window exceeds the batch engine's grid: keep the last (coarser) grid.
-            if done is not None:
-                break
-            if interval >= 0.05:
-                raise
-            interval *= 2.0
-            continue
-        width = _width(low, high)
-        done = (composed, lower, points, interval)
-        if width <= rtol:
-            break
-        # What limits the bracket: the clamp (the P-mass beyond it, charged at infinite loss in the upper
-        # curve), else the loss grid (the shift of the lower curve, :class:`_SplitLower`, and the split of
-        # both), halved with the cells doubled while a cell spans more loss than a grid step.
-        charge = max(math.fsum(count * up[d].infinite for (up, _), count in blocks) for d in range(2))
-        if charge > (high - low) / 4 and tail > _TAIL_FLOOR:
-            finer = (points, interval, max(tail * 1e-4, _TAIL_FLOOR))
-        elif interval / 2 >= batch.FINEST:
-            # The bracket narrows about as the loss grid (the lower curve's shift): a quarter of it when
-            # the width is more than twice rtol, else a half.
-            step = 4.0 if width > 2.0 * rtol else 2.0
-            finer_interval = max(interval / step, batch.FINEST)
-            more = points
-            while more < GRID_LIMIT // 8 and _cell_loss(clean, more, tail) > finer_interval:
-                more *= 2
-            finer = (more, finer_interval, tail)
-        else:
-            break
-        if not _may_refine(_poisson_seconds(span, len(clean), finer[0], finer[1]),
-                           "Poisson subsampling refinement", delta, epsilon, width):
+        what = "Poisson subsampling (first grid)" if done is None else "Poisson subsampling refinement"
+        width = math.inf if done is None else _width(done.low, done.high)
+        if not _may_refine(_seconds(clean, h, span, tails), what, delta, epsilon, width):
             stopped = True
+            if done is None and coarser < _COARSER_FIRST:  # a coarser first lattice (the stop is recorded)
+                h, coarser = h * 4.0, coarser + 1
+                continue
             break
-        if finer[0] != points or finer[2] != tail:
-            blocks = [(_poisson_laws(ratio, rate, finer[0], finer[2]), count) for ratio, rate, count in clean]
-        points, interval, tail = finer
-    composed, lower, points, interval = done
+        try:
+            step = _step(_parts(clean, h, tails), h, delta, epsilon)
+        except NumericalLimitError as error:  # the lattice exceeds the grid: the last one stands
+            limited = str(error)
+            break
+        if done is None or _width(step.low, step.high) <= _width(done.low, done.high):
+            done = step
+        width = _width(done.low, done.high)
+        if width <= rtol or step.h / _LEAST_FINER < batch.FINEST:
+            break
+        # The bracket narrows about as h: the next lattice aims at _AIM rtol, at least twice finer.
+        factor = _MOST_FINER if not math.isfinite(width) else min(max(width / (_AIM * rtol), _LEAST_FINER),
+                                                                 _MOST_FINER)
+        h = step.h / factor
+    if done is None:
+        if stopped:
+            return _closed_forms(clean, "the time limit leaves no room for the first grid")
+        return _closed_forms(clean, f"no lattice fits ({limited})")
     shown = ", ".join(f"{count} x (mu {ratio.mu:g} at rate {rate:g})" for ratio, rate, count in clean[:4])
     more = ", ..." if len(clean) > 4 else ""
-    return AllocationCurve([composed], lower, f"Poisson subsampling, {copies} database(s): {shown}{more}; "
-                                              f"{points:,} cells each, loss grid {interval:.3g}"
-                                              f"{_STOPPED if stopped else ''}")
+    width = _width(done.low, done.high)
+    text = (f"Poisson subsampling of {copies} Gaussian(s): {shown}{more}; lattice {done.h:.3g} "
+            f"({done.cells:,} cells, windows of {max(done.sizes):,} points); "
+            f"bracket {effort.describe_width(width)} wide")
+    if stopped:
+        text += _STOPPED
+    elif width > rtol:
+        text += (f", wider than the {rtol:.3g} asked: the grid limit stopped the refinement ({limited})" if limited
+                 else f", wider than the {rtol:.3g} asked: the lattice reached its finest")
+    return AllocationCurve([done.upper], done.lower, text)
 
 
 def _closed_forms(clean, why: str) -> AllocationCurve:
-    """Bounds in closed form, for when no grid fits: above, every database a member (joint convexity: the
+    """Bounds in closed form, for when no lattice fits: above, every database a member (joint convexity: the
     rates prior is a mixture of sets, each a composition of at most all the databases' Gaussians, GDP
     ``sqrt(sum mu_i^2)``, both directions); below, nothing (delta 0)."""
     from ...accounting.curves import GaussianCurve
