@@ -760,27 +760,20 @@ def _init_note(location: str, existed: bool):
 
 def _ledger_request(args: argparse.Namespace):
     """(databases, guarantee) of --databases and --mechanism; errors name the flag."""
-    import tomllib
-
-    from .files.scenario import mechanism_from_dict
+    from .files.scenario import mechanism_from_dict, read_fragment
+    from .validation import shown
 
     if args.repeat < 1:
         raise _UsageError(f"--repeat: must be an integer >= 1, got {args.repeat}")
-    text = args.mechanism.strip()
-    inline = text if text.startswith("{") else "{ " + text + " }"
-    try:
-        table = tomllib.loads(f"mechanism = {inline}")["mechanism"]
-    except tomllib.TOMLDecodeError as error:
-        raise _UsageError(f"--mechanism: not a TOML table ({str(error).split(' (at')[0]}), e.g. "
-                          f"'kind = \"pure\", epsilon = 0.1'") from None
-    try:
+    try:  # one TOML value, nothing after it (gce.files.scenario.read_fragment)
+        table = read_fragment(args.mechanism, "--mechanism", table=True, example="'kind = \"pure\", epsilon = 0.1'")
         guarantee = mechanism_from_dict(table, "--mechanism")
     except InvalidParameterError as error:
         raise _UsageError(str(error)) from None
     refs = args.databases.strip()
     databases = "all" if refs == "all" else [part.strip() for part in refs.split(",")]
     if databases != "all" and any(not part for part in databases):
-        raise _UsageError(f"--databases: an empty reference in {args.databases!r}")
+        raise _UsageError(f"--databases: an empty reference in {shown(args.databases)}")
     return databases, guarantee
 
 

@@ -16,7 +16,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from .errors import InvalidParameterError
-from .validation import is_integer, is_number
+from .validation import is_integer, is_number, shown
 
 __all__ = ["Distribution", "WEIGHT_TOLERANCE"]
 
@@ -50,13 +50,13 @@ class Distribution:
             value = getattr(self, name)
             if isinstance(value, (str, bytes)) or not isinstance(value, Iterable):
                 raise InvalidParameterError("support" if name == "sets" else name,
-                                            f"must be a collection, got {value!r}")
+                                            f"must be a collection, got {shown(value)}")
         sets = tuple(s if type(s) is frozenset else frozenset(_indices(s, f"support[{i}]"))
                      for i, s in enumerate(self.sets))
         weights = []
         for i, w in enumerate(self.weights):
             if not is_number(w):
-                raise InvalidParameterError(f"weights[{i}]", f"must be a number, got {w!r}")
+                raise InvalidParameterError(f"weights[{i}]", f"must be a number, got {shown(w)}")
             weights.append(float(w))
         weights = tuple(weights)
         if not sets:
@@ -67,13 +67,13 @@ class Distribution:
             raise InvalidParameterError("support", "lists a membership set more than once")
         for i, s in enumerate(sets):
             if any(not is_integer(x) or x < 0 for x in s):
-                raise InvalidParameterError(f"support[{i}]", f"must hold database indices >= 0, got {sorted(s)!r}")
+                raise InvalidParameterError(f"support[{i}]", f"must hold database indices >= 0, got {shown(sorted(s))}")
         for i, w in enumerate(weights):
             if not (w > 0.0 and math.isfinite(w)):
-                raise InvalidParameterError(f"weights[{i}]", f"must be positive and finite, got {w!r}")
+                raise InvalidParameterError(f"weights[{i}]", f"must be positive and finite, got {shown(w)}")
         total = math.fsum(weights)
         if abs(total - 1.0) > WEIGHT_TOLERANCE:
-            raise InvalidParameterError("weights", f"must sum to 1, got {total!r}")
+            raise InvalidParameterError("weights", f"must sum to 1, got {shown(total)}")
         object.__setattr__(self, "sets", sets)
         object.__setattr__(self, "weights", weights)
 
@@ -81,11 +81,11 @@ class Distribution:
     def of(cls, pairs: Iterable[tuple[Iterable[int], float]]) -> "Distribution":
         """Build from (members, weight) pairs."""
         if isinstance(pairs, (str, bytes)) or not isinstance(pairs, Iterable):
-            raise InvalidParameterError("support", f"must be (members, weight) pairs, got {pairs!r}")
+            raise InvalidParameterError("support", f"must be (members, weight) pairs, got {shown(pairs)}")
         pairs = list(pairs)
         for i, pair in enumerate(pairs):
             if not isinstance(pair, (tuple, list)) or len(pair) != 2:
-                raise InvalidParameterError(f"support[{i}]", f"must be a (members, weight) pair, got {pair!r}")
+                raise InvalidParameterError(f"support[{i}]", f"must be a (members, weight) pair, got {shown(pair)}")
         return cls(tuple(s for s, _ in pairs), tuple(w for _, w in pairs))
 
     @classmethod
@@ -108,11 +108,11 @@ class Distribution:
 def _indices(values: object, field: str) -> tuple[int, ...]:
     """A sorted, duplicate-free tuple of database indices; empty is allowed (the empty set)."""
     if isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
-        raise InvalidParameterError(field, f"must be a collection of database indices, got {values!r}")
+        raise InvalidParameterError(field, f"must be a collection of database indices, got {shown(values)}")
     out: list[int] = []
     for value in values:
         if not is_integer(value) or value < 0:
-            raise InvalidParameterError(field, f"must hold database indices >= 0, got {value!r}")
+            raise InvalidParameterError(field, f"must hold database indices >= 0, got {shown(value)}")
         out.append(int(value))
     if len(set(out)) != len(out):
         repeated = next(i for i in out if out.count(i) > 1)

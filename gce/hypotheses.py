@@ -44,7 +44,7 @@ from numpy.typing import NDArray
 from .constraints import AtMost, Constraint, ConstraintSet, Exclusive, Patterns
 from .constraints.base import format_indices
 from .errors import GCEError, InfeasibleConstraintsError, InvalidParameterError, InvalidScenarioError, NumericalLimitError
-from .validation import is_integer, is_number
+from .validation import is_integer, is_number, shown
 from .distributions import Distribution, _indices
 
 __all__ = [
@@ -474,7 +474,7 @@ class Uniform(Hypothesis):
             if value is None and name == "max_members":
                 continue
             if not is_integer(value) or value < 0:
-                raise InvalidParameterError(name, f"must be an integer >= 0, got {value!r}")
+                raise InvalidParameterError(name, f"must be an integer >= 0, got {shown(value)}")
             object.__setattr__(self, name, int(value))
         if self.max_members is not None and self.min_members > self.max_members:
             raise InvalidParameterError(
@@ -558,14 +558,14 @@ class Explicit(Hypothesis):
 
     def __post_init__(self) -> None:
         if isinstance(self.support, (str, bytes)) or not isinstance(self.support, Iterable):
-            raise InvalidParameterError("support", f"must be a collection of membership sets, got {self.support!r}")
+            raise InvalidParameterError("support", f"must be a collection of membership sets, got {shown(self.support)}")
         if isinstance(self.weights, (str, bytes)) or not isinstance(self.weights, Iterable):
-            raise InvalidParameterError("weights", f"must be a collection of numbers, got {self.weights!r}")
+            raise InvalidParameterError("weights", f"must be a collection of numbers, got {shown(self.weights)}")
         support = tuple(frozenset(_indices(s, f"support[{i}]")) for i, s in enumerate(self.support))
         weights = []
         for i, w in enumerate(self.weights):
             if not is_number(w):
-                raise InvalidParameterError(f"weights[{i}]", f"must be a number, got {w!r}")
+                raise InvalidParameterError(f"weights[{i}]", f"must be a number, got {shown(w)}")
             weights.append(float(w))
         first_seen: dict[frozenset[int], int] = {}
         for i, members in enumerate(support):
@@ -652,11 +652,11 @@ class Rates(Hypothesis):
 
     def __post_init__(self) -> None:
         if isinstance(self.rates, (str, bytes)) or not isinstance(self.rates, Iterable):
-            raise InvalidParameterError("rates", f"must be a collection of probabilities, got {self.rates!r}")
+            raise InvalidParameterError("rates", f"must be a collection of probabilities, got {shown(self.rates)}")
         rates = []
         for i, q in enumerate(self.rates):
             if not is_number(q) or not 0.0 <= q <= 1.0:
-                raise InvalidParameterError(f"rates[{i}]", f"must be a probability in [0, 1], got {q!r}")
+                raise InvalidParameterError(f"rates[{i}]", f"must be a probability in [0, 1], got {shown(q)}")
             rates.append(float(q))
         if not rates:
             raise InvalidParameterError("rates", "needs one rate per database, got none")

@@ -26,6 +26,7 @@ from .plot import _pyplot_free_figure, plot_file
 from .report import json_number
 from .solving import solve
 from .solvers import DEFAULT_TIME_LIMIT
+from .validation import shown
 
 __all__ = ["PERCENTILES", "Candidate", "Coverage", "membership_coverage", "plot_coverage"]
 
@@ -176,7 +177,8 @@ def plot_coverage(coverage: Coverage, path: str | os.PathLike[str], dpi: int = 1
     try:
         figure.savefig(target, dpi=dpi)
     except OSError as error:
-        raise InvalidParameterError("path", f"cannot write {str(target)!r}: {error.strerror or error}") from None
+        raise InvalidParameterError("path", f"cannot write {shown(str(target), 200)}: "
+                                            f"{error.strerror or error}") from None
 
 
 #: Most steps an annotation is moved down to clear the ones already placed.

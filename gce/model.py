@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import math
 import operator
-import reprlib
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -35,7 +34,7 @@ from .constraints.base import MAX_DATABASES
 from .constraints.neighborhood import check_neighborhood
 from .effort import check_rtol
 from .errors import InvalidParameterError, UnsupportedCombinationError
-from .validation import is_integer, is_number
+from .validation import is_integer, is_number, shown
 from .hypotheses import Hypothesis, check_listed
 
 if TYPE_CHECKING:  # pragma: no cover - a name for annotations; the theorems load with the engines
@@ -73,19 +72,19 @@ class Databases:
 
     def __post_init__(self) -> None:
         if not is_integer(self.n) or self.n < 1:
-            raise InvalidParameterError("databases", f"must be an integer >= 1, got {self.n!r}")
+            raise InvalidParameterError("databases", f"must be an integer >= 1, got {shown(self.n)}")
         if self.n > MAX_DATABASES:
             raise InvalidParameterError("databases", f"{int(self.n):,} databases exceed the limit of "
                                                      f"{MAX_DATABASES:,} (gce keeps one entry per database in memory)")
         object.__setattr__(self, "n", int(self.n))
         if self.names is not None:
             if isinstance(self.names, (str, bytes)) or not isinstance(self.names, Iterable):
-                raise InvalidParameterError("databases.names", f"must be a collection of names, got {self.names!r}")
+                raise InvalidParameterError("databases.names", f"must be a collection of names, got {shown(self.names)}")
             names = tuple(self.names)
             if not all(isinstance(name, str) for name in names):
-                raise InvalidParameterError("databases.names", f"must be strings, got {names!r}")
+                raise InvalidParameterError("databases.names", f"must be strings, got {shown(names)}")
             if len(names) != self.n or len(set(names)) != self.n:
-                raise InvalidParameterError("databases.names", f"need {self.n} distinct names, got {names!r}")
+                raise InvalidParameterError("databases.names", f"need {self.n} distinct names, got {shown(names)}")
             object.__setattr__(self, "names", names)
 
     def label(self, index: int) -> str:
@@ -97,7 +96,7 @@ class Databases:
         if isinstance(ref, str) and self.names and ref in self.names:
             return self.names.index(ref)
         if not is_integer(ref) or not 0 <= ref < self.n:
-            raise InvalidParameterError(field, f"unknown database {ref!r} (databases are 0..{self.n - 1})")
+            raise InvalidParameterError(field, f"unknown database {shown(ref)} (databases are 0..{self.n - 1})")
         return ref
 
 
@@ -127,13 +126,13 @@ class Invocation:
                 and 1 <= self.repeat <= MAX_INVOCATIONS and type(self.guarantee) in _GUARANTEE_TYPES:
             return  # the common case, checked without the numbers ABCs (a million records: 5.9 s -> 2 s)
         if not is_integer(self.database) or self.database < 0:
-            raise InvalidParameterError("database", f"must be a database index >= 0, got {self.database!r}")
+            raise InvalidParameterError("database", f"must be a database index >= 0, got {shown(self.database)}")
         object.__setattr__(self, "database", int(self.database))
         _take_event(self)
         if not is_guarantee(self.guarantee):
-            raise InvalidParameterError("mechanism", f"must be a guarantee, got {self.guarantee!r}")
+            raise InvalidParameterError("mechanism", f"must be a guarantee, got {shown(self.guarantee)}")
         if not is_integer(self.repeat) or self.repeat < 1:
-            raise InvalidParameterError("repeat", f"must be an integer >= 1, got {self.repeat!r}")
+            raise InvalidParameterError("repeat", f"must be an integer >= 1, got {shown(self.repeat)}")
         if self.repeat > MAX_INVOCATIONS:
             raise InvalidParameterError("repeat", f"{int(self.repeat):,} exceeds the limit of 2^53 = "
                                                   f"{MAX_INVOCATIONS:,} invocations")
@@ -152,10 +151,10 @@ def _database_indices(value: object, field: str) -> range | np.ndarray:
     given (duplicates allowed: a database listed twice runs the group twice). Arrays are copied read-only."""
     if isinstance(value, range):
         if len(value) == 0:
-            raise InvalidParameterError(field, f"must list at least one database, got {value!r}")
+            raise InvalidParameterError(field, f"must list at least one database, got {shown(value)}")
         low, high = min(value[0], value[-1]), max(value[0], value[-1])
         if low < 0:
-            raise InvalidParameterError(field, f"must be database indices >= 0, got {value!r}")
+            raise InvalidParameterError(field, f"must be database indices >= 0, got {shown(value)}")
         if high >= MAX_DATABASES:
             raise InvalidParameterError(field, f"lists database {high:,}, beyond the limit of {MAX_DATABASES:,} "
                                                f"databases")
@@ -167,13 +166,13 @@ def _database_indices(value: object, field: str) -> range | np.ndarray:
                                                f"{array.dtype}")
     elif isinstance(value, (str, bytes)) or not isinstance(value, Iterable):
         raise InvalidParameterError(field, f"must be a range or a collection of database indices, "
-                                           f"got {reprlib.repr(value)}")
+                                           f"got {shown(value)}")
     else:
         items = value if isinstance(value, Sequence) else list(value)
         if not set(map(type, items)) <= {int}:  # the common case (Python ints) checked at C speed
             wrong = next((j for j, v in enumerate(items) if not is_integer(v)), None)
             if wrong is not None:
-                raise InvalidParameterError(f"{field}[{wrong}]", f"must be a database index, got {items[wrong]!r}")
+                raise InvalidParameterError(f"{field}[{wrong}]", f"must be a database index, got {shown(items[wrong])}")
         try:
             array = np.array(items, dtype=np.int64)
         except OverflowError:
@@ -254,9 +253,9 @@ class InvocationGroup:
         object.__setattr__(self, "databases", _database_indices(self.databases, "databases"))
         _take_event(self)
         if not is_guarantee(self.guarantee):
-            raise InvalidParameterError("mechanism", f"must be a guarantee, got {self.guarantee!r}")
+            raise InvalidParameterError("mechanism", f"must be a guarantee, got {shown(self.guarantee)}")
         if not is_integer(self.repeat) or self.repeat < 1:
-            raise InvalidParameterError("repeat", f"must be an integer >= 1, got {self.repeat!r}")
+            raise InvalidParameterError("repeat", f"must be an integer >= 1, got {shown(self.repeat)}")
         if self.repeat > MAX_INVOCATIONS:
             raise InvalidParameterError("repeat", f"{int(self.repeat):,} exceeds the limit of 2^53 = "
                                                   f"{MAX_INVOCATIONS:,} invocations")
@@ -350,7 +349,8 @@ class Invocations(Sequence):
             raise InvalidParameterError("invocations", "needs at least one invocation")
         wrong = next((j for j, g in enumerate(groups) if not isinstance(g, InvocationGroup)), None)
         if wrong is not None:
-            raise InvalidParameterError(f"invocations[{wrong}]", f"must be an InvocationGroup, got {groups[wrong]!r}")
+            raise InvalidParameterError(f"invocations[{wrong}]", f"must be an InvocationGroup, got "
+                                                                 f"{shown(groups[wrong])}")
         index: dict[Guarantee, int] = {}
         self._groups = groups
         self._group_kind = np.array([index.setdefault(g.guarantee, len(index)) for g in groups], dtype=np.intp)
@@ -382,7 +382,7 @@ class Invocations(Sequence):
             return invocations
         if isinstance(invocations, (str, bytes, Invocation, InvocationGroup)) or not isinstance(invocations, Iterable):
             raise InvalidParameterError("invocations", f"must be a collection of Invocation, got "
-                                                       f"{reprlib.repr(invocations)}")
+                                                       f"{shown(invocations)}")
         items = invocations if isinstance(invocations, (tuple, list)) else tuple(invocations)
         if not items:
             raise InvalidParameterError("invocations", "needs at least one invocation")
@@ -397,7 +397,7 @@ class Invocations(Sequence):
                 continue
             if not isinstance(item, InvocationGroup):
                 raise InvalidParameterError(f"invocations[{i}]", f"must be an Invocation or an InvocationGroup, "
-                                                                 f"got {item!r}")
+                                                                 f"got {shown(item)}")
             if start is not None:
                 groups += _groups_of_records(items[start:i], start, n)
                 start = None
@@ -731,7 +731,7 @@ def invocation_multiset(invocations: Iterable[Invocation], members: Iterable[int
 
 def _check_number(value: object, field: str) -> None:
     if not is_number(value):
-        raise InvalidParameterError(field, f"must be a number, got {value!r}")
+        raise InvalidParameterError(field, f"must be a number, got {shown(value)}")
 
 
 def per_database_multisets(invocations: Iterable[Invocation]) -> dict[int, Multiset]:
@@ -750,9 +750,9 @@ def check_target(delta: float | None, epsilon: float | None) -> None:
     if delta is not None and epsilon is not None:
         raise InvalidParameterError("delta", "give exactly one of delta and epsilon, not both")
     if delta is not None and not (0.0 <= delta < 1.0):
-        raise InvalidParameterError("delta", f"must lie in [0, 1), got {delta!r}")
+        raise InvalidParameterError("delta", f"must lie in [0, 1), got {shown(delta)}")
     if epsilon is not None and not (epsilon >= 0.0 and math.isfinite(epsilon)):
-        raise InvalidParameterError("epsilon", f"must be finite and >= 0, got {epsilon!r}")
+        raise InvalidParameterError("epsilon", f"must be finite and >= 0, got {shown(epsilon)}")
 
 
 @dataclass(frozen=True)
@@ -810,7 +810,7 @@ class Scenario:
         if is_integer(self.databases):
             object.__setattr__(self, "databases", Databases(self.databases))
         if not isinstance(self.databases, Databases):
-            raise InvalidParameterError("databases", f"must be a count or Databases, got {self.databases!r}")
+            raise InvalidParameterError("databases", f"must be a count or Databases, got {shown(self.databases)}")
         n = self.databases.n
         invocations = Invocations.of(self.invocations, n)  # records are converted once, groups kept
         if invocations.total > MAX_INVOCATIONS:
@@ -830,12 +830,12 @@ class Scenario:
         if self.rtol is not None:
             object.__setattr__(self, "rtol", check_rtol(self.rtol))
         if not isinstance(self.title, str):
-            raise InvalidParameterError("title", f"must be a string, got {self.title!r}")
+            raise InvalidParameterError("title", f"must be a string, got {shown(self.title)}")
         if not isinstance(self.notes, (str, Iterable)):
-            raise InvalidParameterError("notes", f"must be strings, got {self.notes!r}")
+            raise InvalidParameterError("notes", f"must be strings, got {shown(self.notes)}")
         notes = (self.notes,) if isinstance(self.notes, str) else tuple(self.notes)
         if not all(isinstance(note, str) for note in notes):
-            raise InvalidParameterError("notes", f"must be strings, got {self.notes!r}")
+            raise InvalidParameterError("notes", f"must be strings, got {shown(self.notes)}")
         object.__setattr__(self, "notes", notes)
         if self.hypotheses is not None:
             object.__setattr__(self, "hypotheses", _checked_hypotheses(self.hypotheses, constraints))
@@ -871,7 +871,7 @@ def _checked_hypotheses(hypotheses, constraints: ConstraintSet) -> tuple[Hypothe
     """
     pair = tuple(hypotheses) if isinstance(hypotheses, (tuple, list)) else ()
     if len(pair) != 2 or not all(isinstance(h, Hypothesis) for h in pair):
-        raise InvalidParameterError("hypotheses", f"must be two hypotheses (h0, h1), got {hypotheses!r}")
+        raise InvalidParameterError("hypotheses", f"must be two hypotheses (h0, h1), got {shown(hypotheses)}")
     for name, h in zip(("h0", "h1"), pair):
         check_listed(name, h, constraints)
     return pair  # type: ignore[return-value]

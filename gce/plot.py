@@ -38,6 +38,7 @@ from .files.paths import check_path
 from .model import Scenario, invocation_multiset
 from .report import Report
 from .accounting.theorems import compose
+from .validation import shown
 
 if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.axes import Axes
@@ -115,26 +116,26 @@ def plot_file(path: str | os.PathLike[str]) -> pathlib.Path:
     gce.errors.InvalidParameterError: path: unsupported image format '.txt' (use .png, .pdf, .svg, ... or .webp)
     """
     if not isinstance(path, (str, os.PathLike)):
-        raise InvalidParameterError("path", f"must be a str or os.PathLike, got {path!r}")
+        raise InvalidParameterError("path", f"must be a str or os.PathLike, got {shown(path, 200)}")
     try:
         target = pathlib.Path(path)
     except TypeError:  # a PathLike of bytes
-        raise InvalidParameterError("path", f"must be a str or os.PathLike of str, got {path!r}") from None
+        raise InvalidParameterError("path", f"must be a str or os.PathLike of str, got {shown(path, 200)}") from None
     if not target.name or target.is_dir():
-        raise InvalidParameterError("path", f"{str(target)!r} is a folder; give a file name, e.g. curve.png")
-    check_path(target, "path", writing=True, shown=repr(str(target)))  # /dev/null is not /dev/null.png
+        raise InvalidParameterError("path", f"{shown(str(target), 200)} is a folder; give a file name, e.g. curve.png")
+    check_path(target, "path", writing=True, shown=shown(str(target), 200))  # /dev/null is not /dev/null.png
     if not target.suffix:
         target = target.with_name(target.name + ".png")
     if target.suffix[1:].lower() not in PLOT_FORMATS:
         formats = ", ".join(f".{f}" for f in PLOT_FORMATS)
-        raise InvalidParameterError("path", f"unsupported image format {target.suffix!r} (use "
+        raise InvalidParameterError("path", f"unsupported image format {shown(target.suffix)} (use "
                                             f"{formats.rpartition(', ')[0]} or {formats.rpartition(', ')[2]})")
     folder = target.parent
     if not folder.is_dir():
-        shown = repr(str(folder))
-        raise InvalidParameterError("path", f"{shown} is not a folder" if folder.exists() else
-                                    f"the folder {shown} does not exist")
-    check_path(target, "path", writing=True, shown=repr(str(target)))  # a named pipe would block the writer
+        named = shown(str(folder), 200)
+        raise InvalidParameterError("path", f"{named} is not a folder" if folder.exists() else
+                                    f"the folder {named} does not exist")
+    check_path(target, "path", writing=True, shown=shown(str(target), 200))  # a named pipe would block the writer
     return target
 
 
@@ -142,10 +143,10 @@ def _deltas(deltas: ArrayLike | None) -> np.ndarray:
     try:
         d = DEFAULT_DELTAS if deltas is None else np.atleast_1d(np.asarray(deltas, dtype=float))
     except (TypeError, ValueError):
-        raise InvalidParameterError("deltas", f"must be a non-empty list of values in [0, 1), got {deltas!r}") \
+        raise InvalidParameterError("deltas", f"must be a non-empty list of values in [0, 1), got {shown(deltas)}") \
             from None
     if d.ndim != 1 or d.size == 0 or np.any(~np.isfinite(d)) or np.any(d < 0) or np.any(d >= 1):
-        raise InvalidParameterError("deltas", f"must be a non-empty list of values in [0, 1), got {deltas!r}")
+        raise InvalidParameterError("deltas", f"must be a non-empty list of values in [0, 1), got {shown(deltas)}")
     return d
 
 
@@ -321,5 +322,6 @@ def plot_curves(
         try:
             ax.figure.savefig(target, dpi=dpi)
         except OSError as error:
-            raise InvalidParameterError("path", f"cannot write {str(target)!r}: {error.strerror or error}") from None
+            raise InvalidParameterError("path", f"cannot write {shown(str(target), 200)}: "
+                                                f"{error.strerror or error}") from None
     return ax

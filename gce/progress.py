@@ -36,6 +36,7 @@ from typing import IO, Protocol
 
 from .errors import InvalidParameterError
 from .report import terminal_text
+from .validation import shown
 
 __all__ = ["Progress", "ProgressCallback", "MIN_INTERVAL", "Elapsed", "ELAPSED_AFTER", "ELAPSED_EVERY"]
 
@@ -111,7 +112,7 @@ class Progress(_TerminalLine):
         min_interval: float = MIN_INTERVAL,
     ) -> None:
         if not (isinstance(min_interval, (int, float)) and min_interval >= 0 and math.isfinite(min_interval)):
-            raise InvalidParameterError("min_interval", f"must be a finite number >= 0, got {min_interval!r}")
+            raise InvalidParameterError("min_interval", f"must be a finite number >= 0, got {shown(min_interval)}")
         self._stream = stream
         self.quiet = bool(quiet)
         self.label = str(label)
@@ -200,7 +201,7 @@ class Elapsed(_TerminalLine):
         every = ELAPSED_EVERY if every is None else every
         for name, value in (("after", after), ("every", every)):
             if not (isinstance(value, (int, float)) and math.isfinite(value) and value >= 0):
-                raise InvalidParameterError(name, f"must be a finite number of seconds >= 0, got {value!r}")
+                raise InvalidParameterError(name, f"must be a finite number of seconds >= 0, got {shown(value)}")
         self.label = str(label)
         self._stream = stream
         self.quiet = bool(quiet)

@@ -24,7 +24,7 @@ import numpy as np
 
 from .effort import check_rtol, describe_width, relative_width
 from .errors import InvalidParameterError
-from .validation import is_integer, is_number
+from .validation import is_integer, is_number, shown
 
 if TYPE_CHECKING:  # pragma: no cover - the curves (and their scipy) load with the engines, not with a report
     from .accounting.curves import PrivacyCurve
@@ -359,13 +359,9 @@ class Report:
 T = TypeVar("T")
 
 
-def _shown(value: object, limit: int = 60) -> str:
-    """A value as JSON writes it, cut short, for messages."""
-    try:
-        text = json.dumps(value, ensure_ascii=True, default=lambda v: f"<{type(v).__name__}>")
-    except (ValueError, RecursionError):  # a circular structure
-        text = f"<{type(value).__name__}>"
-    return text if len(text) <= limit else text[:limit] + "..."
+def _shown(value: object) -> str:
+    """A value as JSON writes it, cut short, for messages (:func:`gce.validation.shown`)."""
+    return shown(value, spelling="json")
 
 
 class _Fields:

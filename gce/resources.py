@@ -47,9 +47,10 @@ import time
 from collections.abc import Iterator
 
 from .errors import InvalidParameterError, ResourceLimitError
-from .validation import is_number
+from .validation import is_number, shown
 
 __all__ = ["MEMORY_LIMIT_ENV", "MEMORY_SHARE", "FALLBACK_MEMORY", "MIN_MEMORY_LIMIT", "ENGINE_MEMORY_SHARE",
+           "ENGINE_MEMORY_MAX", "TIME_LIMIT_MAX",
            "parse_size", "format_size", "physical_memory", "memory_limit", "engine_memory", "limits",
            "seconds_left", "check_memory", "check_time", "stop_at_deadline", "own_clock"]
 
@@ -66,6 +67,14 @@ MIN_MEMORY_LIMIT = 10**6
 ENGINE_MEMORY_SHARE = 0.25
 #: The smallest memory limit DuckDB is given (its operators need a few pages to run at all).
 ENGINE_MEMORY_MIN = 64 * 2**20
+#: The largest memory limit DuckDB is given (1 EiB): DuckDB refuses one it cannot represent (2**64 bytes and
+#: more: ``Memory value out of range``), and any machine's memory is far below this; a larger limit (say
+#: ``GCE_MEMORY_LIMIT=1e30``) is clamped to it, not passed on.
+ENGINE_MEMORY_MAX = 2**60
+#: The longest time budget :func:`limits` keeps (about 31 years): the clocks it is handed to (an interval timer,
+#: a thread's wait) cannot represent 1e300 seconds, so a larger budget is clamped to this one, which no
+#: computation reaches.
+TIME_LIMIT_MAX = 1e9
 
 _UNITS = {"": 1, "b": 1, "k": 10**3, "kb": 10**3, "m": 10**6, "mb": 10**6, "g": 10**9, "gb": 10**9,
           "t": 10**12, "tb": 10**12, "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40}
@@ -92,17 +101,17 @@ def parse_size(value: object, field: str) -> int:
     (1500000000, 4194304)
     """
     if isinstance(value, bool):
-        raise InvalidParameterError(field, f"must be a number of bytes (e.g. 2GB, 512MiB), got {value!r}")
+        raise InvalidParameterError(field, f"must be a number of bytes (e.g. 2GB, 512MiB), got {shown(value)}")
     if isinstance(value, (int, float)):
         number, unit = float(value), ""
     else:
         match = _SIZE.match(str(value))
         if match is None or match.group(2).lower() not in _UNITS:
-            raise InvalidParameterError(field, f"must be a number of bytes (e.g. 2GB, 512MiB), got {value!r}")
+            raise InvalidParameterError(field, f"must be a number of bytes (e.g. 2GB, 512MiB), got {shown(value)}")
         number, unit = float(match.group(1)), match.group(2).lower()
     size = number * _UNITS[unit]
     if not math.isfinite(size) or size < MIN_MEMORY_LIMIT:
-        raise InvalidParameterError(field, f"must be at least {format_size(MIN_MEMORY_LIMIT)}, got {value!r}")
+        raise InvalidParameterError(field, f"must be at least {format_size(MIN_MEMORY_LIMIT)}, got {shown(value)}")
     return int(size)
 
 
@@ -154,8 +163,8 @@ def memory_limit() -> int:
 
 def engine_memory() -> int:
     """What DuckDB may hold (``SET memory_limit``): :data:`ENGINE_MEMORY_SHARE` of the limit, at least
-    :data:`ENGINE_MEMORY_MIN`."""
-    return max(int(ENGINE_MEMORY_SHARE * memory_limit()), ENGINE_MEMORY_MIN)
+    :data:`ENGINE_MEMORY_MIN`, at most :data:`ENGINE_MEMORY_MAX` (what DuckDB can represent)."""
+    return min(max(int(ENGINE_MEMORY_SHARE * memory_limit()), ENGINE_MEMORY_MIN), ENGINE_MEMORY_MAX)
 
 
 @contextlib.contextmanager
@@ -167,7 +176,8 @@ def limits(*, memory: int | str | None = None, time_limit: float | None = None) 
     memory : int or str, optional
         Bytes, or a size with a unit (``"2GB"``); overrides ``GCE_MEMORY_LIMIT`` and the default.
     time_limit : float, optional
-        Seconds from now that the code inside may take; :func:`seconds_left` counts them down.
+        Seconds from now that the code inside may take; :func:`seconds_left` counts them down (at most
+        :data:`TIME_LIMIT_MAX`: a larger budget is clamped to it).
 
     Raises
     ------
@@ -179,8 +189,9 @@ def limits(*, memory: int | str | None = None, time_limit: float | None = None) 
         memory_token = _memory.set((parse_size(memory, "memory"), "--memory-limit"))
     if time_limit is not None:
         if not is_number(time_limit) or not 0 < time_limit < math.inf:
-            raise InvalidParameterError("time_limit", f"must be a finite number of seconds > 0, got {time_limit!r}")
-        time_token = _deadline.set((time.monotonic() + float(time_limit), float(time_limit)))
+            raise InvalidParameterError("time_limit", f"must be a finite number of seconds > 0, got {shown(time_limit)}")
+        budget = min(float(time_limit), TIME_LIMIT_MAX)
+        time_token = _deadline.set((time.monotonic() + budget, budget))
     try:
         yield
     finally:

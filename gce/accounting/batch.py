@@ -99,6 +99,7 @@ from .curves import DiscreteLossCurve, PrivacyCurve, at_or_above
 from ..errors import NumericalLimitError, UnsupportedCombinationError
 from .guarantees import GaussianMechanism, Guarantee
 from .. import effort
+from ..validation import shown
 
 __all__ = ["BatchCurve", "LowerCurve", "LawCurve", "batch_compose", "compose_laws", "loss_law", "plan", "log_mgf_bounds",
            "auxiliary", "auxiliary_compositions", "auxiliary_interval", "merge_gaussians", "closed_form",
@@ -287,7 +288,7 @@ def _noise_pmfs(guarantee: Guarantee, h: float, pessimistic: bool) -> tuple[_dpa
     """
     points = 2.0 * _pld._half_width(guarantee) / h + 1.0
     if not points <= _pld.MECHANISM_GRID_LIMIT:
-        raise NumericalLimitError(f"the privacy losses of {guarantee!r} span {points:.3g} points of width {h:g} "
+        raise NumericalLimitError(f"the privacy losses of {shown(guarantee)} span {points:.3g} points of width {h:g} "
                                   f"(limit {_pld.MECHANISM_GRID_LIMIT})")
     if pessimistic:
         distribution = _pld.guarantee_pld(guarantee, h)
@@ -430,7 +431,7 @@ def _laws(guarantee: Guarantee, count: int, h: float, upper: bool) -> list[_Law]
     that the same composition gives the same curve in any process."""
     source = kinds.pld_source(guarantee)
     if source is None:
-        raise UnsupportedCombinationError(f"no privacy-loss distribution for {guarantee!r}")
+        raise UnsupportedCombinationError(f"no privacy-loss distribution for {shown(guarantee)}")
     if source.kind == "point":
         return [_point_laws(*source.parameters, count, h)[0 if upper else 1]]
     if closed_form(guarantee):
@@ -679,7 +680,7 @@ def _coarsening(ms: tuple[tuple[Guarantee, int], ...], h: float, rtol: float) ->
             mu2 = n * kinds.gdp_mu(g) ** 2
             parts, dense = [(0.5 * mu2, mu2)], True
         elif source is None:
-            raise UnsupportedCombinationError(f"no privacy-loss distribution for {g!r}")
+            raise UnsupportedCombinationError(f"no privacy-loss distribution for {shown(g)}")
         elif source.kind == "point":
             m, v = _point_moments(source.parameters[0])
             parts = [(n * m, n * v)]

@@ -32,6 +32,7 @@ from numpy.typing import ArrayLike, NDArray
 from scipy import special
 
 from ..errors import InvalidParameterError
+from ..validation import shown
 
 __all__ = [
     "PrivacyCurve",
@@ -72,14 +73,14 @@ def at_or_above(delta: ArrayLike, floor: float) -> NDArray[np.bool_]:
 def _as_epsilons(epsilon: ArrayLike) -> tuple[NDArray[np.float64], bool]:
     eps = np.asarray(epsilon, dtype=float)
     if np.any(np.isnan(eps)) or np.any(eps < 0):
-        raise InvalidParameterError("epsilon", f"must be >= 0 and not NaN, got {epsilon!r}")
+        raise InvalidParameterError("epsilon", f"must be >= 0 and not NaN, got {shown(epsilon)}")
     return np.atleast_1d(eps), eps.ndim == 0
 
 
 def _as_deltas(delta: ArrayLike) -> tuple[NDArray[np.float64], bool]:
     d = np.asarray(delta, dtype=float)
     if np.any(np.isnan(d)) or np.any(d < 0) or np.any(d > 1):
-        raise InvalidParameterError("delta", f"must lie in [0, 1], got {delta!r}")
+        raise InvalidParameterError("delta", f"must lie in [0, 1], got {shown(delta)}")
     return np.atleast_1d(d), d.ndim == 0
 
 
@@ -321,7 +322,7 @@ def _curve_parameter(name: str, value: float) -> tuple[float, float]:
     """A closed-form curve's parameter (mu, rho), checked >= 0, and the delta floor it implies:
     1 when it is infinite (no bound at all), else 0."""
     if not value >= 0:
-        raise InvalidParameterError(name, f"must be >= 0, got {value!r}")
+        raise InvalidParameterError(name, f"must be >= 0, got {shown(value)}")
     value = float(value)
     return value, 1.0 if math.isinf(value) else 0.0
 

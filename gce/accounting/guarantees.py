@@ -29,7 +29,7 @@ import numpy as np
 from typing import Union
 
 from ..errors import InvalidParameterError
-from ..validation import is_number
+from ..validation import MAX_TABLE_NESTING, is_number, shown
 
 __all__ = [
     "PureDP",
@@ -46,20 +46,20 @@ __all__ = [
 
 def _finite_at_least(name: str, value: float, low: float, *, strict: bool = False) -> float:
     if not is_number(value):
-        raise InvalidParameterError(name, f"must be a number, got {value!r}")
+        raise InvalidParameterError(name, f"must be a number, got {shown(value)}")
     value = float(value)
     if math.isnan(value) or math.isinf(value):
-        raise InvalidParameterError(name, f"must be finite, got {value!r}")
+        raise InvalidParameterError(name, f"must be finite, got {shown(value)}")
     if value < low or (strict and value == low):
         relation = ">" if strict else ">="
-        raise InvalidParameterError(name, f"must be {relation} {low:g}, got {value!r}")
+        raise InvalidParameterError(name, f"must be {relation} {low:g}, got {shown(value)}")
     return value
 
 
 def _delta(value: float) -> float:
     value = _finite_at_least("delta", value, 0.0)
     if value >= 1.0:
-        raise InvalidParameterError("delta", f"must lie in [0, 1), got {value!r}")
+        raise InvalidParameterError("delta", f"must lie in [0, 1), got {shown(value)}")
     return value
 
 
@@ -152,10 +152,16 @@ class Subsampled:
     def __post_init__(self) -> None:
         rate = _finite_at_least("rate", self.rate, 0.0, strict=True)
         if rate > 1.0:
-            raise InvalidParameterError("rate", f"must lie in (0, 1], got {rate!r}")
+            raise InvalidParameterError("rate", f"must lie in (0, 1], got {shown(rate)}")
         object.__setattr__(self, "rate", rate)
         if not isinstance(self.mechanism, _GUARANTEE_TYPES):
-            raise InvalidParameterError("mechanism", f"must be a guarantee, got {self.mechanism!r}")
+            raise InvalidParameterError("mechanism", f"must be a guarantee, got {shown(self.mechanism)}")
+        inner, depth = self.mechanism, 1
+        while isinstance(inner, Subsampled):  # (records compare, hash and print recursively)
+            inner, depth = inner.mechanism, depth + 1
+            if depth > MAX_TABLE_NESTING:
+                raise InvalidParameterError("mechanism", f"subsampled mechanisms nested deeper than "
+                                                         f"{MAX_TABLE_NESTING} (gce.validation.MAX_TABLE_NESTING)")
         if isinstance(self.mechanism, (ZCDP, GaussianDP)):
             raise InvalidParameterError(
                 "mechanism",

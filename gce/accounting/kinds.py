@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from ..errors import UnsupportedCombinationError
+from ..validation import shown
 from .guarantees import (
     ZCDP,
     ApproxDP,
@@ -213,7 +214,7 @@ def _subsample_again(g: Subsampled, rate: float) -> Guarantee:
 
 def _no_amplification(g: Guarantee, rate: float) -> Guarantee:
     raise UnsupportedCombinationError(
-        f"zCDP ({g!r}) has no tight amplification by subsampling here; describe the mechanism "
+        f"zCDP ({shown(g)}) has no tight amplification by subsampling here; describe the mechanism "
         "(gaussian, laplace, randomized_response) or its (epsilon, delta) guarantee instead")
 
 
@@ -278,7 +279,7 @@ def kind_of(guarantee: object) -> Kind:
         if row is not None:
             return row
     raise UnsupportedCombinationError(
-        f"{guarantee!r} is not a guarantee kind gce knows (one of {', '.join(c.__name__ for c in KINDS)})")
+        f"{shown(guarantee)} is not a guarantee kind gce knows (one of {', '.join(c.__name__ for c in KINDS)})")
 
 
 def is_guarantee(value: object) -> bool:

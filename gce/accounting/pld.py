@@ -31,6 +31,7 @@ from . import kinds
 from .curves import DiscreteLossCurve, PrivacyCurve, at_or_above
 from ..errors import NumericalLimitError, UnsupportedCombinationError
 from .guarantees import Guarantee
+from ..validation import shown
 
 if TYPE_CHECKING:  # pragma: no cover
     from .dp_accounting import PrivacyLossDistribution
@@ -237,7 +238,7 @@ def _guarantee_pld(guarantee: Guarantee, interval: float) -> "PrivacyLossDistrib
     pld = _dpa.privacy_loss_distribution()
     source = kinds.pld_source(guarantee)
     if source is None:
-        raise UnsupportedCombinationError(f"no privacy-loss distribution for {guarantee!r}")
+        raise UnsupportedCombinationError(f"no privacy-loss distribution for {shown(guarantee)}")
     if source.kind != "point":
         scale, sensitivity, rate = source.parameters
         build = pld.from_gaussian_mechanism if source.kind == "gaussian" else pld.from_laplace_mechanism

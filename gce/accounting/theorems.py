@@ -51,7 +51,7 @@ from .curves import (
 )
 from .. import effort
 from ..errors import InvalidParameterError, NumericalLimitError, UnsupportedCombinationError
-from ..validation import is_integer
+from ..validation import is_integer, shown
 from .guarantees import Guarantee
 
 __all__ = [
@@ -81,7 +81,8 @@ def as_multiset(guarantees: Iterable[Guarantee] | Mapping[Guarantee, int] | Mult
 
     Accepts a list of guarantees, a mapping guarantee -> count, or a multiset.
 
-    Counts must be non-negative integers; entries with count 0 are dropped.
+    Counts must be integers in 0..2**1000 (the theorems count in doubles, and sum and scale counts: a
+    larger one would overflow them); entries with count 0 are dropped.
     """
     counts: Counter[Guarantee] = Counter()
     if isinstance(guarantees, Mapping):
@@ -90,11 +91,19 @@ def as_multiset(guarantees: Iterable[Guarantee] | Mapping[Guarantee, int] | Mult
         pairs = (item if isinstance(item, tuple) and len(item) == 2 else (item, 1) for item in guarantees)
     for i, (guarantee, count) in enumerate(pairs):
         if not kinds.is_guarantee(guarantee):
-            raise InvalidParameterError(f"guarantees[{i}]", f"is not a guarantee: {guarantee!r}")
-        if not is_integer(count) or count < 0:
-            raise InvalidParameterError(f"guarantees[{i}].count", f"must be an integer >= 0, got {count!r}")
+            raise InvalidParameterError(f"guarantees[{i}]", f"is not a guarantee: {shown(guarantee)}")
+        if not is_integer(count) or not 0 <= count <= _MAX_COUNT:
+            raise InvalidParameterError(f"guarantees[{i}].count", f"must be an integer in 0..2**1000 (a double "
+                                                                  f"holds it), got {shown(count)}")
         counts[guarantee] += int(count)
+        if counts[guarantee] > _MAX_COUNT:
+            raise InvalidParameterError(f"guarantees[{i}].count", f"the guarantee counts more than 2**1000 in all "
+                                                                  f"(a double holds no more)")
     return tuple((g, n) for g, n in counts.items() if n > 0)
+
+
+#: The largest count a guarantee may have: the theorems count in doubles (``2**1023`` already overflows their sums).
+_MAX_COUNT = 2**1000
 
 
 def _points(ms: Multiset) -> list[tuple[float, float, int]] | None:
@@ -254,8 +263,8 @@ class _OneTraversal(Theorem):
 
 
 def _describe(ms: Multiset) -> str:
-    shown = ", ".join(f"{n} x {g!r}" for g, n in ms[:3])
-    return f"[{shown}{', ...' if len(ms) > 3 else ''}]"
+    text = ", ".join(f"{n} x {shown(g, 100)}" for g, n in ms[:3])
+    return f"[{text}{', ...' if len(ms) > 3 else ''}]"
 
 
 class SimpleComposition(_OneTraversal):

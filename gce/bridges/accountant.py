@@ -55,24 +55,29 @@ from ..accounting.guarantees import GaussianDP, Guarantee
 from ..accounting.pld import DISCRETIZATION
 from ..accounting.theorems import compose_within
 from ..errors import InvalidParameterError, NumericalLimitError, UnsupportedCombinationError
-from ..priors.allocation import poisson_curve
-from ..validation import is_integer
+from ..validation import MAX_COUNT, is_integer, shown
 from ..accounting.curves import GaussianCurve
 from ..priors.allocation import MU_LIMIT, AllocationCurve, LowerBound, allocation_curve
 from ..priors.allocation.bracket import _Least
-from ..priors.allocation.decomposition import _NoRoom
 from ..priors.allocation.epochs import compose_epochs, epochs_tail
 from ..priors.allocation.ratios import GaussianRatio
-from .dp_events import check_combination, read_dp_event
+from .dp_events import UnsupportedEventError, check_combination, is_dp_event, read_dp_event
 from .event_laws import RECORDS, RandomAllocation, law_bracket
-from .opacus import epochs_curve
+from .opacus import MAX_EPOCH, _closed_forms, _engine, _EngineFailed, epochs_curve, poisson_history
 
-__all__ = ["GceAccountant", "LOWER_HALVINGS"]
+__all__ = ["GceAccountant", "EventRefusedError", "LOWER_HALVINGS"]
 
 _pa = _dpa.privacy_accountant()
 
 #: Halvings of dp-accounting's grid tried for the lower end when no composition row has a lower curve.
 LOWER_HALVINGS = 2
+
+
+class EventRefusedError(UnsupportedEventError, _pa.UnsupportedEventError):
+    """:meth:`GceAccountant.compose`'s refusal of an event: dp-accounting's ``UnsupportedEventError`` (what
+    every ``PrivacyAccountant`` raises) and gce's :class:`~gce.bridges.dp_events.UnsupportedEventError` (an
+    ``InvalidParameterError``), whose ``field`` names the place in the tree (``event.events[3].noise_multiplier``)
+    or ``count``; its message names the place and a shortened value, never the whole event."""
 
 
 def _gaussian_parts(ms: tuple[tuple[Guarantee, int], ...]) -> list[tuple[float, float, int]] | None:
@@ -129,13 +134,13 @@ class GceAccountant(_pa.PrivacyAccountant):
         if neighboring_relation not in (relation.ADD_OR_REMOVE_ONE, relation.REPLACE_ONE):
             raise InvalidParameterError("neighboring_relation", f"gce reads events for add/remove of a record "
                                                                 f"(ADD_OR_REMOVE_ONE) or its replacement "
-                                                                f"(REPLACE_ONE), got {neighboring_relation!r}")
+                                                                f"(REPLACE_ONE), got {shown(neighboring_relation)}")
         super().__init__(neighboring_relation)
         self.rtol = effort.check_rtol(rtol)
         if time_limit is not None and (not isinstance(time_limit, (int, float)) or isinstance(time_limit, bool)
                                        or not time_limit > 0):
             raise InvalidParameterError("time_limit", f"must be a number of seconds > 0 or None, got "
-                                                      f"{time_limit!r}")
+                                                      f"{shown(time_limit)}")
         self.time_limit = None if time_limit is None else float(time_limit)
         self._counts: Counter[Guarantee] = Counter()
         self._answers: dict[tuple[str, float], tuple[float, float, str, bool]] = {}
@@ -144,19 +149,58 @@ class GceAccountant(_pa.PrivacyAccountant):
 
     # -- dp-accounting's interface
 
-    def _maybe_compose(self, event: Any, count: int, do_compose: bool) -> Any:
-        if not is_integer(count) or count < 0:
-            return self.CompositionErrorDetails(invalid_event=event,
-                                                error_message=f"count: must be an integer >= 0, got {count!r}")
+    def compose(self, event: Any, count: int = 1) -> "GceAccountant":
+        """Account for ``event`` run ``count`` times (dp-accounting's ``compose``); returns the accountant.
+
+        Raises
+        ------
+        EventRefusedError
+            The event (or ``count``) is one gce does not read: dp-accounting's ``UnsupportedEventError`` and
+            gce's, ``field`` naming the place in the tree, the message a few hundred characters at most.
+        TypeError
+            ``event`` is no ``DpEvent``.
+        """
+        if not is_dp_event(event):
+            raise TypeError(f"`event` must be `DpEvent`. Found {type(event).__name__}.")
         try:
-            ms = read_dp_event(event, self.neighboring_relation.name)
-            check_combination(self._counts, ms)
+            ms = self._read(event, count)
+        except InvalidParameterError as error:
+            raise EventRefusedError(error.field, error.detail) from None
+        if count:
+            try:  # dp-accounting's ledger of what was composed (``ledger``)
+                self._ledger.compose(event, int(count))
+            except (ValueError, TypeError) as error:  # its own refusals: a self-composition of count 0 under
+                if ms:                                  # the top (nothing runs), or a count that is no int
+                    raise EventRefusedError("event", f"dp-accounting's ledger of events refuses it "
+                                                     f"({shown(str(error), 100)[1:-1]})") from None
+        self._add(ms, int(count))
+        return self
+
+    def _read(self, event: Any, count: int) -> dict[Guarantee, int]:
+        """The multiset of ``event``, checked against what is held (:func:`.dp_events.check_combination`) and
+        against :data:`gce.validation.MAX_COUNT` runs in all."""
+        if not is_integer(count) or not 0 <= count <= MAX_COUNT:
+            raise InvalidParameterError("count", f"must be an integer in 0..2**53, got {shown(count)}")
+        ms = read_dp_event(event, self.neighboring_relation.name)
+        check_combination(self._counts, ms)
+        if any(self._counts[g] + n * int(count) > MAX_COUNT for g, n in ms.items()):
+            raise InvalidParameterError("count", f"the accountant would hold a mechanism run more than 2**53 times "
+                                                 f"in all (count {int(count):,})")
+        return ms
+
+    def _add(self, ms: dict[Guarantee, int], count: int) -> None:
+        if count:
+            for guarantee, n in ms.items():
+                self._counts[guarantee] += n * count
+            self._answers.clear()
+
+    def _maybe_compose(self, event: Any, count: int, do_compose: bool) -> Any:
+        try:
+            ms = self._read(event, count)
         except InvalidParameterError as error:
             return self.CompositionErrorDetails(invalid_event=event, error_message=str(error))
-        if do_compose and count:
-            for guarantee, n in ms.items():
-                self._counts[guarantee] += n * int(count)
-            self._answers.clear()
+        if do_compose:
+            self._add(ms, int(count))
         return None
 
     def get_epsilon(self, target_delta: float) -> float:
@@ -179,22 +223,27 @@ class GceAccountant(_pa.PrivacyAccountant):
         """``(lower, upper)``: the exact epsilon at ``target_delta`` of the guarantees composed lies between."""
         if not isinstance(target_delta, (int, float)) or isinstance(target_delta, bool) \
                 or not 0.0 < target_delta < 1.0:
-            raise InvalidParameterError("target_delta", f"must be a number in (0, 1), got {target_delta!r}")
+            raise InvalidParameterError("target_delta", f"must be a number in (0, 1), got {shown(target_delta)}")
         return self._answer("epsilon", float(target_delta))
 
     def get_delta_bracket(self, target_epsilon: float) -> tuple[float, float]:
         """``(lower, upper)``: the exact delta at ``target_epsilon`` of the guarantees composed lies between."""
         if not isinstance(target_epsilon, (int, float)) or isinstance(target_epsilon, bool) \
                 or not 0.0 <= target_epsilon < math.inf:
-            raise InvalidParameterError("target_epsilon", f"must be a finite number >= 0, got {target_epsilon!r}")
+            raise InvalidParameterError("target_epsilon", f"must be a finite number >= 0, got {shown(target_epsilon)}")
         return self._answer("delta", float(target_epsilon))
 
     def _answer(self, what: str, target: float) -> tuple[float, float]:
         key = (what, target)
         if key not in self._answers:
             deadline = effort.Deadline(self.time_limit)
-            with effort.within(deadline):
-                low, high, engine = self._compute(what, target, deadline)
+            try:
+                with effort.within(deadline):
+                    low, high, engine = _engine(lambda: self._compute(what, target, deadline), refusals=False)
+            except _EngineFailed as failure:  # an extreme value no engine here reaches
+                raise NumericalLimitError(f"the events composed are beyond what gce's engines compute at "
+                                          f"{'delta' if what == 'epsilon' else 'epsilon'} {target:g} "
+                                          f"({failure.why})") from None
             self._answers[key] = (low, high, engine, deadline.reached)
         low, high, self.engine, self.time_limit_reached = self._answers[key]
         return low, high
@@ -208,9 +257,9 @@ class GceAccountant(_pa.PrivacyAccountant):
         delta, epsilon = (target, None) if what == "epsilon" else (None, target)
         parts = _gaussian_parts(ms)
         if parts is not None:
-            try:
-                curve = poisson_curve(parts, self.rtol, delta=delta, epsilon=epsilon)
-            except (NumericalLimitError, InvalidParameterError):  # beyond its grids (sigma near 0): compose
+            try:  # (extreme rates and noises: opacus.poisson_history)
+                curve = poisson_history(parts, self.rtol, delta, epsilon, closed=False)
+            except _EngineFailed:  # beyond its grids: compose
                 curve = None
             if curve is not None:
                 low, high = curve.epsilon_bracket(target) if what == "epsilon" else curve.delta_bracket(target)
@@ -263,7 +312,14 @@ def _records_bracket(ms: tuple[tuple[Any, int], ...], rtol: float, what: str, ta
     delta, epsilon = (target, None) if what == "epsilon" else (None, target)
     if len(allocations) == 1:  # epochs of one allocation: allocation_curve's own bracket
         (mu, t, k), epochs = next(iter(allocations.items()))
-        curve = allocation_curve(mu, t, k, epochs=epochs, rtol=rtol, delta=delta, epsilon=epsilon)
+        try:
+            if t > MAX_EPOCH:
+                raise _EngineFailed(f"{t:,} steps, more than {MAX_EPOCH:,}")
+            curve = _engine(lambda: allocation_curve(mu, t, k, epochs=epochs, rtol=rtol, delta=delta,
+                                                     epsilon=epsilon))
+        except _EngineFailed as failure:  # the closed forms: the k Gaussians above, every batch's sum below
+            curve = _closed_forms(mu * math.sqrt(k * epochs), mu * k * math.sqrt(epochs / t),
+                                  f"beyond the allocation engine's grids ({failure.why})")
     else:  # epochs of 1 of t at several (mu, t): composed as the shuffled Opacus history's epochs
         above = {(mu, t): n for (mu, t, _), n in allocations.items()}
         if delta is not None:
@@ -282,12 +338,13 @@ def _epochs_at_epsilon(above: dict[tuple[float, int], int], rtol: float, epsilon
     low_mu = math.sqrt(sum(n * mu**2 / t for (mu, t), n in above.items()))
     closed = AllocationCurve([GaussianCurve(high_mu)], LowerBound([(GaussianCurve(low_mu), 0.0, 0.0)]),
                              f"{sum(above.values())} epochs: closed forms (GDP mu {high_mu:g} above, {low_mu:g} below)")
-    if any(mu >= MU_LIMIT for mu, _ in above):
+    if any(mu >= MU_LIMIT or t > MAX_EPOCH for mu, t in above):
         return closed
     pairs = {(GaussianRatio(mu), t): n for (mu, t), n in above.items()}
     try:
-        curve = compose_epochs(pairs, pairs, rtol, None, epsilon, epochs_tail(None, sum(above.values())))
-    except (NumericalLimitError, _NoRoom):
+        curve = _engine(lambda: compose_epochs(pairs, pairs, rtol, None, epsilon,
+                                               epochs_tail(None, sum(above.values()))))
+    except _EngineFailed:
         return closed
     return AllocationCurve([_Least([curve, GaussianCurve(high_mu)])],
                            LowerBound([(curve.lower, 0.0, 0.0), (GaussianCurve(low_mu), 0.0, 0.0)]),

@@ -30,6 +30,14 @@ Events are matched by class name, so an event class that the installed dp-accoun
 num_selected, num_steps)`` is in its pull request #414) is read when it appears, and nothing here imports
 dp-accounting.
 
+*Trees as given.* The tree is read without recursion (:func:`gce.validation.fold_tree`): an event nested more
+than :data:`gce.validation.MAX_NESTING` (100) levels deep, or one inside itself (a ``ComposedDpEvent`` whose
+``events`` list was given itself), is refused naming its place, its middle elided (``event.event.event<85 levels>.event.event: nested deeper
+than 100``); the same event object at several places is read once; a mechanism run more than
+2**53 times in all (counts multiplied down the tree) is refused. A guarantee record's refusal is given in the
+event's words at its place (``event.events[3].noise_multiplier: must be finite, got inf``, not ``sigma``), and
+every message shows values shortened (:func:`gce.validation.shown`), never the tree whole.
+
 *Events no guarantee record holds.* Three events have a pair that no record describes; :func:`read_dp_event`
 (what :class:`~gce.bridges.accountant.GceAccountant` reads) returns the records of :mod:`.event_laws` for
 them, and :func:`from_dp_event` refuses them naming the event: the discrete Laplace mechanism of sensitivity
@@ -66,9 +74,11 @@ DRS22: Dong, Roth, Su, "Gaussian Differential Privacy" (Cor. 3.3).
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Generator, Mapping
+from types import GeneratorType
 from dataclasses import dataclass
 
 from ..accounting import kinds
@@ -82,7 +92,7 @@ from ..accounting.guarantees import (
     RandomizedResponse,
 )
 from ..errors import InvalidParameterError, UnsupportedCombinationError
-from ..validation import is_integer, is_number
+from ..validation import MAX_COUNT, MAX_NESTING, fold_tree, is_integer, is_number, shown
 from .event_laws import RECORDS, DiscreteLaplaceLoss, RandomAllocation, ReplaceOneSampledGaussian
 
 __all__ = ["UnsupportedEventError", "SUPPORTED_EVENTS", "RELATIONS", "is_dp_event", "from_dp_event", "read_dp_event",
@@ -90,6 +100,8 @@ __all__ = ["UnsupportedEventError", "SUPPORTED_EVENTS", "RELATIONS", "is_dp_even
 
 #: A multiset of guarantees, and (:func:`read_dp_event`) of the records of :mod:`.event_laws`.
 Multiset = dict[Guarantee, int]
+#: What the reader of an event with events inside is (:data:`_READERS`).
+_Reading = Generator[list[tuple[object, str]], list[Multiset], Multiset]
 
 #: dp-accounting's ``NeighboringRelation`` names the events are read under (:func:`read_dp_event`).
 ADD_OR_REMOVE_ONE, REPLACE_ONE = "ADD_OR_REMOVE_ONE", "REPLACE_ONE"
@@ -129,7 +141,7 @@ def _number(event: object, attribute: str, field: str, low: float, high: float =
     if not is_number(value) or not low <= value <= high or math.isnan(value):
         bounds = f"[{low:g}, {high:g}]" if math.isfinite(high) else f">= {low:g}"
         raise InvalidParameterError(f"{field}.{attribute}", f"{_name(event)}.{attribute} must be a number "
-                                                            f"{bounds}, got {value!r}")
+                                                            f"{bounds}, got {shown(value)}")
     return float(value)
 
 
@@ -171,7 +183,7 @@ def _randomized_response(event: object, field: str, ctx: _Context) -> Multiset:
     k = getattr(event, "num_buckets", None)
     if not is_integer(k) or k < 1:
         raise InvalidParameterError(f"{field}.num_buckets", f"{_name(event)}.num_buckets must be an integer "
-                                                            f">= 1, got {k!r}")
+                                                            f">= 1, got {shown(k)}")
     if k == 1 or p == 1.0:  # the answer does not depend on the input
         return {}
     if p == 0.0:
@@ -191,21 +203,25 @@ def _zcdp(event: object, field: str, ctx: _Context) -> Multiset:
 def _one_gaussian(inner: Multiset) -> Guarantee | None:
     """The one Gaussian mechanism that a composition of Gaussian mechanisms on the same input is (DRS22
     Cor. 3.3: mu = sqrt(sum mu_i^2)), or None when some entry is not a Gaussian mechanism or GDP."""
-    total = 0.0
+    mus = []
     for guarantee, count in inner.items():
         family = kinds.family(guarantee)
         if family is None or family[0] != "gaussian":
             return None
-        total += count * kinds.gdp_mu(guarantee) ** 2
-    return GaussianMechanism(sigma=1.0 / math.sqrt(total)) if total > 0.0 else PureDP(0.0)
+        mus.append((float(kinds.gdp_mu(guarantee)), count))
+    top = max((mu for mu, _ in mus), default=0.0)
+    if top == 0.0:
+        return PureDP(0.0)
+    # sigma = 1 / sqrt(sum n mu^2), scaled by the largest mu (no overflow of mu^2; counts are at most 2**53)
+    return GaussianMechanism(sigma=1.0 / top / math.sqrt(sum(n * (mu / top) ** 2 for mu, n in mus)))
 
 
-def _poisson(event: object, field: str, ctx: _Context) -> Multiset:
+def _poisson(event: object, field: str, ctx: _Context) -> _Reading:
     rate = _number(event, "sampling_probability", field, 0.0, 1.0)
     if ctx.relation != ADD_OR_REMOVE_ONE:
         raise _wrong_relation(event, field, ctx, ADD_OR_REMOVE_ONE, "Poisson sampling's guarantees "
                                                                     "(Subsampled) are for add/remove of a record")
-    inner = _read(getattr(event, "event", None), f"{field}.event", ctx)
+    inner, = yield [(getattr(event, "event", None), ".event")]
     if rate == 0.0 or not inner:
         return {}
     if any(isinstance(g, RECORDS) for g in inner):
@@ -225,31 +241,40 @@ def _poisson(event: object, field: str, ctx: _Context) -> Multiset:
         raise UnsupportedEventError(field, f"{_name(event)}: {error}") from None
 
 
-def _self_composed(event: object, field: str, ctx: _Context) -> Multiset:
+def _self_composed(event: object, field: str, ctx: _Context) -> _Reading:
     count = getattr(event, "count", None)
-    if not is_integer(count) or count < 0:
-        raise InvalidParameterError(f"{field}.count", f"{_name(event)}.count must be an integer >= 0, "
-                                                      f"got {count!r}")
-    inner = _read(getattr(event, "event", None), f"{field}.event", ctx)
-    return {g: n * int(count) for g, n in inner.items() if count}
+    if not is_integer(count) or not 0 <= count <= MAX_COUNT:
+        raise InvalidParameterError(f"{field}.count", f"{_name(event)}.count must be an integer in 0..2**53, "
+                                                      f"got {shown(count)}")
+    inner, = yield [(getattr(event, "event", None), ".event")]
+    return _counted(event, field, {g: n * int(count) for g, n in inner.items() if count})
 
 
-def _composed(event: object, field: str, ctx: _Context) -> Multiset:
+def _composed(event: object, field: str, ctx: _Context) -> _Reading:
     events = getattr(event, "events", None)
-    if events is None or isinstance(events, (str, bytes)):
+    if not isinstance(events, (list, tuple)):
         raise InvalidParameterError(f"{field}.events", f"{_name(event)}.events must be a list of events, "
-                                                       f"got {events!r}")
+                                                       f"got {shown(events)}")
     total: Counter[Guarantee] = Counter()
-    for i, sub in enumerate(events):
-        total.update(_read(sub, f"{field}.events[{i}]", ctx))
-    return dict(total)
+    for inner in (yield [(sub, f".events[{i}]") for i, sub in enumerate(events)]):
+        total.update(inner)
+    return _counted(event, field, dict(total))
+
+
+def _counted(event: object, field: str, ms: Multiset) -> Multiset:
+    """``ms``, refused naming the event when some mechanism runs more than 2**53 times in all (a count must
+    be exact as a double, as a scenario's ``repeat``: :data:`gce.validation.MAX_COUNT`)."""
+    if any(n > MAX_COUNT for n in ms.values()):
+        raise InvalidParameterError(field, f"{_name(event)} runs a mechanism more than 2**53 times in all "
+                                           "(its counts multiplied down the tree)")
+    return ms
 
 
 def _count(event: object, attribute: str, field: str, low: int) -> int:
     value = getattr(event, attribute, None)
     if not is_integer(value) or value < low:
         raise InvalidParameterError(f"{field}.{attribute}", f"{_name(event)}.{attribute} must be an integer "
-                                                            f">= {low}, got {value!r}")
+                                                            f">= {low}, got {shown(value)}")
     return int(value)
 
 
@@ -294,7 +319,7 @@ def _gaussian_mu(event: object, field: str, inner: Multiset, what: str) -> float
     return float(kinds.gdp_mu(single) or 0.0)  # (PureDP(0): no Gaussian has sensitivity)
 
 
-def _without_replacement(event: object, field: str, ctx: _Context) -> Multiset:
+def _without_replacement(event: object, field: str, ctx: _Context) -> _Reading:
     """``SampledWithoutReplacementDpEvent(source_dataset_size n, sample_size m, event)`` of Gaussian
     mechanisms, under REPLACE_ONE: the symmetrised subsampled pair (:class:`.event_laws.ReplaceOneSampledGaussian`);
     the inner event itself when m = n."""
@@ -307,7 +332,7 @@ def _without_replacement(event: object, field: str, ctx: _Context) -> Multiset:
         raise _wrong_relation(event, field, ctx, REPLACE_ONE, "a sample of fixed size amplifies the replacement "
                                                               "of a record, as dp-accounting's RDP accountant "
                                                               "reads it; use GceAccountant(REPLACE_ONE)")
-    inner = _read(getattr(event, "event", None), f"{field}.event", ctx)
+    inner, = yield [(getattr(event, "event", None), ".event")]
     if m == 0 or not inner:
         return {}
     mu = _gaussian_mu(event, field, inner, "sampling without replacement")
@@ -320,7 +345,7 @@ def _without_replacement(event: object, field: str, ctx: _Context) -> Multiset:
     return {ReplaceOneSampledGaussian(mu, m / n): 1}
 
 
-def _random_allocation(event: object, field: str, ctx: _Context) -> Multiset:
+def _random_allocation(event: object, field: str, ctx: _Context) -> _Reading:
     """``RandomAllocationDpEvent(event, num_selected k, num_steps t)`` of Gaussian mechanisms (dp-accounting's
     pull request #414): :class:`.event_laws.RandomAllocation`, one epoch; k = t is the k Gaussians composed."""
     k = _count(event, "num_selected", field, 0)
@@ -331,21 +356,23 @@ def _random_allocation(event: object, field: str, ctx: _Context) -> Multiset:
     if ctx.relation != ADD_OR_REMOVE_ONE:
         raise _wrong_relation(event, field, ctx, ADD_OR_REMOVE_ONE, "random allocation's curve is for add/remove "
                                                                     "of a record")
-    inner = _read(getattr(event, "event", None), f"{field}.event", ctx)
+    inner, = yield [(getattr(event, "event", None), ".event")]
     if k == 0 or not inner:
         return {}
     mu = _gaussian_mu(event, field, inner, "random allocation")
     if mu == 0.0:
         return {}
     if k == t:  # every step: the k Gaussians themselves
-        return {GaussianMechanism(sigma=1.0 / mu): k}
+        return _counted(event, field, {GaussianMechanism(sigma=1.0 / mu): k})
     if not ctx.records:
         raise _no_record(event, field, "(random allocation)")
     return {RandomAllocation(mu, t, k): 1}
 
 
-#: The events read, by class name, and how.
-_READERS: dict[str, Callable[[object, str, "_Context"], Multiset]] = {
+#: The events read, by class name, and how: a reader of an event with events inside is a generator that checks
+#: the event's own fields, yields its events (with what each adds to the place) and receives their multisets
+#: (:func:`gce.validation.fold_tree`).
+_READERS: dict[str, Callable[[object, str, "_Context"], "Multiset | _Reading"]] = {
     "NoOpDpEvent": lambda event, field, ctx: {},
     "GaussianDpEvent": _gaussian,
     "LaplaceDpEvent": _laplace,
@@ -363,18 +390,67 @@ _READERS: dict[str, Callable[[object, str, "_Context"], Multiset]] = {
 SUPPORTED_EVENTS = tuple(_READERS)
 
 
+#: What each event's fields are called in the guarantee records it is read as (``GaussianDpEvent``'s
+#: ``noise_multiplier`` is ``GaussianMechanism``'s ``sigma``): a record's refusal is given in the event's names,
+#: at the event's place (``event.events[3].noise_multiplier: must be finite, got inf``).
+_EVENT_NAMES: dict[str, dict[str, str]] = {
+    "GaussianDpEvent": {"sigma": "noise_multiplier", "mu": "noise_multiplier"},
+    "LaplaceDpEvent": {"scale": "noise_multiplier"},
+    "RandomizedResponseDpEvent": {"epsilon": "noise_parameter"},
+    "DiscreteLaplaceDpEvent": {"epsilon": "noise_parameter", "parameter": "noise_parameter"},
+    "PoissonSampledDpEvent": {"rate": "sampling_probability", "mechanism": "event", "sigma": "event",
+                              "epsilon": "event", "delta": "event", "scale": "event"},
+    "SelfComposedDpEvent": {"sigma": "event"},
+    "SampledWithoutReplacementDpEvent": {"sigma": "event", "mu": "event", "rate": "sample_size"},
+    "RandomAllocationDpEvent": {"sigma": "event", "mu": "event"},
+}
+
+
+def _in_event_terms(error: InvalidParameterError, event: object, field: str) -> InvalidParameterError:
+    """A refusal raised while reading ``event`` at ``field``: as it is when it already names a place under
+    ``field``; a guarantee record's (``sigma: must be finite``) renamed to the event's field, at its place."""
+    if error.field == field or error.field.startswith((f"{field}.", f"{field}[")):
+        return error
+    head, dot, rest = error.field.partition(".")
+    name = _EVENT_NAMES.get(_name(event), {}).get(head, head)
+    return type(error)(name + dot + rest, error.detail).within(field)
+
+
+def _translating(reading: _Reading, event: object, field: str) -> _Reading:
+    """An event's reading with events inside, its refusals in the event's terms (:func:`_in_event_terms`)."""
+    try:
+        return (yield from reading)
+    except InvalidParameterError as error:
+        raise _in_event_terms(error, event, field) from None
+
+
 def _read(event: object, field: str, ctx: _Context) -> Multiset:
-    if not is_dp_event(event):
-        raise InvalidParameterError(field, f"must be a dp-accounting DpEvent, got {event!r}")
-    reader = _READERS.get(_name(event))
-    if reader is None:
-        raise UnsupportedEventError(field, f"{_name(event)} is not an event gce reads (it reads "
-                                           f"{', '.join(SUPPORTED_EVENTS)}): {event!r}")
-    return reader(event, field, ctx)
+    """The multiset of the tree under ``event`` (at ``field``): every node read once by
+    :func:`gce.validation.fold_tree`, without recursion, at most :data:`gce.validation.MAX_NESTING` levels
+    deep, a tree that contains itself refused."""
+    def read(node: object, where: str) -> "Multiset | _Reading":
+        if not is_dp_event(node):
+            raise InvalidParameterError(where, f"must be a dp-accounting DpEvent, got {shown(node)}")
+        reader = _READERS.get(_name(node))
+        if reader is None:
+            raise UnsupportedEventError(where, f"{_name(node)} is not an event gce reads (it reads "
+                                               f"{', '.join(SUPPORTED_EVENTS)}): {shown(node)}")
+        try:
+            outcome = reader(node, where, ctx)
+        except InvalidParameterError as error:
+            raise _in_event_terms(error, node, where) from None
+        return _translating(outcome, node, where) if type(outcome) is GeneratorType else outcome
+
+    return fold_tree(event, field, read, limit=MAX_NESTING,
+                     too_deep=f"nested deeper than {MAX_NESTING} (gce.validation.MAX_NESTING)")
 
 
-def _describe(ms: Multiset) -> str:
-    return ", ".join(f"{n} x {g!r}" for g, n in ms.items())
+def _describe(ms: Multiset, most: int = 3) -> str:
+    """The first ``most`` entries of a multiset for a message (``n x guarantee``), and how many more."""
+    parts = [f"{n} x {shown(g, 100)}" for g, n in itertools.islice(ms.items(), most)]
+    if len(ms) > most:
+        parts.append(f"... ({len(ms) - most} more)")
+    return ", ".join(parts)
 
 
 def from_dp_event(event: object) -> dict[Guarantee, int]:
@@ -412,7 +488,7 @@ def read_dp_event(event: object, neighboring_relation: str = ADD_OR_REMOVE_ONE) 
     """
     if neighboring_relation not in RELATIONS:
         raise InvalidParameterError("neighboring_relation", f"must be one of {', '.join(RELATIONS)}, got "
-                                                            f"{neighboring_relation!r}")
+                                                            f"{shown(neighboring_relation)}")
     ctx = _Context(neighboring_relation, records=True)
     return {g: n for g, n in _read(event, "event", ctx).items() if n > 0}
 
@@ -420,7 +496,7 @@ def read_dp_event(event: object, neighboring_relation: str = ADD_OR_REMOVE_ONE) 
 def _event_of(entry: object) -> str:
     names = {DiscreteLaplaceLoss: "DiscreteLaplaceDpEvent", RandomAllocation: "RandomAllocationDpEvent",
              ReplaceOneSampledGaussian: "SampledWithoutReplacementDpEvent"}
-    return names.get(type(entry), repr(entry))
+    return names.get(type(entry), shown(entry, 100))
 
 
 def check_combination(held: Mapping[object, int], new: Mapping[object, int]) -> None:
@@ -443,10 +519,11 @@ def check_combination(held: Mapping[object, int], new: Mapping[object, int]) -> 
                                              f"allocations here, not with {_describe({g: 1 for g in others[:3]})}"
                                              f"{' ...' if len(others) > 3 else ''} (its curve is the allocation "
                                              "engine's, which has no other mechanisms)")
+    first, more = sorted(allocations, key=repr)[:3], len(allocations) > 3
     if len(allocations) > 1 and any(g.selected > 1 for g in allocations):
         raise UnsupportedEventError("event", "RandomAllocationDpEvent with different noise_multiplier or "
                                              "num_steps composes only when every one has num_selected 1 "
-                                             f"(got {', '.join(sorted(repr(g) for g in allocations))})")
+                                             f"(got {', '.join(shown(g, 100) for g in first)}{' ...' if more else ''})")
     laws = sorted({_event_of(g) for g in entries if isinstance(g, RECORDS) and not isinstance(g, RandomAllocation)})
     bare = [g for g in entries if kinds.is_guarantee(g) and kinds.pld_source(g) is None]
     if laws and bare:

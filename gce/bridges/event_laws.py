@@ -90,6 +90,7 @@ from numpy.typing import NDArray
 from .. import effort
 from ..accounting import kinds
 from ..errors import InvalidParameterError, NumericalLimitError
+from ..validation import shown
 
 # scipy and the batch engine are imported where the laws are built: reading events (gce.model takes them)
 # loads neither (tests/test_startup.py).
@@ -379,7 +380,7 @@ def law_bracket(entries: Sequence[tuple[object, int]], rtol: float, what: str, t
         raise InvalidParameterError("event", "a random allocation is composed by GceAccountant, not as a law")
     for g, _ in guarantees:
         if kinds.pld_source(g) is None:
-            raise InvalidParameterError("event", f"{g!r} has no privacy-loss distribution to compose with "
+            raise InvalidParameterError("event", f"{shown(g)} has no privacy-loss distribution to compose with "
                                                   f"the events read as laws")
     # Gaussian mechanisms (not sampled) together: one Gaussian of the cells' way (gaussian_atoms)
     mu = math.sqrt(sum(n * kinds.gdp_mu(g) ** 2 for g, n in guarantees if batch.closed_form(g)))

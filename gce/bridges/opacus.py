@@ -51,6 +51,16 @@ released). When every epoch is at one ``(mu, t)``, both ends are :func:`allocati
 epochs' dominating pairs are composed above and their garbled pairs below, as
 :mod:`gce.priors.allocation.decomposition` composes epochs.
 
+Extreme steps
+-------------
+Every valid step is answered, never an engine's overflow: a sample rate or a ``mu = 1 / noise_multiplier``
+below the Poisson engine's floors (:data:`RATE_FLOOR`, :data:`MU_FLOOR`: 1e-12) is accounted at the floor above
+and left out below; a noise multiplier below ``1 / MU_LIMIT`` (beyond every grid) adds ``-log(1 - rate)`` per
+step to the other steps' delta above (:func:`poisson_history`) and is left out below; an epoch of more than
+:data:`MAX_EPOCH` steps (a sample rate below 1e-9, 5e-324 included), or an engine that fails at an extreme,
+is bounded by the closed forms (the steps' Gaussians composed without their sampling above, the sum of every
+batch's output below). Each is a certified bracket, wider where the description says so.
+
 References
 ----------
 Feldman, Shenfeld, "Privacy amplification by random allocation", arXiv 2502.08202.
@@ -63,35 +73,93 @@ from __future__ import annotations
 import math
 import sys
 import warnings
+
+import numpy as np
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from copy import deepcopy
 from typing import Any
 
 from .. import effort
-from ..accounting.curves import GaussianCurve
-from ..errors import InvalidParameterError, NumericalLimitError
+from ..accounting.curves import FunctionCurve, GaussianCurve
+from ..errors import GCEError, InvalidParameterError
 from ..priors.allocation import MU_LIMIT, AllocationCurve, LowerBound, allocation_curve, poisson_curve
 from ..priors.allocation.bracket import _Least
 from ..priors.allocation.decomposition import _NoRoom
 from ..priors.allocation.epochs import compose_epochs, epochs_tail
 from ..priors.allocation.ratios import GaussianRatio
-from ..validation import is_integer, is_number
+from ..validation import is_integer, is_number, shown
 
-__all__ = ["AllocationAccountant", "PoissonAccountant", "register", "loader_sampling", "MECHANISMS"]
+__all__ = ["AllocationAccountant", "PoissonAccountant", "register", "loader_sampling", "poisson_history", "MECHANISMS",
+           "RATE_FLOOR", "MU_FLOOR", "MAX_EPOCH", "MAX_STEPS"]
 
 #: One step's record in Opacus' history: (noise multiplier, sample rate, steps).
 Entry = tuple[float, float, int]
 
 
+#: The most steps a history may hold (as a scenario's ``repeat``: exact as a double, which the engines count in).
+MAX_STEPS = 2**53
+#: Below these a step's sample rate, or its ``mu = 1 / noise_multiplier``, is beyond the Poisson engine's grids
+#: (its answer there is 0 to every digit shown): the step is accounted at the floor above (a step at a smaller
+#: rate or mu is a post-processing of the step at a larger one: keep each output with probability q / q',
+#: else draw it afresh from N(0, 1); scale the output by mu / mu' and add independent noise) and left out
+#: below (a composition of fewer steps is a post-processing of the whole).
+RATE_FLOOR = 1e-12
+MU_FLOOR = 1e-12
+#: The largest epoch of the shuffled accountant the allocation engine is given (``t = round(1 / sample_rate)``
+#: steps); a larger one (a sample rate below 1e-9) is bounded by the closed forms (module doc).
+MAX_EPOCH = 10**9
+
+
 def _check_entry(noise_multiplier: object, sample_rate: object, steps: object = 1) -> Entry:
     if not is_number(noise_multiplier) or not 0.0 <= noise_multiplier < math.inf:
-        raise InvalidParameterError("noise_multiplier", f"must be a finite number >= 0, got {noise_multiplier!r}")
+        raise InvalidParameterError("noise_multiplier", f"must be a finite number >= 0, got {shown(noise_multiplier)}")
     if not is_number(sample_rate) or not 0.0 < sample_rate <= 1.0:
-        raise InvalidParameterError("sample_rate", f"must be a probability in (0, 1], got {sample_rate!r}")
-    if not is_integer(steps) or steps < 1:
-        raise InvalidParameterError("steps", f"must be an integer >= 1, got {steps!r}")
+        raise InvalidParameterError("sample_rate", f"must be a probability in (0, 1], got {shown(sample_rate)}")
+    if not is_integer(steps) or not 1 <= steps <= MAX_STEPS:
+        raise InvalidParameterError("steps", f"must be an integer in 1..2**53, got {shown(steps)}")
     return float(noise_multiplier), float(sample_rate), int(steps)
+
+
+class _EngineFailed(Exception):
+    """An engine could not answer (its grids do not reach the input); ``why`` says what it said."""
+
+    def __init__(self, why: str) -> None:
+        super().__init__(why)
+        self.why = why
+
+
+def _engine(compute: Callable[[], Any], *, refusals: bool = True) -> Any:
+    """``compute()``, an engine's answer; its failure at an extreme input (arithmetic that overflows, divides by
+    zero or warns, and with ``refusals`` a refusal of its own) as :class:`_EngineFailed`, for the caller's
+    closed forms or fallback. The accountants check their own inputs first, so no refusal here is about the
+    user's values; without ``refusals`` gce's errors pass as they are."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        try:
+            return compute()
+        except GCEError as error:
+            if not refusals:
+                raise
+            raise _EngineFailed(f"{type(error).__name__}: {shown(str(error), 100)[1:-1]}") from None
+        except (ArithmeticError, ValueError, RuntimeWarning, _NoRoom) as error:
+            raise _EngineFailed(f"{type(error).__name__}: {shown(str(error), 100)[1:-1]}") from None
+
+
+def _closed_forms(high_mu: float, low_mu: float, what: str) -> AllocationCurve:
+    """Above, the steps' Gaussians composed without their sampling (GDP ``high_mu``: sampling only helps);
+    below, GDP ``low_mu``: the bounds that need no grid."""
+    return AllocationCurve([GaussianCurve(high_mu)], LowerBound([(GaussianCurve(low_mu), 0.0, 0.0)]),
+                           f"{what}: closed forms (GDP mu {high_mu:g} above, {low_mu:g} below)")
+
+
+def _gdp_total(parts: Sequence[tuple[float, float, int]]) -> float:
+    """``sqrt(sum count mu^2)`` without overflow (inf when the noise of some step reveals the example)."""
+    top = max((mu for mu, _, _ in parts), default=0.0)
+    if top == 0.0 or math.isinf(top):
+        return top
+    with np.errstate(over="ignore"):
+        return float(top * math.sqrt(sum(n * (mu / top) ** 2 for mu, _, n in parts)))
 
 
 def _mu(noise_multiplier: float) -> float:
@@ -109,7 +177,8 @@ class _HistoryAccountant:
     def __init__(self, rtol: float = effort.DEFAULT_RTOL, time_limit: float | None = None) -> None:
         self.rtol = effort.check_rtol(rtol)
         if time_limit is not None and (not is_number(time_limit) or not time_limit > 0):
-            raise InvalidParameterError("time_limit", f"must be a number of seconds > 0 or None, got {time_limit!r}")
+            raise InvalidParameterError("time_limit", f"must be a number of seconds > 0 or None, got "
+                                                      f"{shown(time_limit)}")
         self.time_limit = None if time_limit is None else float(time_limit)
         self.history: list[Entry] = []
         #: Whether the time limit stopped the last computation (its bracket is then wider than rtol).
@@ -134,7 +203,7 @@ class _HistoryAccountant:
     def curve(self, delta: float) -> AllocationCurve:
         """The curve of the history so far (upper, with its certified ``lower``), refined for ``delta``."""
         if not is_number(delta) or not 0.0 < delta < 1.0:
-            raise InvalidParameterError("delta", f"must be a number in (0, 1), got {delta!r}")
+            raise InvalidParameterError("delta", f"must be a number in (0, 1), got {shown(delta)}")
         entries = tuple(_check_entry(*entry) for entry in self.history)
         key = (entries, float(delta), self.rtol)
         if key not in self._cache:
@@ -181,8 +250,8 @@ class _HistoryAccountant:
         if not state_dict or "history" not in state_dict or "mechanism" not in state_dict:
             raise InvalidParameterError("state_dict", "must hold 'history' and 'mechanism'")
         if state_dict["mechanism"] != self.mechanism():
-            raise InvalidParameterError("state_dict", f"holds mechanism {state_dict['mechanism']!r}, "
-                                                      f"not {self.mechanism()!r}")
+            raise InvalidParameterError("state_dict", f"holds mechanism {shown(state_dict['mechanism'])}, "
+                                                      f"not {shown(self.mechanism())}")
         self.history = [_check_entry(*entry) for entry in state_dict["history"]]
 
     def _curve(self, entries: Sequence[Entry], delta: float) -> AllocationCurve:
@@ -194,7 +263,7 @@ class _HistoryAccountant:
         if sampling == "sequential":
             raise InvalidParameterError(
                 "data_loader", f"does not shuffle (a SequentialSampler): its batches are fixed, so no sampling "
-                               f"amplifies them and accountant {self.mechanism()!r} would under-count; pass "
+                               f"amplifies them and accountant {shown(self.mechanism())} would under-count; pass "
                                f"poisson_sampling=True with accountant 'gce-poisson', or a loader with "
                                f"shuffle=True with accountant 'gce-shuffled'")
 
@@ -220,8 +289,58 @@ class PoissonAccountant(_HistoryAccountant):
             return _revealing(None)
         if any(sigma == 0.0 for sigma, _ in merged):
             return _revealing("a step without noise")
-        return poisson_curve([(_mu(sigma), rate, steps) for (sigma, rate), steps in merged.items()],
-                             rtol=self.rtol, delta=delta)
+        return poisson_history([(_mu(sigma), rate, steps) for (sigma, rate), steps in merged.items()],
+                               self.rtol, delta)
+
+
+def poisson_history(parts: Sequence[tuple[float, float, int]], rtol: float, delta: float | None,
+                    epsilon: float | None = None, *, closed: bool = True) -> AllocationCurve:
+    """The curve of Poisson-sampled Gaussian steps ``[(mu, rate, count)]``, at every valid input.
+
+    The engine's (:func:`gce.priors.allocation.poisson_curve`), steps below :data:`RATE_FLOOR` or
+    :data:`MU_FLOOR` at the floor above and left out below. Steps whose noise multiplier is below
+    ``1 / MU_LIMIT`` (mu beyond the engine's grids) are bounded without a grid: with ``c = -sum count
+    log(1 - rate)`` over them (at least the probability ``p`` that any of them samples the example), the
+    history's delta at every eps is at most the other steps' plus ``c``: where none samples it (probability
+    ``1 - p``) they are the other steps' outputs, so one direction gains at most ``p``, and the other is the
+    other steps' curve at ``eps + log(1 - p)``, whose slope in eps is at most 1 (a hockey-stick divergence
+    ``sup_S A(S) - e^eps B(S)`` falls at rate ``e^eps B(S*) <= A(S*) <= 1``); below, they are left out. Where
+    the engine itself fails at an extreme, the closed forms: the Gaussians composed without their sampling
+    above (sampling only helps), nothing below (``closed`` False: :class:`_EngineFailed`, for the caller's own
+    fallback). The target is epsilon at ``delta``, or delta at ``epsilon``."""
+    high_mu = _gdp_total(parts)
+    beyond = [(mu, rate, n) for mu, rate, n in parts if mu >= MU_LIMIT]
+    within = [(mu, rate, n) for mu, rate, n in parts if mu < MU_LIMIT]
+    raised = [(max(mu, MU_FLOOR), max(rate, RATE_FLOOR), n) for mu, rate, n in within]
+    kept = [(mu, rate, n) for mu, rate, n in within if mu >= MU_FLOOR and rate >= RATE_FLOOR]
+    nothing = LowerBound([(GaussianCurve(0.0), 0.0, 0.0)])
+    try:
+        if not within:
+            curve = AllocationCurve([GaussianCurve(0.0)], nothing, "no step within the grids")
+        else:
+            curve = _engine(lambda: poisson_curve(raised, rtol=rtol, delta=delta, epsilon=epsilon))
+            if len(kept) < len(within):
+                lower = (_engine(lambda: poisson_curve(kept, rtol=rtol, delta=delta, epsilon=epsilon)).lower if kept
+                         else nothing)
+                curve = AllocationCurve(curve._upper, lower, f"{curve.description}; steps of sample rate below "
+                                                             f"{RATE_FLOOR:g} or mu below {MU_FLOOR:g}: at that floor "
+                                                             f"above, left out below")
+    except _EngineFailed as failure:
+        if not closed:
+            raise
+        return _closed_forms(high_mu, 0.0, f"the Poisson engine did not answer ({failure.why})")
+    if not beyond:
+        return curve
+    shift = math.fsum(-n * math.log1p(-rate) if rate < 1.0 else math.inf for _, rate, n in beyond)
+    rest = curve
+    shifted = FunctionCurve(
+        lambda eps: np.minimum(np.atleast_1d(rest.delta(eps)) + shift, 1.0),
+        epsilon_fn=lambda d: np.array([float(rest.epsilon(t - shift)) if t > shift else math.inf for t in d]),
+        delta_floor=min(1.0, rest.delta_floor + shift))
+    return AllocationCurve([_Least([GaussianCurve(high_mu), shifted])], rest.lower,
+                           f"{sum(n for _, _, n in beyond)} steps of noise_multiplier below 1/{MU_LIMIT:g} (beyond the "
+                           f"grids): the other steps' curve plus {shift:.3g} in delta above, left out below; "
+                           f"the other steps: {rest.description}")
 
 
 class AllocationAccountant(_HistoryAccountant):
@@ -245,13 +364,17 @@ class AllocationAccountant(_HistoryAccountant):
             return _revealing("a step without noise")
         if not above:
             return _revealing(None)
-        if len(above) == 1 and set(below) <= set(above):  # one (mu, t): allocation_curve's own bracket
-            (mu, t), count = next(iter(above.items()))
-            upper = allocation_curve(mu, t, epochs=count, rtol=self.rtol, delta=delta)
-            if below.get((mu, t), 0) == count:
-                return upper
-            lower = (LowerBound([(GaussianCurve(0.0), 0.0, 0.0)]) if not below else
-                     allocation_curve(mu, t, epochs=below[(mu, t)], rtol=self.rtol, delta=delta).lower)
+        if len(above) == 1 and set(below) <= set(above) and next(iter(above))[1] <= MAX_EPOCH:
+            (mu, t), count = next(iter(above.items()))  # one (mu, t): allocation_curve's own bracket
+            try:
+                upper = _engine(lambda: allocation_curve(mu, t, epochs=count, rtol=self.rtol, delta=delta))
+                if below.get((mu, t), 0) == count:
+                    return upper
+                lower = (LowerBound([(GaussianCurve(0.0), 0.0, 0.0)]) if not below else
+                         _engine(lambda: allocation_curve(mu, t, epochs=below[(mu, t)], rtol=self.rtol,
+                                                          delta=delta)).lower)
+            except _EngineFailed as failure:
+                return _epochs_closed_forms(above, below, f"the allocation engine did not answer ({failure.why})")
             return AllocationCurve(upper._upper, lower, f"{upper.description}; below: the complete epochs only")
         return epochs_curve(above, below, self.rtol, delta)
 
@@ -308,7 +431,7 @@ def epochs_of(entries: Sequence[Entry]) -> tuple[dict[tuple[float, int], int], d
         filled, low, high = 0, math.inf, 0.0
 
     for sigma, rate, steps in entries:
-        size = max(round(1.0 / rate), 1)
+        size = max(round(min(1.0 / rate, 2.0**62)), 1)  # (a rate of 5e-324: 1 / rate overflows)
         if size != t:
             close(False)
             t = size
@@ -337,23 +460,37 @@ def epochs_curve(above: Mapping[tuple[float, int], int], below: Mapping[tuple[fl
     :func:`gce.priors.allocation.epochs.compose_epochs` composes the epochs of one ``(mu, t)``. Never above
     the composition of the Gaussians themselves, nor below the sum of every batch's output (closed forms, as
     :func:`allocation_curve` for mu beyond its grids, and the answer when no grid fits)."""
-    high_mu = math.sqrt(sum(count * mu**2 for (mu, _), count in above.items()))
-    low_mu = math.sqrt(sum(count * mu**2 / t for (mu, t), count in below.items()))
-    closed = AllocationCurve([GaussianCurve(high_mu)], LowerBound([(GaussianCurve(low_mu), 0.0, 0.0)]),
-                             f"{sum(above.values())} epochs: the steps' Gaussians composed (GDP mu {high_mu:g}) "
-                             f"above; the sum of every batch's output (GDP mu {low_mu:g}) below")
-    if any(mu >= MU_LIMIT for mu, _ in above):
+    high_mu, low_mu = _epochs_mus(above, below)
+    closed = _epochs_closed_forms(above, below, f"{sum(above.values())} epochs")
+    if any(mu >= MU_LIMIT or t > MAX_EPOCH for mu, t in above):
         return closed
     ratios = {key: GaussianRatio(key[0]) for key in {*above, *below}}
     try:
-        curve = compose_epochs({(ratios[key], key[1]): count for key, count in above.items()},
-                               {(ratios[key], key[1]): count for key, count in below.items()}, rtol, delta, None,
-                               epochs_tail(delta, sum(above.values())))
-    except (NumericalLimitError, _NoRoom):
+        curve = _engine(lambda: compose_epochs({(ratios[key], key[1]): count for key, count in above.items()},
+                                               {(ratios[key], key[1]): count for key, count in below.items()}, rtol,
+                                               delta, None, epochs_tail(delta, sum(above.values()))))
+    except _EngineFailed:
         return closed
     return AllocationCurve([_Least([curve, GaussianCurve(high_mu)])],
                            LowerBound([(curve.lower, 0.0, 0.0), (GaussianCurve(low_mu), 0.0, 0.0)]),
                            f"{sum(above.values())} epochs at {len(above)} (mu, t): {curve.description}")
+
+
+def _epochs_closed_forms(above: Mapping[tuple[float, int], int], below: Mapping[tuple[float, int], int], what: str
+                         ) -> AllocationCurve:
+    """Epochs of 1 of t without a grid: above, the steps' Gaussians composed (each epoch is at most its one
+    Gaussian); below, the sum of every batch's output."""
+    high_mu, low_mu = _epochs_mus(above, below)
+    return AllocationCurve([GaussianCurve(high_mu)], LowerBound([(GaussianCurve(low_mu), 0.0, 0.0)]),
+                           f"{what}: the steps' Gaussians composed (GDP mu {high_mu:g}) above; the sum of every "
+                           f"batch's output (GDP mu {low_mu:g}) below")
+
+
+def _epochs_mus(above: Mapping[tuple[float, int], int], below: Mapping[tuple[float, int], int]
+                ) -> tuple[float, float]:
+    """GDP mu of the closed forms: every epoch's one Gaussian composed (above), every batch's sum (below)."""
+    return (_gdp_total([(mu, 0.0, count) for (mu, _), count in above.items()]),
+            _gdp_total([(mu / math.sqrt(t), 0.0, count) for (mu, t), count in below.items()]))
 
 
 def _revealing(why: str | None) -> AllocationCurve:

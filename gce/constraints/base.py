@@ -31,7 +31,7 @@ from typing import ClassVar, NamedTuple
 
 
 from ..errors import InvalidParameterError
-from ..validation import is_integer
+from ..validation import is_integer, shown
 from .linear import LinearSystem
 
 __all__ = ["Constraint", "AtMostBound", "check_n", "MAX_DATABASES"]
@@ -61,7 +61,7 @@ def check_n(n: object, field: str = "n") -> int:
         Naming ``field`` and the value.
     """
     if not is_integer(n) or n < 1:
-        raise InvalidParameterError(field, f"must be an integer >= 1, got {n!r}")
+        raise InvalidParameterError(field, f"must be an integer >= 1, got {shown(n)}")
     if n > MAX_DATABASES:
         raise InvalidParameterError(field, f"{int(n):,} databases exceed the limit of {MAX_DATABASES:,} "
                                            f"(gce keeps one entry per database in memory)")
@@ -71,9 +71,9 @@ def check_n(n: object, field: str = "n") -> int:
 def as_index(value: object, field: str) -> int:
     """A database index: an integer >= 0 (``bool`` and floats are rejected)."""
     if not is_integer(value):
-        raise InvalidParameterError(field, f"must be an integer database index, got {value!r}")
+        raise InvalidParameterError(field, f"must be an integer database index, got {shown(value)}")
     if value < 0:
-        raise InvalidParameterError(field, f"must be a database index >= 0, got {value!r}")
+        raise InvalidParameterError(field, f"must be a database index >= 0, got {shown(value)}")
     return int(value)
 
 
@@ -87,7 +87,7 @@ def as_index_tuple(values: object, field: str) -> tuple[int, ...]:
         repeats an index.
     """
     if isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
-        raise InvalidParameterError(field, f"must be a collection of database indices, got {values!r}")
+        raise InvalidParameterError(field, f"must be a collection of database indices, got {shown(values)}")
     indices = [as_index(v, field) for v in values]
     if not indices:
         raise InvalidParameterError(field, "must list at least one database, got an empty collection")

@@ -26,6 +26,7 @@ from ..errors import InfeasibleConstraintsError, InvalidParameterError, Unsuppor
 from ..resources import check_memory
 from .base import AtMostBound, Constraint, as_index, check_in_range, check_n, format_indices
 from .linear import LinearSystem
+from ..validation import shown
 
 if TYPE_CHECKING:  # pragma: no cover - networkx and scipy.sparse are imported where used (start-up)
     import networkx as nx
@@ -86,14 +87,14 @@ class ConstraintSet:
         object.__setattr__(self, "n", n)
         if isinstance(self.constraints, Constraint) or not isinstance(self.constraints, Iterable):
             raise InvalidParameterError(
-                "constraints", f"must be a collection of constraints, got {self.constraints!r}"
+                "constraints", f"must be a collection of constraints, got {shown(self.constraints)}"
             )
         constraints = tuple(self.constraints)
         for position, constraint in enumerate(constraints):
             if not isinstance(constraint, Constraint):
                 raise InvalidParameterError(
                     f"constraints[{position}]",
-                    f"must be a constraint (AtMost, Exclusive, ...), got {constraint!r}",
+                    f"must be a constraint (AtMost, Exclusive, ...), got {shown(constraint)}",
                 )
             try:
                 constraint.validate(n)

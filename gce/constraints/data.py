@@ -43,7 +43,7 @@ from typing import Any, BinaryIO, Protocol, Union
 
 from ..errors import InvalidParameterError
 from ..files.paths import open_regular
-from ..validation import is_integer
+from ..validation import is_integer, shown
 from .base import Constraint, check_n
 from .constraint_set import ConstraintSet
 from .kinds import AtMost, Patterns
@@ -114,7 +114,7 @@ class MembershipEstimate:
 
     def __post_init__(self) -> None:
         if not isinstance(self.at_most, AtMost) or self.at_most.among is not None:
-            raise InvalidParameterError("at_most", f"must be an AtMost over all databases, got {self.at_most!r}")
+            raise InvalidParameterError("at_most", f"must be an AtMost over all databases, got {shown(self.at_most)}")
         if self.individuals < 1 or self.rows < self.individuals:
             raise InvalidParameterError("individuals", f"need 1 <= individuals <= rows, got {self.individuals}, "
                                                        f"{self.rows}")
@@ -122,7 +122,7 @@ class MembershipEstimate:
             raise InvalidParameterError("at_most", f"m must lie in 1..{self.n}, got {self.at_most.m}")
         if self.patterns is not None:
             if not isinstance(self.patterns, Patterns):
-                raise InvalidParameterError("patterns", f"must be a Patterns constraint, got {self.patterns!r}")
+                raise InvalidParameterError("patterns", f"must be a Patterns constraint, got {shown(self.patterns)}")
             largest = max(len(p) for p in self.patterns.allowed)
             if largest != self.at_most.m:
                 raise InvalidParameterError("patterns", f"largest pattern has {largest} databases, "
@@ -186,17 +186,17 @@ class _Resolver:
         elif isinstance(databases, Mapping):
             for key, index in databases.items():
                 if not is_integer(index) or index < 0:
-                    raise InvalidParameterError(f"databases[{key!r}]", f"must be an index >= 0, got {index!r}")
+                    raise InvalidParameterError(f"databases[{shown(key)}]", f"must be an index >= 0, got {shown(index)}")
                 self.by_id[str(key) if text else key] = index
             if not self.by_id:
                 raise InvalidParameterError("databases", "the mapping of database ids to indices is empty")
             self.n = max(self.by_id.values()) + 1
         elif isinstance(databases, (str, bytes)):
-            raise InvalidParameterError("databases", f"must be a count, names or a mapping, got {databases!r}")
+            raise InvalidParameterError("databases", f"must be a count, names or a mapping, got {shown(databases)}")
         elif isinstance(databases, Sequence):
             names = list(databases)
             if not names or len(set(names)) != len(names):
-                raise InvalidParameterError("databases", f"need distinct database names, got {names!r}")
+                raise InvalidParameterError("databases", f"need distinct database names, got {shown(names)}")
             self.n = len(names)
             self.by_id = {(str(name) if text else name): i for i, name in enumerate(names)}
         else:
@@ -215,8 +215,8 @@ class _Resolver:
 
     def known(self) -> str:
         ids = list(self.by_id)
-        shown = ", ".join(repr(i) for i in ids[:_SHOWN_IDS])
-        return shown + (f", ... ({len(ids)} ids)" if len(ids) > _SHOWN_IDS else "")
+        text = ", ".join(shown(i) for i in ids[:_SHOWN_IDS])
+        return text + (f", ... ({len(ids)} ids)" if len(ids) > _SHOWN_IDS else "")
 
 
 # ---------------------------------------------------------------------------
@@ -336,7 +336,7 @@ def _iterable_rows(rows: Iterable[object], source: str) -> Iterator[tuple[str, H
         where = f"{source}[{position}]"
         pair = tuple(row) if isinstance(row, Iterable) and not isinstance(row, (str, bytes)) else ()
         if len(pair) != 2:
-            raise InvalidParameterError(where, f"must be a pair (individual, database), got {row!r}")
+            raise InvalidParameterError(where, f"must be a pair (individual, database), got {shown(row)}")
         yield where, pair[0], pair[1]
 
 
@@ -403,7 +403,7 @@ def estimate_membership(
     """
     _check_options(patterns, header, source)
     if not is_integer(max_patterns) or max_patterns < 1:
-        raise InvalidParameterError("max_patterns", f"must be an integer >= 1, got {max_patterns!r}")
+        raise InvalidParameterError("max_patterns", f"must be an integer >= 1, got {shown(max_patterns)}")
     if isinstance(table, (str, os.PathLike)):
         label = os.fspath(table) if source is None else source
         resolve = _Resolver(databases, text=True)
@@ -413,8 +413,8 @@ def estimate_membership(
         resolve = _Resolver(databases, text=False)
         rows = _iterable_rows(table, label)
     else:
-        raise InvalidParameterError("table", f"must be a CSV path or an iterable of pairs, got {table!r}")
-    members, count = _memberships(rows, resolve, shown=not isinstance(table, (str, os.PathLike)))
+        raise InvalidParameterError("table", f"must be a CSV path or an iterable of pairs, got {shown(table)}")
+    members, count = _memberships(rows, resolve, quote=not isinstance(table, (str, os.PathLike)))
     if not members:
         raise InvalidParameterError(label, "has no membership rows: there is nothing to estimate from")
 
@@ -433,18 +433,18 @@ def estimate_membership(
 
 def _check_options(patterns: object, header: object, source: object) -> None:
     if not isinstance(patterns, bool):
-        raise InvalidParameterError("patterns", f"must be True or False, got {patterns!r}")
+        raise InvalidParameterError("patterns", f"must be True or False, got {shown(patterns)}")
     if header is not None and not isinstance(header, bool):
-        raise InvalidParameterError("header", f"must be True, False or None, got {header!r}")
+        raise InvalidParameterError("header", f"must be True, False or None, got {shown(header)}")
     if source is not None and not isinstance(source, str):
-        raise InvalidParameterError("source", f"must be a str or None, got {source!r}")
+        raise InvalidParameterError("source", f"must be a str or None, got {shown(source)}")
 
 
 def _memberships(rows: Iterable[tuple[str, Hashable, Hashable]], resolve: _Resolver,
-                 shown: bool) -> tuple[dict[Hashable, set[int]], int]:
+                 quote: bool) -> tuple[dict[Hashable, set[int]], int]:
     """Each individual's set of database indices, and the rows read.
 
-    ``shown``: errors may quote the offending value (rows given in Python);
+    ``quote``: errors may quote the offending value (rows given in Python);
     a file's content is never quoted, only its line and field.
     """
     members: dict[Hashable, set[int]] = {}
@@ -452,14 +452,14 @@ def _memberships(rows: Iterable[tuple[str, Hashable, Hashable]], resolve: _Resol
     for where, individual, database in rows:
         index = resolve(database)
         if index is None:
-            what = f"unknown database {database!r}" if shown else "field 2 (database): not a known database id"
+            what = f"unknown database {shown(database)}" if quote else "field 2 (database): not a known database id"
             raise InvalidParameterError(where, f"{what} (known ids: {resolve.known()})")
         try:
             if individual is None or individual == "":
-                raise InvalidParameterError(where, "the individual id is empty" if shown else
+                raise InvalidParameterError(where, "the individual id is empty" if quote else
                                             "field 1 (individual): the individual id is empty")
             members.setdefault(individual, set()).add(index)
         except TypeError:
-            raise InvalidParameterError(where, f"the individual id {individual!r} is not hashable") from None
+            raise InvalidParameterError(where, f"the individual id {shown(individual)} is not hashable") from None
         count += 1
     return members, count

@@ -32,7 +32,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING
 
 from ..errors import InvalidParameterError
-from ..validation import is_integer
+from ..validation import is_integer, shown
 from .base import (
     AtMostBound,
     Constraint,
@@ -94,7 +94,7 @@ class AtMost(Constraint):
 
     def __post_init__(self) -> None:
         if not is_integer(self.m) or self.m < 0:
-            raise InvalidParameterError("m", f"must be an integer >= 0, got {self.m!r}")
+            raise InvalidParameterError("m", f"must be an integer >= 0, got {shown(self.m)}")
         object.__setattr__(self, "m", int(self.m))
         if self.among is not None:
             object.__setattr__(self, "among", as_index_tuple(self.among, "among"))
@@ -248,10 +248,10 @@ class Together(_GroupConstraint):
 
 def _as_edge(value: object, field: str) -> tuple[int, int]:
     if isinstance(value, (str, bytes)) or not isinstance(value, Iterable):
-        raise InvalidParameterError(field, f"must be a pair of database indices, got {value!r}")
+        raise InvalidParameterError(field, f"must be a pair of database indices, got {shown(value)}")
     ends = tuple(value)
     if len(ends) != 2:
-        raise InvalidParameterError(field, f"must be a pair of database indices, got {value!r}")
+        raise InvalidParameterError(field, f"must be a pair of database indices, got {shown(value)}")
     u, v = (as_index(end, field) for end in ends)
     if u == v:
         raise InvalidParameterError(field, f"is a self-loop on database {u}; an edge needs two databases")
@@ -295,7 +295,7 @@ class Conflicts(Constraint):
 
     def __post_init__(self) -> None:
         if isinstance(self.edges, (str, bytes)) or not isinstance(self.edges, Iterable):
-            raise InvalidParameterError("edges", f"must be a collection of pairs, got {self.edges!r}")
+            raise InvalidParameterError("edges", f"must be a collection of pairs, got {shown(self.edges)}")
         edges: list[tuple[int, int]] = []
         first_seen: dict[tuple[int, int], int] = {}
         for position, value in enumerate(self.edges):
@@ -402,7 +402,7 @@ class Patterns(Constraint):
 
     def __post_init__(self) -> None:
         if isinstance(self.allowed, (str, bytes)) or not isinstance(self.allowed, Iterable):
-            raise InvalidParameterError("allowed", f"must be a collection of sets, got {self.allowed!r}")
+            raise InvalidParameterError("allowed", f"must be a collection of sets, got {shown(self.allowed)}")
         patterns: list[frozenset[int]] = []
         first_seen: dict[frozenset[int], int] = {}
         for position, value in enumerate(self.allowed):

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..errors import InvalidParameterError
-from ..validation import is_integer
+from ..validation import is_integer, shown
 
 if TYPE_CHECKING:  # pragma: no cover - scipy.sparse is imported where a system is built (start-up)
     import scipy.sparse as sp
@@ -73,7 +73,7 @@ class LinearSystem:
         for name in ("n", "aux"):
             value = getattr(self, name)
             if not is_integer(value) or value < 0:
-                raise InvalidParameterError(name, f"must be an integer >= 0, got {value!r}")
+                raise InvalidParameterError(name, f"must be an integer >= 0, got {shown(value)}")
             object.__setattr__(self, name, int(value))
         import scipy.sparse as sp
 

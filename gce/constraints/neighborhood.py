@@ -11,6 +11,7 @@ from __future__ import annotations
 from enum import StrEnum
 
 from ..errors import InvalidParameterError
+from ..validation import shown
 
 __all__ = ["Neighborhood", "NEIGHBORHOODS", "check_neighborhood"]
 
@@ -39,5 +40,5 @@ def check_neighborhood(value: object, field: str = "neighborhood") -> str:
     gce.errors.InvalidParameterError: neighborhood: must be one of ('unbounded', 'bounded'), got 'replace'
     """
     if not isinstance(value, str) or value not in NEIGHBORHOODS:
-        raise InvalidParameterError(field, f"must be one of {NEIGHBORHOODS}, got {value!r}")
+        raise InvalidParameterError(field, f"must be one of {NEIGHBORHOODS}, got {shown(value)}")
     return value

@@ -25,7 +25,7 @@ import uuid
 from typing import TYPE_CHECKING, Any
 
 from ..errors import GCEError, InvalidParameterError
-from ..validation import is_integer
+from ..validation import is_integer, shown
 from .data import DatabaseIds, _Resolver
 from .tables import (MAX_PATTERNS, MembershipStatistics, id_columns, per_individual_sql, rows_sql,
                      statistics_from_sql, table_format)
@@ -109,7 +109,7 @@ def _read(source: DataFrame | str, session: SparkSession | None, format: str | N
             raise InvalidParameterError("format", "is for a path; a DataFrame is read as it is")
         return source, False, ""
     if not isinstance(source, str) or not source.strip():
-        got = repr(source) if isinstance(source, str) else type(source).__name__
+        got = shown(source, 200) if isinstance(source, str) else type(source).__name__
         raise InvalidParameterError("source", f"must be a Spark DataFrame, a table name or a path, got {got}")
     spark = _session(session)
     kind = format if format is not None else table_format(source)
@@ -184,16 +184,16 @@ def membership_statistics(source: DataFrame | str, databases: DatabaseIds, *,
     001, Sec. V-A, "General case" (the store chain: the bound estimated from the data).
     """
     if not isinstance(patterns, bool):
-        raise InvalidParameterError("patterns", f"must be True or False, got {patterns!r}")
+        raise InvalidParameterError("patterns", f"must be True or False, got {shown(patterns)}")
     if not is_integer(max_patterns) or max_patterns < 1:
-        raise InvalidParameterError("max_patterns", f"must be an integer >= 1, got {max_patterns!r}")
+        raise InvalidParameterError("max_patterns", f"must be an integer >= 1, got {shown(max_patterns)}")
     if columns is not None and (isinstance(columns, str) or len(columns) != 2
                                 or not all(isinstance(c, str) and c for c in columns)):
-        raise InvalidParameterError("columns", f"must be two column names (individual, database), got {columns!r}")
+        raise InvalidParameterError("columns", f"must be two column names (individual, database), got {shown(columns)}")
     if label is not None and (not isinstance(label, str) or not label):
-        raise InvalidParameterError("label", f"must be a non-empty string, got {label!r}")
+        raise InvalidParameterError("label", f"must be a non-empty string, got {shown(label)}")
     if format is not None and (not isinstance(format, str) or not format.isidentifier()):
-        raise InvalidParameterError("format", f"must be the name of a Spark data source, got {format!r}")
+        raise InvalidParameterError("format", f"must be the name of a Spark data source, got {shown(format)}")
     resolve = _Resolver(databases, text=True)
     sql = _pyspark()
     name = label or (source if isinstance(source, str) else "DataFrame")
@@ -218,7 +218,7 @@ def _statistics(sql: Any, source: DataFrame | str, resolve: _Resolver, columns: 
         columns = (present[0], present[1])
     for wanted in columns:
         if wanted not in present:
-            raise InvalidParameterError("columns", f"{name} has no column {wanted!r} (it has "
+            raise InvalidParameterError("columns", f"{name} has no column {shown(wanted)} (it has "
                                                    f"{', '.join(present[:10])})")
     individual, database = (functions.col(_column(c)) for c in columns)
     if kind == "csv":  # as DuckDB reads a CSV: cells trimmed, an empty cell is null

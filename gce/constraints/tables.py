@@ -46,7 +46,7 @@ from .. import resources
 from ..errors import InvalidParameterError, ResourceLimitError
 from ..files.paths import check_path
 from ..interrupts import deferred
-from ..validation import is_integer, is_number
+from ..validation import is_integer, is_number, shown
 from .data import MAX_PATTERNS, DatabaseIds, MembershipEstimate, _Resolver
 from .kinds import AtMost, Patterns
 
@@ -87,8 +87,7 @@ _STOP_GRACE = 5.0
 
 
 def _shown(value: object) -> str:
-    text = repr(value)
-    return text if len(text) <= _SHOWN else text[:_SHOWN] + "..."
+    return shown(value, _SHOWN)
 
 
 def _literal(text: str) -> str:
@@ -152,21 +151,21 @@ class MembershipTable:
             raise InvalidParameterError("query", "a database needs a query, and a query a database")
         if self.query is not None and (not isinstance(self.query, str) or not self.query.strip()):
             raise InvalidParameterError("query", f"must be a SELECT returning (individual, database), "
-                                                 f"got {self.query!r}")
+                                                 f"got {shown(self.query)}")
         if self.columns is not None and (len(self.columns) != 2 or not all(isinstance(c, str) and c
                                                                             for c in self.columns)):
             raise InvalidParameterError("columns", f"must be two column names (individual, database), "
-                                                   f"got {self.columns!r}")
+                                                   f"got {shown(self.columns)}")
         formats = {table_format(f) for f in self.files}
         if None in formats:
             bad = next(f for f in self.files if table_format(f) is None)
-            raise InvalidParameterError("source", f"{bad!r} is neither CSV (.csv, .tsv, .txt, .csv.gz) nor "
+            raise InvalidParameterError("source", f"{shown(bad, 200)} is neither CSV (.csv, .tsv, .txt, .csv.gz) nor "
                                                   f"Parquet (.parquet, .pq)")
         if len(formats) > 1:
             raise InvalidParameterError("source", "mixes CSV and Parquet files; give one format")
         for f in self.files:
             if any(c in f for c in "*?["):  # DuckDB would expand it again
-                raise InvalidParameterError("source", f"{f!r}: file names with *, ? or [ are not read")
+                raise InvalidParameterError("source", f"{shown(f, 200)}: file names with *, ? or [ are not read")
             check_path(f, "source")  # a named pipe would block the engine, a device never end
         if self.database is not None:
             check_path(self.database, "database")
@@ -207,20 +206,20 @@ class MembershipStatistics:
 
     def __post_init__(self) -> None:
         if not is_integer(self.n) or self.n < 1:
-            raise InvalidParameterError("databases", f"must be an integer >= 1, got {self.n!r}")
+            raise InvalidParameterError("databases", f"must be an integer >= 1, got {shown(self.n)}")
         if not isinstance(self.histogram, dict) or not self.histogram:
             raise InvalidParameterError("histogram", f"must be a non-empty mapping {{databases: individuals}}, "
                                                      f"got {_shown(self.histogram)}")
         for c, k in self.histogram.items():
             if not (is_integer(c) and 1 <= c <= self.n and is_integer(k) and k >= 1):
                 raise InvalidParameterError("histogram", f"needs databases in 1..{self.n} and individuals >= 1, "
-                                                         f"got {c!r}: {k!r}")
+                                                         f"got {shown(c)}: {shown(k)}")
         object.__setattr__(self, "histogram", {int(c): int(self.histogram[c]) for c in sorted(self.histogram)})
         if not is_integer(self.rows) or self.rows < self.memberships:
             raise InvalidParameterError("rows", f"must be an integer >= the {self.memberships:,} distinct "
-                                                f"(individual, database) pairs, got {self.rows!r}")
+                                                f"(individual, database) pairs, got {shown(self.rows)}")
         if not isinstance(self.source, str):
-            raise InvalidParameterError("source", f"must be a string, got {self.source!r}")
+            raise InvalidParameterError("source", f"must be a string, got {shown(self.source)}")
         if self.patterns is not None:
             self._check_patterns()
 
@@ -266,7 +265,7 @@ class MembershipStatistics:
         stats = cls(histogram, data["rows"], data["databases"], data["source"], patterns)
         for key in ("individuals", "memberships"):
             if key in data and data[key] != getattr(stats, key):
-                raise InvalidParameterError(key, f"is {data[key]!r}, but the histogram gives {getattr(stats, key)}")
+                raise InvalidParameterError(key, f"is {shown(data[key])}, but the histogram gives {getattr(stats, key)}")
         return stats
 
     @property
@@ -419,7 +418,7 @@ def _time_limit(time_limit: float | None) -> float | None:
     """The engine's time budget: the one given, else the time left of :func:`gce.resources.limits`."""
     if time_limit is not None:
         if not (is_number(time_limit) and 0 < time_limit < math.inf):
-            raise InvalidParameterError("time_limit", f"must be a finite number of seconds > 0, got {time_limit!r}")
+            raise InvalidParameterError("time_limit", f"must be a finite number of seconds > 0, got {shown(time_limit)}")
         return float(time_limit)
     return resources.seconds_left()
 
@@ -727,9 +726,9 @@ def membership_statistics(table: MembershipTable, databases: DatabaseIds, *, pat
     ({1: 1, 2: 1}, 4, 2)
     """
     if not isinstance(patterns, bool):
-        raise InvalidParameterError("patterns", f"must be True or False, got {patterns!r}")
+        raise InvalidParameterError("patterns", f"must be True or False, got {shown(patterns)}")
     if not is_integer(max_patterns) or max_patterns < 1:
-        raise InvalidParameterError("max_patterns", f"must be an integer >= 1, got {max_patterns!r}")
+        raise InvalidParameterError("max_patterns", f"must be an integer >= 1, got {shown(max_patterns)}")
     seconds = _time_limit(time_limit)
     con = _connect(table)
 
@@ -798,15 +797,15 @@ def truncate_membership(table: MembershipTable, databases: DatabaseIds, m: int, 
     user asked for, never another file).
     """
     if not is_integer(m) or m < 1:
-        raise InvalidParameterError("m", f"must be an integer >= 1, got {m!r}")
+        raise InvalidParameterError("m", f"must be an integer >= 1, got {shown(m)}")
     if not is_integer(seed) or not 0 <= seed < 2**63:
-        raise InvalidParameterError("seed", f"must be an integer in 0..2**63-1, got {seed!r}")
+        raise InvalidParameterError("seed", f"must be an integer in 0..2**63-1, got {shown(seed)}")
     kind = table_format(output)
     if kind is None:
-        raise InvalidParameterError("output", f"{output!r} must end in .parquet or .csv")
+        raise InvalidParameterError("output", f"{shown(output, 200)} must end in .parquet or .csv")
     inputs = [*table.files, *([table.database] if table.database is not None else [])]
     if any(os.path.realpath(output) == os.path.realpath(path) for path in inputs):
-        raise InvalidParameterError("output", f"{output!r} is a file of the table being truncated; write "
+        raise InvalidParameterError("output", f"{shown(output, 200)} is a file of the table being truncated; write "
                                               f"the truncation elsewhere (the input is never overwritten)")
     check_path(output, "output", writing=True)  # a named pipe would block the engine, a device swallow the rows
     seconds = _time_limit(time_limit)

@@ -39,6 +39,7 @@ from collections.abc import Callable
 from typing import BinaryIO
 
 from ..errors import InvalidParameterError
+from ..validation import shown
 
 __all__ = ["what_it_is", "path_problem", "check_path", "open_regular", "inherited_descriptor"]
 
@@ -79,7 +80,7 @@ def path_problem(path: str | os.PathLike[str], *, writing: bool = False) -> str 
 
 
 def _shown(path: str | os.PathLike[str]) -> str:
-    return repr(os.fspath(path)) if isinstance(path, (str, os.PathLike)) else repr(path)
+    return shown(os.fspath(path) if isinstance(path, (str, os.PathLike)) else path, 200)
 
 
 def _detail(path: str | os.PathLike[str], problem: str, shown: str | None) -> str:

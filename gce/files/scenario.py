@@ -63,7 +63,7 @@ from ..constraints.tables import MembershipTable, membership_statistics
 from ..constraints.neighborhood import NEIGHBORHOODS
 from .constraints import constraint_from_dict
 from ..errors import InfeasibleConstraintsError, InvalidParameterError, InvalidScenarioError, ResourceLimitError
-from ..validation import is_integer
+from ..validation import MAX_TABLE_NESTING, is_integer, shown, walk_data
 from ..accounting.guarantees import Guarantee
 from ..accounting.kinds import KINDS
 from ..hypotheses import Hypothesis
@@ -81,13 +81,15 @@ __all__ = [
     "MECHANISM_KINDS",
     "load_scenario",
     "load_scenario_at_most",
+    "read_fragment",
     "scenario_from_dict",
 ]
 
 #: The largest scenario file read, in bytes (64 MiB); at most one byte more is read to tell.
 MAX_SCENARIO_BYTES = 64 * 2**20
-#: How deep tables and arrays may nest (the deepest real scenario nests about 6 levels).
-MAX_DEPTH = 32
+#: How deep tables and arrays may nest (the deepest real scenario nests about 6 levels;
+#: :data:`gce.validation.MAX_TABLE_NESTING`), in a file and in a ``--mechanism`` fragment (:func:`read_fragment`).
+MAX_DEPTH = MAX_TABLE_NESTING
 #: The most databases a scenario file may declare (as a count or as names).
 MAX_DATABASES = 10**7
 #: The most (database, invocation) pairs all [[invocations]] tables together may list.
@@ -103,7 +105,7 @@ _INVOCATION_KEYS = ("databases", "repeat", "mechanism")
 
 
 def _mechanism_table(value: object, path: str) -> Guarantee:
-    return mechanism_from_dict(value, path)
+    return read_kind_table(value, path, MECHANISM_KINDS)
 
 
 #: The file form of every mechanism kind, by ``kind``: file key -> (record field, reader, required).
@@ -117,7 +119,8 @@ MECHANISM_KINDS: Mapping[str, TableKind] = {
 
 
 def mechanism_from_dict(table: object, path: str) -> Guarantee:
-    """Read a ``mechanism = { kind = ..., ... }`` table at ``path``.
+    """Read a ``mechanism = { kind = ..., ... }`` table at ``path`` (nested at most :data:`MAX_DEPTH` levels,
+    as in a file; every error names the field by its path under ``path``).
 
     Examples
     --------
@@ -128,7 +131,8 @@ def mechanism_from_dict(table: object, path: str) -> Guarantee:
     ...
     gce.errors.InvalidScenarioError: invocations[0].mechanism.epsilon: must be >= 0, got -1.0
     """
-    return read_kind_table(table, path, MECHANISM_KINDS)
+    _check_tree(table, path)
+    return _mechanism_table(table, path)
 
 
 # ---------------------------------------------------------------------------
@@ -159,56 +163,32 @@ def _parse_float(text: str) -> float | _Unrepresentable:
     return value
 
 
-class _Found(Exception):
-    """A bad value deep in the tree; ``parts`` is its path, innermost key first."""
-
-    def __init__(self, message: str):
-        super().__init__(message)
-        self.message, self.parts = message, []
-
-
-def _walk(value: object, depth: int) -> None:
-    """Raise :class:`_Found` at the first unrepresentable number or too deep nesting under ``value``."""
-    kind = type(value)
-    if kind is list or kind is tuple or (kind is not dict and isinstance(value, (list, tuple))):
-        items, mapping = enumerate(value), False
-    elif kind is dict or isinstance(value, Mapping):
-        items, mapping = value.items(), True
-    elif isinstance(value, _Unrepresentable):
-        raise _Found(value.problem())
-    elif is_integer(value) and not _INT64[0] <= value <= _INT64[1]:
-        raise _Found(f"must fit in a 64-bit integer (TOML integers are 64-bit), got {toml_value(value)}")
-    else:
-        return
-    if depth >= MAX_DEPTH:
-        raise _Found(f"nests tables or arrays more than {MAX_DEPTH} levels deep")
-    low, high = _INT64
-    for key, item in items:
-        kind = type(item)
-        if kind is str or kind is float or kind is bool or (kind is int and low <= item <= high):
-            continue  # the common case, checked without a call
-        try:
-            _walk(item, depth + 1)
-        except _Found as found:
-            found.parts.append(key if mapping else [key])
-            raise
+def _problem(value: object) -> str | None:
+    """What is wrong with a value of the file that is no table or array (:func:`_check_tree`)."""
+    if isinstance(value, _Unrepresentable):
+        return value.problem()
+    if is_integer(value) and not _INT64[0] <= value <= _INT64[1]:
+        return f"must fit in a 64-bit integer (TOML integers are 64-bit), got {toml_value(value)}"
+    return None
 
 
-def _check_tree(table: Mapping[str, object]) -> None:
-    """Refuse numbers a double or a 64-bit integer cannot hold, and nesting deeper than :data:`MAX_DEPTH`.
+def _check_tree(table: object, path: str = "") -> None:
+    """Refuse numbers a double or a 64-bit integer cannot hold, and nesting deeper than :data:`MAX_DEPTH` (a
+    table inside itself too: a Python table, :func:`scenario_from_dict`), without recursion
+    (:func:`gce.validation.walk_data`).
 
     Raises
     ------
     InvalidScenarioError
-        Naming the value by its path, e.g. ``invocations[0].mechanism.rho``.
+        Naming the value by its path under ``path``, e.g. ``invocations[0].mechanism.rho``.
     """
-    try:
-        _walk(table, 0)
-    except _Found as found:
-        path = ""
-        for part in reversed(found.parts):
-            path = f"{path}[{part[0]}]" if isinstance(part, list) else key_path(path, part)
-        raise InvalidScenarioError(path or "scenario", found.message) from None
+    walk_data(table, path, _problem, limit=MAX_DEPTH, error=_at_scenario,
+              too_deep=f"nests tables or arrays more than {MAX_DEPTH} levels deep",
+              key_suffix=lambda key: "." + key_path("", key))
+
+
+def _at_scenario(field: str, message: str) -> InvalidScenarioError:
+    return InvalidScenarioError(field or "scenario", message)
 
 
 # ---------------------------------------------------------------------------
@@ -331,7 +311,7 @@ def _invocation_table(refs: _Refs, table: object, path: str) -> InvocationGroup:
         if key not in table:
             raise InvalidScenarioError(f"{path}.{key}", "is missing")
     repeat = _repeat(table.get("repeat", 1), f"{path}.repeat")
-    guarantee = mechanism_from_dict(table["mechanism"], f"{path}.mechanism")
+    guarantee = _mechanism_table(table["mechanism"], f"{path}.mechanism")  # (the file's tree is checked)
     return InvocationGroup(_members(refs, table["databases"], f"{path}.databases"), guarantee, repeat)
 
 
@@ -361,24 +341,24 @@ def _data_file(file: str, folder: pathlib.Path, allow_outside: bool, field: str)
     Symbolic links are followed before the check, so a link in the folder to a
     file elsewhere is outside too.
     """
-    shown = toml_value(file)
+    named = toml_value(file)
     try:
         base = folder.resolve()
         target = (base / file).resolve()
     except ValueError:  # a NUL character
-        raise InvalidScenarioError(field, f"cannot read {shown}: a path has no NUL characters") from None
+        raise InvalidScenarioError(field, f"cannot read {named}: a path has no NUL characters") from None
     except (OSError, RuntimeError) as error:  # a loop of symbolic links
-        raise InvalidScenarioError(field, f"cannot read {shown}: {getattr(error, 'strerror', None) or error}") \
+        raise InvalidScenarioError(field, f"cannot read {named}: {getattr(error, 'strerror', None) or error}") \
             from None
     if not allow_outside and not target.is_relative_to(base):
-        raise InvalidScenarioError(field, f"{shown} is outside the scenario's folder {str(base)!r} (symbolic "
+        raise InvalidScenarioError(field, f"{named} is outside the scenario's folder {shown(str(base), 200)} (symbolic "
                                           f"links followed); data files are read there only, unless "
                                           f"allow_outside_files=True (gce: --allow-outside-files)")
     if not target.exists():
-        raise InvalidScenarioError(field, f"cannot read {shown} (looked for {str(target)!r})")
+        raise InvalidScenarioError(field, f"cannot read {named} (looked for {shown(str(target), 200)})")
     problem = path_problem(target)  # a folder, a device, a named pipe: refused before an engine opens it
     if problem is not None:
-        raise InvalidScenarioError(field, f"{shown} {problem}")
+        raise InvalidScenarioError(field, f"{named} {problem}")
     return target
 
 
@@ -399,7 +379,7 @@ def _data_files(pattern: str, folder: pathlib.Path, allow_outside: bool, field: 
     files = [m for m in matches if os.path.isfile(m)]
     if not files:
         raise InvalidScenarioError(field, f"{toml_value(pattern)} matches no file (looked in "
-                                          f"{str(folder.resolve())!r})")
+                                          f"{shown(str(folder.resolve()), 200)})")
     return tuple(str(_data_file(os.path.relpath(f, folder), folder, allow_outside, field)) for f in files)
 
 
@@ -561,11 +541,11 @@ def _header(table: Mapping[str, object]) -> tuple[str, str]:
 def _path_argument(value: object, name: str) -> pathlib.Path:
     """A path given to a public function (``path``, ``folder``), or an error naming the argument."""
     if not isinstance(value, (str, os.PathLike)):
-        raise InvalidParameterError(name, f"must be a str or os.PathLike, got {value!r}")
+        raise InvalidParameterError(name, f"must be a str or os.PathLike, got {shown(value)}")
     try:
         return pathlib.Path(value)
     except TypeError:  # a PathLike of bytes
-        raise InvalidParameterError(name, f"must be a str or os.PathLike of str, got {value!r}") from None
+        raise InvalidParameterError(name, f"must be a str or os.PathLike of str, got {shown(value)}") from None
 
 
 def scenario_from_dict(table: Mapping[str, object], folder: str | os.PathLike[str] = ".", *,
@@ -611,7 +591,7 @@ def scenario_from_dict(table: Mapping[str, object], folder: str | os.PathLike[st
         raise InvalidScenarioError("scenario", f"must be a table, got {toml_value(table)}")
     folder = _path_argument(folder, "folder")
     if not isinstance(allow_outside_files, bool):
-        raise InvalidParameterError("allow_outside_files", f"must be True or False, got {allow_outside_files!r}")
+        raise InvalidParameterError("allow_outside_files", f"must be True or False, got {shown(allow_outside_files)}")
     _check_tree(table)
     title, neighborhood = _header(table)
     refs = _databases(table["databases"])
@@ -657,16 +637,17 @@ def _read_bytes(path: pathlib.Path) -> bytes:
     a named pipe is refused before it is opened (:func:`gce.files.paths.open_regular`)."""
     try:
         with open_regular(path, "file", pipes=True, error=InvalidScenarioError,
-                          shown=f"cannot read {str(path)!r}:") as handle:
+                          shown=f"cannot read {shown(str(path), 200)}:") as handle:
             data = _read_at_most(handle, MAX_SCENARIO_BYTES + 1)
     except InvalidScenarioError:
         raise
     except OSError as error:
-        raise InvalidScenarioError("file", f"cannot read {str(path)!r}: {error.strerror or error}") from None
+        raise InvalidScenarioError("file", f"cannot read {shown(str(path), 200)}: {error.strerror or error}") from None
     except ValueError:  # a NUL character in the path
-        raise InvalidScenarioError("file", f"cannot read {str(path)!r}: a path has no NUL characters") from None
+        raise InvalidScenarioError("file", f"cannot read {shown(str(path), 200)}: a path has no NUL "
+                                           f"characters") from None
     if len(data) > MAX_SCENARIO_BYTES:
-        raise InvalidScenarioError("file", f"{str(path)!r} is larger than {MAX_SCENARIO_BYTES // 2**20} MiB, "
+        raise InvalidScenarioError("file", f"{shown(str(path), 200)} is larger than {MAX_SCENARIO_BYTES // 2**20} MiB, "
                                            f"the limit for scenario files")
     return data
 
@@ -678,7 +659,7 @@ def _text(data: bytes, path: pathlib.Path) -> str:
     except UnicodeDecodeError as error:
         line = data.count(b"\n", 0, error.start) + 1
         column = error.start - (data.rfind(b"\n", 0, error.start) + 1) + 1
-        raise InvalidScenarioError("file", f"{str(path)!r} is not UTF-8 text (line {line}, byte {column} of "
+        raise InvalidScenarioError("file", f"{shown(str(path), 200)} is not UTF-8 text (line {line}, byte {column} of "
                                            f"the line)") from None
     return text.removeprefix("\ufeff")
 
@@ -695,13 +676,80 @@ def _toml(text: str, path: pathlib.Path) -> dict[str, object]:
     try:
         return tomllib.loads(text, parse_float=_parse_float)
     except tomllib.TOMLDecodeError as error:
-        raise InvalidScenarioError("file", f"{str(path)!r} is not valid TOML: {_shortened(str(error))}") from None
+        raise InvalidScenarioError("file", f"{shown(str(path), 200)} is not valid TOML: "
+                                           f"{_shortened(str(error))}") from None
     except RecursionError:
-        raise InvalidScenarioError("file", f"{str(path)!r} nests tables or arrays too deeply (the limit is "
+        raise InvalidScenarioError("file", f"{shown(str(path), 200)} nests tables or arrays too deeply (the limit is "
                                            f"{MAX_DEPTH} levels)") from None
     except ValueError as error:  # tomllib's int(): more than sys.get_int_max_str_digits() digits
-        raise InvalidScenarioError("file", f"{str(path)!r} holds a number TOML cannot read: "
+        raise InvalidScenarioError("file", f"{shown(str(path), 200)} holds a number TOML cannot read: "
                                            f"{str(error).split(':')[0]}") from None
+
+
+def read_fragment(text: object, name: str, *, table: bool = False, example: str = "") -> object:
+    """One TOML value given on its own, e.g. on the command line (``--mechanism 'kind = "pure", epsilon = 0.1'``):
+    the one way gce parses a fragment of TOML.
+
+    The fragment must be one value with nothing after it: ``kind = "pure", epsilon = 0.1 } junk = {`` and a
+    second table after the first are refused, not read up to the first value. It is read as a file's value is
+    (the same parser, numbers a double cannot hold refused, nested at most :data:`MAX_DEPTH` levels).
+
+    Parameters
+    ----------
+    text : str
+        The fragment.
+    name : str
+        What gave it (``"--mechanism"``): the field of every error, and the root of the paths below it.
+    table : bool
+        The fragment is a table, its braces optional (``kind = "pure", epsilon = 0.1`` or ``{ kind = ... }``).
+    example : str
+        A well-formed fragment, shown when this one does not parse.
+
+    Raises
+    ------
+    InvalidScenarioError
+        Naming ``name`` (or the path under it).
+
+    Examples
+    --------
+    >>> read_fragment('kind = "pure", epsilon = 0.1', "--mechanism", table=True)
+    {'kind': 'pure', 'epsilon': 0.1}
+    >>> read_fragment('kind = "pure", epsilon = 0.1 } junk = { ', "--mechanism", table=True)
+    Traceback (most recent call last):
+    ...
+    gce.errors.InvalidScenarioError: --mechanism: not one TOML table: text follows it (in 'kind = "pure", epsilon = 0.1 } junk = {')
+    """
+    what = "TOML table" if table else "TOML value"
+    if not isinstance(text, str):
+        raise InvalidScenarioError(name, f"must be a {what} as text, got {shown(text)}")
+    body = text.strip()
+    if table and not body.startswith("{"):
+        body = "{ " + body + " }"
+    hint = f", e.g. {example}" if example else ""
+    follows = InvalidScenarioError(name, f"not one {what}: text follows it (in {shown(text.strip())}){hint}")
+    end = os.urandom(8).hex()  # a value after the fragment's on the same line: a comment cannot hide text after it
+    documents = []
+    for document in (f"value = {body}", f'value = [{body}, "{end}"]'):
+        try:
+            documents.append(tomllib.loads(document, parse_float=_parse_float))
+        except tomllib.TOMLDecodeError as error:
+            reason = str(error).split(" (at")[0]
+            if documents or reason.startswith("Expected newline or end of document"):
+                raise follows from None
+            raise InvalidScenarioError(name, f"not a {what} ({_shortened(reason)}){hint}") from None
+        except RecursionError:
+            raise InvalidScenarioError(name, f"nests tables or arrays more than {MAX_DEPTH} levels deep") from None
+        except ValueError as error:  # tomllib's int(): more than sys.get_int_max_str_digits() digits
+            raise InvalidScenarioError(name, f"holds a number TOML cannot read: {str(error).split(':')[0]}") \
+                from None
+    (first, second), values = documents, documents[1].get("value")
+    if list(first) != ["value"] or list(second) != ["value"] or not isinstance(values, list) or len(values) != 2 \
+            or values[1] != end:
+        raise follows
+    if table and not isinstance(values[0], dict):
+        raise InvalidScenarioError(name, f"not a {what}, got {shown(values[0], spelling='toml')}{hint}")
+    _check_tree(values[0], name)
+    return values[0]
 
 
 def load_scenario(path: str | os.PathLike[str], *, allow_outside_files: bool = False) -> Scenario:
@@ -758,7 +806,7 @@ def load_scenario_at_most(path: str | os.PathLike[str], m: int, *, note: str = "
     found = isinstance(constraints, list) and any(isinstance(c, Mapping) and c.get("kind") == "from_data"
                                                   for c in constraints)
     if not found:
-        raise InvalidScenarioError("constraints", f"{str(path)!r} has no from_data constraint to replace by "
+        raise InvalidScenarioError("constraints", f"{shown(str(path), 200)} has no from_data constraint to replace by "
                                                   f"at_most m")
     table = dict(table, constraints=[{"kind": "at_most", "m": m}
                                      if isinstance(c, Mapping) and c.get("kind") == "from_data" else c

@@ -13,112 +13,33 @@ reach a terminal as an escape sequence.
 
 from __future__ import annotations
 
-import datetime
-import math
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from ..errors import InvalidParameterError, InvalidScenarioError
-from ..validation import is_integer, is_number
+from ..validation import SHOWN_CHARACTERS as _SHOWN_CHARACTERS
+from ..validation import is_integer, is_number, shown
 
 __all__ = ["TableKind", "in_file", "key_path", "read_integer", "read_kind_table", "read_number", "toml_value"]
 
 #: A reader checks a file value's type and returns the value for the record: reader(value, path).
 Reader = Callable[[object, str], object]
 
-#: The most characters of a value an error message shows; longer values end in "...".
-SHOWN_CHARACTERS = 60
-#: Nested lists and tables deeper than this are shown as [...] and {...} in messages.
-_SHOWN_DEPTH = 3
-#: Integers with more bits than this are described by their size, not written out.
-_SHOWN_BITS = 128
+#: The most characters of a value an error message shows; longer values end in "..." (:func:`gce.validation.shown`).
+SHOWN_CHARACTERS = _SHOWN_CHARACTERS
 _BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
-_ESCAPES = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\t": "\\t", "\n": "\\n", "\f": "\\f", "\r": "\\r"}
-
-
-def _escaped(char: str) -> str:
-    """One character of a TOML basic string: escapes for quotes, backslash and every control character."""
-    if char in _ESCAPES:
-        return _ESCAPES[char]
-    code = ord(char)
-    if code < 0x20 or 0x7F <= code <= 0x9F or 0x2028 <= code <= 0x2029 or 0x202A <= code <= 0x202E \
-            or 0x2066 <= code <= 0x2069:
-        return f"\\u{code:04X}"
-    return char
-
-
-def _toml_string(text: str, budget: int) -> str:
-    """A TOML basic string; one cut short ends in ``"...`` (after its closing quote)."""
-    out, used = ['"'], 2
-    for char in text:
-        piece = _escaped(char)
-        used += len(piece)
-        if used > budget:
-            return "".join(out) + '"...'
-        out.append(piece)
-    return "".join(out) + '"'
-
-
-def _render(value: object, budget: int, depth: int) -> str:
-    """``value`` in TOML syntax, stopping early once longer than ``budget`` characters."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int):
-        if value.bit_length() > _SHOWN_BITS:
-            return f"<an integer of {value.bit_length()} bits>"
-        return str(value)
-    if isinstance(value, float):
-        if math.isnan(value):
-            return "nan"
-        return repr(value) if math.isfinite(value) else ("inf" if value > 0 else "-inf")
-    if isinstance(value, str):
-        return _toml_string(value, budget)
-    if isinstance(value, (datetime.date, datetime.time)):
-        return value.isoformat()
-    if isinstance(value, (list, tuple)):
-        return _sequence(value, budget, depth)
-    if isinstance(value, Mapping):
-        return _table(value, budget, depth)
-    return _toml_string(repr(value), budget)[1:-1]
-
-
-def _sequence(items: list[object] | tuple[object, ...], budget: int, depth: int) -> str:
-    if depth >= _SHOWN_DEPTH and items:
-        return "[...]"
-    parts, used = [], 2
-    for item in items:
-        if used > budget:
-            parts.append("...")
-            break
-        parts.append(_render(item, budget - used, depth + 1))
-        used += len(parts[-1]) + 2
-    return "[" + ", ".join(parts) + "]"
-
-
-def _table(table: Mapping[Any, object], budget: int, depth: int) -> str:
-    if not table:
-        return "{}"
-    if depth >= _SHOWN_DEPTH:
-        return "{...}"
-    parts, used = [], 4
-    for key, item in table.items():
-        if used > budget:
-            parts.append("...")
-            break
-        parts.append(f"{_key(key)} = {_render(item, budget - used, depth + 1)}")
-        used += len(parts[-1]) + 2
-    return "{ " + ", ".join(parts) + " }"
 
 
 def _key(key: object) -> str:
     text = key if isinstance(key, str) else str(key)
-    return text if _BARE_KEY.fullmatch(text) else _toml_string(text, SHOWN_CHARACTERS)
+    return text if _BARE_KEY.fullmatch(text) else shown(text, SHOWN_CHARACTERS, spelling="toml")
 
 
 def toml_value(value: object, limit: int = SHOWN_CHARACTERS) -> str:
-    """``value`` as it is written in a TOML file, for error messages.
+    """``value`` as it is written in a TOML file, for error messages: :func:`gce.validation.shown` in TOML's
+    spelling.
 
     Booleans are ``true``/``false``, strings are double-quoted basic strings
     (control characters, line and bidirectional-text controls as ``\\uXXXX``),
@@ -138,8 +59,7 @@ def toml_value(value: object, limit: int = SHOWN_CHARACTERS) -> str:
     >>> toml_value(list(range(100)))
     '[0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, ...]'
     """
-    text = _render(value, limit, 0)
-    return text if len(text) <= 2 * limit else text[:2 * limit] + "..."
+    return shown(value, limit, spelling="toml")
 
 
 def key_path(path: str, key: object) -> str:

@@ -53,7 +53,7 @@ from ..errors import GCEError, InvalidParameterError
 from ..files.constraints import constraint_set_from_dicts, constraint_to_dict
 from ..files.scenario import mechanism_from_dict
 from ..model import Databases, Invocation, Scenario, _slice
-from ..validation import is_integer
+from ..validation import is_integer, shown
 from .filters import Filter, check_budget, filter_named
 from .chain import (ENTRY_COLUMNS, RECOMPUTE_TOLERANCE, DamagedLedgerError, Record, checkpoint_hash,
                     encode_floats, entry_hash, meta_hash, parse_entry, parse_sums)
@@ -334,7 +334,7 @@ def _members(databases: object, names: Sequence[str] | None, n: int) -> tuple[ND
             ref = int(ref.strip())
         if not is_integer(ref) or not 0 <= int(ref) < n:
             hint = " or their names" if names else ""
-            raise InvalidParameterError(where, f"unknown database {ref!r} (databases are 0..{n - 1}{hint})")
+            raise InvalidParameterError(where, f"unknown database {shown(ref)} (databases are 0..{n - 1}{hint})")
         return int(ref)
 
     if isinstance(databases, str) and databases == "all":
@@ -342,7 +342,7 @@ def _members(databases: object, names: Sequence[str] | None, n: int) -> tuple[ND
     if isinstance(databases, str) or is_integer(databases):
         return np.array([index(databases, "databases")], dtype=np.intp), [index(databases, "databases")]
     if not isinstance(databases, Iterable) or isinstance(databases, bytes):
-        raise InvalidParameterError("databases", f'must be "all", a database or a list of them, got {databases!r}')
+        raise InvalidParameterError("databases", f'must be "all", a database or a list of them, got {shown(databases)}')
     indices = [index(ref, f"databases[{i}]") for i, ref in enumerate(databases)]
     listed = sorted(set(indices))
     if len(listed) < len(indices):
@@ -362,13 +362,13 @@ def _members(databases: object, names: Sequence[str] | None, n: int) -> tuple[ND
 def _check_analyst(analyst: object) -> str:
     if not isinstance(analyst, str) or len(analyst) > MAX_ANALYST:
         raise InvalidParameterError("analyst", f"must be a string of at most {MAX_ANALYST} characters, "
-                                               f"got {analyst!r}")
+                                               f"got {shown(analyst)}")
     return analyst
 
 
 def _check_repeat(repeat: object) -> int:
     if not is_integer(repeat) or not 1 <= int(repeat) <= 2**53:
-        raise InvalidParameterError("repeat", f"must be an integer in 1..2**53, got {repeat!r}")
+        raise InvalidParameterError("repeat", f"must be an integer in 1..2**53, got {shown(repeat)}")
     return int(repeat)
 
 
@@ -456,7 +456,7 @@ class Accountant:
             self.budgets = np.array(json.loads(meta["budgets"]), dtype=float)
             n = scenario["n"]
             if type(n) is not int or n < 1:
-                raise ValueError(f"n = {n!r}")
+                raise ValueError(f"n = {shown(n)}")
             names = scenario.get("names")
             self.databases = Databases(n, tuple(names) if names else None)
             self._constraint_tables = scenario["constraints"]
@@ -467,6 +467,8 @@ class Accountant:
             self.notes: tuple[str, ...] = tuple(scenario.get("notes", ()))
         except (KeyError, ValueError, TypeError, InvalidParameterError) as error:
             raise LedgerError(f"{self.location}: damaged meta data ({error})") from None
+        except RecursionError:  # (JSON nested beyond what its parser reads)
+            raise LedgerError(f"{self.location}: damaged meta data (JSON nested too deeply to read)") from None
         if self.budgets.shape != (len(self.filter.components),) or np.isnan(self.budgets).any() or (
                 self.budgets == np.inf).any():
             raise LedgerError(f"{self.location}: damaged meta data (budgets)")
@@ -499,7 +501,7 @@ class Accountant:
             Something is already there, or the scenario's invocations exceed the budget.
         """
         if not isinstance(scenario, Scenario):
-            raise InvalidParameterError("scenario", f"must be a Scenario, got {scenario!r}")
+            raise InvalidParameterError("scenario", f"must be a Scenario, got {shown(scenario)}")
         if scenario.hypotheses is not None:
             raise InvalidParameterError("hypotheses", "the ledger protects against every allowed pair of "
                                                       "membership sets (preset neighbourhoods only)")
@@ -564,7 +566,7 @@ class Accountant:
         if expected is None:
             try:
                 statistic = self.filter.weights(mechanism_from_dict(json.loads(mechanism), "mechanism"))
-            except (ValueError, TypeError, GCEError):
+            except (ValueError, TypeError, RecursionError, GCEError):
                 return None
             if len(self._statistics) > 4096:
                 self._statistics.clear()
@@ -578,6 +580,8 @@ class Accountant:
         try:
             return parse_entry(row, n=self.databases.n, components=len(self.filter.components),
                                admitted_before=admitted_before, expected_weights=self._expected_weights)
+        except RecursionError:  # (JSON nested beyond what its parser reads)
+            raise self._damaged(row[0], "a field nests JSON too deeply to read", row[0] - 1) from None
         except ValueError as error:
             raise self._damaged(row[0], str(error), row[0] - 1) from None
 
@@ -607,7 +611,7 @@ class Accountant:
         checkpoints = self.store.rows("SELECT seq, sums, hash FROM gce_checkpoints ORDER BY seq")
         for seq, _, _ in checkpoints:
             if type(seq) is not int or seq < 1:
-                raise self._damaged(None, f"a checkpoint numbered {seq!r}", 0)
+                raise self._damaged(None, f"a checkpoint numbered {shown(seq)}", 0)
         latest = checkpoints[-1] if checkpoints else None
         start = 0 if full or latest is None else latest[0]
         sums = np.zeros((components, n))
@@ -631,7 +635,7 @@ class Accountant:
                     if record.admitted:
                         _add(sums, record.members, record.weights)
                 elif type(row[6]) is not int or row[6] not in (0, 1):
-                    raise self._damaged(seq, f"admitted is {row[6]!r}, not 0 or 1", seq - 1)
+                    raise self._damaged(seq, f"admitted is {shown(row[6])}, not 0 or 1", seq - 1)
                 admitted += row[6]
                 last = (row, admitted - row[6])
                 if row[6]:
@@ -720,7 +724,7 @@ class Accountant:
         guarantee, repeat = as_guarantee(guarantee, repeat)  # a dp-accounting event of one mechanism
         repeat = _check_repeat(repeat)
         if not kinds.is_guarantee(guarantee):
-            raise InvalidParameterError("mechanism", f"must be a guarantee, got {guarantee!r}")
+            raise InvalidParameterError("mechanism", f"must be a guarantee, got {shown(guarantee)}")
         members, recorded = _members(databases, self.databases.names, self.databases.n)
         weights = _times(self.filter.weights(guarantee), repeat)
         return members, recorded, weights, repeat
@@ -919,7 +923,7 @@ class Accountant:
         """The recorded requests, oldest first (the last ``limit`` of them; one analyst's only if given), after
         the chain is checked as by :meth:`status`."""
         if limit is not None and (not is_integer(limit) or limit < 1):
-            raise InvalidParameterError("limit", f"must be an integer >= 1, got {limit!r}")
+            raise InvalidParameterError("limit", f"must be an integer >= 1, got {shown(limit)}")
         where, params = ("WHERE analyst = ?", [analyst]) if analyst is not None else ("", [])
         tail = f" LIMIT {int(limit)}" if limit is not None else ""
         with self.store.transaction(write=False):
@@ -964,7 +968,7 @@ class Accountant:
             The entries up to ``after`` do not check.
         """
         if not is_integer(after) or int(after) < 0:
-            raise InvalidParameterError("after", f"must be an entry number >= 0, got {after!r}")
+            raise InvalidParameterError("after", f"must be an entry number >= 0, got {shown(after)}")
         after = int(after)
         with self._lock:
             with self.store.transaction(write=True):

@@ -41,6 +41,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from .store import LedgerError
+from ..validation import shown
 
 __all__ = ["DamagedLedgerError", "Record", "meta_hash", "entry_hash", "checkpoint_hash", "parse_entry",
            "parse_sums", "encode_floats", "ENTRY_COLUMNS", "REPAIR"]
@@ -129,12 +130,12 @@ def _decode_floats(values: object, size: int | None, what: str, *, infinite: boo
     for v in values:
         if type(v) is float or type(v) is int:
             if not math.isfinite(v) or (v < 0 and not negative):
-                raise ValueError(f"{what} holds {v!r}, not a finite number{'' if negative else ' >= 0'}")
+                raise ValueError(f"{what} holds {shown(v)}, not a finite number{'' if negative else ' >= 0'}")
             out.append(float(v))
         elif infinite and (v == "inf" or (negative and v == "-inf")):
             out.append(math.inf if v == "inf" else -math.inf)
         else:
-            raise ValueError(f"{what} holds {v!r}, not a number")
+            raise ValueError(f"{what} holds {shown(v)}, not a number")
     return out
 
 
@@ -170,9 +171,9 @@ def parse_entry(row: tuple, *, n: int, components: int, admitted_before: int,
     if not isinstance(at, str) or not isinstance(analyst, str):
         raise ValueError("time or analyst is not text")
     if type(admitted) is not int or admitted not in (0, 1):
-        raise ValueError(f"admitted is {admitted!r}, not 0 or 1")
+        raise ValueError(f"admitted is {shown(admitted)}, not 0 or 1")
     if type(repeat) is not int or not 1 <= repeat <= 2**53:
-        raise ValueError(f"repeat is {repeat!r}, not an integer in 1..2**53")
+        raise ValueError(f"repeat is {shown(repeat)}, not an integer in 1..2**53")
     try:
         where = json.loads(databases)
         recorded = json.loads(weights)
@@ -188,7 +189,7 @@ def parse_entry(row: tuple, *, n: int, components: int, admitted_before: int,
         members = np.array(where, dtype=np.intp)
     w = _decode_floats(recorded, components, "weights", infinite=not admitted)
     if type(reach) not in (int, float) or not math.isfinite(reach) or reach < 0:
-        raise ValueError(f"reach is {reach!r}, not a finite number >= 0")
+        raise ValueError(f"reach is {shown(reach)}, not a finite number >= 0")
     expected = expected_weights(mechanism, repeat)
     if expected is None:
         raise ValueError("mechanism is not a valid guarantee for this ledger's filter")
@@ -201,7 +202,7 @@ def parse_entry(row: tuple, *, n: int, components: int, admitted_before: int,
         if said["admitted"] is not bool(admitted):
             raise ValueError("the answer's verdict disagrees with the admitted column")
         if not isinstance(total, int) or total != admitted_before + admitted:
-            raise ValueError(f"the answer counts {total!r} admitted entries, the entries count "
+            raise ValueError(f"the answer counts {shown(total)} admitted entries, the entries count "
                              f"{admitted_before + admitted}")
         for key in ("state_lower", "state_upper"):
             _decode_floats(said[key], components, key)

@@ -67,7 +67,7 @@ from numpy.typing import NDArray
 from ..accounting import kinds
 from ..accounting.guarantees import Guarantee
 from ..errors import InvalidParameterError, UnsupportedCombinationError
-from ..validation import is_number
+from ..validation import is_number, shown
 
 __all__ = ["Filter", "FILTERS", "RENYI_FILTER_ORDERS", "filter_named", "check_budget"]
 
@@ -83,13 +83,13 @@ def check_budget(epsilon: object, delta: object) -> tuple[float, float]:
     values = []
     for value, field in ((epsilon, "budget_epsilon"), (delta, "budget_delta")):
         if not is_number(value):
-            raise InvalidParameterError(field, f"must be a number, got {value!r}")
+            raise InvalidParameterError(field, f"must be a number, got {shown(value)}")
         values.append(float(value))
     eps, d = values
     if not (math.isfinite(eps) and eps > 0.0):
-        raise InvalidParameterError("budget_epsilon", f"must be finite and > 0, got {epsilon!r}")
+        raise InvalidParameterError("budget_epsilon", f"must be finite and > 0, got {shown(epsilon)}")
     if not 0.0 <= d < 1.0:
-        raise InvalidParameterError("budget_delta", f"must lie in [0, 1), got {delta!r}")
+        raise InvalidParameterError("budget_delta", f"must lie in [0, 1), got {shown(delta)}")
     return eps, d
 
 
@@ -152,7 +152,7 @@ class Filter:
         value = self.statistic(guarantee)
         if value is None:
             raise UnsupportedCombinationError(
-                f"{field}: the {self.name} filter needs {self.needs}; {guarantee!r} has none "
+                f"{field}: the {self.name} filter needs {self.needs}; {shown(guarantee)} has none "
                 f"(create the ledger with another filter: {', '.join(self._others())})")
         value = np.asarray(value, dtype=float)
         if not np.all(np.isfinite(value)) or np.any(value < 0):
@@ -252,5 +252,5 @@ FILTERS: Mapping[str, Filter] = {
 def filter_named(name: object) -> Filter:
     """The filter called ``name``; an unknown name is an error naming ``filter``."""
     if not isinstance(name, str) or name not in FILTERS:
-        raise InvalidParameterError("filter", f"must be one of {', '.join(FILTERS)}, got {name!r}")
+        raise InvalidParameterError("filter", f"must be one of {', '.join(FILTERS)}, got {shown(name)}")
     return FILTERS[name]

@@ -49,6 +49,7 @@ from typing import Any
 from ..errors import GCEError, InvalidParameterError
 from ..files.paths import open_regular
 from ..interrupts import committing, deferred
+from ..validation import shown
 
 __all__ = ["LedgerError", "Store", "SQLiteStore", "Backend", "BACKENDS", "open_store", "FORMAT", "SCHEMA_VERSION"]
 
@@ -153,7 +154,7 @@ class Store:
         except LedgerError:
             raise
         if meta.get("format") != FORMAT:
-            raise LedgerError(f"{self.label}: not a gce ledger (format {meta.get('format')!r})")
+            raise LedgerError(f"{self.label}: not a gce ledger (format {shown(meta.get('format'))})")
         version = meta.get("schema_version", "")
         if not (version.isascii() and version.isdigit()) or int(version) > SCHEMA_VERSION:
             raise LedgerError(f"{self.label}: written by a newer gce (ledger schema {version}, this gce reads "
@@ -212,7 +213,7 @@ class SQLiteStore(Store):
         except OSError as error:
             raise LedgerError(f"{path}: cannot read: {error.strerror or error}") from None
         except ValueError:  # a NUL character
-            raise LedgerError(f"{path!r}: cannot read: a path has no NUL characters") from None
+            raise LedgerError(f"{shown(path, 200)}: cannot read: a path has no NUL characters") from None
         if size == 0:
             raise LedgerError(f"{path}: is empty, not a gce ledger")
         if not header.startswith(_SQLITE_MAGIC):
@@ -285,7 +286,7 @@ class Backend:
     def __post_init__(self) -> None:
         module, _, name = self.store.rpartition(".")
         if not module or not name.isidentifier():
-            raise InvalidParameterError("store", f"must be a dotted path module.Class, got {self.store!r}")
+            raise InvalidParameterError("store", f"must be a dotted path module.Class, got {shown(self.store)}")
 
     def load(self) -> type[Store]:
         """The class, its module imported now; a module that cannot be imported is a :class:`LedgerError`
@@ -328,7 +329,7 @@ def open_store(location: object, *, create: bool) -> Store:
     if isinstance(location, os.PathLike):
         location = os.fspath(location)
     if not isinstance(location, str) or not location:
-        raise LedgerError(f"ledger: must be a file path or a postgresql:// URL, got {location!r}")
+        raise LedgerError(f"ledger: must be a file path or a postgresql:// URL, got {shown(location, 200)}")
     match = _SCHEME.match(location)
     if match is not None:
         backend = BACKENDS.get(match.group(1))

@@ -54,7 +54,7 @@ from ..accounting.pld import one_directional
 from .. import effort
 from ..accounting.theorems import compose
 from ..errors import InvalidParameterError
-from ..validation import is_integer
+from ..validation import is_integer, shown
 from ..model import Invocation, per_database_multisets
 from ..distributions import Distribution
 from .grid import (
@@ -436,7 +436,7 @@ class CouplingCurve(PrivacyCurve):
         self.invocations = _check_invocations(invocations)
         if max_compositions is not None and (not is_integer(max_compositions) or max_compositions < 1):
             raise InvalidParameterError("max_compositions",
-                                        f"must be an integer >= 1 or None, got {max_compositions!r}")
+                                        f"must be an integer >= 1 or None, got {shown(max_compositions)}")
         self._profiles = _PairProfiles(self.h0, self.h1, self.invocations, max_compositions,
                                        effort.check_rtol(rtol))
         self._transport = _Transport(self._profiles.w0, self._profiles.w1)
@@ -562,7 +562,7 @@ class CouplingCurve(PrivacyCurve):
         is found (e.g. ``delta`` below :attr:`delta_floor`).
         """
         if not (0.0 <= delta <= 1.0):
-            raise InvalidParameterError("delta", f"must lie in [0, 1], got {delta!r}")
+            raise InvalidParameterError("delta", f"must lie in [0, 1], got {shown(delta)}")
         eps, bound, lo, hi = self._certify(float(delta))
         if math.isinf(eps):
             return CouplingResult(math.inf, float(delta), (), 0.0, False, "coupling")

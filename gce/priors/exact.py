@@ -61,6 +61,7 @@ from ..errors import InvalidParameterError, NumericalLimitError, UnsupportedComb
 from ..distributions import Distribution
 from ..hypotheses import SUPPORT_LIMIT, Explicit, Hypothesis
 from ..model import Invocation
+from ..validation import shown
 
 __all__ = [
     "CompositeCurve",
@@ -312,7 +313,7 @@ def _as_hypothesis(value: object, field: str) -> Hypothesis:
         return value
     if isinstance(value, Distribution):
         return Explicit.of(value)
-    raise InvalidParameterError(field, f"must be a Hypothesis or a Distribution, got {value!r}")
+    raise InvalidParameterError(field, f"must be a Hypothesis or a Distribution, got {shown(value)}")
 
 
 def _invocation_points(invocations: Sequence[Invocation], n: int) -> tuple[dict[int, Counter[_EpsDelta]], bool]:
@@ -321,7 +322,7 @@ def _invocation_points(invocations: Sequence[Invocation], n: int) -> tuple[dict[
     exact = True
     for i, invocation in enumerate(invocations):
         if not isinstance(invocation, Invocation):
-            raise InvalidParameterError(f"invocations[{i}]", f"must be an Invocation, got {invocation!r}")
+            raise InvalidParameterError(f"invocations[{i}]", f"must be an Invocation, got {shown(invocation)}")
         if invocation.database >= n:
             raise InvalidParameterError(
                 f"invocations[{i}].database", f"database {invocation.database} is out of range [0, {n})"

@@ -20,7 +20,7 @@ from numpy.typing import NDArray
 
 from ..accounting.curves import FunctionCurve, PrivacyCurve
 from ..errors import InvalidParameterError
-from ..validation import is_number
+from ..validation import is_number, shown
 from ..model import Invocation
 
 __all__ = ["TABLE_GRID", "LOCAL_POINTS", "ROUND_UP", "SPLIT_POINTS"]
@@ -41,10 +41,10 @@ SPLIT_POINTS = 257
 def _check_epsilon(epsilon: float) -> float:
     """``epsilon`` as a float if it is a finite number >= 0, else InvalidParameterError."""
     if not is_number(epsilon):
-        raise InvalidParameterError("epsilon", f"must be a number, got {epsilon!r}")
+        raise InvalidParameterError("epsilon", f"must be a number, got {shown(epsilon)}")
     epsilon = float(epsilon)
     if not (epsilon >= 0.0 and math.isfinite(epsilon)):
-        raise InvalidParameterError("epsilon", f"must be finite and >= 0, got {epsilon!r}")
+        raise InvalidParameterError("epsilon", f"must be finite and >= 0, got {shown(epsilon)}")
     return epsilon
 
 
@@ -53,7 +53,7 @@ def _check_invocations(invocations: Iterable[Invocation]) -> tuple[Invocation, .
     invocations = tuple(invocations)
     for i, inv in enumerate(invocations):
         if not isinstance(inv, Invocation):
-            raise InvalidParameterError(f"invocations[{i}]", f"must be an Invocation, got {inv!r}")
+            raise InvalidParameterError(f"invocations[{i}]", f"must be an Invocation, got {shown(inv)}")
     return invocations
 
 

@@ -41,7 +41,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from ..errors import InvalidParameterError, UnsupportedCombinationError
-from ..validation import is_integer
+from ..validation import is_integer, shown
 from ..accounting import kinds
 from ..accounting.guarantees import amplified
 from ..distributions import Distribution
@@ -210,7 +210,7 @@ def averaging_formula_for(
             point = kinds.point(g)
             if point is None:
                 raise UnsupportedCombinationError(
-                    f"the averaging formula needs (epsilon, delta) points; {g!r} has none")
+                    f"the averaging formula needs (epsilon, delta) points; {shown(g)} has none")
             eps += n * point[0]
             delta += n * point[1]
         rows.append((w, eps, delta))
@@ -230,7 +230,7 @@ def _log1p_exp(x: float) -> float:
 def _check_k(k: int) -> int:
     """``k`` if it is an integer >= 1, else InvalidParameterError naming ``k``."""
     if not is_integer(k) or k < 1:
-        raise InvalidParameterError("k", f"must be an integer >= 1, got {k!r}")
+        raise InvalidParameterError("k", f"must be an integer >= 1, got {shown(k)}")
     return k
 
 

@@ -58,6 +58,7 @@ from ..hypotheses import SUPPORT_LIMIT, Point, Rates, Uniform
 from .subsampling import SubsamplingCurve
 from . import allocation as allocation_module
 from .. import effort
+from ..validation import shown
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..report import Report
@@ -440,7 +441,7 @@ class AllocationRoute(Route):
             try:
                 ratio = self._ratio(table.kinds[kind])
             except InvalidParameterError as error:  # e.g. an epsilon beyond e^700
-                return f"database {database}: {table.kinds[kind]!r} is beyond the allocation's range ({error})"
+                return f"database {database}: {shown(table.kinds[kind])} is beyond the allocation's range ({error})"
             if ratio is None:
                 return (f"it takes Gaussian, GDP, Laplace, (epsilon, delta) or subsampled (Gaussian, Laplace, "
                         f"(epsilon, delta)) mechanisms; {type(table.kinds[kind]).__name__} is not one")

@@ -37,7 +37,7 @@ from ..accounting.guarantees import ApproxDP, GaussianMechanism, Guarantee, Pure
 from .. import effort
 from ..accounting.theorems import Multiset, compose
 from ..errors import InvalidParameterError, UnsupportedCombinationError
-from ..validation import is_integer
+from ..validation import is_integer, shown
 from ..model import Invocation, per_database_multisets
 from .grid import LOCAL_POINTS, TABLE_GRID, _check_epsilon, _check_invocations, _crossing, _first_below, _sorted_call
 
@@ -250,11 +250,11 @@ class SubsamplingCurve(PrivacyCurve):
             raise InvalidParameterError("databases", "needs at least one database")
         for i, d in enumerate(databases):
             if not is_integer(d) or d < 0:
-                raise InvalidParameterError(f"databases[{i}]", f"must be a database index >= 0, got {d!r}")
+                raise InvalidParameterError(f"databases[{i}]", f"must be a database index >= 0, got {shown(d)}")
         if len(set(databases)) != len(databases):
             raise InvalidParameterError("databases", f"lists a database more than once: {list(databases)}")
         if order not in SUBSAMPLING_ORDERS:
-            raise InvalidParameterError("order", f"must be one of {SUBSAMPLING_ORDERS}, got {order!r}")
+            raise InvalidParameterError("order", f"must be one of {SUBSAMPLING_ORDERS}, got {shown(order)}")
         self.databases = tuple(int(d) for d in databases)
         queried = per_database_multisets(invocations)
         groups = {d: queried.get(d, ()) for d in self.databases}

@@ -30,6 +30,7 @@ from numpy.typing import NDArray
 from ..constraints import ConstraintSet
 from ..constraints.neighborhood import NEIGHBORHOODS, check_neighborhood
 from ..errors import InvalidParameterError
+from ..validation import shown
 
 if TYPE_CHECKING:  # pragma: no cover - scipy.sparse is imported where used (start-up)
     import scipy.sparse as sp
@@ -50,11 +51,11 @@ def check_time_limit(value: object, field: str = "time_limit") -> float:
         Naming ``field`` and the value (``inf``, NaN, 0, negative, too large, not a number).
     """
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
-        raise InvalidParameterError(field, f"must be a number of seconds, got {value!r}")
+        raise InvalidParameterError(field, f"must be a number of seconds, got {shown(value)}")
     seconds = float(value)
     if not 0.0 < seconds <= MAX_TIME_LIMIT:
         raise InvalidParameterError(field, f"must be a finite number of seconds in (0, {MAX_TIME_LIMIT:g}], "
-                                           f"got {value!r}")
+                                           f"got {shown(value)}")
     return seconds
 
 
@@ -98,11 +99,12 @@ class WeightProblem:
 
     def __post_init__(self) -> None:
         if not isinstance(self.constraints, ConstraintSet):
-            raise InvalidParameterError("constraints", f"must be a ConstraintSet, got {self.constraints!r}")
+            raise InvalidParameterError("constraints", f"must be a ConstraintSet, got {shown(self.constraints)}")
         try:
             w = np.asarray(self.weights, dtype=float).reshape(-1)
         except (TypeError, ValueError):
-            raise InvalidParameterError("weights", f"must be numbers, one per database, got {self.weights!r}") from None
+            raise InvalidParameterError("weights", f"must be numbers, one per database, got "
+                                                   f"{shown(self.weights)}") from None
         if w.shape != (self.constraints.n,):
             raise InvalidParameterError("weights", f"needs one weight per database ({self.constraints.n}), got {w.size}")
         if w.size and not (w.min() >= 0.0 and np.isfinite(w.max())):  # NaN fails both; no array allocated

@@ -37,6 +37,7 @@ from ..errors import GCEError, InvalidParameterError
 from ..resources import check_memory
 from .base import Solver, WeightProblem, WeightResult, check_time_limit, membership_matrix
 from .milp import MILP
+from ..validation import shown
 
 __all__ = ["Unconstrained", "TopM", "PatternList", "Exhaustive", "MILP", "SOLVERS", "worst_pair", "DEFAULT_TIME_LIMIT"]
 
@@ -331,7 +332,7 @@ def worst_pair(problem: WeightProblem, time_limit: float | None = DEFAULT_TIME_L
         If a solver's witness violates the constraints (a bug, never silenced).
     """
     if not isinstance(problem, WeightProblem):
-        raise InvalidParameterError("problem", f"must be a WeightProblem, got {problem!r}")
+        raise InvalidParameterError("problem", f"must be a WeightProblem, got {shown(problem)}")
     if time_limit is not None:
         outer = effort.current()
         with effort.within(Deadline(min(check_time_limit(time_limit), outer.left()))) as deadline:
