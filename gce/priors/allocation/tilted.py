@@ -45,7 +45,6 @@ from collections.abc import Sequence
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy import special
 
 from ...accounting import batch
 from ...accounting.curves import DiscreteLossCurve, PrivacyCurve
@@ -59,13 +58,8 @@ _THETA_MAX = 200.0
 
 
 def _log_mgfs(laws: Sequence[batch._Law], h: float, theta: float) -> list[float]:
-    """``log M_i(theta)`` of each part's finite masses."""
-    out = []
-    for law in laws:
-        positive = law.mass > 0
-        out.append(float(special.logsumexp(np.log(law.mass[positive]) + theta * h * law.index[positive]))
-                   if np.any(positive) else -math.inf)
-    return out
+    """``log M_i(theta)`` of each part's finite masses (:meth:`~gce.accounting.batch._Law.log_mgf`)."""
+    return [float(law.log_mgf(np.array([theta]), h)[0]) for law in laws]
 
 
 def _tilted_mean(laws: Sequence[batch._Law], h: float, theta: float) -> float:

@@ -57,9 +57,9 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 from scipy import fft as _fft
-from scipy import special
 
 from ... import effort
+from ...accounting.batch import log_mgf_of
 from ...errors import NumericalLimitError
 from .bracket import ROUND_OFF, _Law
 from .uniform_grid import _cells, _direction_grid, _Grid, _linear_seconds, _power, _spread
@@ -76,11 +76,9 @@ _CHERNOFF = 2.0 ** np.arange(-2.0, 8.5, 0.5)
 
 
 def _log_mgf(mass: NDArray[np.float64], x: NDArray[np.float64], theta: NDArray[np.float64]) -> NDArray[np.float64]:
-    """``log sum_j mass_j e^(theta x_j)`` at each theta (masses non-negative)."""
+    """``log sum_j mass_j e^(theta x_j)`` at each theta (:func:`gce.accounting.batch.log_mgf_of`)."""
     keep = mass > 0
-    with np.errstate(divide="ignore"):
-        return special.logsumexp(np.log(mass[keep])[None, :] + np.atleast_1d(theta)[:, None] * x[keep][None, :],
-                                 axis=1)
+    return log_mgf_of(x[keep], mass[keep], np.atleast_1d(np.asarray(theta, dtype=float)))
 
 
 def _moments(parts: Sequence[tuple[NDArray[np.float64], int]], dx: float, theta: float) -> tuple[float, float]:
