@@ -4,8 +4,8 @@ The generalized composition experiment (001, Alg. 2) lets public facts limit whi
 databases one person can be in; ``gce`` turns per-invocation guarantees and those
 facts into a hypothesis-DP guarantee (001, Def. 3). This package level exposes what
 a script or notebook needs: guarantees, constraints, hypotheses, scenarios,
-``solve``, ``calibrate``, the composition selector and the online ``Accountant``; dp-accounting's
-events in (``from_dp_event``, ``GceAccountant``).
+``solve``, ``calibrate``, the noise for training (``calibrate_noise``), the composition selector and the
+online ``Accountant``; dp-accounting's events in (``from_dp_event``, ``GceAccountant``).
 
 Examples
 --------
@@ -51,6 +51,7 @@ _SOURCES = {
     "files.scenario": ("load_scenario",),
     "solving": ("solve",),
     "calibration": ("Calibration", "calibrate"),
+    "training": ("NoiseCalibration", "calibrate_noise"),
     "ledger": ("Accountant", "LedgerError"),
     "bridges.dp_events": ("from_dp_event",),
     # GceAccountant subclasses dp-accounting's PrivacyAccountant, and dp-accounting is slow to import.
@@ -61,7 +62,7 @@ _MODULE_OF = {name: module for module, names in _SOURCES.items() for name in nam
 _SUBMODULES = frozenset({
     "accounting", "bridges", "calibration", "cli", "constraints", "distributions", "effort", "errors", "files",
     "hypotheses", "ledger", "membership", "model", "plot", "priors", "progress", "report", "resources", "solvers",
-    "solving", "validation",
+    "solving", "training", "validation",
 })
 
 if TYPE_CHECKING:  # pragma: no cover - what a type checker and an editor see: the names, eagerly
@@ -82,6 +83,7 @@ if TYPE_CHECKING:  # pragma: no cover - what a type checker and an editor see: t
     from .model import Databases, Invocation, InvocationGroup, Scenario
     from .report import Report
     from .solving import solve
+    from .training import NoiseCalibration, calibrate_noise
 
 
 def __getattr__(name: str) -> object:
@@ -134,6 +136,7 @@ __all__ = [
     "Invocation",
     "InvocationGroup",
     "MembershipEstimate",
+    "NoiseCalibration",
     "Patterns",
     "Point",
     "Rates",
@@ -142,6 +145,7 @@ __all__ = [
     "Together",
     "Uniform",
     "calibrate",
+    "calibrate_noise",
     "estimate_membership",
     "from_dp_event",
     "load_scenario",

@@ -7,7 +7,15 @@ Two questions, chosen by the scenario's invocations:
   epsilon** (each invocation keeps its own delta) such that the scenario's HDP
   guarantee (001, Def. 3) at ``target_delta`` has epsilon <= ``target_epsilon``;
 * every invocation is a :class:`~gce.accounting.guarantees.GaussianMechanism`: the
-  **smallest common sigma** (each keeps its own sensitivity) that does the same.
+  **smallest common sigma** (each keeps its own sensitivity) that does the same;
+* every invocation is a Gaussian mechanism, some of them Poisson-subsampled
+  (:class:`~gce.accounting.guarantees.Subsampled` of a Gaussian: DP-SGD's steps, each keeping its rate
+  and sensitivity): the smallest common sigma too. Composed, they are the Poisson-subsampling engine's
+  question (:func:`gce.priors.allocation.poisson_curve`; Balle, Barthe and Gaboardi 2018), which
+  :func:`gce.solve` asks of them: the classic calibration searches on that engine's certified upper
+  epsilon at the solves' ``rtol`` (the same number a solve of every invocation reports), from the
+  central-limit estimate of the sigma (:func:`gce.training.clt_sigma`). For the training question
+  itself (E epochs of t steps, shuffled or Poisson), :func:`gce.training.calibrate_noise` answers directly.
 
 The HDP epsilon is non-decreasing in the per-invocation epsilon and
 non-increasing in sigma (each invocation's guarantee only weakens or
@@ -278,13 +286,38 @@ class Calibration:
 
 def _parameter(scenario: Scenario) -> str:
     """'epsilon' or 'sigma', from the scenario's guarantee kinds."""
-    parameters = {kinds.calibrated_parameter(inv.guarantee) for inv in scenario.invocations}
+    parameters = {"sigma" if _subsampled_gaussian(inv.guarantee) else kinds.calibrated_parameter(inv.guarantee)
+                  for inv in scenario.invocations}
     if len(parameters) == 1 and None not in parameters:
         return parameters.pop()
-    names = ", ".join(sorted({type(inv.guarantee).__name__ for inv in scenario.invocations}))
+    names = ", ".join(sorted({_kind_name(inv.guarantee) for inv in scenario.invocations}))
     raise UnsupportedCombinationError(
         f"invocations: calibration needs every invocation to be PureDP/ApproxDP (calibrates epsilon) or every "
-        f"one a GaussianMechanism (calibrates sigma); got {names}")
+        f"one a GaussianMechanism, Poisson-subsampled or not (calibrates sigma); got {names}")
+
+
+def _subsampled_gaussian(guarantee: Guarantee) -> bool:
+    """Whether ``guarantee`` is a Poisson-subsampled Gaussian mechanism (its sigma is calibrated); read from
+    the kinds table (:func:`gce.accounting.kinds.sampling`), as every question about a kind is."""
+    _, mechanism = kinds.sampling(guarantee)
+    return mechanism is not guarantee and kinds.calibrated_parameter(mechanism) == "sigma"
+
+
+def _kind_name(guarantee: Guarantee) -> str:
+    """The record's name, and its mechanism's for a subsampled one (``Subsampled(LaplaceMechanism)``)."""
+    _, mechanism = kinds.sampling(guarantee)
+    name = type(guarantee).__name__
+    return name if mechanism is guarantee else f"{name}({type(mechanism).__name__})"
+
+
+def _sensitivity(guarantee: Guarantee) -> float:
+    """The sensitivity of a (Poisson-subsampled or not) Gaussian mechanism."""
+    return kinds.sampling(guarantee)[1].sensitivity
+
+
+def _poisson(scenario: Scenario) -> bool:
+    """Whether a sigma calibration composes Poisson-subsampled Gaussians (module docstring)."""
+    return any(_subsampled_gaussian(inv.guarantee) for inv in scenario.invocations)
 
 
 def _invocations_at(invocations: tuple[Invocation, ...], p: float) -> tuple[Invocation, ...]:
@@ -294,7 +327,8 @@ def _invocations_at(invocations: tuple[Invocation, ...], p: float) -> tuple[Invo
     for inv in invocations:
         g = inv.guarantee
         if g not in cache:
-            cache[g] = kinds.with_parameter(g, p)
+            cache[g] = (dataclasses.replace(g, mechanism=kinds.with_parameter(g.mechanism, p))
+                        if _subsampled_gaussian(g) else kinds.with_parameter(g, p))
         out.append(dataclasses.replace(inv, guarantee=cache[g]))
     return tuple(out)
 
@@ -310,6 +344,44 @@ def _composed_epsilon(invocations: tuple[Invocation, ...], target_delta: float) 
         with np.errstate(over="ignore"):  # e^eps at the loose end overflows to its correct limit (delta 0)
             return compose(invocation_multiset(_invocations_at(invocations, p))).epsilon(target_delta)
     return epsilon
+
+
+def _poisson_epsilon(invocations: tuple[Invocation, ...], target_delta: float,
+                     rtol: float) -> Callable[[float], float]:
+    """sigma -> the certified upper epsilon at ``target_delta`` of composing ``invocations`` (Gaussian
+    mechanisms, some Poisson-subsampled) at sigma, by the Poisson-subsampling engine at ``rtol``: what
+    :func:`gce.solve` reports for every invocation composed (the same question of the same multiset, module
+    docstring); each sigma evaluated once. Where no lattice fits, their composition's bound."""
+    from .priors.allocation.poisson import gaussian_parts, poisson_curve
+
+    values: dict[float, float] = {}
+
+    def epsilon(p: float) -> float:
+        if p not in values:
+            multiset = invocation_multiset(_invocations_at(invocations, p))
+            try:
+                curve = poisson_curve(gaussian_parts(multiset), rtol, delta=target_delta)
+                values[p] = float(curve.epsilon_bracket(target_delta)[1])
+            except (NumericalLimitError, InvalidParameterError):  # (sigma near 0: the theorems bound it)
+                with np.errstate(over="ignore"):
+                    values[p] = compose(multiset).epsilon(target_delta)
+        return values[p]
+    return epsilon
+
+
+def _poisson_start(invocations: tuple[Invocation, ...], target_epsilon: float, target_delta: float) -> float:
+    """The central-limit estimate of the sigma (:func:`gce.training.clt_sigma`), for the classic search."""
+    from .training import clt_sigma
+
+    counts: dict[tuple[float, float], int] = {}
+    for inv in invocations:
+        rate, mechanism = kinds.sampling(inv.guarantee)
+        key = (mechanism.sensitivity, rate)
+        counts[key] = counts.get(key, 0) + inv.repeat
+    parts = [(s, r, c) for (s, r), c in counts.items() if s > 0]
+    if not parts:
+        return 1.0
+    return clt_sigma(parts, target_epsilon, target_delta if target_delta > 0 else 1e-12)[0]
 
 
 # ---------------------------------------------------------------------------
@@ -371,7 +443,7 @@ def _family(parameter: str, scenario: Scenario) -> _Family:
     when the target is met there (the boundary lies beyond, where closed forms answer)."""
     if parameter == "epsilon":
         return _Family("epsilon", *EPSILON_RANGE)
-    scale = max(inv.guarantee.sensitivity for inv in scenario.invocations) or 1.0
+    scale = max(_sensitivity(inv.guarantee) for inv in scenario.invocations) or 1.0
     landmarks = (-math.log(scale / (MU_LIMIT * (1.0 - 1e-9))),) if scenario.hypotheses is not None else ()
     return _Family("sigma", SIGMA_RANGE[0] * scale, SIGMA_RANGE[1] * scale, scale, landmarks)
 
@@ -575,7 +647,9 @@ def calibrate(
         :class:`~gce.accounting.guarantees.ApproxDP` (their epsilons are replaced by the
         calibrated one, their deltas kept) or all
         :class:`~gce.accounting.guarantees.GaussianMechanism` (their sigmas replaced,
-        sensitivities kept). Its own target (delta / epsilon) is ignored.
+        sensitivities kept), Poisson-subsampled or not (``Subsampled(rate, GaussianMechanism(...))``:
+        rates kept too; composed by the Poisson-subsampling engine, Balle, Barthe and Gaboardi 2018). Its
+        own target (delta / epsilon) is ignored.
     target_epsilon : float
         The HDP epsilon to meet, finite and > 0.
     target_delta : float
@@ -643,7 +717,7 @@ def calibrate(
     parameter = _parameter(scenario)
     family = _family(parameter, scenario)
     if parameter == "sigma" and target_delta == 0.0 \
-            and any(inv.guarantee.sensitivity > 0 for inv in scenario.invocations):
+            and any(_sensitivity(inv.guarantee) > 0 for inv in scenario.invocations):
         raise _infeasible("delta", family, target_epsilon, target_delta, None)  # before any (costly) solve
     with within(Deadline(time_limit)) as deadline:
         return _Calibrator(scenario, family, target_epsilon, target_delta, rtol, deadline, progress).run()
@@ -658,6 +732,10 @@ class _Calibrator:
         self.target_epsilon, self.target_delta, self.progress = target_epsilon, target_delta, progress
         self.name = _NAME[family.parameter]
         self.reports: dict[float, Report] = {}
+        #: Poisson-subsampled Gaussians: the classic calibration on the engine (module docstring).
+        self.poisson = family.parameter == "sigma" and _poisson(scenario)
+        self.classic_epsilon = (_poisson_epsilon(scenario.invocations, target_delta, rtol) if self.poisson
+                                else _composed_epsilon(scenario.invocations, target_delta))
 
     # --- the evaluations
 
@@ -707,10 +785,13 @@ class _Calibrator:
         stops it only once a value is known to meet the target classically: that value is the certificate
         of every calibration the cap stops (module docstring)."""
         family = self.family
-        search = _Search(_composed_epsilon(self.scenario.invocations, self.target_delta), family,
-                         self.target_epsilon, self.deadline)
-        start = family.start(self.target_epsilon, self.target_delta)
-        bracket = _boundary(search, family, family.clamp(start), PARAMETER_RTOL, until_met=True)
+        search = _Search(self.classic_epsilon, family, self.target_epsilon, self.deadline)
+        if self.poisson:  # certified brackets at ``rtol``: a finer parameter would resolve them, not the boundary
+            start = _poisson_start(self.scenario.invocations, self.target_epsilon, self.target_delta)
+            tolerance = self.rtol
+        else:
+            start, tolerance = family.start(self.target_epsilon, self.target_delta), PARAMETER_RTOL
+        bracket = _boundary(search, family, family.clamp(start), tolerance, until_met=True)
         if bracket.stopped:
             self.deadline.stop(f"the classic calibration ({bracket.describe(family)})")
         return (None if bracket.met is None else family.to_p(bracket.met)), bracket
@@ -768,7 +849,11 @@ class _Calibrator:
                                       f"{self.target_epsilon!r})")
 
         classic_eps, classic_theorem = None, ""
-        if classic is not None:
+        if classic is not None and self.poisson:
+            from .priors.allocation.poisson import THEOREM
+
+            classic_eps, classic_theorem = self.classic_epsilon(classic), THEOREM
+        elif classic is not None:
             composition = compose(invocation_multiset(_invocations_at(self.scenario.invocations, classic)))
             classic_eps, _, classic_theorem = composition.at_delta(self.target_delta)
         if classic is None:

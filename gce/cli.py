@@ -3,6 +3,8 @@
     gce solve FILE.toml [--delta D | --epsilon E] [--json] [--quiet] [--time-limit S] [--allow-outside-files]
     gce calibrate FILE.toml --target-epsilon E --target-delta D [--json] [--quiet] [--time-limit S]
                   [--allow-outside-files]
+    gce calibrate --target-epsilon E --target-delta D --steps-per-epoch T --epochs N --sampling shuffled|poisson
+                  [--rtol R] [--json] [--quiet] [--time-limit S]
     gce curve FILE.toml [--deltas D ...] [--plot out.png] [--json] [--quiet] [--time-limit S]
               [--allow-outside-files]
     gce membership TABLE [--query SQL] [--columns I D] [--scenario FILE.toml | --databases N] [--plot out.png]
@@ -167,13 +169,26 @@ def _parser() -> argparse.ArgumentParser:
     _scenario_options(solve, _solve, "the table", "seconds the whole command may take (a cap: a refinement it "
                                                   "stops answers with its certified bound and says so)")
 
-    calibrate = _scenario_command(
-        commands, "calibrate", help="the largest per-invocation epsilon (or smallest sigma) meeting a target",
-        description="Calibrate the common per-invocation epsilon (pure or approximate guarantees, their deltas "
-                    "held) or the common Gaussian sigma so that the scenario's HDP guarantee meets the target; "
-                    "the classic-composition calibration is shown beside it.")
+    calibrate = commands.add_parser(
+        "calibrate", epilog=SEE_GLOSSARY,
+        help="the largest per-invocation epsilon (or smallest sigma) meeting a target; the noise for training",
+        description="With FILE: calibrate the common per-invocation epsilon (pure or approximate guarantees, "
+                    "their deltas held) or the common Gaussian sigma (Poisson-subsampled or not) so that the "
+                    "scenario's HDP guarantee meets the target; the classic-composition calibration is shown "
+                    "beside it. Without FILE, the training form: the smallest noise multiplier sigma with which "
+                    "--epochs epochs of --steps-per-epoch DP-SGD steps meet the target, batches shuffled "
+                    "(each example in one batch an epoch) or Poisson-sampled (rate 1 / steps per epoch), with "
+                    "the certified bracket of sigma (--rtol: its relative width, default 0.002; no time limit "
+                    "unless --time-limit).")
+    calibrate.add_argument("file", metavar="FILE", nargs="?", help="scenario file (TOML); none for the training form")
     calibrate.add_argument("--target-epsilon", type=float, required=True, metavar="E")
     calibrate.add_argument("--target-delta", type=float, required=True, metavar="D")
+    calibrate.add_argument("--steps-per-epoch", type=int, default=None, metavar="T",
+                           help="training form: steps (batches) per epoch")
+    calibrate.add_argument("--epochs", type=int, default=None, metavar="N", help="training form: epochs")
+    calibrate.add_argument("--sampling", default=None, metavar="S",
+                           help="training form: shuffled (each example in one batch an epoch) or poisson (each "
+                                "step samples each example at rate 1 / T); it must match the data loader")
     calibrate.add_argument("--quiet", action="store_true", help="no progress line on the terminal")
     _scenario_options(calibrate, _calibrate, "text", "seconds the whole calibration may take (a cap: the "
                                                       "search keeps the last value a solve confirmed)")
@@ -424,6 +439,37 @@ def _calibrate(args: argparse.Namespace) -> str | tuple[str, int]:
 
     _epsilon(args.target_epsilon, "--target-epsilon", positive=True)
     _probability(args.target_delta, "--target-delta")
+    training = {"--steps-per-epoch": args.steps_per_epoch, "--epochs": args.epochs, "--sampling": args.sampling}
+    if args.file is not None and any(value is not None for value in training.values()):
+        given = ", ".join(flag for flag, value in training.items() if value is not None)
+        raise _UsageError(f"{given}: the training form takes no scenario file (FILE {args.file!r} given)")
+    if args.file is None:  # the training form (gce.training.calibrate_noise)
+        from .training import SAMPLINGS, SIGMA_RTOL, calibrate_noise
+
+        for flag, value in training.items():
+            if value is None:
+                raise _UsageError(f"{flag}: required without FILE (the training form), or give a scenario FILE")
+        for flag in ("--steps-per-epoch", "--epochs"):
+            if training[flag] < 1:
+                raise _UsageError(f"{flag}: must be an integer >= 1, got {training[flag]}")
+        if args.sampling not in SAMPLINGS:
+            raise _UsageError(f"--sampling: must be shuffled or poisson, got {args.sampling!r}")
+        if args.target_delta == 0.0:
+            raise _UsageError("--target-delta: must lie in (0, 1): a Gaussian mechanism has no finite epsilon "
+                              "at delta 0, got 0.0")
+        rtol = _rtol(args)
+        with Progress(label="calibrate", quiet=args.quiet or args.json) as progress:
+            try:
+                result = calibrate_noise(args.target_epsilon, args.target_delta,
+                                         steps_per_epoch=args.steps_per_epoch, epochs=args.epochs,
+                                         sampling=args.sampling, rtol=SIGMA_RTOL if rtol is None else rtol,
+                                         time_limit=None if args.time_limit is None else _time_limit(args),
+                                         progress=progress)
+            except InvalidParameterError as error:
+                raise _UsageError(f"--{error.field.replace('_', '-')}: {error.detail}") from None
+        if args.json:
+            return _limited(args, to_json(result.to_dict()), result.time_limit_reached)
+        return _limited(args, str(result), result.time_limit_reached)
     time_limit = _time_limit(args)
     rtol = _rtol(args)
     started = time.monotonic()

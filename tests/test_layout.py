@@ -19,7 +19,8 @@ from sources import GCE, nodes
 #: events; ``GceAccountant`` (``bridges.accountant``, on the Poisson-subsampling engine) and the Opacus
 #: accountants (``bridges.opacus``, on the allocation engines) above the priors. ``interrupts`` (Ctrl-C on the
 #: command line) and ``files.paths`` (what a path is, before anything opens it) sit at the bottom: the ledger
-#: and the table engines below the files use them.
+#: and the table engines below the files use them. ``training`` (the noise for training, on the allocation
+#: engines) beside ``calibration``, which reads its closed forms.
 LAYERS = (
     ("errors", "validation", "resources", "effort", "interrupts", "files.paths"),
     ("accounting", "bridges"),
@@ -30,7 +31,7 @@ LAYERS = (
     ("priors",),
     ("files",),
     ("solving",),
-    ("calibration", "plot", "progress", "membership", "bridges.accountant", "bridges.opacus"),
+    ("calibration", "training", "plot", "progress", "membership", "bridges.accountant", "bridges.opacus"),
     ("ledger",),
     ("cli", "__main__", ""),
 )
