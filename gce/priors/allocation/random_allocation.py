@@ -103,7 +103,7 @@ def allocation_curve(mu: float, t: int, k: int = 1, epochs: int = 1, rtol: float
     if epsilon is None and delta > 0:
         # The clamp's charge only has to be small against the target: a smaller clamp, a finer grid; over
         # several epochs each one's charge is a share of it (epochs.epochs_tail).
-        tail = epochs_tail(delta, epochs * k, tail)
+        tail = epochs_tail(delta, epochs * k if epochs > 1 else 1, tail)
     if isinstance(ratio, GaussianRatio) and (ratio.mu == 0.0 or t == k):
         return _plain(ratio.mu, k, epochs)
     if ratio.trivial:
