@@ -77,7 +77,11 @@ def test_two_of_twenty_within_one_percent_and_a_five_second_limit_is_visible():
     assert time.perf_counter() - began < 3 * (1.1 * 5.0 + 0.5)  # the contract, with the tests' margin
     assert deadline.reached and "time limit" in capped.description
     capped_low, capped_high = capped.epsilon_bracket(1e-5)
-    assert capped_low <= low and capped_high >= high and (capped_high - capped_low) / capped_high <= 0.06
+    # both certified, so both hold the truth: they meet. The capped lower end may sit above the fine one: a
+    # bracket still wider than rtol is raised below by the garbling by counts (cells 0.05, then 0.02: 2.6699),
+    # which the fine curve, within rtol after the blocks, never needs (2.6671)
+    assert max(low, capped_low) <= min(high, capped_high) and capped_high >= high, (low, high, capped_low, capped_high)
+    assert (capped_high - capped_low) / capped_high <= 0.06
 
 
 def test_four_of_sixteen_at_sigma_three_within_one_percent():

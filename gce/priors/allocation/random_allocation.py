@@ -332,7 +332,7 @@ def _with_pairs(ratio, t: int, k: int, epochs: int, rtol: float, delta: float | 
         slack = max(lo[d].slack for (_, lo), _ in laws for d in range(2))
         n = sum(count for _, count in laws) * epochs
         grow = n * (1.0 + slack) ** max(n - 1, 0)
-        parts = [(curve.lower, 0.0, 0.0)]
+        parts = [(best.lower, 0.0, 0.0)]  # every level's lower curve is valid: the best of them is kept
         if k == 2:  # one block: its garbled pair composed over the epochs bounds the allocation below
             parts.append((_DirectionLower(composed.lower), slack * grow, slack * grow))
         elif by_statistic:  # the k-of-t allocation garbled by the recursion's statistic, composed over the epochs
