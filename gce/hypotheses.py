@@ -348,7 +348,7 @@ class Hypothesis(abc.ABC):
 
     @abc.abstractmethod
     def log_size_weights(self, constraints: ConstraintSet) -> NDArray[np.float64] | None:
-        """log P(|b| = s) for s = 0..n when the prior is exchangeable, else None.
+        """log P(``|b|`` = s) for s = 0..n when the prior is exchangeable, else None.
 
         Exchangeable means: the weight of a set depends only on its size, and
         the allowed sets are all sets of allowed sizes (no constraints, or only
@@ -367,7 +367,7 @@ class Hypothesis(abc.ABC):
         """A family of sets containing the support, described without enumerating it (:class:`SupportCover`)."""
 
     def size_weights(self, constraints: ConstraintSet) -> NDArray[np.float64] | None:
-        """P(|b| = s) for s = 0..n when the prior is exchangeable, else None.
+        """P(``|b|`` = s) for s = 0..n when the prior is exchangeable, else None.
 
         See :meth:`log_size_weights` (whose exponential this is; weights
         below 1e-308 underflow to 0 here, not there).
