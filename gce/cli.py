@@ -51,10 +51,10 @@ every command:
   what it recorded (``gce: error: cannot write the answer to standard output: No
   space left on device; the spend was recorded as entry 7 (admitted)``) and exits
   with :data:`EXIT_UNREPORTED`;
-- Ctrl-C (:mod:`gce.interrupts`): at any moment, from ``python -m gce``'s first
-  import on (the ``gce`` script imports this module, and numpy with it, before
-  :func:`main_exit` runs: a Ctrl-C while it loads is still Python's), exit status
-  130 and ``gce: interrupted``; a spend or truncation says
+- Ctrl-C (:mod:`gce.interrupts`): at any moment from the entry point on (the ``gce``
+  script and ``python -m gce`` run :func:`gce.__main__.main`, which installs the handler
+  before this module and numpy are imported; only the interpreter's start and ``import
+  gce`` come before it), exit status 130 and ``gce: interrupted``; a spend or truncation says
   whether it was recorded (``gce: interrupted; the spend was recorded as entry 7
   (admitted)`` or ``...; the spend was not recorded (the ledger is unchanged)``):
   a Ctrl-C during the ledger's commit waits until the entry is known;
@@ -1124,9 +1124,10 @@ def _standard_streams() -> None:
             pass
 
 
-def main_exit() -> NoReturn:  # pragma: no cover - the console-script entry point (tests run it as a process)
+def main_exit() -> NoReturn:  # pragma: no cover - the command's process (tests run it as a process)
     """The ``gce`` command: :func:`main` in a process whose standard streams, encodings and SIGINT it owns;
-    exits with :func:`main`'s status (the contract: the module's docstring)."""
+    exits with :func:`main`'s status (the contract: the module's docstring). The console script enters
+    through :func:`gce.__main__.main`, which installs the SIGINT handler before importing this module."""
     from . import interrupts
 
     status = EXIT_INTERRUPTED

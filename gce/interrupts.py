@@ -1,7 +1,7 @@
 """Ctrl-C (SIGINT) on the command line: stop at once, except while a ledger commits.
 
-The ``gce`` command (:func:`gce.cli.main_exit`, and ``python -m gce`` before it imports anything heavy)
-installs :func:`install`'s handler. A Ctrl-C then raises ``KeyboardInterrupt`` in the main thread wherever
+The ``gce`` command (its console script and ``python -m gce``: :func:`gce.__main__.main`, before it imports
+anything heavy) installs :func:`install`'s handler. A Ctrl-C then raises ``KeyboardInterrupt`` in the main thread wherever
 it is (reading a file, a DuckDB query, a search), and the command turns it into exit status 130 and one line
 on standard error, ``gce: interrupted``. Inside an ``import`` it waits until the import is done: an extension
 module interrupted while it initialises may abort the whole process (DuckDB's nanobind: "Critical nanobind
