@@ -42,7 +42,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from .constraints import AtMost, Constraint, ConstraintSet, Exclusive, Patterns
-from .constraints.base import format_indices
+from .constraints.base import Resolver, format_indices, holds_names
 from .errors import GCEError, InfeasibleConstraintsError, InvalidParameterError, InvalidScenarioError, NumericalLimitError
 from .validation import is_integer, is_number, shown
 from .distributions import Distribution, _indices
@@ -320,6 +320,16 @@ class Hypothesis(abc.ABC):
     def describe(self) -> str:
         """A short human-readable form, e.g. ``uniform(min_members=1)``."""
 
+    @property
+    def unresolved(self) -> bool:
+        """Whether the record names databases that a scenario has yet to resolve (point, explicit)."""
+        return False
+
+    def resolve(self, resolve: Resolver) -> "Hypothesis":
+        """The record with its database names replaced by indices: ``resolve(reference, field)`` gives the
+        index or raises naming ``field`` (:meth:`gce.model.Databases.index`); ``self`` when it names none."""
+        return self
+
     @abc.abstractmethod
     def distribution(self, constraints: ConstraintSet, limit: int = SUPPORT_LIMIT) -> Distribution:
         """The hypothesis as a finite distribution over allowed membership sets.
@@ -410,7 +420,20 @@ class Point(Hypothesis):
     members: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
+        if holds_names(self.members):  # names, resolved by a scenario with named databases
+            object.__setattr__(self, "members", _references(self.members, "members"))
+            return
         object.__setattr__(self, "members", _indices(self.members, "members"))
+
+    @property
+    def unresolved(self) -> bool:
+        return holds_names(self.members)
+
+    def resolve(self, resolve: Resolver) -> "Point":
+        """The point with names replaced by indices, e.g. ``Point(("north",))`` -> ``Point((0,))``."""
+        if not self.unresolved:
+            return self
+        return Point(tuple(resolve(ref, f"members[{j}]") for j, ref in enumerate(self.members)))
 
     def describe(self) -> str:
         return f"{self.kind}(members={format_indices(self.members, as_set=True)})"
@@ -561,6 +584,13 @@ class Explicit(Hypothesis):
             raise InvalidParameterError("support", f"must be a collection of membership sets, got {shown(self.support)}")
         if isinstance(self.weights, (str, bytes)) or not isinstance(self.weights, Iterable):
             raise InvalidParameterError("weights", f"must be a collection of numbers, got {shown(self.weights)}")
+        if holds_names(self.support):  # names, resolved by a scenario with named databases; weights checked now
+            support = tuple(frozenset(_references(s, f"support[{i}]")) for i, s in enumerate(self.support))
+            weights = tuple(self.weights)
+            Distribution(tuple(frozenset({i}) for i in range(len(support))), weights)
+            object.__setattr__(self, "support", support)
+            object.__setattr__(self, "weights", tuple(float(w) for w in weights))
+            return
         support = tuple(frozenset(_indices(s, f"support[{i}]")) for i, s in enumerate(self.support))
         weights = []
         for i, w in enumerate(self.weights):
@@ -581,6 +611,18 @@ class Explicit(Hypothesis):
 
     def support_cover(self) -> SupportCover:
         return SupportCover.of_sets(self.support)
+
+    @property
+    def unresolved(self) -> bool:
+        return holds_names(self.support)
+
+    def resolve(self, resolve: Resolver) -> "Explicit":
+        """The table with names replaced by indices (the weights kept)."""
+        if not self.unresolved:
+            return self
+        support = tuple(frozenset(resolve(ref, f"support[{i}][{j}]") for j, ref in enumerate(members))
+                        for i, members in enumerate(self.support))
+        return Explicit(support, self.weights)
 
     @classmethod
     def of(cls, distribution: Distribution) -> "Explicit":
@@ -729,6 +771,20 @@ class Rates(Hypothesis):
 
 # ---------------------------------------------------------------------------
 # Checks against a scenario's constraints
+
+
+def _references(values: object, field: str) -> tuple[int | str, ...]:
+    """A membership set given with names: indices >= 0 and non-empty names, none twice (may be empty)."""
+    if isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
+        raise InvalidParameterError(field, f"must be a collection of database indices or names, got {shown(values)}")
+    out: list[int | str] = []
+    for value in values:
+        if not (isinstance(value, str) and value) and not (is_integer(value) and value >= 0):
+            raise InvalidParameterError(field, f"must hold database indices >= 0 or names, got {shown(value)}")
+        if value in out:
+            raise InvalidParameterError(field, f"lists database {shown(value)} more than once")
+        out.append(value if isinstance(value, str) else int(value))
+    return tuple(out)
 
 
 def check_distribution(name: str, hypothesis: Hypothesis, constraints: ConstraintSet) -> None:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 import operator
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING
@@ -30,7 +30,7 @@ from .accounting.guarantees import Guarantee
 from .accounting.kinds import KINDS, is_guarantee
 from .bridges.dp_events import as_guarantee
 from .constraints import ConstraintSet
-from .constraints.base import MAX_DATABASES
+from .constraints.base import ALL, MAX_DATABASES, Constraint
 from .constraints.neighborhood import check_neighborhood
 from .effort import check_rtol
 from .errors import InvalidParameterError, UnsupportedCombinationError
@@ -91,13 +91,58 @@ class Databases:
         """The name of a database, or its index."""
         return self.names[index] if self.names else str(index)
 
+    @cached_property
+    def _by_name(self) -> dict[str, int]:
+        return {} if self.names is None else {name: i for i, name in enumerate(self.names)}
+
     def index(self, ref: int | str, field: str) -> int:
-        """Resolve a database reference (index or name); ``field`` names it in errors."""
-        if isinstance(ref, str) and self.names and ref in self.names:
-            return self.names.index(ref)
+        """Resolve a database reference (index or name); ``field`` names it in errors.
+
+        Examples
+        --------
+        >>> Databases(3, ("north", "south", "east")).index("east", "database")
+        2
+        >>> Databases(3, ("north", "south", "east")).index("west", "invocations[1].database")
+        Traceback (most recent call last):
+        ...
+        gce.errors.InvalidParameterError: invocations[1].database: unknown database 'west' (databases are 'north', 'south', 'east' or 0..2)
+        """
+        if isinstance(ref, str) and ref in self._by_name:
+            return self._by_name[ref]
         if not is_integer(ref) or not 0 <= ref < self.n:
-            raise InvalidParameterError(field, f"unknown database {shown(ref)} (databases are 0..{self.n - 1})")
-        return ref
+            raise InvalidParameterError(field, f"unknown database {shown(ref)} (databases are {self._known()})")
+        return int(ref)
+
+    def _known(self) -> str:
+        """The references a database may be given by, for errors: its names (up to 8) and the indices."""
+        if not self.names:
+            return f"0..{self.n - 1}"
+        if self.n <= 8:
+            return f"{', '.join(map(shown, self.names))} or 0..{self.n - 1}"
+        return f"{', '.join(map(shown, self.names[:3]))}, ... (their names) or 0..{self.n - 1}"
+
+    @classmethod
+    def of(cls, value: "Databases | int | Iterable[str]", field: str = "databases") -> "Databases":
+        """The databases a scenario is given: a :class:`Databases`, a count n (0..n-1) or a list of distinct
+        names (as ``databases`` in a scenario file), or an error naming ``field``."""
+        if isinstance(value, Databases):
+            return value
+        if is_integer(value):
+            return cls(value)
+        if isinstance(value, (str, bytes)) or not isinstance(value, Iterable):
+            raise InvalidParameterError(field, f"must be a count, a list of names or Databases, got {shown(value)}")
+        names = tuple(value)
+        if not names:
+            raise InvalidParameterError(field, "the list of names is empty")
+        for i, name in enumerate(names):
+            if not isinstance(name, str) or not name:
+                raise InvalidParameterError(f"{field}[{i}]", f"must be a name (a non-empty string), got {shown(name)}")
+        seen: dict[str, int] = {}
+        for i, name in enumerate(names):
+            if name in seen:
+                raise InvalidParameterError(f"{field}[{i}]", f"repeats the name {shown(name)} ({field}[{seen[name]}])")
+            seen[name] = i
+        return cls(len(names), names)
 
 
 #: The guarantee record classes themselves (subclasses take the general check, :func:`is_guarantee`).
@@ -115,9 +160,13 @@ def _take_event(record: "Invocation | InvocationGroup") -> None:
 
 @dataclass(frozen=True)
 class Invocation:
-    """``repeat`` runs of a mechanism with ``guarantee`` on database ``database``."""
+    """``repeat`` runs of a mechanism with ``guarantee`` on database ``database``.
 
-    database: int
+    ``database`` is an index, or a name that the :class:`Scenario` with named databases resolves (as in a
+    scenario file): ``Scenario(databases=["north", "south"], invocations=[Invocation("north", PureDP(1))])``.
+    """
+
+    database: int | str
     guarantee: Guarantee
     repeat: int = 1
 
@@ -125,9 +174,14 @@ class Invocation:
         if type(self.database) is int and type(self.repeat) is int and 0 <= self.database \
                 and 1 <= self.repeat <= MAX_INVOCATIONS and type(self.guarantee) in _GUARANTEE_TYPES:
             return  # the common case, checked without the numbers ABCs (a million records: 5.9 s -> 2 s)
-        if not is_integer(self.database) or self.database < 0:
-            raise InvalidParameterError("database", f"must be a database index >= 0, got {shown(self.database)}")
-        object.__setattr__(self, "database", int(self.database))
+        if isinstance(self.database, str):
+            if not self.database:
+                raise InvalidParameterError("database", "must be a database index or name, got ''")
+        elif not is_integer(self.database) or self.database < 0:
+            raise InvalidParameterError("database", f"must be a database index >= 0 or a name, got "
+                                                    f"{shown(self.database)}")
+        else:
+            object.__setattr__(self, "database", int(self.database))
         _take_event(self)
         if not is_guarantee(self.guarantee):
             raise InvalidParameterError("mechanism", f"must be a guarantee, got {shown(self.guarantee)}")
@@ -193,6 +247,31 @@ def _database_indices(value: object, field: str) -> range | np.ndarray:
     return out
 
 
+def _references(value: object, field: str) -> tuple[int | str, ...] | str | None:
+    """A group's databases when they are given by name: ``"all"``, or the references in order (names, and
+    indices >= 0 beside them); None when there is no name (indices, ranges, arrays: :func:`_database_indices`)."""
+    if isinstance(value, str):
+        if value == ALL:
+            return ALL
+        raise InvalidParameterError(field, f'must be "all", a range or a collection of database indices or '
+                                           f"names, got {shown(value)}")
+    if isinstance(value, (range, np.ndarray, bytes)) or not isinstance(value, Sequence):
+        return None  # (an iterator is read once, by _database_indices: it holds indices)
+    if str not in set(map(type, value)):
+        return None
+    out: list[int | str] = []
+    for j, ref in enumerate(value):
+        if isinstance(ref, str) and ref:
+            out.append(ref)
+        elif is_integer(ref) and ref >= 0:
+            out.append(int(ref))
+        else:
+            raise InvalidParameterError(f"{field}[{j}]", f"must be a database index >= 0 or a name, got {shown(ref)}")
+    if not out:
+        raise InvalidParameterError(field, "must list at least one database, got an empty collection")
+    return tuple(out)
+
+
 def _as_range(array: np.ndarray) -> range | np.ndarray:
     """An index array that counts up by one, as a range (no memory per database); others unchanged."""
     if array.size > 1 and int(array[-1]) - int(array[0]) == array.size - 1 and bool(np.all(np.diff(array) == 1)):
@@ -250,7 +329,11 @@ class InvocationGroup:
     repeat: int = 1
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "databases", _database_indices(self.databases, "databases"))
+        references = _references(self.databases, "databases")
+        if references is None:
+            object.__setattr__(self, "databases", _database_indices(self.databases, "databases"))
+        else:  # names (or "all"), kept as given until the scenario resolves them (:meth:`resolve`)
+            object.__setattr__(self, "databases", references)
         _take_event(self)
         if not is_guarantee(self.guarantee):
             raise InvalidParameterError("mechanism", f"must be a guarantee, got {shown(self.guarantee)}")
@@ -261,8 +344,36 @@ class InvocationGroup:
                                                   f"{MAX_INVOCATIONS:,} invocations")
         object.__setattr__(self, "repeat", int(self.repeat))
 
+    @property
+    def unresolved(self) -> bool:
+        """Whether the group lists databases by name or as ``"all"`` (a scenario resolves them)."""
+        return isinstance(self.databases, (str, tuple))
+
+    def resolve(self, databases: Databases, field: str = "databases") -> "InvocationGroup":
+        """The group with its names replaced by the indices of ``databases`` and ``"all"`` by every database;
+        errors name ``field[j]``.
+
+        Examples
+        --------
+        >>> from gce.accounting.guarantees import PureDP
+        >>> named = Databases(3, ("north", "south", "east"))
+        >>> InvocationGroup(["east", "north"], PureDP(0.1)).resolve(named).databases
+        array([2, 0])
+        >>> InvocationGroup("all", PureDP(0.1)).resolve(named).databases
+        range(0, 3)
+        """
+        if not self.unresolved:
+            return self
+        if isinstance(self.databases, str):  # "all"
+            return InvocationGroup(range(databases.n), self.guarantee, self.repeat)
+        indices = [databases.index(ref, f"{field}[{j}]") for j, ref in enumerate(self.databases)]
+        return InvocationGroup(_as_range(np.array(indices, dtype=np.intp)), self.guarantee, self.repeat)
+
     def __len__(self) -> int:
         """How many databases the group lists (its invocation records, before repeats)."""
+        if isinstance(self.databases, str):  # "all"
+            raise TypeError("the group lists every database (\"all\"): its length is known once a scenario "
+                            "resolves it")
         return len(self.databases)
 
     @property
@@ -351,6 +462,11 @@ class Invocations(Sequence):
         if wrong is not None:
             raise InvalidParameterError(f"invocations[{wrong}]", f"must be an InvocationGroup, got "
                                                                  f"{shown(groups[wrong])}")
+        named = next((j for j, g in enumerate(groups) if g.unresolved), None)
+        if named is not None:
+            raise InvalidParameterError(f"invocations[{named}].databases",
+                                        f"{shown(groups[named].databases)} names databases: give the groups to a "
+                                        f"Scenario, which resolves names against its databases")
         index: dict[Guarantee, int] = {}
         self._groups = groups
         self._group_kind = np.array([index.setdefault(g.guarantee, len(index)) for g in groups], dtype=np.intp)
@@ -362,12 +478,13 @@ class Invocations(Sequence):
     # --- building -----------------------------------------------------------------------------------
     @classmethod
     def of(cls, invocations: "Iterable[Invocation | InvocationGroup] | Invocations",
-           n: int | None = None) -> "Invocations":
+           n: int | None = None, databases: Databases | None = None) -> "Invocations":
         """The columnar form of :class:`Invocation` records and/or :class:`InvocationGroup` s (converted once).
 
         Consecutive records with the same guarantee and repeat count become one
         group; indices counting up by one become a ``range``. With ``n``, every
-        database must lie in 0..n-1.
+        database must lie in 0..n-1. With ``databases`` (n is then its count), database names and
+        ``"all"`` are resolved against it; without, a name is an error.
 
         Raises
         ------
@@ -386,9 +503,11 @@ class Invocations(Sequence):
         items = invocations if isinstance(invocations, (tuple, list)) else tuple(invocations)
         if not items:
             raise InvalidParameterError("invocations", "needs at least one invocation")
+        if databases is not None:
+            n = databases.n
         types = set(map(type, items))
         if types == {Invocation}:  # the common case: records only, converted in one vectorised pass
-            return cls(_groups_of_records(items, 0, n))
+            return cls(_groups_of_records(items, 0, n, databases))
         groups: list[InvocationGroup] = []
         start = None
         for i, item in enumerate(items):
@@ -399,14 +518,16 @@ class Invocations(Sequence):
                 raise InvalidParameterError(f"invocations[{i}]", f"must be an Invocation or an InvocationGroup, "
                                                                  f"got {shown(item)}")
             if start is not None:
-                groups += _groups_of_records(items[start:i], start, n)
+                groups += _groups_of_records(items[start:i], start, n, databases)
                 start = None
+            if item.unresolved and databases is not None:
+                item = item.resolve(databases, f"invocations[{i}].databases")
             if n is not None and item.largest() >= n:
                 raise InvalidParameterError(f"invocations[{i}].databases", f"unknown database {item.largest()} "
                                                                            f"(databases are 0..{n - 1})")
             groups.append(item)
         if start is not None:
-            groups += _groups_of_records(items[start:], start, n)
+            groups += _groups_of_records(items[start:], start, n, databases)
         return cls(groups)
 
     def _check_range(self, n: int) -> None:
@@ -674,15 +795,28 @@ class Invocations(Sequence):
         return mask
 
 
-def _groups_of_records(records: Sequence[Invocation], first: int, n: int | None) -> list[InvocationGroup]:
+def _groups_of_records(records: Sequence[Invocation], first: int, n: int | None,
+                       databases: Databases | None = None) -> list[InvocationGroup]:
     """Consecutive :class:`Invocation` records as groups: one per run of equal (guarantee, repeat).
 
     Guarantees are grouped by object identity first (records built in a loop share one object), then
     the few distinct objects by equality; attribute access goes through C-level iterators.
-    ``first`` is the position of ``records[0]`` among the scenario's items (for errors).
+    ``first`` is the position of ``records[0]`` among the scenario's items (for errors). A database given
+    by name is resolved against ``databases`` (without, it is an unknown database).
     """
     count = len(records)
-    database = np.fromiter(map(_DATABASE, records), dtype=np.int64, count=count)
+    try:  # operator.index refuses a name ("3" too, which int64 would read as 3)
+        database = np.fromiter(map(operator.index, map(_DATABASE, records)), dtype=np.int64, count=count)
+    except TypeError:
+        known = Databases(n) if databases is None and n is not None else databases
+        if known is None:
+            j = next(j for j, r in enumerate(records) if isinstance(r.database, str))
+            raise InvalidParameterError(f"invocations[{first + j}].database",
+                                        f"names database {shown(records[j].database)}: give the invocations to "
+                                        f"a Scenario, which resolves names against its databases") from None
+        database = np.array([known.index(r.database, f"invocations[{first + j}].database")
+                             if isinstance(r.database, str) else r.database for j, r in enumerate(records)],
+                            dtype=np.int64)
     repeat = np.fromiter(map(_REPEAT, records), dtype=np.int64, count=count)
     if n is not None and database.max() >= n:
         j = int(np.argmax(database >= n))
@@ -761,14 +895,19 @@ class Scenario:
 
     Parameters
     ----------
-    databases : Databases or int
-        The databases (an int n means 0..n-1).
+    databases : Databases, int or list of str
+        The databases: an int n means 0..n-1; a list of distinct names names them, as ``databases`` in
+        a scenario file (stored as :class:`Databases`).
     invocations : collection of Invocation or InvocationGroup, or Invocations
-        The mechanisms run; each database index must exist. Stored as
-        :class:`Invocations` (columnar: groups of databases with one guarantee
-        and repeat count), still a sequence of :class:`Invocation`.
-    constraints : ConstraintSet, optional
-        The public membership constraints (001, Sec. V-A); default none.
+        The mechanisms run; each database must exist, given by index or, when the databases are named,
+        by name (``Invocation("north", ...)``, ``InvocationGroup(["north", "east"], ...)``; a group's
+        ``"all"`` is every database). Stored as :class:`Invocations` (columnar: groups of databases
+        with one guarantee and repeat count, names resolved to indices), still a sequence of
+        :class:`Invocation`.
+    constraints : ConstraintSet, Constraint or list of Constraint, optional
+        The public membership constraints (001, Sec. V-A); default none. A list (or one constraint)
+        becomes a :class:`ConstraintSet` over the scenario's databases; database names in the
+        constraints are resolved as in a scenario file, and ``Exclusive("all")`` groups every database.
     neighborhood : {"unbounded", "bounded"}
         Pairs (empty set, b) or (b, b') of allowed sets.
     delta, epsilon : float, optional
@@ -790,9 +929,22 @@ class Scenario:
     Raises
     ------
     InvalidParameterError
-        A field is malformed; the error names it (e.g. ``invocations[1].databases``).
+        A field is malformed; the error names it (e.g. ``invocations[1].databases``), and an unknown
+        database name names the field and the name (``constraints[0].group[1]: unknown database 'west'``).
     InfeasibleConstraintsError
         The constraints allow no non-empty membership set (nothing to protect).
+
+    Examples
+    --------
+    >>> import gce
+    >>> scenario = gce.Scenario(
+    ...     databases=["north", "south", "east"],
+    ...     invocations=[gce.Invocation("north", gce.PureDP(0.5)), gce.Invocation("east", gce.PureDP(0.5))],
+    ...     constraints=gce.Exclusive("all"), delta=0.0)
+    >>> scenario.invocations[1].database, scenario.constraints.constraints
+    (2, (Exclusive(group=(0, 1, 2)),))
+    >>> round(gce.solve(scenario).epsilon, 6)  # one employer among the three: one invocation differs
+    0.5
     """
 
     databases: Databases
@@ -807,19 +959,16 @@ class Scenario:
     rtol: float | None = None
 
     def __post_init__(self) -> None:
-        if is_integer(self.databases):
-            object.__setattr__(self, "databases", Databases(self.databases))
-        if not isinstance(self.databases, Databases):
-            raise InvalidParameterError("databases", f"must be a count or Databases, got {shown(self.databases)}")
-        n = self.databases.n
-        invocations = Invocations.of(self.invocations, n)  # records are converted once, groups kept
+        databases = Databases.of(self.databases)
+        object.__setattr__(self, "databases", databases)
+        n = databases.n
+        # records are converted once, groups kept; names resolved against the databases
+        invocations = Invocations.of(self.invocations, n, databases)
         if invocations.total > MAX_INVOCATIONS:
             raise InvalidParameterError("invocations", f"{invocations.total:,} invocations (repeats counted) exceed "
                                                        f"the limit of 2^53 = {MAX_INVOCATIONS:,}")
         object.__setattr__(self, "invocations", invocations)
-        constraints = ConstraintSet(n) if self.constraints is None else self.constraints
-        if not isinstance(constraints, ConstraintSet) or constraints.n != n:
-            raise InvalidParameterError("constraints", f"must be a ConstraintSet over {n} databases")
+        constraints = _constraint_set(self.constraints, databases)
         object.__setattr__(self, "constraints", constraints)
         try:
             constraints.require_nonempty()
@@ -838,7 +987,8 @@ class Scenario:
             raise InvalidParameterError("notes", f"must be strings, got {shown(self.notes)}")
         object.__setattr__(self, "notes", notes)
         if self.hypotheses is not None:
-            object.__setattr__(self, "hypotheses", _checked_hypotheses(self.hypotheses, constraints))
+            object.__setattr__(self, "hypotheses", _checked_hypotheses(self.hypotheses, constraints,
+                                                                            databases))
 
     @property
     def n(self) -> int:
@@ -863,7 +1013,34 @@ class Scenario:
                 f"constraints: {constraints or 'none'}, {self.neighborhood}, target {target}{hypotheses})")
 
 
-def _checked_hypotheses(hypotheses, constraints: ConstraintSet) -> tuple[Hypothesis, Hypothesis]:
+def _constraint_set(constraints: object, databases: Databases) -> ConstraintSet:
+    """A scenario's constraints as a :class:`ConstraintSet` over ``databases``: none, one constraint, a
+    collection of them (names and ``"all"`` resolved, errors naming ``constraints[i].field``), or a set."""
+    n = databases.n
+    if constraints is None:
+        return ConstraintSet(n)
+    if isinstance(constraints, ConstraintSet):
+        if constraints.n != n:
+            raise InvalidParameterError("constraints", f"must be over the scenario's {n:,} databases, got a "
+                                                       f"ConstraintSet over {constraints.n:,}")
+        return constraints
+    given = (constraints,) if isinstance(constraints, Constraint) else constraints
+    if isinstance(given, (str, bytes, Mapping)) or not isinstance(given, Iterable):
+        raise InvalidParameterError("constraints", f"must be a constraint, a list of constraints or a ConstraintSet, "
+                                                   f"got {shown(constraints)}")
+    resolved = []
+    for i, constraint in enumerate(given):
+        if isinstance(constraint, Constraint):
+            try:
+                constraint = constraint.resolve(databases.index, n)
+            except InvalidParameterError as error:
+                raise error.within(f"constraints[{i}]") from None
+        resolved.append(constraint)
+    return ConstraintSet(n, resolved)
+
+
+def _checked_hypotheses(hypotheses, constraints: ConstraintSet,
+                        databases: Databases) -> tuple[Hypothesis, Hypothesis]:
     """Two hypotheses whose listed supports (point, explicit) are allowed; errors name ``hypotheses.h0|h1``.
 
     Priors whose support is generated (uniform, rates) are checked when solved
@@ -872,6 +1049,13 @@ def _checked_hypotheses(hypotheses, constraints: ConstraintSet) -> tuple[Hypothe
     pair = tuple(hypotheses) if isinstance(hypotheses, (tuple, list)) else ()
     if len(pair) != 2 or not all(isinstance(h, Hypothesis) for h in pair):
         raise InvalidParameterError("hypotheses", f"must be two hypotheses (h0, h1), got {shown(hypotheses)}")
+    resolved = []
     for name, h in zip(("h0", "h1"), pair):
+        try:
+            h = h.resolve(databases.index)
+        except InvalidParameterError as error:
+            raise error.within(f"hypotheses.{name}") from None
         check_listed(name, h, constraints)
+        resolved.append(h)
+    pair = tuple(resolved)
     return pair  # type: ignore[return-value]

@@ -26,7 +26,8 @@ all 2^n sets), and the empty set satisfies every constraint.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Iterator
+import dataclasses
+from collections.abc import Callable, Iterable, Iterator
 from typing import ClassVar, NamedTuple
 
 
@@ -34,12 +35,20 @@ from ..errors import InvalidParameterError
 from ..validation import is_integer, shown
 from .linear import LinearSystem
 
-__all__ = ["Constraint", "AtMostBound", "check_n", "MAX_DATABASES"]
+__all__ = ["Constraint", "AtMostBound", "check_n", "MAX_DATABASES", "ALL", "Resolver"]
 
 #: Most databases a scenario or constraint set may have. Solvers, priors and reports keep arrays
 #: (and the witness sets) with one entry per database, so a count beyond this is refused up front
 #: instead of failing on an allocation of gigabytes.
 MAX_DATABASES = 10**7
+
+#: A group (``Exclusive``, ``Together``) or ``among`` (``AtMost``) written ``"all"``: every database, as in a
+#: scenario file's ``databases = "all"``; resolved when the number of databases is known.
+ALL = "all"
+
+#: How a database reference becomes an index: ``resolve(reference, field)`` (an index or a name; ``field``
+#: names it in the error), e.g. :meth:`gce.model.Databases.index`.
+Resolver = Callable[[object, str], int]
 
 #: How many indices :func:`format_indices` shows before eliding the rest.
 _SHOWN_INDICES = 8
@@ -99,6 +108,70 @@ def as_index_tuple(values: object, field: str) -> tuple[int, ...]:
     return tuple(sorted(indices))
 
 
+def holds_names(values: object) -> bool:
+    """Whether a collection (or a collection of collections: edges, patterns) holds a database name."""
+    if isinstance(values, str):
+        return True
+    if isinstance(values, (bytes, range)) or not isinstance(values, Iterable) or hasattr(values, "dtype"):
+        return False
+    return any(isinstance(v, str) or (isinstance(v, (tuple, list, set, frozenset)) and
+                                      any(isinstance(x, str) for x in v)) for v in values)
+
+
+def as_reference_tuple(values: object, field: str) -> tuple[int | str, ...]:
+    """A non-empty, duplicate-free tuple of database references, in the order given: indices >= 0 and
+    names (non-empty strings) that a scenario with named databases resolves (:meth:`Constraint.resolve`).
+
+    Raises
+    ------
+    InvalidParameterError
+        As :func:`as_index_tuple`; an empty name is refused too.
+    """
+    if isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
+        raise InvalidParameterError(field, f"must be a collection of database indices or names, got {shown(values)}")
+    references: list[int | str] = []
+    for value in values:
+        if isinstance(value, str):
+            if not value:
+                raise InvalidParameterError(field, "holds an empty database name")
+            references.append(value)
+        else:
+            references.append(as_index(value, field))
+    if not references:
+        raise InvalidParameterError(field, "must list at least one database, got an empty collection")
+    seen: set[int | str] = set()
+    for reference in references:
+        if reference in seen:
+            raise InvalidParameterError(field, f"lists database {shown(reference)} more than once")
+        seen.add(reference)
+    return tuple(references)
+
+
+def index_only(n: int) -> Resolver:
+    """The resolver of a collection of ``n`` unnamed databases: indices pass, a name is an error that says
+    where names are resolved."""
+
+    def resolve(reference: object, field: str) -> int:
+        if isinstance(reference, str):
+            raise InvalidParameterError(field, f"names database {shown(reference)}; database names are resolved "
+                                               f"by a scenario that has them (gce.Scenario(databases=[names], "
+                                               f"constraints=[...])); a ConstraintSet takes indices")
+        return as_index(reference, field)
+
+    return resolve
+
+
+def resolve_references(value: object, resolve: Resolver, field: str) -> object:
+    """``value`` with every name replaced by its index (``resolve``), collections kept as their kind
+    (tuple, list, set, frozenset; nested ones too); errors name ``field[i]``."""
+    if isinstance(value, str):
+        return resolve(value, field)
+    if isinstance(value, (tuple, list, set, frozenset)):
+        items = [resolve_references(v, resolve, f"{field}[{i}]") for i, v in enumerate(value)]
+        return frozenset(items) if isinstance(value, (set, frozenset)) else tuple(items)
+    return value
+
+
 def check_in_range(indices: Iterable[int], n: int, field: str) -> None:
     """Raise unless every index lies in ``[0, n)``."""
     for index in indices:
@@ -108,7 +181,7 @@ def check_in_range(indices: Iterable[int], n: int, field: str) -> None:
 
 def format_indices(indices: Iterable[int], *, as_set: bool = False) -> str:
     """``(0, 1, 2)`` (a tuple) or ``{0, 1, 2}`` (a set), eliding the middle of long collections."""
-    items = sorted(indices)
+    items = sorted(indices, key=lambda i: (isinstance(i, str), i))  # names (unresolved) after the indices
     if len(items) <= _SHOWN_INDICES:
         body = ", ".join(map(str, items)) + ("," if len(items) == 1 and not as_set else "")
     else:
@@ -144,6 +217,56 @@ class Constraint(ABC):
 
     kind: ClassVar[str]
     hereditary: ClassVar[bool] = False
+    #: The fields that hold database references: indices, or, until a scenario resolves them, names
+    #: (and ``"all"`` for a whole group).
+    reference_fields: ClassVar[tuple[str, ...]] = ()
+
+    @property
+    def unresolved(self) -> bool:
+        """Whether a field still holds a database name or ``"all"`` (:meth:`resolve` replaces them)."""
+        return any(holds_names(getattr(self, name)) for name in self.reference_fields)
+
+    def resolve(self, resolve: Resolver, n: int) -> "Constraint":
+        """The same constraint with its database names replaced by indices and ``"all"`` by every database.
+
+        Parameters
+        ----------
+        resolve : callable
+            ``resolve(reference, field)``: the index of a name or index, or an error naming ``field``
+            (:meth:`gce.model.Databases.index`).
+        n : int
+            How many databases (what ``"all"`` lists).
+
+        Returns
+        -------
+        Constraint
+            ``self`` when nothing is left to resolve.
+
+        Examples
+        --------
+        >>> from gce.constraints import Exclusive
+        >>> names = ("north", "south", "east")
+        >>> Exclusive(("east", "north")).resolve(lambda ref, field: names.index(ref), 3)
+        Exclusive(group=(0, 2))
+        >>> Exclusive("all").resolve(lambda ref, field: ref, 3)
+        Exclusive(group=(0, 1, 2))
+        """
+        if not self.unresolved:
+            return self
+        changes = {}
+        for name in self.reference_fields:
+            value = getattr(self, name)
+            changes[name] = tuple(range(n)) if value == ALL else resolve_references(value, resolve, name)
+        return dataclasses.replace(self, **changes)
+
+    def require_resolved(self) -> None:
+        """Raise unless every database reference is an index (what :meth:`validate` needs)."""
+        for name in self.reference_fields:
+            value = getattr(self, name)
+            if holds_names(value):
+                shown_value = "all" if value == ALL else shown(value)
+                raise InvalidParameterError(name, f"{shown_value} names databases: resolve it first (a "
+                                                  f"ConstraintSet resolves \"all\", a Scenario its database names)")
 
     @abstractmethod
     def describe(self) -> str:

@@ -24,7 +24,7 @@ from numpy.typing import NDArray
 
 from ..errors import InfeasibleConstraintsError, InvalidParameterError, UnsupportedCombinationError
 from ..resources import check_memory
-from .base import AtMostBound, Constraint, as_index, check_in_range, check_n, format_indices
+from .base import AtMostBound, Constraint, as_index, check_in_range, check_n, format_indices, index_only
 from .linear import LinearSystem
 from ..validation import shown
 
@@ -54,8 +54,10 @@ class ConstraintSet:
     ----------
     n : int
         Number of databases, indexed ``0..n-1``; an integer >= 1.
-    constraints : tuple of Constraint, optional
-        Any iterable is converted to a tuple. Empty means unconstrained.
+    constraints : tuple of Constraint, or Constraint, optional
+        Any iterable is converted to a tuple; one constraint is a tuple of one. Empty means
+        unconstrained. A group written ``"all"`` (``Exclusive("all")``) lists every database; database
+        names are resolved by a :class:`~gce.model.Scenario` with named databases, not here.
 
     Raises
     ------
@@ -85,11 +87,13 @@ class ConstraintSet:
     def __post_init__(self) -> None:
         n = check_n(self.n)
         object.__setattr__(self, "n", n)
-        if isinstance(self.constraints, Constraint) or not isinstance(self.constraints, Iterable):
+        given = (self.constraints,) if isinstance(self.constraints, Constraint) else self.constraints
+        if isinstance(given, (str, bytes)) or not isinstance(given, Iterable):
             raise InvalidParameterError(
-                "constraints", f"must be a collection of constraints, got {shown(self.constraints)}"
+                "constraints", f"must be a constraint or a collection of constraints, got {shown(self.constraints)}"
             )
-        constraints = tuple(self.constraints)
+        constraints = list(given)
+        by_index = index_only(n)
         for position, constraint in enumerate(constraints):
             if not isinstance(constraint, Constraint):
                 raise InvalidParameterError(
@@ -97,10 +101,11 @@ class ConstraintSet:
                     f"must be a constraint (AtMost, Exclusive, ...), got {shown(constraint)}",
                 )
             try:
+                constraints[position] = constraint = constraint.resolve(by_index, n)  # "all": every database
                 constraint.validate(n)
             except InvalidParameterError as error:
                 raise error.within(self._label(position, constraint)) from None
-        object.__setattr__(self, "constraints", constraints)
+        object.__setattr__(self, "constraints", tuple(constraints))
 
     @staticmethod
     def _label(position: int, constraint: Constraint) -> str:

@@ -34,10 +34,13 @@ from typing import TYPE_CHECKING
 from ..errors import InvalidParameterError
 from ..validation import is_integer, shown
 from .base import (
+    ALL,
     AtMostBound,
     Constraint,
     as_index,
     as_index_tuple,
+    as_reference_tuple,
+    holds_names,
     check_in_range,
     clique_edges,
     format_indices,
@@ -65,7 +68,8 @@ class AtMost(Constraint):
     m : int
         The bound, an integer >= 0.
     among : tuple of int, optional
-        The databases the bound counts; ``None`` (default) means all of them.
+        The databases the bound counts; ``None`` (default) or ``"all"`` means all of them. Names are
+        resolved by a scenario with named databases (:meth:`Constraint.resolve`).
 
     Raises
     ------
@@ -88,6 +92,7 @@ class AtMost(Constraint):
 
     kind = "at_most"
     hereditary = True
+    reference_fields = ("among",)
 
     m: int
     among: tuple[int, ...] | None = None
@@ -96,7 +101,11 @@ class AtMost(Constraint):
         if not is_integer(self.m) or self.m < 0:
             raise InvalidParameterError("m", f"must be an integer >= 0, got {shown(self.m)}")
         object.__setattr__(self, "m", int(self.m))
-        if self.among is not None:
+        if isinstance(self.among, str) and self.among == ALL:
+            object.__setattr__(self, "among", None)
+        elif holds_names(self.among):
+            object.__setattr__(self, "among", as_reference_tuple(self.among, "among"))
+        elif self.among is not None:
             object.__setattr__(self, "among", as_index_tuple(self.among, "among"))
 
     @cached_property
@@ -111,6 +120,7 @@ class AtMost(Constraint):
         return f"{self.kind}(m={self.m}, among={among})"
 
     def validate(self, n: int) -> None:
+        self.require_resolved()
         if self.among is not None:
             check_in_range(self.among, n, "among")
 
@@ -138,18 +148,23 @@ class _GroupConstraint(Constraint):
     """Shared by the constraints on one group of databases (exclusive, together)."""
 
     group: tuple[int, ...]
+    reference_fields = ("group",)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "group", as_index_tuple(self.group, "group"))
+        if isinstance(self.group, str) and self.group == ALL:
+            return  # every database, listed once the number of databases is known (Constraint.resolve)
+        read = as_reference_tuple if holds_names(self.group) else as_index_tuple
+        object.__setattr__(self, "group", read(self.group, "group"))
 
     @cached_property
     def _group_set(self) -> frozenset[int]:
         return frozenset(self.group)
 
     def describe(self) -> str:
-        return f"{self.kind}(group={format_indices(self.group)})"
+        return f"{self.kind}(group={ALL if self.group == ALL else format_indices(self.group)})"
 
     def validate(self, n: int) -> None:
+        self.require_resolved()
         check_in_range(self.group, n, "group")
 
 
@@ -159,8 +174,9 @@ class Exclusive(_GroupConstraint):
 
     Parameters
     ----------
-    group : tuple of int
-        A non-empty collection of distinct database indices.
+    group : tuple of int, or "all"
+        A non-empty collection of distinct database indices (names, in a scenario with named databases),
+        or ``"all"``: every database (as ``databases = "all"`` in a scenario file).
 
     Raises
     ------
@@ -205,8 +221,9 @@ class Together(_GroupConstraint):
 
     Parameters
     ----------
-    group : tuple of int
-        A non-empty collection of distinct database indices.
+    group : tuple of int, or "all"
+        A non-empty collection of distinct database indices (names, in a scenario with named databases),
+        or ``"all"``: every database.
 
     Raises
     ------
@@ -246,12 +263,16 @@ class Together(_GroupConstraint):
         return (self._group_set,)
 
 
-def _as_edge(value: object, field: str) -> tuple[int, int]:
+def _as_edge(value: object, field: str, names: bool = False) -> tuple[int, int]:
+    """An edge as ``(min, max)``; with ``names``, its two references as given (a name is resolved later)."""
     if isinstance(value, (str, bytes)) or not isinstance(value, Iterable):
         raise InvalidParameterError(field, f"must be a pair of database indices, got {shown(value)}")
     ends = tuple(value)
     if len(ends) != 2:
         raise InvalidParameterError(field, f"must be a pair of database indices, got {shown(value)}")
+    if names:
+        u, v = as_reference_tuple(ends, field)  # (a repeated end is a self-loop: refused there)
+        return (u, v)
     u, v = (as_index(end, field) for end in ends)
     if u == v:
         raise InvalidParameterError(field, f"is a self-loop on database {u}; an edge needs two databases")
@@ -290,6 +311,7 @@ class Conflicts(Constraint):
 
     kind = "conflicts"
     hereditary = True
+    reference_fields = ("edges",)
 
     edges: tuple[tuple[int, int], ...]
 
@@ -298,8 +320,9 @@ class Conflicts(Constraint):
             raise InvalidParameterError("edges", f"must be a collection of pairs, got {shown(self.edges)}")
         edges: list[tuple[int, int]] = []
         first_seen: dict[tuple[int, int], int] = {}
+        named = holds_names(self.edges)
         for position, value in enumerate(self.edges):
-            edge = _as_edge(value, f"edges[{position}]")
+            edge = _as_edge(value, f"edges[{position}]", named)
             if edge in first_seen:
                 raise InvalidParameterError(
                     f"edges[{position}]", f"repeats edges[{first_seen[edge]}] = {edge}"
@@ -349,6 +372,7 @@ class Conflicts(Constraint):
         return f"{self.kind}(edges=({shown}{more}))"
 
     def validate(self, n: int) -> None:
+        self.require_resolved()
         for position, edge in enumerate(self.edges):
             check_in_range(edge, n, f"edges[{position}]")
 
@@ -397,6 +421,7 @@ class Patterns(Constraint):
     """
 
     kind = "patterns"
+    reference_fields = ("allowed",)
 
     allowed: tuple[frozenset[int], ...]
 
@@ -405,9 +430,10 @@ class Patterns(Constraint):
             raise InvalidParameterError("allowed", f"must be a collection of sets, got {shown(self.allowed)}")
         patterns: list[frozenset[int]] = []
         first_seen: dict[frozenset[int], int] = {}
+        named = holds_names(self.allowed)
         for position, value in enumerate(self.allowed):
             field = f"allowed[{position}]"
-            pattern = frozenset(as_index_tuple(value, field))
+            pattern = frozenset((as_reference_tuple if named else as_index_tuple)(value, field))
             if pattern in first_seen:
                 raise InvalidParameterError(field, f"repeats allowed[{first_seen[pattern]}]")
             first_seen[pattern] = position
@@ -428,6 +454,7 @@ class Patterns(Constraint):
         return f"{self.kind}(allowed=({shown}{more}))"
 
     def validate(self, n: int) -> None:
+        self.require_resolved()
         for position, pattern in enumerate(self.allowed):
             check_in_range(pattern, n, f"allowed[{position}]")
 

@@ -101,7 +101,7 @@ def test_records_are_frozen_and_hashable():
         (lambda: AtMost(1, among=()), "among", "at least one database"),
         (lambda: AtMost(1, among=(0, 2, 0)), "among", "lists database 0 more than once"),
         (lambda: AtMost(1, among=(-1,)), "among", "got -1"),
-        (lambda: AtMost(1, among="all"), "among", "collection of database indices"),
+        (lambda: AtMost(1, among="north"), "among", "collection of database indices or names"),
         (lambda: Exclusive(()), "group", "at least one database"),
         (lambda: Exclusive((1, 1)), "group", "lists database 1 more than once"),
         (lambda: Exclusive((0, 1.0)), "group", "got 1.0"),

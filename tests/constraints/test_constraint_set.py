@@ -143,7 +143,7 @@ def test_satisfied_rejects_bad_members(members):
     [
         (lambda: ConstraintSet(0), "n: must be an integer >= 1, got 0"),
         (lambda: ConstraintSet(2.0), "n: must be an integer >= 1, got 2.0"),
-        (lambda: ConstraintSet(3, AtMost(1)), "constraints: must be a collection of constraints"),
+        (lambda: ConstraintSet(3, "at_most"), "constraints: must be a constraint or a collection of constraints"),
         (lambda: ConstraintSet(3, (AtMost(1), 2)), "constraints[1]: must be a constraint"),
         (
             lambda: ConstraintSet(3, (AtMost(1), Exclusive((0, 1)), AtMost(1, among=(0, 3)))),

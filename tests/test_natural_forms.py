@@ -1,0 +1,134 @@
+"""The Python forms people write (issue 37, part 3): what the scenario file accepts, the constructors accept.
+
+Each test uses the natural form and checks it against the scenario file's reading of the same scenario
+(:func:`gce.files.scenario.scenario_from_dict`), or against the value it must give.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+import gce
+from gce.files.scenario import scenario_from_dict
+
+NAMES = ["north", "south", "east"]
+
+
+def _file_form(**tables) -> gce.Scenario:
+    return scenario_from_dict({"databases": NAMES, "delta": 0.0, **tables})
+
+
+# ---------------------------------------------------------------------------
+# Database names wherever the scenario file takes them
+
+
+def test_databases_as_a_list_of_names():
+    scenario = gce.Scenario(databases=NAMES, invocations=[gce.Invocation("north", gce.PureDP(0.1))])
+    assert scenario.databases == gce.Databases(3, tuple(NAMES))
+    assert scenario.n == 3 and scenario.databases.label(2) == "east"
+
+
+def test_invocations_by_name_are_the_file_form():
+    natural = gce.Scenario(
+        databases=NAMES,
+        invocations=[gce.Invocation("north", gce.PureDP(0.5)),
+                     gce.InvocationGroup(["east", "south"], gce.PureDP(0.2), repeat=3),
+                     gce.InvocationGroup("all", gce.PureDP(0.1))],
+        constraints=[gce.AtMost(2)], delta=0.0)
+    file = _file_form(
+        invocations=[{"databases": "north", "mechanism": {"kind": "pure", "epsilon": 0.5}},
+                     {"databases": ["east", "south"], "repeat": 3, "mechanism": {"kind": "pure", "epsilon": 0.2}},
+                     {"databases": "all", "mechanism": {"kind": "pure", "epsilon": 0.1}}],
+        constraints=[{"kind": "at_most", "m": 2}])
+    assert natural == file
+    assert [(i.database, i.repeat) for i in natural.invocations] == [(0, 1), (2, 3), (1, 3), (0, 1), (1, 1), (2, 1)]
+    # south and east (0.6 + 0.1 each; north 0.5 + 0.1) differ at worst: 1.4 (pure at delta 0: the sum)
+    assert gce.solve(natural).epsilon == pytest.approx(1.4, rel=1e-9)
+    assert gce.solve(natural).witness_names == gce.solve(file).witness_names
+
+
+def test_a_name_that_reads_as_a_number_is_a_name():
+    scenario = gce.Scenario(databases=["10", "3", "7"], invocations=[gce.Invocation("3", gce.PureDP(0.1)),
+                                                                     gce.Invocation(0, gce.PureDP(0.1))])
+    assert [i.database for i in scenario.invocations] == [1, 0]
+
+
+def test_constraints_by_name_and_all_are_the_file_form():
+    invocations = [gce.InvocationGroup("all", gce.PureDP(0.1))]
+    natural = gce.Scenario(databases=NAMES, invocations=invocations, delta=0.0, constraints=[
+        gce.AtMost(2, among=["north", "east"]), gce.Exclusive("all"), gce.Together(["south", "east"]),
+        gce.Conflicts([("north", "south")]), gce.Patterns([{"north"}, {"south", "east"}])])
+    file = _file_form(
+        invocations=[{"databases": "all", "mechanism": {"kind": "pure", "epsilon": 0.1}}],
+        constraints=[{"kind": "at_most", "m": 2, "among": ["north", "east"]},
+                     {"kind": "exclusive", "databases": "all"},
+                     {"kind": "together", "databases": ["south", "east"]},
+                     {"kind": "conflicts", "edges": [["north", "south"]]},
+                     {"kind": "patterns", "allowed": [["north"], ["south", "east"]]}])
+    assert natural.constraints == file.constraints
+    assert natural.constraints.constraints[1] == gce.Exclusive((0, 1, 2))
+    assert natural.constraints.constraints[3] == gce.Conflicts([(0, 1)])
+
+
+def test_hypotheses_by_name():
+    scenario = gce.Scenario(databases=NAMES, invocations=[gce.InvocationGroup("all", gce.PureDP(0.1))],
+                            hypotheses=(gce.Point(()), gce.Explicit(({"north"}, {"south", "east"}), (0.5, 0.5))))
+    h0, h1 = scenario.hypotheses
+    assert h0 == gce.Point(()) and h1 == gce.Explicit(({0}, {1, 2}), (0.5, 0.5))
+
+
+@pytest.mark.parametrize("build, field", [
+    (lambda: gce.Scenario(NAMES, [gce.Invocation("west", gce.PureDP(1))]), "invocations[0].database"),
+    (lambda: gce.Scenario(NAMES, [gce.Invocation(0, gce.PureDP(1)), gce.InvocationGroup(["east", "west"], gce.PureDP(1))]),
+     "invocations[1].databases[1]"),
+    (lambda: gce.Scenario(NAMES, [gce.Invocation(0, gce.PureDP(1))], constraints=[gce.AtMost(1), gce.Exclusive(["north", "west"])]),
+     "constraints[1].group[1]"),
+    (lambda: gce.Scenario(NAMES, [gce.Invocation(0, gce.PureDP(1))], constraints=gce.Conflicts([("west", "east")])),
+     "constraints[0].edges[0][0]"),
+    (lambda: gce.Scenario(NAMES, [gce.Invocation(0, gce.PureDP(1))], hypotheses=(gce.Point(()), gce.Point(["west"]))),
+     "hypotheses.h1.members[0]"),
+    (lambda: gce.Scenario(3, [gce.Invocation("west", gce.PureDP(1))]), "invocations[0].database"),
+])
+def test_an_unknown_name_names_the_field_and_the_name(build, field):
+    with pytest.raises(gce.InvalidParameterError, match=rf"^{re.escape(field)}: unknown database 'west'"):
+        build()
+
+
+def test_names_without_a_scenario_say_where_they_are_resolved():
+    with pytest.raises(gce.InvalidParameterError, match=r"constraints\[0\] \(exclusive\).group\[0\]: names database "
+                                                        r"'north'.*resolved by a scenario"):
+        gce.ConstraintSet(3, [gce.Exclusive(["north", "south"])])
+    with pytest.raises(gce.InvalidParameterError, match=r"^databases\[1\]: repeats the name 'north'"):
+        gce.Scenario(["north", "north"], [gce.Invocation(0, gce.PureDP(1))])
+
+
+# ---------------------------------------------------------------------------
+# A plain list of constraints, or a single constraint
+
+
+def test_constraints_as_a_list_or_one_constraint():
+    invocations = [gce.Invocation(i, gce.PureDP(0.05)) for i in range(10)]
+    as_set = gce.Scenario(10, invocations, gce.ConstraintSet(10, [gce.AtMost(4)]), delta=0.0)
+    for given in ([gce.AtMost(4)], (gce.AtMost(4),), gce.AtMost(4)):
+        scenario = gce.Scenario(10, invocations, given, delta=0.0)
+        assert scenario.constraints == as_set.constraints
+        assert gce.solve(scenario).epsilon == gce.solve(as_set).epsilon == pytest.approx(0.2, rel=1e-9)
+    assert gce.ConstraintSet(10, gce.AtMost(4)) == as_set.constraints
+
+
+def test_exclusive_all_is_every_database():
+    assert gce.ConstraintSet(4, gce.Exclusive("all")).constraints == (gce.Exclusive((0, 1, 2, 3)),)
+    assert gce.ConstraintSet(4, gce.Together("all")).constraints == (gce.Together((0, 1, 2, 3)),)
+    assert gce.AtMost(1, among="all") == gce.AtMost(1)
+    # one employer among four subsidiaries (001, Sec. V-A, Example 2): one invocation of 0.3 differs
+    scenario = gce.Scenario(4, [gce.InvocationGroup(range(4), gce.PureDP(0.3))], gce.Exclusive("all"), delta=0.0)
+    assert gce.solve(scenario).epsilon == pytest.approx(0.3, rel=1e-9)
+
+
+def test_constraints_of_the_wrong_kind_are_named():
+    with pytest.raises(gce.InvalidParameterError, match=r"^constraints\[1\]: must be a constraint"):
+        gce.Scenario(3, [gce.Invocation(0, gce.PureDP(1))], [gce.AtMost(1), "exclusive"])
+    with pytest.raises(gce.InvalidParameterError, match=r"^constraints: must be over the scenario's 3 databases"):
+        gce.Scenario(3, [gce.Invocation(0, gce.PureDP(1))], gce.ConstraintSet(5))
