@@ -132,3 +132,31 @@ def test_constraints_of_the_wrong_kind_are_named():
         gce.Scenario(3, [gce.Invocation(0, gce.PureDP(1))], [gce.AtMost(1), "exclusive"])
     with pytest.raises(gce.InvalidParameterError, match=r"^constraints: must be over the scenario's 3 databases"):
         gce.Scenario(3, [gce.Invocation(0, gce.PureDP(1))], gce.ConstraintSet(5))
+
+
+# ---------------------------------------------------------------------------
+# compose of one guarantee; a budget without delta
+
+
+def test_compose_of_one_guarantee_is_that_guarantee():
+    one = gce.compose(gce.PureDP(0.1))
+    assert one.at_delta(0.0).epsilon == pytest.approx(0.1, rel=1e-9)
+    assert one.epsilon(1e-6) == gce.compose([gce.PureDP(0.1)]).epsilon(1e-6)
+    gaussian = gce.compose(gce.GaussianMechanism(1.0))
+    assert gaussian.epsilon(1e-5) == gce.compose({gce.GaussianMechanism(1.0): 1}).epsilon(1e-5)
+
+
+@pytest.mark.parametrize("bad", [3, "pure", None, 0.1])
+def test_compose_of_a_non_guarantee_names_the_argument(bad):
+    with pytest.raises(gce.InvalidParameterError, match=r"^guarantees: must be a guarantee, a collection of "
+                                                        r"guarantees or a mapping guarantee -> count, got "):
+        gce.compose(bad)
+
+
+def test_budget_delta_defaults_to_zero(tmp_path):
+    scenario = gce.Scenario(3, [gce.Invocation(0, gce.PureDP(0.4))], gce.AtMost(2))
+    with gce.Accountant.create(tmp_path / "ledger.sqlite", scenario, budget_epsilon=1) as ledger:
+        assert (ledger.budget_epsilon, ledger.budget_delta) == (1.0, 0.0)
+        first = ledger.spend([1, 2], gce.PureDP(0.3))  # the worst allowed set, {0, 1}: 0.4 + 0.3
+        assert first.admitted and first.upper[0] == pytest.approx(0.7) and first.upper[1] == 0.0
+        assert not ledger.spend([0], gce.PureDP(0.4)).admitted  # {0, 1}: 0.4 + 0.4 + 0.3 = 1.1 > 1

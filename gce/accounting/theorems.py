@@ -76,17 +76,27 @@ Multiset = tuple[tuple[Guarantee, int], ...]
 ENUMERATION_LIMIT = 2_000_000
 
 
-def as_multiset(guarantees: Iterable[Guarantee] | Mapping[Guarantee, int] | Multiset) -> Multiset:
+def as_multiset(guarantees: Guarantee | Iterable[Guarantee] | Mapping[Guarantee, int] | Multiset) -> Multiset:
     """Normalise guarantees to a multiset ``((guarantee, count), ...)``.
 
-    Accepts a list of guarantees, a mapping guarantee -> count, or a multiset.
+    Accepts one guarantee, a list of guarantees, a mapping guarantee -> count, or a multiset.
 
     Counts must be integers in 0..2**1000 (the theorems count in doubles, and sum and scale counts: a
     larger one would overflow them); entries with count 0 are dropped.
+
+    Raises
+    ------
+    InvalidParameterError
+        Naming ``guarantees`` (neither a guarantee nor a collection of them) or ``guarantees[i]``.
     """
     counts: Counter[Guarantee] = Counter()
-    if isinstance(guarantees, Mapping):
-        pairs: Iterable = guarantees.items()
+    if kinds.is_guarantee(guarantees):
+        pairs: Iterable = ((guarantees, 1),)
+    elif isinstance(guarantees, Mapping):
+        pairs = guarantees.items()
+    elif isinstance(guarantees, (str, bytes)) or not isinstance(guarantees, Iterable):
+        raise InvalidParameterError("guarantees", f"must be a guarantee, a collection of guarantees or a mapping "
+                                                  f"guarantee -> count, got {shown(guarantees)}")
     else:
         pairs = (item if isinstance(item, tuple) and len(item) == 2 else (item, 1) for item in guarantees)
     for i, (guarantee, count) in enumerate(pairs):
@@ -643,14 +653,14 @@ def _pld_fallback(ms: Multiset) -> list[tuple[str, PrivacyCurve]]:
         return []
 
 
-def compose(guarantees: Iterable[Guarantee] | Mapping[Guarantee, int],
+def compose(guarantees: Guarantee | Iterable[Guarantee] | Mapping[Guarantee, int],
             rtol: float = _batch.DEFAULT_RTOL) -> Composition:
     """Compose guarantees with every compatible theorem; the tightest wins.
 
     Parameters
     ----------
-    guarantees : iterable of Guarantee, or mapping Guarantee -> count
-        The per-invocation guarantees of the composed mechanisms.
+    guarantees : Guarantee, iterable of Guarantee, or mapping Guarantee -> count
+        The per-invocation guarantees of the composed mechanisms (one guarantee: itself, once).
     rtol : float
         The relative accuracy asked for (:mod:`gce.effort`): it alone sets the grids of the rows that
         compose privacy-loss distributions (:meth:`Theorem.at_accuracy`), so the same list gives the

@@ -484,12 +484,14 @@ class Accountant:
     # -- creation ---------------------------------------------------------
 
     @classmethod
-    def create(cls, location: object, scenario: Scenario, *, budget_epsilon: float, budget_delta: float,
+    def create(cls, location: object, scenario: Scenario, *, budget_epsilon: float, budget_delta: float = 0.0,
                filter: str = "basic", analyst: str = "scenario", time_limit: float = DEFAULT_TIME_LIMIT
                ) -> "Accountant":
         """Create a ledger for ``scenario``'s databases, constraints and neighbourhood, with a budget.
 
         The scenario's invocations are the ledger's first spends (``analyst``); they must fit.
+        ``budget_delta`` defaults to 0, a pure budget (the ``basic`` filter with pure guarantees); the
+        ``renyi``, ``zcdp`` and ``gdp`` filters need a delta > 0 (at 0 their budgets admit nothing).
 
         Raises
         ------
@@ -499,6 +501,14 @@ class Accountant:
             A scenario invocation has no statistic for the filter, or the scenario has priors.
         LedgerError
             Something is already there, or the scenario's invocations exceed the budget.
+
+        Notes
+        -----
+        An SQLite ledger appears at ``location`` complete (its tables, meta data and the scenario's
+        invocations, up to a refused one: a recorded answer) or not at all: it is written beside it under a
+        hidden name and linked into place at the end, and an error or a ``KeyboardInterrupt`` before then
+        removes it (:mod:`gce.ledger.store`). On PostgreSQL the tables and meta data are one transaction and
+        the invocations are spent after it.
         """
         if not isinstance(scenario, Scenario):
             raise InvalidParameterError("scenario", f"must be a Scenario, got {shown(scenario)}")
@@ -521,18 +531,23 @@ class Accountant:
         meta = {"scenario": json.dumps(description), "filter": chosen.name, "budget_epsilon": repr(eps),
                 "budget_delta": repr(delta), "budgets": json.dumps(budgets.tolist()), "created": _now()}
         genesis = meta_hash({"format": FORMAT, "schema_version": str(SCHEMA_VERSION), **meta})
-        try:
+        try:  # an SQLite file is made aside and appears whole, or not at all (gce.ledger.store)
             store.create({**meta, "genesis": genesis, "head": f"0 {genesis}"})
             ledger = cls(location, time_limit=time_limit, _store=store)
+            refused = None
+            for guarantee, repeat, members in _charges(scenario):
+                decision = ledger.spend(members, guarantee, analyst=analyst, repeat=repeat)
+                if not decision.admitted:  # an answer, recorded: the ledger is whole, with the refusal
+                    refused = decision
+                    break
+            store.publish()
         except BaseException:
-            store.close()
+            store.discard()
             raise
-        for guarantee, repeat, members in _charges(scenario):
-            decision = ledger.spend(members, guarantee, analyst=analyst, repeat=repeat)
-            if not decision.admitted:
-                ledger.close()
-                raise LedgerError(f"{ledger.location}: the scenario's invocations exceed the budget "
-                                  f"({decision.reason}); the ledger holds those that fit")
+        if refused is not None:
+            ledger.close()
+            raise LedgerError(f"{ledger.location}: the scenario's invocations exceed the budget "
+                              f"({refused.reason}); the ledger holds those that fit")
         return ledger
 
     def __repr__(self) -> str:
