@@ -789,16 +789,15 @@ def _ledger_init(args: argparse.Namespace) -> str:
 
 
 def _init_note(location: str, existed: bool):
-    """What an interrupted ``gce ledger init`` left, worded when it is said: creating a ledger is a
-    transaction and then the scenario's invocations are spent one by one, so a Ctrl-C may leave a ledger
-    without all of them."""
+    """What an interrupted ``gce ledger init`` left, worded when it is said: an SQLite ledger appears whole
+    or not at all (:meth:`gce.ledger.Accountant.create`); on a server the tables are one transaction and the
+    scenario's invocations are spent after it, so a Ctrl-C may leave a ledger without all of them."""
     def note() -> str:
         if _is_url(location):
             return (f"a ledger may have been created at {location} without all of the scenario's invocations: "
                     f"check it with gce ledger history")
         if not existed and os.path.lexists(location):
-            return (f"a partial ledger may have been left at {location}: remove it before running gce ledger "
-                    f"init again")
+            return f"the ledger {location} was created"
         return "no ledger was created"
 
     return note

@@ -20,6 +20,13 @@ Schema (version :data:`SCHEMA_VERSION`, the same on both stores; ``BYTEA`` for `
 The hashes make the ledger tamper-evident (:mod:`gce.ledger.chain`). Schema 1 (before the chain) is refused
 with a message saying so.
 
+A new SQLite ledger is made whole before it exists: its tables, meta rows and first entries are written to a
+hidden file beside it (``.NAME.XXXXXXXX.creating``), which is then linked to its name in one step (a hard link,
+which fails rather than replace a file that appeared meanwhile) and its temporary name removed
+(:meth:`Store.publish`). An error or a Ctrl-C before that step removes the hidden file
+(:meth:`Store.discard`): the ledger's path never holds a half-made ledger; only a process killed outright
+can leave the hidden file behind. On PostgreSQL the tables and meta rows are one transaction.
+
 On SQLite, writes happen in one transaction that holds the ledger's write lock from the
 first read to the commit (SQLite ``BEGIN IMMEDIATE``), so a check and the record it leads to cannot
 interleave with another process's. SQLite runs in write-ahead-log mode with
@@ -38,6 +45,7 @@ import contextlib
 import importlib
 import os
 import re
+import secrets
 import sqlite3
 import struct
 import urllib.parse
@@ -145,6 +153,19 @@ class Store:
     def _has_meta(self) -> bool:
         raise NotImplementedError
 
+    #: Whether a store made with ``create=True`` appears at its location only at :meth:`publish` (and
+    #: :meth:`discard` leaves nothing there): an SQLite file; a server's tables appear at :meth:`create`.
+    atomic_create = False
+
+    def publish(self) -> None:
+        """A new ledger, complete (its tables, meta rows and first entries), put in its place; a no-op
+        where :meth:`create` already did (a server's transaction)."""
+
+    def discard(self) -> None:
+        """A new ledger abandoned before :meth:`publish` (an error, a Ctrl-C): closed, and where the store
+        makes it aside (:attr:`atomic_create`) nothing is left."""
+        self.close()
+
     def meta(self) -> dict[str, str]:
         """The meta rows, checked: a gce ledger of a schema this gce reads."""
         if not self._has_meta():
@@ -166,25 +187,73 @@ class Store:
 
 
 class SQLiteStore(Store):
-    """A ledger in an SQLite file (write-ahead log, ``synchronous = FULL``)."""
+    """A ledger in an SQLite file (write-ahead log, ``synchronous = FULL``).
+
+    With ``create``, the file is written aside (:attr:`aside`, a hidden name in the same folder) until
+    :meth:`publish` links it to ``path`` (the module's docstring)."""
+
+    atomic_create = True
 
     def __init__(self, path: str, *, create: bool):
         self.label = path
         self.path = path
+        self.aside: str | None = None
         if create:
-            if os.path.exists(path):
+            if os.path.lexists(path):
                 raise LedgerError(f"{path}: already exists (a ledger is never overwritten; remove it first)")
+            folder, name = os.path.split(path)
+            self.aside = os.path.join(folder, f".{name}.{secrets.token_hex(4)}.creating")
         else:
             self._check_file(path)
             self._check_schema_read_only(path)
         try:
+            self._connect(self.aside or path, wal=create)
+        except LedgerError:
+            self.discard()
+            raise
+
+    def _connect(self, path: str, *, wal: bool) -> None:
+        try:
             self.connection = sqlite3.connect(path, isolation_level=None, timeout=LOCK_TIMEOUT,
                                               check_same_thread=False)
-            if create:
+            if wal:
                 self.connection.execute("PRAGMA journal_mode = WAL")
             self.connection.execute("PRAGMA synchronous = FULL")
         except sqlite3.Error as error:
             raise self._damaged(error) from None
+
+    def publish(self) -> None:
+        """The file written aside, its log checkpointed into it, linked to the ledger's path in one step (a
+        file that appeared there meanwhile is never replaced: :class:`LedgerError`), then reopened there."""
+        if self.aside is None:
+            return
+        aside = self.aside
+        self._run(lambda: self.connection.execute("PRAGMA wal_checkpoint(TRUNCATE)"))
+        self.close()  # the last connection: SQLite removes the (empty) log and its index
+        with deferred():  # linked and its temporary name removed, or neither
+            try:
+                os.link(aside, self.path)
+            except FileExistsError:
+                self.discard()
+                raise LedgerError(f"{self.path}: already exists (a ledger is never overwritten; it appeared "
+                                  f"while this one was made)") from None
+            except OSError:  # a file system without hard links: the name checked, then a rename
+                if os.path.lexists(self.path):
+                    self.discard()
+                    raise LedgerError(f"{self.path}: already exists (a ledger is never overwritten; it appeared "
+                                      f"while this one was made)") from None
+                os.replace(aside, self.path)
+            self.aside = None
+            _remove(aside)
+        _sync_folder(self.path)
+        self._connect(self.path, wal=False)
+
+    def discard(self) -> None:
+        self.close()
+        if self.aside is not None:
+            for suffix in ("", "-wal", "-shm", "-journal"):
+                _remove(self.aside + suffix)
+            self.aside = None
 
     def _check_schema_read_only(self, path: str) -> None:
         """The meta rows checked (:meth:`Store.meta`) on a read-only connection, before anything may write:
@@ -263,8 +332,28 @@ class SQLiteStore(Store):
         return bool(self.rows("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'gce_meta'"))
 
     def close(self) -> None:
-        with contextlib.suppress(sqlite3.Error):
+        with contextlib.suppress(sqlite3.Error, AttributeError):
             self.connection.close()
+
+
+def _remove(path: str) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(path)
+
+
+def _sync_folder(path: str) -> None:
+    """The folder holding ``path`` flushed to disk (its new name survives a power cut), where the system
+    allows it."""
+    try:
+        handle = os.open(os.path.dirname(path) or ".", os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(handle)
+    except OSError:
+        pass
+    finally:
+        os.close(handle)
 
 
 @dataclass(frozen=True)
