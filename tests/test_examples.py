@@ -12,11 +12,12 @@ import pathlib
 import runpy
 from dataclasses import replace
 
+import numpy as np
 import pytest
 from scipy.stats import norm
 
 import reference
-from gce import load_scenario, solve
+from gce import ApproxDP, load_scenario, solve
 
 EXAMPLES = pathlib.Path(__file__).resolve().parent.parent / "examples"
 
@@ -212,3 +213,72 @@ def check_dp_sgd_allocation_script(capsys, plot: pathlib.Path | None) -> None:
     assert a_high < p_low
     assert f"epsilon {a_high:.4f}, bracket [{a_low:.4f}, {a_high:.4f}] (random allocation)" in out
     assert f"bracket [{p_low:.4f}, {p_high:.4f}] (Poisson subsampling (rates prior))" in out
+
+
+# The gallery (examples/plot_*.py, run by sphinx-gallery when the site is built): each script runs here too,
+# on matplotlib's Agg canvas, and the numbers it draws are checked against values derived by hand.
+
+def run_gallery_script(name: str, monkeypatch) -> dict:
+    """Run examples/NAME.py as sphinx-gallery does (in its folder, no display); its globals, figures closed."""
+    matplotlib = pytest.importorskip("matplotlib")
+    matplotlib.use("agg")
+    import matplotlib.pyplot as plt
+
+    monkeypatch.setattr(plt, "show", lambda *args, **kwargs: None)
+    monkeypatch.chdir(EXAMPLES)
+    plt.close("all")
+    module = runpy.run_path(str(EXAMPLES / f"{name}.py"), run_name="__main__")
+    module["figures"] = len(plt.get_fignums())
+    plt.close("all")
+    return module
+
+
+def test_gallery_hospitals_composes_m_queries_or_2m(monkeypatch, capsys):
+    # 001 Sec. V-A Ex. 1 with the limit m varied: m (unbounded) or min(2m, 1,000) (bounded) queries composed,
+    # each epsilon the root of 002 Thm. III.3 written term by term.
+    module = run_gallery_script("plot_hospitals", monkeypatch)
+    assert module["figures"] == 2
+    for m, unbounded, bounded in zip(module["limits"], module["unbounded"], module["bounded"]):
+        assert reference.kairouz_iii3_by_formula(m, 0.05, 1e-10, unbounded) == pytest.approx(1e-6, rel=1e-5)
+        k = min(2 * m, 1000)
+        assert reference.kairouz_iii3_by_formula(k, 0.05, 1e-10, bounded) == pytest.approx(1e-6, rel=1e-5)
+    assert "at most 365: epsilon 4.6203 at delta 1e-06 from 365 composed queries" in capsys.readouterr().out
+
+
+def test_gallery_subsidiaries_and_columns(monkeypatch):
+    # 001 Ex. 2: max eps_i = 1.0, the two largest 1.0 + 0.5, the sum 1.9; Ex. 3: 6, 7 and 9 columns of 0.1.
+    answers = run_gallery_script("plot_subsidiaries", monkeypatch)["answers"]
+    expected = {("subsidiaries", "unbounded"): 1.0, ("subsidiaries", "bounded"): 1.5,
+                ("subsidiaries", "classic"): 1.9, ("columns", "unbounded"): 0.6, ("columns", "bounded"): 0.7,
+                ("columns", "classic"): 0.9}
+    assert answers == pytest.approx(expected, rel=1e-9)
+
+
+def test_gallery_composition_curves_draw_002s_regions(monkeypatch, capsys):
+    module = run_gallery_script("plot_composition_curves", monkeypatch)
+    assert module["figures"] == 3
+    # one (0.4, 0)-DP mechanism: its region's boundary is max(0, 1 - e^eps x, e^-eps (1 - x)) (002, eq. 2)
+    x = module["MISSED"]
+    curve = module["composed"]("kairouz-III.3", ApproxDP(0.4, 0.0), 1)
+    drawn = module["region_boundary"](curve, module["epsilon_grid"](0.44, [0.4]))
+    closed = np.maximum(np.maximum(1 - np.exp(0.4) * x, np.exp(-0.4) * (1 - x)), 0.0)
+    assert drawn == pytest.approx(closed, abs=1e-12)
+    out = capsys.readouterr().out
+    exact = reference.kairouz_iii3_by_formula(30, 0.1, 0.001, 1.0)  # Fig. 3's exact region at epsilon 1
+    assert f"Thm. III.3 (exact): delta at epsilon 1 = {exact:.4f}" in out
+    assert "Thm. III.1 (simple): delta at epsilon 1 = " in out and "365 queries: epsilon 4.6203 by kairouz-III.3" in out
+
+
+def test_gallery_ambulances_cost_m_eps_and_parts_sqrt2_mu(monkeypatch):
+    # 000 Ex. IV.5 with the limit varied: m x 0.5 exactly; Ex. VI.25: sqrt(2) x 0.5-GDP (its profile by hand).
+    module = run_gallery_script("plot_ambulances", monkeypatch)
+    assert module["figures"] == 2
+    assert module["epsilons"] == pytest.approx([0.5 * m for m in range(1, 11)], rel=1e-9)
+    eps, mu = module["parts_report"].epsilon, math.sqrt(2) * 0.5
+    assert norm.cdf(-eps / mu + mu / 2) - math.exp(eps) * norm.cdf(-eps / mu - mu / 2) == pytest.approx(1e-6, rel=1e-6)
+
+
+def test_every_gallery_script_is_tested_here():
+    scripts = {path.stem for path in EXAMPLES.glob("plot_*.py")}
+    tested = {name for name in scripts if f'run_gallery_script("{name}"' in pathlib.Path(__file__).read_text()}
+    assert scripts == tested and len(scripts) >= 4
