@@ -999,6 +999,11 @@ class Scenario:
         """The invocations in columnar form (the same object as :attr:`invocations`)."""
         return self.invocations
 
+    def _repr_html_(self) -> str:
+        """The scenario in a notebook: databases, invocation groups, constraints, neighbourhood or hypotheses,
+        and target, as a table (its curve and bracket come with the report: ``gce.solve(scenario)``)."""
+        return _scenario_html(self)
+
     def __repr__(self) -> str:
         """One line: databases, invocation groups, constraint kinds, neighbourhood and target."""
         groups = len(self.invocations.groups)
@@ -1011,6 +1016,52 @@ class Scenario:
                 f"{groups} invocation group{'s' if groups != 1 else ''} ({self.invocations.total:,} "
                 f"invocation{'s' if self.invocations.total != 1 else ''}), "
                 f"constraints: {constraints or 'none'}, {self.neighborhood}, target {target}{hypotheses})")
+
+
+#: How many invocation groups and constraints a scenario's notebook display lists before eliding the rest.
+_HTML_ITEMS = 8
+
+
+def _scenario_html(scenario: Scenario) -> str:
+    """:meth:`Scenario._repr_html_`: a table of what the scenario holds, every text escaped."""
+    import html
+
+    def listed(items: list[str], total: int) -> str:
+        more = [f"... {total - len(items):,} more"] if total > len(items) else []
+        return "<br>".join(html.escape(item) for item in items + more) or "none"
+
+    databases = scenario.databases
+    names = f" ({', '.join(databases.names[:_HTML_ITEMS])}{', ...' if databases.n > _HTML_ITEMS else ''})" \
+        if databases.names else ""
+    groups = scenario.invocations.groups
+    invocations = [f"{g.guarantee!r} x {g.repeat:,} on {_describe_names(g.databases, databases)}"
+                   for g in groups[:_HTML_ITEMS]]
+    constraints = [c.describe() for c in scenario.constraints.constraints[:_HTML_ITEMS]]
+    target = (f"epsilon at delta {scenario.delta:g}" if scenario.epsilon is None and scenario.delta is not None
+              else f"delta at epsilon {scenario.epsilon:g}" if scenario.epsilon is not None else "given to solve")
+    rows = [("databases", html.escape(f"{databases.n:,}{names}")),
+            ("invocations", f"{scenario.invocations.total:,} in {len(groups):,} group{'s' if len(groups) != 1 else ''}"
+                            f":<br>{listed(invocations, len(groups))}"),
+            ("constraints", listed(constraints, len(scenario.constraints.constraints))),
+            ("neighbourhood", html.escape(scenario.neighborhood) if scenario.hypotheses is None else
+             html.escape(", ".join(f"{name} = {h.describe()}" for name, h in zip(("h0", "h1"), scenario.hypotheses)))),
+            ("target", html.escape(target))]
+    rows += [("note", html.escape(note)) for note in scenario.notes]
+    title = f"<strong>{html.escape(scenario.title)}</strong>" if scenario.title else ""
+    body = "".join(f"<tr><th style='text-align:left'>{k}</th><td style='text-align:left'>{v}</td></tr>"
+                   for k, v in rows)
+    return f"{title}<table>{body}</table><p>gce.solve(scenario) gives its curve and bracket.</p>"
+
+
+def _describe_names(indices: range | np.ndarray, databases: Databases) -> str:
+    """A group's databases for a display: by name when the databases have names, else as indices."""
+    if isinstance(indices, range) and len(indices) == databases.n and indices.step == 1:
+        return "all databases"
+    if not databases.names:
+        return _describe_indices(indices)
+    shown_names = [databases.label(int(i)) for i in list(indices[:4])]
+    return f"[{', '.join(shown_names)}{', ...' if len(indices) > 4 else ''}]" + \
+        (f" ({len(indices):,} databases)" if len(indices) > 4 else "")
 
 
 def _constraint_set(constraints: object, databases: Databases) -> ConstraintSet:

@@ -24,8 +24,10 @@ actually written, which ``gce curve --plot`` prints.
 
 from __future__ import annotations
 
+import io
 import os
 import pathlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -54,7 +56,10 @@ __all__ = [
     "curve_table",
     "bracketed_table",
     "plot_curves",
+    "plot_curve",
     "plot_file",
+    "BRACKET_LABEL",
+    "html_figure",
 ]
 
 #: The deltas drawn by default: 1e-12 to 1e-1, log-spaced.
@@ -62,6 +67,7 @@ DEFAULT_DELTAS = np.logspace(-12, -1, 111)
 #: Legend labels.
 GCE_LABEL = "GCE (this scenario)"
 CLASSIC_LABEL = "classic (every invocation composed)"
+BRACKET_LABEL = "certified bracket (the exact curve lies inside)"
 #: What to tell a user without matplotlib.
 INSTALL_HINT = "install the plot extra: pip install 'gce[plot]'"
 #: The image formats a plot may be saved in (file suffixes; matplotlib and Pillow write them).
@@ -268,7 +274,8 @@ def plot_curves(
         Draw on it; by default on a new figure on the Agg canvas.
     classic : PrivacyCurve or Scenario, optional
         The classic curve, or the scenario to compose it from
-        (:func:`classic_curve`); omitted, only the GCE curve is drawn.
+        (:func:`classic_curve`); omitted, only the GCE curve is drawn (with its certified bracket, a
+        band down to ``report.lower_curve``, when the answer is not exact and has one).
     deltas : array_like, optional
         The deltas drawn (0 has no place on the log axis and is left out);
         default :data:`DEFAULT_DELTAS` (1e-12 to 1e-1).
@@ -304,18 +311,33 @@ def plot_curves(
         classic = classic_curve(classic)
     if ax is None:
         ax = _pyplot_free_figure().add_subplot()
-    rows = curve_table(report.curve, classic, d)
-    finite = lambda values: np.where(np.isfinite(values), values, np.nan)  # inf: below the delta floor
-    ax.plot(d, finite(np.array([r[1] for r in rows])), label=GCE_LABEL, color="C0", linewidth=2)
+    rows = bracketed_table(report, classic, d)
+    upper = _finite(np.array([r.epsilon for r in rows]))
+    ax.plot(d, upper, label=GCE_LABEL, color="C0", linewidth=2)
     if classic is not None:
-        ax.plot(d, finite(np.array([r[2] for r in rows])), label=CLASSIC_LABEL, color="C1", linestyle="--")
+        ax.plot(d, _finite(np.array([r.classic for r in rows])), label=CLASSIC_LABEL, color="C1", linestyle="--")
+    if not report.exact and all(r.lower is not None for r in rows):  # the band between the certified curves
+        ax.fill_between(d, _finite(np.array([r.lower for r in rows])), upper, color="C0", alpha=0.2, linewidth=0,
+                        label=BRACKET_LABEL)
     if np.isfinite(report.epsilon) and 0 < report.delta < 1:
         ax.plot([report.delta], [report.epsilon], "o", color="C0",
                 label=f"reported: epsilon {report.epsilon:.4g} at delta {report.delta:.3g}")
+    _finish(ax, report.title or "privacy curve", target, dpi)
+    return ax
+
+
+def _finite(values: np.ndarray) -> np.ndarray:
+    """Values to draw: ``inf`` (below the delta floor) and None left out (NaN)."""
+    values = np.asarray(values, dtype=float)
+    return np.where(np.isfinite(values), values, np.nan)
+
+
+def _finish(ax: "Axes", title: str, target: pathlib.Path | None, dpi: int) -> None:
+    """Axes, title, grid and legend; then the file, when asked (an error names ``path``)."""
     ax.set_xscale("log")
     ax.set_xlabel("delta")
     ax.set_ylabel("epsilon")
-    ax.set_title(report.title or "privacy curve")
+    ax.set_title(title)
     ax.grid(True, which="major", alpha=0.3)
     ax.legend()
     if target is not None:
@@ -324,4 +346,65 @@ def plot_curves(
         except OSError as error:
             raise InvalidParameterError("path", f"cannot write {shown(str(target), 200)}: "
                                                 f"{error.strerror or error}") from None
+
+
+def plot_curve(
+    curve: PrivacyCurve,
+    path: str | os.PathLike[str] | None = None,
+    ax: "Axes | None" = None,
+    *,
+    deltas: ArrayLike | None = None,
+    label: str = "epsilon(delta)",
+    title: str = "privacy curve",
+    dpi: int = 150,
+) -> "Axes":
+    """Draw one privacy curve, epsilon against delta on a log-scale delta axis.
+
+    What :meth:`gce.accounting.curves.PrivacyCurve.plot` and :meth:`gce.accounting.theorems.Composition.plot`
+    draw; ``path``, ``ax``, ``deltas`` and ``dpi`` as in :func:`plot_curves`.
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+
+    Raises
+    ------
+    PlotUnavailableError
+        If matplotlib is not installed.
+    InvalidParameterError
+        ``curve`` is not a curve, or ``path`` or ``deltas`` is refused.
+    """
+    if not isinstance(curve, PrivacyCurve):
+        raise InvalidParameterError("curve", f"must be a PrivacyCurve, got {type(curve).__name__}")
+    target = None if path is None else plot_file(path)
+    d = _deltas(deltas)
+    d = d[d > 0]
+    if d.size == 0:
+        raise InvalidParameterError("deltas", "needs a positive delta to draw on a log axis")
+    if ax is None:
+        ax = _pyplot_free_figure().add_subplot()
+    ax.plot(d, _finite(curve.epsilon(d)), label=label, color="C0", linewidth=2)
+    _finish(ax, title, target, dpi)
     return ax
+
+
+#: The deltas of a notebook's figure (fewer than :data:`DEFAULT_DELTAS`: a display is drawn on every show).
+HTML_DELTAS = np.logspace(-12, -1, 45)
+
+
+def html_figure(draw: "Callable[[Axes], object]") -> str:
+    """A figure as inline SVG for a notebook's HTML display (``_repr_html_``), or ``""`` when matplotlib
+    is missing: a display never fails for want of the plot extra.
+
+    ``draw(ax)`` draws on a new small figure (the Agg canvas: no pyplot state, nothing shown twice).
+    """
+    try:
+        figure = _pyplot_free_figure()
+    except PlotUnavailableError:
+        return ""
+    figure.set_size_inches(5.6, 3.6)
+    draw(figure.add_subplot())
+    buffer = io.StringIO()
+    figure.savefig(buffer, format="svg")
+    text = buffer.getvalue()
+    return text[text.find("<svg"):]  # the element alone (no XML declaration or DOCTYPE inside HTML)

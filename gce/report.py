@@ -27,7 +27,12 @@ from .errors import InvalidParameterError
 from .validation import is_integer, is_number, shown
 
 if TYPE_CHECKING:  # pragma: no cover - the curves (and their scipy) load with the engines, not with a report
+    import os
+
+    from matplotlib.axes import Axes
+
     from .accounting.curves import PrivacyCurve
+    from .model import Scenario
 
 __all__ = ["Baseline", "Report", "json_number", "plain", "terminal_text", "to_json"]
 
@@ -334,14 +339,68 @@ class Report:
     def _notes(self) -> list[str]:
         return [f"note: {terminal_text(n)}" for n in self.notes]
 
+    def _bracket_line(self) -> list[str]:
+        """The certified bracket of a number that is not exact, when there is one."""
+        if self.exact or self.bracket is None:
+            return []
+        what = "epsilon" if self.bracket[1] == self.epsilon else "delta"
+        return [f"certified bracket: [{self.bracket[0]:.6g}, {self.bracket[1]:.6g}] (the exact {what} lies inside)"]
+
     def _repr_html_(self) -> str:
-        """The report as an HTML table (Jupyter)."""
+        """The report in a notebook (Jupyter): the table, the facts, and the curve with its certified bracket
+        (:meth:`plot`, as inline SVG; left out without matplotlib or without a curve)."""
         parts = [f"<strong>{html.escape(terminal_text(self.title))}</strong>"] if self.title else []
         parts.append(f"<table>{_html_rows(self._rows())}</table>")
-        facts = [*self._limit_line(), f"exact: {'yes' if self.exact else 'no'}", *self._witness_line(),
-                 *self._notes()]
+        facts = [*self._limit_line(), f"exact: {'yes' if self.exact else 'no'}", *self._bracket_line(),
+                 *self._witness_line(), *self._notes()]
         parts.append("<ul>" + "".join(f"<li>{html.escape(f)}</li>" for f in facts) + "</ul>")
+        if self.curve is not None:
+            from .plot import HTML_DELTAS, html_figure
+
+            parts.append(html_figure(lambda ax: self.plot(ax=ax, deltas=HTML_DELTAS)))
         return "".join(parts)
+
+    def plot(self, path: "str | os.PathLike[str] | None" = None, ax: "Axes | None" = None, *,
+             classic: "PrivacyCurve | Scenario | None" = None, deltas: Any = None, dpi: int = 150) -> "Axes":
+        """Draw the report's curve, epsilon against delta, with its certified bracket and the reported point.
+
+        :func:`gce.plot.plot_curves` of this report (matplotlib, the ``plot`` extra, imported now).
+
+        Parameters
+        ----------
+        path : path, optional
+            Save the figure there (``.png``, ``.pdf``, ``.svg``, ...; none means ``.png`` appended).
+        ax : matplotlib Axes, optional
+            Draw on it; by default on a new figure (``ax.figure`` is the figure).
+        classic : PrivacyCurve or Scenario, optional
+            Classic composition's curve beside it, or the scenario to compose it from.
+        deltas : array_like, optional
+            The deltas drawn; default 1e-12 to 1e-1.
+        dpi : int
+            Resolution when saving a raster image.
+
+        Returns
+        -------
+        matplotlib.axes.Axes
+
+        Raises
+        ------
+        PlotUnavailableError
+            matplotlib is not installed (``pip install 'gce[plot]'``).
+        InvalidParameterError
+            The report has no curve (reloaded by :meth:`from_dict`), or ``path`` or ``deltas`` is refused.
+
+        Examples
+        --------
+        >>> import gce
+        >>> scenario = gce.Scenario(10, [gce.Invocation(i, gce.ApproxDP(0.1, 1e-8)) for i in range(10)],
+        ...                         gce.AtMost(3), delta=1e-6)
+        >>> ax = gce.solve(scenario).plot(classic=scenario)  # doctest: +SKIP
+        >>> ax.figure.savefig("curve.png")  # doctest: +SKIP
+        """
+        from .plot import plot_curves
+
+        return plot_curves(self, path, ax, classic=classic, deltas=deltas, dpi=dpi)
 
     def __str__(self) -> str:
         """The report for a terminal; text from the scenario (title, notes) has its control characters escaped."""

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import re
 
+import numpy as np
+
 import pytest
 
 import gce
@@ -160,3 +162,78 @@ def test_budget_delta_defaults_to_zero(tmp_path):
         first = ledger.spend([1, 2], gce.PureDP(0.3))  # the worst allowed set, {0, 1}: 0.4 + 0.3
         assert first.admitted and first.upper[0] == pytest.approx(0.7) and first.upper[1] == 0.0
         assert not ledger.spend([0], gce.PureDP(0.4)).admitted  # {0, 1}: 0.4 + 0.4 + 0.3 = 1.1 > 1
+
+
+# ---------------------------------------------------------------------------
+# Report.plot() and the notebook display
+
+
+@pytest.fixture(scope="module")
+def bracketed():
+    """A report that is not exact (Gaussians beside approximate guarantees: the batch engine) and its scenario."""
+    scenario = gce.Scenario(4, [gce.InvocationGroup(range(4), gce.GaussianMechanism(3.0)),
+                                gce.InvocationGroup(range(4), gce.ApproxDP(0.1, 1e-8))], gce.AtMost(2), delta=1e-6)
+    report = gce.solve(scenario)
+    assert not report.exact and report.bracket is not None and report.lower_curve is not None
+    return scenario, report
+
+
+def test_report_plot_draws_the_curve_its_bracket_and_the_point(bracketed, tmp_path):
+    pytest.importorskip("matplotlib")
+    from gce.plot import BRACKET_LABEL, CLASSIC_LABEL, GCE_LABEL
+
+    scenario, report = bracketed
+    deltas = np.logspace(-7, -2, 12)
+    ax = report.plot(tmp_path / "curve", classic=scenario, deltas=deltas)
+    assert (tmp_path / "curve.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert labels[:3] == [GCE_LABEL, CLASSIC_LABEL, BRACKET_LABEL] and labels[3].startswith("reported: epsilon 2.2")
+    (line,) = [l for l in ax.get_lines() if l.get_label() == GCE_LABEL]
+    assert np.array_equal(line.get_xdata(), deltas) and np.array_equal(line.get_ydata(), report.curve.epsilon(deltas))
+    (band,) = [c for c in ax.collections if c.get_label() == BRACKET_LABEL]
+    lows = np.minimum(report.lower_curve.epsilon(deltas), report.curve.epsilon(deltas))
+    y = band.get_paths()[0].vertices[:, 1]
+    assert np.all(np.isin(np.round(lows, 12), np.round(y, 12)))  # the band's lower edge is the lower curve
+    assert np.all(lows <= report.curve.epsilon(deltas)) and np.any(lows < report.curve.epsilon(deltas))
+
+
+def test_report_plot_on_given_axes(bracketed):
+    pytest.importorskip("matplotlib")
+    from matplotlib.figure import Figure
+
+    _, report = bracketed
+    ax = Figure().add_subplot()
+    assert report.plot(ax=ax) is ax and ax.get_xscale() == "log"
+
+
+def test_report_plot_without_a_curve_names_the_report(bracketed):
+    _, report = bracketed
+    with pytest.raises(gce.InvalidParameterError, match="^report: must be a Report with its curve"):
+        gce.Report.from_dict(report.to_dict()).plot()
+
+
+def test_notebook_display_of_a_report_shows_the_curve_and_its_bracket(bracketed):
+    pytest.importorskip("matplotlib")
+    _, report = bracketed
+    shown = report._repr_html_()
+    low, high = report.bracket
+    assert f"certified bracket: [{low:.6g}, {high:.6g}]" in shown
+    assert shown.count("<svg") == 1 and "</svg>" in shown and "<table>" in shown
+    saved = gce.Report.from_dict(report.to_dict())  # no curve: the table alone
+    assert "<svg" not in saved._repr_html_() and "<table>" in saved._repr_html_()
+
+
+def test_notebook_display_of_curves_and_scenarios():
+    pytest.importorskip("matplotlib")
+    composition = gce.compose({gce.PureDP(0.1): 30})
+    shown = composition._repr_html_()
+    assert "<svg" in shown and "kairouz-III.3" in shown
+    for delta in (1e-10, 1e-6, 1e-2):  # the table's rows are the composition's own values
+        assert f"<td>{delta:.3g}</td><td>{composition.epsilon(delta):.6g}</td>" in shown
+    assert composition.epsilon(1e-2) < composition.epsilon(1e-6) < composition.epsilon(1e-10) < 3.0
+    assert "<svg" in composition.curve._repr_html_()
+    scenario = gce.Scenario(["north", "south", "east"], [gce.InvocationGroup("all", gce.PureDP(0.1), 3)],
+                            gce.Exclusive(["north", "south"]), title="<Hospitals>", delta=1e-6)
+    table = scenario._repr_html_()
+    assert "&lt;Hospitals&gt;" in table and "north, south, east" in table and "exclusive(group=(0, 1))" in table
+    assert "PureDP(epsilon=0.1) x 3 on all databases" in table and "epsilon at delta 1e-06" in table

@@ -84,6 +84,30 @@ def _as_deltas(delta: ArrayLike) -> tuple[NDArray[np.float64], bool]:
     return np.atleast_1d(d), d.ndim == 0
 
 
+#: The deltas a curve's notebook display tabulates.
+HTML_TABLE_DELTAS = (1e-10, 1e-8, 1e-6, 1e-4, 1e-2)
+
+
+def _html_deltas() -> NDArray[np.float64]:
+    from ..plot import HTML_DELTAS
+
+    return HTML_DELTAS
+
+
+def curve_html(title: str, rows: Sequence[tuple[float, float, str]], draw: Callable) -> str:
+    """A curve's notebook display: ``title``, a table of (delta, epsilon, theorem) rows (the theorem column
+    only when some row names one) and the figure ``draw(ax)`` draws (:func:`gce.plot.html_figure`)."""
+    import html
+
+    from ..plot import html_figure
+
+    named = any(theorem for _, _, theorem in rows)
+    head = "<tr><th>delta</th><th>epsilon</th>" + ("<th>theorem</th>" if named else "") + "</tr>"
+    body = "".join(f"<tr><td>{d:.3g}</td><td>{e:.6g}</td>" + (f"<td>{html.escape(t)}</td>" if named else "") + "</tr>"
+                   for d, e, t in rows)
+    return f"<strong>{html.escape(title)}</strong><table>{head}{body}</table>{html_figure(draw)}"
+
+
 def _shape(values: NDArray[np.float64], scalar: bool) -> float | NDArray[np.float64]:
     return float(values[0]) if scalar else values
 
@@ -118,6 +142,23 @@ class PrivacyCurve(abc.ABC):
 
     def _epsilon(self, d: NDArray[np.float64]) -> NDArray[np.float64]:
         return np.array([self._bisect(float(t)) for t in d])
+
+    def plot(self, path=None, ax=None, *, deltas: ArrayLike | None = None, label: str = "epsilon(delta)",
+             title: str | None = None, dpi: int = 150):
+        """Draw the curve, epsilon against delta (:func:`gce.plot.plot_curve`: matplotlib, the ``plot`` extra).
+
+        ``path`` (save there), ``ax`` (draw on it), ``deltas`` and ``dpi`` as in :meth:`gce.report.Report.plot`;
+        ``title`` defaults to the curve's class name. Returns the matplotlib Axes.
+        """
+        from ..plot import plot_curve
+
+        return plot_curve(self, path, ax, deltas=deltas, label=label, title=title or type(self).__name__, dpi=dpi)
+
+    def _repr_html_(self) -> str:
+        """The curve in a notebook: epsilon at a few deltas and the curve drawn (inline SVG, when matplotlib
+        is installed)."""
+        return curve_html(type(self).__name__, [(float(d), float(self.epsilon(d)), "") for d in HTML_TABLE_DELTAS],
+                          lambda ax: self.plot(ax=ax, deltas=_html_deltas()))
 
     def _bisect(self, target: float) -> float:
         """Smallest eps with delta(eps) <= target, rounded up; generic and safe."""

@@ -600,6 +600,21 @@ class Composition:
         d, name = min(((float(c.delta(epsilon)), name) for name, c in self.candidates), key=lambda v: v[0])
         return Bound(float(epsilon), d, name)
 
+    def plot(self, path=None, ax=None, *, deltas=None, dpi: int = 150):
+        """Draw the composed curve, epsilon against delta (:meth:`PrivacyCurve.plot`, the theorems named in
+        the title); returns the matplotlib Axes."""
+        names = ", ".join(name for name, _ in self.candidates[:3]) + (", ..." if len(self.candidates) > 3 else "")
+        return self.curve.plot(path, ax, deltas=deltas, label="composed" + (" (exact)" if self.exact else ""),
+                               title=f"composition: {names}", dpi=dpi)
+
+    def _repr_html_(self) -> str:
+        """The composition in a notebook: epsilon and the winning theorem at a few deltas, and the curve."""
+        from .curves import HTML_TABLE_DELTAS, _html_deltas, curve_html
+
+        rows = [(b.delta, b.epsilon, b.theorem) for b in map(self.at_delta, HTML_TABLE_DELTAS)]
+        title = f"Composition of {sum(n for _, n in self.guarantees):,} invocations ({'exact' if self.exact else 'an upper bound'})"
+        return curve_html(title, rows, lambda ax: self.plot(ax=ax, deltas=_html_deltas()))
+
 
 def _split(ms: Multiset) -> tuple[Multiset, Multiset] | None:
     """Two non-empty groups that theorems may take apart, or None.
