@@ -9,7 +9,7 @@
               [--allow-outside-files]
     gce membership TABLE [--query SQL] [--columns I D] [--scenario FILE.toml | --databases N] [--plot out.png]
                    [--json] [--truncate M --seed S --output OUT.parquet]
-    gce ledger init FILE.toml --budget-epsilon E --budget-delta D [--filter basic|renyi|zcdp|gdp] [--ledger L]
+    gce ledger init FILE.toml --budget-epsilon E [--budget-delta D] [--filter basic|renyi|zcdp|gdp] [--ledger L]
     gce ledger check|spend --databases REFS --mechanism TABLE [--repeat R] [--analyst NAME] [--ledger L] [--json]
     gce ledger status|history [--ledger L] [--json] [--offline] [--limit N]
     gce ledger verify [--ledger L] [--json]
@@ -181,8 +181,10 @@ def _parser() -> argparse.ArgumentParser:
                     "the certified bracket of sigma (--rtol: its relative width, default 0.002; no time limit "
                     "unless --time-limit).")
     calibrate.add_argument("file", metavar="FILE", nargs="?", help="scenario file (TOML); none for the training form")
-    calibrate.add_argument("--target-epsilon", type=float, required=True, metavar="E")
-    calibrate.add_argument("--target-delta", type=float, required=True, metavar="D")
+    calibrate.add_argument("--target-epsilon", type=float, required=True, metavar="E",
+                           help="the total epsilon to meet: the HDP guarantee's (with FILE) or the training's")
+    calibrate.add_argument("--target-delta", type=float, required=True, metavar="D",
+                           help="the total delta at which --target-epsilon is met, in [0, 1)")
     calibrate.add_argument("--steps-per-epoch", type=int, default=None, metavar="T",
                            help="training form: steps (batches) per epoch")
     calibrate.add_argument("--epochs", type=int, default=None, metavar="N", help="training form: epochs")
@@ -202,8 +204,9 @@ def _parser() -> argparse.ArgumentParser:
                        default=[1e-10, 1e-8, 1e-6, 1e-5, 1e-4, 1e-3, 1e-2],
                        help="the deltas to tabulate (default 1e-10 ... 1e-2)")
     curve.add_argument("--quiet", action="store_true", help="no progress line on the terminal")
-    curve.add_argument("--plot", metavar="PNG", help="also draw the two curves into this image file (.png, .pdf, "
-                                                      ".svg, ...; without a suffix, .png is added)")
+    curve.add_argument("--plot", metavar="PNG", help="also draw the two curves, from the smallest to the largest "
+                                                      "of --deltas, into this image file (.png, .pdf, .svg, ...; "
+                                                      "without a suffix, .png is added)")
     _scenario_options(curve, _curve, "the table", "seconds the whole command may take (a cap: a refinement it "
                                                   "stops answers with its certified bound and says so)")
 
@@ -256,8 +259,11 @@ def _ledger_parser(commands) -> None:
                                           "neighbourhood, a budget and a filter; its invocations are the first "
                                           "spends.")
     init.add_argument("file", metavar="FILE", help="scenario file (TOML)")
-    init.add_argument("--budget-epsilon", type=float, required=True, metavar="E")
-    init.add_argument("--budget-delta", type=float, required=True, metavar="D")
+    init.add_argument("--budget-epsilon", type=float, required=True, metavar="E",
+                      help="the total epsilon every individual may spend, over all queries (> 0)")
+    init.add_argument("--budget-delta", type=float, default=0.0, metavar="D",
+                      help="the total delta, in [0, 1) (default 0: a pure budget, for pure guarantees under the "
+                           "basic filter; the renyi, zcdp and gdp filters need a delta > 0)")
     init.add_argument("--filter", default="basic", metavar="F",
                       help="basic (sum eps, sum delta), renyi, zcdp or gdp (default basic)")
     init.add_argument("--allow-outside-files", action="store_true", help=_OUTSIDE_HELP)
@@ -498,12 +504,12 @@ def _plot_file(value: str | None):
         raise _UsageError(f"--plot: {error.detail}") from None
 
 
-def _draw(report, plot, classic) -> None:
-    """Draw the plot; a file that cannot be written is named by the flag."""
+def _draw(report, plot, classic, deltas) -> None:
+    """Draw the plot at ``deltas``; a file that cannot be written is named by the flag."""
     from .plot import plot_curves
 
     try:
-        plot_curves(report, plot, classic=classic)
+        plot_curves(report, plot, classic=classic, deltas=deltas)
     except InvalidParameterError as error:
         if error.field != "path":
             raise
@@ -572,7 +578,7 @@ def _bracket_cell(row) -> str:
 def _curve(args: argparse.Namespace) -> str | tuple[str, int]:
     from .accounting.theorems import composition_seconds
     from .model import invocation_multiset
-    from .plot import DEFAULT_DELTAS
+    from .plot import deltas_spanning
     from .progress import Elapsed
     from .report import json_number
     from .resources import check_time, limits
@@ -583,6 +589,9 @@ def _curve(args: argparse.Namespace) -> str | tuple[str, int]:
     time_limit = _time_limit(args)
     rtol = _rtol(args)
     plot = _plot_file(args.plot)
+    if plot is not None and not any(d > 0 for d in args.deltas):
+        raise _UsageError("--plot: needs a positive delta among --deltas (delta 0 has no place on a log axis)")
+    drawn = None if plot is None else deltas_spanning(args.deltas)  # the range asked, not a default one
     table_seconds = _table_seconds(len(args.deltas))
     started = time.monotonic()
     with Elapsed("curve", quiet=args.quiet or args.json) as progress:
@@ -592,8 +601,8 @@ def _curve(args: argparse.Namespace) -> str | tuple[str, int]:
             check_time("--deltas", table_seconds, f"epsilon at {_count_deltas(len(args.deltas))} (3 curves, "
                                                   f"about {SECONDS_PER_DELTA * 1e3:g} ms a delta and curve)")
         # what follows the solve, estimated from the question and set aside: the classic composition, the
-        # table and the plot's curves (its two curves at DEFAULT_DELTAS)
-        after = table_seconds + (0.0 if plot is None else 2 * len(DEFAULT_DELTAS) * SECONDS_PER_DELTA)
+        # table and the plot's curves (the GCE curve, its lower curve and the classic one at the drawn deltas)
+        after = table_seconds + (0.0 if drawn is None else _table_seconds(drawn.size))
         classic_seconds = composition_seconds(invocation_multiset(scenario.invocations))
         progress.stage(f"solving at delta {min(args.deltas):g}")
         report = solve(scenario, delta=min(args.deltas), rtol=rtol,
@@ -604,7 +613,7 @@ def _curve(args: argparse.Namespace) -> str | tuple[str, int]:
         rows = _curve_rows(report, classic, args.deltas, time_limit, started)
         if plot is not None:
             progress.stage("plotting")
-            _draw(report, plot, classic)
+            _draw(report, plot, classic, drawn)
     notes = list(report.notes) + [note for note in scenario.notes if note not in report.notes]
     reached = report.time_limit_reached or coarser is not None
     if coarser is not None:

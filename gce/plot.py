@@ -58,6 +58,7 @@ __all__ = [
     "plot_curves",
     "plot_curve",
     "plot_file",
+    "deltas_spanning",
     "BRACKET_LABEL",
     "html_figure",
 ]
@@ -154,6 +155,35 @@ def _deltas(deltas: ArrayLike | None) -> np.ndarray:
     if d.ndim != 1 or d.size == 0 or np.any(~np.isfinite(d)) or np.any(d < 0) or np.any(d >= 1):
         raise InvalidParameterError("deltas", f"must be a non-empty list of values in [0, 1), got {shown(deltas)}")
     return d
+
+
+#: How many deltas a plot draws between the smallest and the largest asked (:func:`deltas_spanning`).
+DRAWN_DELTAS = 111
+
+
+def deltas_spanning(asked: ArrayLike, points: int = DRAWN_DELTAS) -> np.ndarray:
+    """The deltas to draw for the deltas ``asked`` (``gce curve --deltas ... --plot``): ``points`` log-spaced
+    from the smallest positive one to the largest, the asked ones among them; one delta alone is drawn a
+    decade either side (at most 0.5). Deltas of 0 have no place on a log axis.
+
+    Examples
+    --------
+    >>> d = deltas_spanning([1e-6, 1e-3, 0.0])
+    >>> float(d[0]), float(d[-1]), d.size
+    (1e-06, 0.001, 111)
+    >>> float(deltas_spanning([1e-4])[0]), float(deltas_spanning([1e-4])[-1])
+    (1e-05, 0.001)
+    """
+    d = _deltas(asked)
+    d = d[d > 0]
+    if d.size == 0:
+        raise InvalidParameterError("deltas", "needs a positive delta to draw on a log axis")
+    low, high = float(d.min()), float(d.max())
+    if low == high:
+        low, high = low / 10, min(high * 10, 0.5)
+    grid = np.logspace(np.log10(low), np.log10(high), points)
+    grid[0], grid[-1] = low, high  # exactly the ends (logspace rounds)
+    return np.unique(np.concatenate([grid, d]))
 
 
 def curve_table(
