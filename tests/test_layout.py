@@ -1,4 +1,4 @@
-"""The import direction the README's Layout section states: a module imports only from its own
+"""The import direction docs/contributing.md's Layout section states: a module imports only from its own
 layer or the layers below it (imports inside functions included), so ``model`` imports nothing
 above it and the pipeline reads top to bottom; and no two modules import each other, directly or
 through others (a back-end the ledger opens by URL scheme is named by a dotted path in a table, not

@@ -191,12 +191,11 @@ def test_opacus_training_on_shuffled_batches(capsys):
 
 
 @pytest.mark.slow
-def test_readme_opacus_block_runs(capsys):
+def test_guide_opacus_block_runs(capsys):
     pytest.importorskip("opacus")
-    readme = (ROOT / "README.md").read_text()
-    section = readme.split("## With Opacus", 1)[1].split("\n## ", 1)[0]
-    (block,) = re.findall(r"```py\n(.*?)```", section, re.S)
-    exec(compile(block, "README.md (With Opacus)", "exec"), {})
+    page = (ROOT / "docs" / "guide" / "opacus.md").read_text()
+    (block,) = re.findall(r"```py\n(.*?)```", page, re.S)
+    exec(compile(block, "docs/guide/opacus.md", "exec"), {})
     printed = capsys.readouterr().out.split()
     one = allocation_curve(1.0, 10, delta=1e-6, rtol=DEFAULT_RTOL)
     assert float(printed[0]) == pytest.approx(one.epsilon_bracket(1e-6)[1])
