@@ -104,9 +104,10 @@ def membership_coverage(table: MembershipTable | MembershipStatistics, databases
 
     Parameters
     ----------
-    table : MembershipTable or MembershipStatistics
-        A table DuckDB reads, or statistics computed elsewhere (by Spark: :mod:`gce.constraints.spark`);
-        these must count the scenario's databases.
+    table : MembershipTable, path, glob or MembershipStatistics
+        A table DuckDB reads (:func:`gce.constraints.tables.membership_statistics`: a file, a glob, a
+        list of files or a :class:`MembershipTable`), or statistics computed elsewhere (by Spark:
+        :mod:`gce.constraints.spark`); these must count the scenario's databases.
     databases : int, Databases, names or mapping, optional
         How the table's database ids resolve; default the scenario's databases.
     scenario : path, optional
@@ -160,25 +161,33 @@ def membership_coverage(table: MembershipTable | MembershipStatistics, databases
 _LEAST_SOLVE = 0.05
 
 
-def plot_coverage(coverage: Coverage, path: str | os.PathLike[str], dpi: int = 150) -> None:
-    """Draw the HDP epsilon against the share of individuals covered, one point per candidate m."""
-    target = plot_file(path)
+def plot_coverage(coverage: Coverage, path: str | os.PathLike[str] | None = None, ax: Any = None, *,
+                  dpi: int = 150) -> Any:
+    """Draw the HDP epsilon against the share of individuals covered, one point per candidate m.
+
+    ``path`` (save there), ``ax`` (draw on it; by default a new figure) and ``dpi`` as in
+    :func:`gce.plot.plot_curves`; returns the matplotlib Axes.
+    """
+    target = None if path is None else plot_file(path)
     points = [c for c in coverage.candidates if c.epsilon is not None and math.isfinite(c.epsilon)]
     if not points:
         raise InvalidParameterError("plot", "needs the epsilons of a scenario (--scenario FILE)")
-    figure = _pyplot_free_figure()
-    ax = figure.add_subplot()
+    if ax is None:
+        ax = _pyplot_free_figure().add_subplot()
+    figure = ax.figure
     ax.plot([100 * c.covered for c in points], [c.epsilon for c in points], marker="o", color="C0")
     ax.set_xlabel("individuals covered (%)")
     ax.set_ylabel(f"epsilon (HDP) at delta = {coverage.delta:g}")
     ax.set_title(coverage.title or f"memberships in {coverage.statistics.source}")
     ax.grid(True, alpha=0.3)
     _annotate_apart(figure, ax, points)
-    try:
-        figure.savefig(target, dpi=dpi)
-    except OSError as error:
-        raise InvalidParameterError("path", f"cannot write {shown(str(target), 200)}: "
-                                            f"{error.strerror or error}") from None
+    if target is not None:
+        try:
+            figure.savefig(target, dpi=dpi)
+        except OSError as error:
+            raise InvalidParameterError("path", f"cannot write {shown(str(target), 200)}: "
+                                                f"{error.strerror or error}") from None
+    return ax
 
 
 #: Most steps an annotation is moved down to clear the ones already placed.

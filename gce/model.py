@@ -40,7 +40,7 @@ from .hypotheses import Hypothesis, check_listed
 if TYPE_CHECKING:  # pragma: no cover - a name for annotations; the theorems load with the engines
     from .accounting.theorems import Multiset
 
-__all__ = ["Databases", "Invocation", "InvocationGroup", "Invocations", "InvocationTable", "Scenario", "check_target",
+__all__ = ["Databases", "Invocation", "InvocationGroup", "Invocations", "Scenario", "check_target",
            "invocation_multiset", "per_database_multisets", "MAX_DATABASES", "MAX_INVOCATIONS"]
 
 #: Most invocations a scenario may count, repeats included (one invocation's ``repeat`` and the total).
@@ -847,8 +847,15 @@ def _groups_of_records(records: Sequence[Invocation], first: int, n: int | None,
     return groups
 
 
-#: The columnar invocations under their former name (a table with one row per invocation record).
-InvocationTable = Invocations
+def __getattr__(name: str) -> object:
+    """``InvocationTable``: the former name of :class:`Invocations` (a table with one row per invocation
+    record), kept as a deprecated alias that warns."""
+    if name == "InvocationTable":
+        from .deprecation import warn_renamed
+
+        warn_renamed("gce.model.InvocationTable", "gce.model.Invocations")
+        return Invocations
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def invocation_multiset(invocations: Iterable[Invocation], members: Iterable[int] | None = None) -> Multiset:

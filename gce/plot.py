@@ -38,7 +38,7 @@ from .accounting.curves import PrivacyCurve
 from .errors import GCEError, InvalidParameterError
 from .files.paths import check_path
 from .model import Scenario, invocation_multiset
-from .report import Report
+from .report import Report, terminal_text
 from .accounting.theorems import compose
 from .validation import shown
 
@@ -367,7 +367,7 @@ def _finish(ax: "Axes", title: str, target: pathlib.Path | None, dpi: int) -> No
     ax.set_xscale("log")
     ax.set_xlabel("delta")
     ax.set_ylabel("epsilon")
-    ax.set_title(title)
+    ax.set_title(terminal_text(title))  # a scenario's title: control characters escaped, never drawn or embedded
     ax.grid(True, which="major", alpha=0.3)
     ax.legend()
     if target is not None:

@@ -238,9 +238,13 @@ class Report:
 
     @property
     def lower_bound_epsilon(self) -> float | None:
-        """The older name of :attr:`witness_epsilon` (and the JSON key ``lower_bound_epsilon``): the
-        worst-case pair's certified epsilon, a lower bound on the answer only when ``exact``; the
-        certified lower bound is ``bracket[0]``."""
+        """Deprecated: the older name of :attr:`witness_epsilon` (warns; the JSON key ``lower_bound_epsilon``
+        is kept as it was): the worst-case pair's certified epsilon, a lower bound on the answer only when
+        ``exact``; the certified lower bound is ``bracket[0]``."""
+        from .deprecation import warn_renamed
+
+        warn_renamed("Report.lower_bound_epsilon", "Report.witness_epsilon (the certified lower bound is "
+                                                   "Report.bracket[0])")
         return self.witness_epsilon
 
     def __repr__(self) -> str:

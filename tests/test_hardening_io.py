@@ -366,7 +366,7 @@ def test_a_csv_larger_than_the_cap_is_refused(folders, monkeypatch):
 def test_estimate_membership_checks_its_options(tmp_path):
     from gce.constraints import estimate_membership
 
-    for keyword, value in [("patterns", "yes"), ("header", 1), ("source", 3)]:
+    for keyword, value in [("patterns", "yes"), ("header", 1), ("label", 3)]:
         with pytest.raises(InvalidParameterError) as info:
             estimate_membership([("a", 0)], 1, **{keyword: value})
         assert info.value.field == keyword

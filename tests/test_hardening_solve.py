@@ -328,13 +328,13 @@ def time_limit_bounds_the_whole_solve(n: int, time_limit: float) -> None:
     # this guards against took 6.9 s at time_limit = 1.0
     assert elapsed < 3 * (time_limit + 0.25)
     # Sound and honest: a certified bound above the witness, not exact, the gap in the notes.
-    assert not report.exact and report.epsilon > report.lower_bound_epsilon
+    assert not report.exact and report.epsilon > report.witness_epsilon
     assert report.time_limit_reached and any(note.startswith("time limit reached: worst-case search on")
                                              for note in report.notes)
     assert any("certified bound" in note for note in report.notes)
     b0, b1 = report.witness
     assert constraints.satisfied(b0) and constraints.satisfied(b1)
-    assert report.lower_bound_epsilon == pytest.approx(sum(0.1 if i % 2 else 0.2 for i in b0 ^ b1))
+    assert report.witness_epsilon == pytest.approx(sum(0.1 if i % 2 else 0.2 for i in b0 ^ b1))
 
 
 def test_a_highs_solve_stops_on_keyboard_interrupt():

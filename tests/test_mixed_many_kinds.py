@@ -65,7 +65,7 @@ def test_many_kinds_are_sound_and_the_witness_is_a_lower_bound(seed):
     # The worst pair found is an allowed pair: its composition (an upper curve, within the batch bracket)
     # is at most the optimum (upper-rounded reference), and the bracket's certified lower end is below it.
     optimum_above = max(reference.mechanisms_epsilon(list(ms), scenario.delta, H, "up") for ms in lists if ms)
-    assert report.lower_bound_epsilon <= optimum_above * (1 + batch.DEFAULT_RTOL) + 1e-9
+    assert report.witness_epsilon <= optimum_above * (1 + batch.DEFAULT_RTOL) + 1e-9
     if report.bracket is not None:
         assert report.bracket[0] <= optimum_above * (1 + 1e-9) + 1e-9
     b0, b1 = report.witness

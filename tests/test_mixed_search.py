@@ -243,8 +243,8 @@ def test_branch_and_bound_is_sound_and_within_one_percent(seed, monkeypatch):
         assert ratio(eps, optimum) <= 1.01 + 1e-9, (seed, eps, optimum, report.notes)
     b0, b1 = report.witness
     assert scenario.constraints.satisfied(b0) and scenario.constraints.satisfied(b1)
-    if math.isfinite(optimum) and report.lower_bound_epsilon is not None:
-        assert report.lower_bound_epsilon <= optimum * (1 + 1e-6) + 1e-9
+    if math.isfinite(optimum) and report.witness_epsilon is not None:
+        assert report.witness_epsilon <= optimum * (1 + 1e-6) + 1e-9
 
 
 # ---------------------------------------------------------------------------

@@ -159,7 +159,7 @@ def test_exact_when_the_worst_pair_found_meets_the_certified_bound():
     once (a witness makes the per-guarantee maxima differ: composed first) or when the branch and bound
     closes with gap 0."""
     report = solve(random_large(9), time_limit=5.0)  # the slow tier checks the optimum: inf
-    assert math.isinf(report.epsilon) and report.lower_bound_epsilon == report.epsilon
+    assert math.isinf(report.epsilon) and report.witness_epsilon == report.epsilon
     mixed_notes = [note for note in report.notes if note.startswith("branch and bound")]
     assert all("gap 0.000%" in note for note in mixed_notes)
     assert report.exact

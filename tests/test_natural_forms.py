@@ -237,3 +237,64 @@ def test_notebook_display_of_curves_and_scenarios():
     table = scenario._repr_html_()
     assert "&lt;Hospitals&gt;" in table and "north, south, east" in table and "exclusive(group=(0, 1))" in table
     assert "PureDP(epsilon=0.1) x 3 on all databases" in table and "epsilon at delta 1e-06" in table
+
+
+# ---------------------------------------------------------------------------
+# One API review: the same concept under the same name and signature; old names warn, naming the new
+
+
+def test_membership_statistics_takes_a_path_as_spark_does(tmp_path):
+    pytest.importorskip("duckdb")
+    from gce.constraints.tables import MembershipTable, membership_statistics
+
+    (tmp_path / "m.csv").write_text("customer,branch\nann,0\nann,2\nbob,1\nann,2\n")
+    (tmp_path / "n.csv").write_text("customer,branch\ncid,0\ncid,1\ncid,2\n")
+    by_table = membership_statistics(MembershipTable((str(tmp_path / "m.csv"),), label="m.csv"), 3)
+    by_path = membership_statistics(tmp_path / "m.csv", 3, label="m.csv")
+    assert by_path == by_table and by_path.histogram == {1: 1, 2: 1} and by_path.rows == 4
+    both = membership_statistics(str(tmp_path / "*.csv"), 3, columns=("customer", "branch"), patterns=True)
+    assert both.histogram == {1: 1, 2: 1, 3: 1} and both.source == str(tmp_path / "*.csv")
+    with pytest.raises(gce.InvalidParameterError, match=r"^table: .*matches no file"):
+        membership_statistics(str(tmp_path / "*.parquet"), 3)
+    with pytest.raises(gce.InvalidParameterError, match=r"^label: is set on the MembershipTable given"):
+        membership_statistics(by_table_source := MembershipTable((str(tmp_path / "m.csv"),)), 3, label="x")
+    assert by_table_source.label == ""
+
+
+def test_the_spark_and_duckdb_signatures_agree():
+    import inspect
+
+    from gce.constraints import spark, tables
+
+    duck, spark_form = (inspect.signature(m.membership_statistics).parameters for m in (tables, spark))
+    shared = ["table", "databases", "columns", "patterns", "max_patterns", "label"]
+    assert [p for p in duck if p in shared] == [p for p in spark_form if p in shared] == shared
+    for name in shared[2:]:
+        assert duck[name].kind == spark_form[name].kind == inspect.Parameter.KEYWORD_ONLY
+        assert duck[name].default == spark_form[name].default
+
+
+def test_renamed_keywords_and_names_warn_naming_the_replacement():
+    rows = [("ann", 0), ("ann", 2), ("bob", 1)]
+    with pytest.warns(DeprecationWarning, match=r"^estimate_membership\(source=\.\.\.\) is deprecated; use "
+                                                r"estimate_membership\(label=\.\.\.\)$"):
+        old = gce.estimate_membership(rows, 3, source="sales")
+    assert old == gce.estimate_membership(rows, 3, label="sales") and old.source == "sales" and old.at_most.m == 2
+    with pytest.raises(gce.InvalidParameterError, match=r"^label: given twice"):
+        gce.estimate_membership(rows, 3, source="a", label="b")
+    with pytest.warns(DeprecationWarning, match=r"^gce.model.InvocationTable is deprecated; use gce.model.Invocations"):
+        assert gce.model.InvocationTable is gce.model.Invocations
+    report = gce.solve(gce.Scenario(3, [gce.InvocationGroup(range(3), gce.PureDP(0.5))], gce.AtMost(1), delta=0.0))
+    with pytest.warns(DeprecationWarning, match=r"^Report.lower_bound_epsilon is deprecated; use Report.witness_epsilon"):
+        assert report.lower_bound_epsilon == report.witness_epsilon == pytest.approx(0.5)
+
+
+def test_plot_coverage_returns_its_axes_as_the_other_plots_do():
+    import inspect
+
+    from gce.membership import plot_coverage
+    from gce.plot import plot_curves
+
+    coverage, curves = (inspect.signature(f).parameters for f in (plot_coverage, plot_curves))
+    assert list(coverage)[1:3] == list(curves)[1:3] == ["path", "ax"]
+    assert coverage["path"].default is None and coverage["dpi"].kind == inspect.Parameter.KEYWORD_ONLY

@@ -74,7 +74,9 @@ def test_database_names_reach_the_terminal_escaped(tmp_path):
 def test_witness_epsilon_is_the_older_lower_bound_epsilon():
     report = solve(load_scenario(EXAMPLES / "hospitals.toml"))
     data = report.to_dict()
-    assert report.lower_bound_epsilon == report.witness_epsilon
+    with pytest.warns(DeprecationWarning, match=r"^Report.lower_bound_epsilon is deprecated; use "
+                                                r"Report.witness_epsilon"):
+        assert report.lower_bound_epsilon == report.witness_epsilon
     assert data["lower_bound_epsilon"] == data["witness_epsilon"] == report.witness_epsilon
     # exact: the pair's certified epsilon is the answer
     assert report.exact and abs(report.witness_epsilon - report.epsilon) <= 1e-9 * report.epsilon

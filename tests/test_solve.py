@@ -89,7 +89,7 @@ def test_solve_is_sound_and_exact_against_brute_force(seed):
     if report.exact:
         assert report.epsilon == pytest.approx(optimum, rel=1e-6, abs=1e-9)
     assert report.epsilon >= optimum * (1 - 1e-9)
-    assert report.lower_bound_epsilon <= report.epsilon * (1 + 1e-9)
+    assert report.witness_epsilon <= report.epsilon * (1 + 1e-9)
 
 
 def test_hospitals_example_by_hand():

@@ -20,7 +20,7 @@ requested) lists exactly the distinct non-empty membership sets observed.
 Examples
 --------
 >>> rows = [("ann", 0), ("ann", 2), ("bob", 1), ("cyd", 2), ("ann", 2)]
->>> est = estimate_membership(rows, 3, patterns=True, source="sales")
+>>> est = estimate_membership(rows, 3, patterns=True, label="sales")
 >>> est.at_most, est.individuals
 (AtMost(m=2, among=None), 3)
 >>> sorted(sorted(p) for p in est.patterns.allowed)
@@ -41,6 +41,7 @@ from collections.abc import Hashable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, BinaryIO, Protocol, Union
 
+from ..deprecation import renamed_keywords
 from ..errors import InvalidParameterError
 from ..files.paths import open_regular
 from ..validation import is_integer, shown
@@ -344,13 +345,14 @@ def _iterable_rows(rows: Iterable[object], source: str) -> Iterator[tuple[str, H
 # The estimate
 
 
+@renamed_keywords(source="label")
 def estimate_membership(
     table: str | os.PathLike[str] | Iterable[tuple[Hashable, Hashable]],
     databases: DatabaseIds,
     *,
     patterns: bool = False,
     header: bool | None = None,
-    source: str | None = None,
+    label: str | None = None,
     max_patterns: int = MAX_PATTERNS,
 ) -> MembershipEstimate:
     """Estimate membership limits from a table of (individual, database) rows.
@@ -374,9 +376,10 @@ def estimate_membership(
         takes it for one when its database field is neither a known database
         id nor an integer; pass ``False`` to read every row as data. Ignored
         for iterables.
-    source : str, optional
+    label : str, optional
         How errors and the statement name the table; default the file path, or
-        ``"rows"`` for an iterable.
+        ``"rows"`` for an iterable (as ``label`` of :func:`gce.constraints.tables.membership_statistics`
+        and of the Spark one; ``source=``, its former name, still works and warns).
     max_patterns : int
         With ``patterns``, the most distinct sets accepted (:data:`MAX_PATTERNS`, as for tables read by
         DuckDB); more is an error naming the table.
@@ -401,15 +404,15 @@ def estimate_membership(
     001, Sec. V-A, "General case" (the store chain: the maximal number of
     branches one customer bought from, estimated from the data).
     """
-    _check_options(patterns, header, source)
+    _check_options(patterns, header, label)
     if not is_integer(max_patterns) or max_patterns < 1:
         raise InvalidParameterError("max_patterns", f"must be an integer >= 1, got {shown(max_patterns)}")
     if isinstance(table, (str, os.PathLike)):
-        label = os.fspath(table) if source is None else source
+        label = os.fspath(table) if label is None else label
         resolve = _Resolver(databases, text=True)
         rows: Iterable[tuple[str, Hashable, Hashable]] = _csv_rows(table, label, header, resolve)
     elif isinstance(table, Iterable):
-        label = "rows" if source is None else source
+        label = "rows" if label is None else label
         resolve = _Resolver(databases, text=False)
         rows = _iterable_rows(table, label)
     else:
@@ -431,13 +434,13 @@ def estimate_membership(
                               source=label)
 
 
-def _check_options(patterns: object, header: object, source: object) -> None:
+def _check_options(patterns: object, header: object, label: object) -> None:
     if not isinstance(patterns, bool):
         raise InvalidParameterError("patterns", f"must be True or False, got {shown(patterns)}")
     if header is not None and not isinstance(header, bool):
         raise InvalidParameterError("header", f"must be True, False or None, got {shown(header)}")
-    if source is not None and not isinstance(source, str):
-        raise InvalidParameterError("source", f"must be a str or None, got {shown(source)}")
+    if label is not None and not isinstance(label, str):
+        raise InvalidParameterError("label", f"must be a str or None, got {shown(label)}")
 
 
 def _memberships(rows: Iterable[tuple[str, Hashable, Hashable]], resolve: _Resolver,

@@ -24,6 +24,7 @@ from __future__ import annotations
 import uuid
 from typing import TYPE_CHECKING, Any
 
+from ..deprecation import renamed_keywords
 from ..errors import GCEError, InvalidParameterError
 from ..validation import is_integer, shown
 from .data import DatabaseIds, _Resolver
@@ -110,7 +111,7 @@ def _read(source: DataFrame | str, session: SparkSession | None, format: str | N
         return source, False, ""
     if not isinstance(source, str) or not source.strip():
         got = shown(source, 200) if isinstance(source, str) else type(source).__name__
-        raise InvalidParameterError("source", f"must be a Spark DataFrame, a table name or a path, got {got}")
+        raise InvalidParameterError("table", f"must be a Spark DataFrame, a table name or a path, got {got}")
     spark = _session(session)
     kind = format if format is not None else table_format(source)
     if kind is None and "/" not in source:
@@ -135,7 +136,8 @@ def _file_path(frame: DataFrame) -> Any:
     return column
 
 
-def membership_statistics(source: DataFrame | str, databases: DatabaseIds, *,
+@renamed_keywords(source="table")
+def membership_statistics(table: DataFrame | str, databases: DatabaseIds, *,
                           columns: tuple[str, str] | None = None, patterns: bool = False,
                           max_patterns: int = MAX_PATTERNS, session: SparkSession | None = None,
                           format: str | None = None, label: str | None = None) -> MembershipStatistics:
@@ -146,8 +148,8 @@ def membership_statistics(source: DataFrame | str, databases: DatabaseIds, *,
 
     Parameters
     ----------
-    source : pyspark.sql.DataFrame or str
-        A DataFrame; or a string: a path Spark reads when it has a CSV or Parquet suffix, contains ``/`` (a
+    table : pyspark.sql.DataFrame or str
+        (``source=``, its former name, still works and warns.) A DataFrame; or a string: a path Spark reads when it has a CSV or Parquet suffix, contains ``/`` (a
         folder of part files, a glob, ``s3a://...``) or ``format`` is given, else a table of Spark's catalog.
         CSV files have a header row; their cells are trimmed and empty cells are nulls (as with DuckDB).
     databases : int, Databases, sequence of str or mapping
@@ -196,9 +198,9 @@ def membership_statistics(source: DataFrame | str, databases: DatabaseIds, *,
         raise InvalidParameterError("format", f"must be the name of a Spark data source, got {shown(format)}")
     resolve = _Resolver(databases, text=True)
     sql = _pyspark()
-    name = label or (source if isinstance(source, str) else "DataFrame")
+    name = label or (table if isinstance(table, str) else "DataFrame")
     try:
-        return _statistics(sql, source, resolve, columns, patterns, max_patterns, session, format, name)
+        return _statistics(sql, table, resolve, columns, patterns, max_patterns, session, format, name)
     except _errors() as error:
         raise _engine_error(name, error) from None
 

@@ -28,6 +28,7 @@ and the first ``m`` are kept; ``individual`` is the id as DuckDB casts it to tex
 from __future__ import annotations
 
 import csv
+import glob
 import hashlib
 import math
 import os
@@ -36,7 +37,7 @@ import sqlite3
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -169,6 +170,52 @@ class MembershipTable:
             check_path(f, "source")  # a named pipe would block the engine, a device never end
         if self.database is not None:
             check_path(self.database, "database")
+
+    @classmethod
+    def of(cls, table: "MembershipTable | str | os.PathLike[str] | Sequence[str | os.PathLike[str]]", *,
+           columns: tuple[str, str] | None = None, header: bool | None = None, query: str | None = None,
+           label: str | None = None) -> "MembershipTable":
+        """The table a user names: a :class:`MembershipTable` as is, or a CSV or Parquet file, a glob of them
+        (``"sales/part*.parquet"``, ``**`` spans folders), a list of files, or with ``query`` a DuckDB or
+        SQLite database file; ``label`` defaults to what was given.
+
+        Raises
+        ------
+        InvalidParameterError
+            Naming ``table`` (a glob matching no file, a folder, a database that is no file) or the option.
+        """
+        if isinstance(table, MembershipTable):
+            given = [name for name, value in (("columns", columns), ("header", header), ("query", query),
+                                              ("label", label)) if value is not None]
+            if given:
+                raise InvalidParameterError(given[0], "is set on the MembershipTable given; give it there")
+            return table
+        if label is not None and (not isinstance(label, str) or not label):
+            raise InvalidParameterError("label", f"must be a non-empty string, got {shown(label)}")
+        columns = None if columns is None else tuple(columns) if not isinstance(columns, str) else columns
+        if isinstance(table, (str, os.PathLike)):
+            path = os.fspath(table)
+            if not isinstance(path, str) or not path:
+                raise InvalidParameterError("table", f"must be a path, a glob or a MembershipTable, got {shown(table)}")
+            if query is not None:
+                if not os.path.isfile(path):
+                    raise InvalidParameterError("table", f"{shown(path, 200)} is not a database file")
+                return cls(database=path, query=query, columns=columns, header=header, label=label or path)
+            if any(c in path for c in "*?["):
+                files = sorted(f for f in glob.glob(path, recursive=True) if os.path.isfile(f))
+                if not files:
+                    raise InvalidParameterError("table", f"{shown(path, 200)} matches no file")
+            else:
+                if not os.path.isfile(path):
+                    what = "is not a file" if os.path.exists(path) else "does not exist"
+                    raise InvalidParameterError("table", f"{shown(path, 200)} {what}")
+                files = [path]
+            return cls(tuple(files), columns=columns, header=header, label=label or path)
+        if isinstance(table, (list, tuple)) and table and all(isinstance(f, (str, os.PathLike)) for f in table):
+            files = [os.fspath(f) for f in table]
+            return cls(tuple(files), columns=columns, header=header, label=label or ", ".join(files))
+        raise InvalidParameterError("table", f"must be a path, a glob, a list of files or a MembershipTable, got "
+                                             f"{shown(table)}")
 
     @property
     def format(self) -> str:
@@ -689,16 +736,31 @@ def statistics_from_sql(run: Callable[[str], list[tuple]], rows: str, per: str, 
     return MembershipStatistics(histogram, rows_read, resolve.n, name, observed)
 
 
-def membership_statistics(table: MembershipTable, databases: DatabaseIds, *, patterns: bool = False,
-                          max_patterns: int = MAX_PATTERNS, progress: Callable[..., None] | None = None,
+def membership_statistics(table: "MembershipTable | str | os.PathLike[str] | Sequence[str]", databases: DatabaseIds,
+                          *, columns: tuple[str, str] | None = None, patterns: bool = False,
+                          max_patterns: int = MAX_PATTERNS, header: bool | None = None, query: str | None = None,
+                          label: str | None = None, progress: Callable[..., None] | None = None,
                           time_limit: float | None = None) -> MembershipStatistics:
     """The histogram of memberships per individual (and the distinct sets when asked), computed by DuckDB.
 
+    The same statistics, errors and keywords (``columns``, ``patterns``, ``max_patterns``, ``label``) as
+    :func:`gce.constraints.spark.membership_statistics`, which runs the same SQL on Spark.
+
     Parameters
     ----------
-    table : MembershipTable
+    table : MembershipTable, path, glob or list of paths
+        The rows: CSV or Parquet files, a glob of them, or with ``query`` a DuckDB or SQLite database file
+        (:meth:`MembershipTable.of`); or a :class:`MembershipTable`.
     databases : int, Databases, sequence of str or mapping
         How database ids resolve to indices, as in :func:`gce.constraints.data.estimate_membership`.
+    columns : (str, str), optional
+        The individual and database columns; default the table's first two.
+    header : bool, optional
+        CSV only: whether the first row is a header; default guessed.
+    query : str, optional
+        A SELECT returning (individual, database), run against the database file ``table``.
+    label : str, optional
+        How errors and statements name the table; default the path given.
     patterns : bool
         Also count the distinct membership sets (at most ``max_patterns``).
     progress : callable, optional
@@ -721,10 +783,11 @@ def membership_statistics(table: MembershipTable, databases: DatabaseIds, *, pat
     >>> import pathlib, tempfile
     >>> folder = pathlib.Path(tempfile.mkdtemp())
     >>> _ = (folder / "m.csv").write_text("customer,branch\\nann,0\\nann,2\\nbob,1\\nann,2\\n")
-    >>> stats = membership_statistics(MembershipTable((str(folder / "m.csv"),), label="m.csv"), 3)
+    >>> stats = membership_statistics(folder / "m.csv", 3, label="m.csv")
     >>> stats.histogram, stats.rows, stats.individuals
     ({1: 1, 2: 1}, 4, 2)
     """
+    table = MembershipTable.of(table, columns=columns, header=header, query=query, label=label)
     if not isinstance(patterns, bool):
         raise InvalidParameterError("patterns", f"must be True or False, got {shown(patterns)}")
     if not is_integer(max_patterns) or max_patterns < 1:

@@ -422,7 +422,7 @@ def _from_data(refs: _Refs, table: Mapping[str, object], path: str, folder: path
     patterns, header, enforced, _ = _from_data_options(table, path)
     target = _data_file(file, folder, allow_outside, f"{path}.file")
     try:
-        estimate = estimate_membership(target, refs.databases, patterns=patterns, header=header, source=file)
+        estimate = estimate_membership(target, refs.databases, patterns=patterns, header=header, label=file)
     except InvalidParameterError as error:
         raise InvalidScenarioError(f"{path}.file", str(error)) from None
     return dataclasses.replace(estimate, enforced=True) if enforced else estimate

@@ -60,7 +60,7 @@ def test_csv_and_iterable_agree(tmp_path, header):
     rows, _ = store_chain()
     path = write_csv(tmp_path / "members.csv", rows, header)
     from_file = estimate_membership(path, N_BRANCHES, patterns=True)
-    from_rows = estimate_membership(rows, N_BRANCHES, patterns=True, source=str(path))
+    from_rows = estimate_membership(rows, N_BRANCHES, patterns=True, label=str(path))
     assert from_file == from_rows
     assert from_file.source == str(path)
 
@@ -73,7 +73,7 @@ def test_statement_says_it_was_estimated(tmp_path):
     assert est.statement == (
         f"at_most 6 estimated from data: the largest number of databases one of {len(memberships)} individuals "
         f"appears in in {path}; a future individual may exceed it.")
-    with_patterns = estimate_membership(str(path), N_BRANCHES, patterns=True, source="members.csv")
+    with_patterns = estimate_membership(str(path), N_BRANCHES, patterns=True, label="members.csv")
     assert "patterns estimated from data" in with_patterns.statement
     assert "an individual with another set is not covered" in with_patterns.statement
     d = with_patterns.to_dict()
@@ -82,7 +82,7 @@ def test_statement_says_it_was_estimated(tmp_path):
 
 def test_thousands_are_written_with_separators():
     rows = [(k, k % 3) for k in range(10_000)] + [(0, 1), (0, 2)]
-    est = estimate_membership(rows, 3, source="members.csv")
+    est = estimate_membership(rows, 3, label="members.csv")
     assert est.at_most.m == 3
     assert est.statement.startswith("at_most 3 estimated from data: the largest number of databases one of "
                                     "10,000 individuals appears in in members.csv")
@@ -118,7 +118,7 @@ def test_unknown_database_names_the_csv_line(tmp_path):
     lines = ["customer,branch"] + [f"c{k},{k % 3}" for k in range(15)] + ["c99,7"] + ["c1,0"]
     path.write_text("\n".join(lines) + "\n")
     with pytest.raises(InvalidParameterError) as info:
-        estimate_membership(path, 3, source="members.csv")
+        estimate_membership(path, 3, label="members.csv")
     assert info.value.field == "members.csv line 17"
     assert str(info.value) == ("members.csv line 17: field 2 (database): not a known database id "
                                "(known ids: '0', '1', '2')")  # the file's cell is never quoted
@@ -128,7 +128,7 @@ def test_malformed_rows_name_the_line(tmp_path):
     path = tmp_path / "members.csv"
     path.write_text("c1,0\n\nc2,1\nc3,1,extra\n")
     with pytest.raises(InvalidParameterError, match=r"members.csv line 4: expected 2 fields"):
-        estimate_membership(path, 3, source="members.csv")
+        estimate_membership(path, 3, label="members.csv")
     path.write_text("c1,0\nc2\n")
     with pytest.raises(InvalidParameterError, match=r"line 2: expected 2 fields"):
         estimate_membership(path, 3)
@@ -172,7 +172,7 @@ def test_iterable_errors_name_the_row():
         estimate_membership([("a", 0), ("b", 1), ("c", 5)], 3)
     assert info.value.field == "rows[2]"
     with pytest.raises(InvalidParameterError, match=r"sales\[1\]: must be a pair"):
-        estimate_membership([("a", 0), ("b", 1, 2)], 3, source="sales")
+        estimate_membership([("a", 0), ("b", 1, 2)], 3, label="sales")
     with pytest.raises(InvalidParameterError, match=r"rows\[0\]: must be a pair"):
         estimate_membership(["a0"], 3)
 

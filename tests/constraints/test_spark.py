@@ -302,7 +302,7 @@ def test_spark_reads_globs_csv_and_catalog_tables(spark, tmp_path):
     parts = gce_spark.membership_statistics(str(tmp_path / "parts"), case.databases, patterns=True, session=spark)
     assert parts.histogram == duck.histogram and parts.patterns == duck.patterns
     spark.catalog.dropTempView("purchases")
-    for source, options, field in ((12, {}, "source"), (frame, {"format": "csv"}, "format"),
+    for source, options, field in ((12, {}, "table"), (frame, {"format": "csv"}, "format"),
                                    ("purchases", {"session": "local"}, "session")):
         with pytest.raises(InvalidParameterError) as caught:
             gce_spark.membership_statistics(source, case.databases, **options)
