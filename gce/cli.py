@@ -83,6 +83,7 @@ from . import __version__
 from .errors import GCEError, InvalidParameterError
 from .report import terminal_text, to_json
 from .solvers.base import MAX_TIME_LIMIT
+from .validation import shown
 
 __all__ = ["MAX_TIME_LIMIT", "main", "main_exit"]
 
@@ -111,6 +112,8 @@ SECONDS_PER_DELTA = 2e-3
 #: (a classic curve of hundreds of mixed guarantees: 36 ms a delta) is stopped with an error, within
 #: the contract's allowance of 1.1 x the limit + 0.5 s.
 _TABLE_GRACE, _TABLE_GRACE_SHARE = 0.1, 0.1
+#: How much of a path an error message shows (:func:`gce.validation.shown`: longer ones are cut, ending in ...).
+_PATH_SHOWN = 200
 _OUTSIDE_HELP = "let from_data constraints read files outside the scenario file's folder"
 #: What argparse takes for a negative number rather than an option (no gce option looks like one).
 _NEGATIVE_NUMBER = re.compile(r"^-(\d+\.?\d*|\.\d+)(e[+-]?\d+)?$|^-(inf|infinity|nan)$", re.IGNORECASE)
@@ -335,13 +338,13 @@ def _scenario_options(command: argparse.ArgumentParser, run, json_instead_of: st
 def _probability(value: float | None, flag: str) -> None:
     """A delta: in [0, 1) (NaN fails every comparison, so it is refused too)."""
     if value is not None and not 0.0 <= value < 1.0:
-        raise _UsageError(f"{flag}: must lie in [0, 1), got {value!r}")
+        raise _UsageError(f"{flag}: must lie in [0, 1), got {shown(value)}")
 
 
 def _epsilon(value: float | None, flag: str, *, positive: bool = False) -> None:
     """An epsilon: finite and >= 0 (> 0 when ``positive``)."""
     if value is not None and not (math.isfinite(value) and (value > 0.0 if positive else value >= 0.0)):
-        raise _UsageError(f"{flag}: must be finite and {'>' if positive else '>='} 0, got {value!r}")
+        raise _UsageError(f"{flag}: must be finite and {'>' if positive else '>='} 0, got {shown(value)}")
 
 
 def _time_limit(args: argparse.Namespace) -> float:
@@ -352,10 +355,10 @@ def _time_limit(args: argparse.Namespace) -> float:
     if seconds is None:
         return DEFAULT_TIME_LIMIT
     if not (math.isfinite(seconds) and seconds > 0):
-        raise _UsageError(f"--time-limit: must be a finite number of seconds > 0, got {seconds!r}")
+        raise _UsageError(f"--time-limit: must be a finite number of seconds > 0, got {shown(seconds)}")
     if seconds > MAX_TIME_LIMIT:
         raise _UsageError(f"--time-limit: must be at most {MAX_TIME_LIMIT:g} seconds (about "
-                          f"{MAX_TIME_LIMIT / 86400:.1f} days), got {seconds!r}")
+                          f"{MAX_TIME_LIMIT / 86400:.1f} days), got {shown(seconds)}")
     return seconds
 
 
@@ -448,7 +451,7 @@ def _calibrate(args: argparse.Namespace) -> str | tuple[str, int]:
     training = {"--steps-per-epoch": args.steps_per_epoch, "--epochs": args.epochs, "--sampling": args.sampling}
     if args.file is not None and any(value is not None for value in training.values()):
         given = ", ".join(flag for flag, value in training.items() if value is not None)
-        raise _UsageError(f"{given}: the training form takes no scenario file (FILE {args.file!r} given)")
+        raise _UsageError(f"{given}: the training form takes no scenario file (FILE {shown(args.file, _PATH_SHOWN)} given)")
     if args.file is None:  # the training form (gce.training.calibrate_noise)
         from .training import SAMPLINGS, SIGMA_RTOL, calibrate_noise
 
@@ -459,7 +462,7 @@ def _calibrate(args: argparse.Namespace) -> str | tuple[str, int]:
             if training[flag] < 1:
                 raise _UsageError(f"{flag}: must be an integer >= 1, got {training[flag]}")
         if args.sampling not in SAMPLINGS:
-            raise _UsageError(f"--sampling: must be shuffled or poisson, got {args.sampling!r}")
+            raise _UsageError(f"--sampling: must be shuffled or poisson, got {shown(args.sampling)}")
         if args.target_delta == 0.0:
             raise _UsageError("--target-delta: must lie in (0, 1): a Gaussian mechanism has no finite epsilon "
                               "at delta 0, got 0.0")
@@ -651,15 +654,15 @@ def _membership_table(args: argparse.Namespace):
     columns = None if args.columns is None else tuple(args.columns)
     problem = path_problem(args.table)  # a folder, a device, a named pipe: refused before DuckDB opens it
     if problem is not None:
-        raise _UsageError(f"TABLE: {args.table!r} {problem}")
+        raise _UsageError(f"TABLE: {shown(args.table, _PATH_SHOWN)} {problem}")
     if args.query is not None:
         if not os.path.isfile(args.table):
-            raise _UsageError(f"TABLE: {args.table!r} is not a database file")
+            raise _UsageError(f"TABLE: {shown(args.table, _PATH_SHOWN)} is not a database file")
         return MembershipTable(database=args.table, query=args.query, columns=columns, label=args.table)
     files = sorted(f for f in globbing.glob(args.table, recursive=True) if os.path.isfile(f)) \
         if any(c in args.table for c in "*?[") else [args.table]
     if not files or not os.path.isfile(files[0]):
-        raise _UsageError(f"TABLE: {args.table!r} matches no file")
+        raise _UsageError(f"TABLE: {shown(args.table, _PATH_SHOWN)} matches no file")
     return MembershipTable(tuple(files), columns=columns, label=args.table)
 
 
@@ -717,7 +720,8 @@ def _membership(args: argparse.Namespace) -> str:
     databases = args.databases
     if truncating:
         if any(c in args.table for c in "*?[") and _glob_reaches(args.table, args.output):
-            raise _UsageError(f"--output: {args.output!r} would be matched by the table's glob {args.table!r}, so "
+            raise _UsageError(f"--output: {shown(args.output, _PATH_SHOWN)} would be matched by the table's glob "
+                              f"{shown(args.table, _PATH_SHOWN)}, so "
                               f"the next run (or a scenario's source with that glob) would read the truncation "
                               f"as input; write it outside the glob's reach")
         if args.scenario is not None:
@@ -783,7 +787,7 @@ def _ledger_init(args: argparse.Namespace) -> str:
     from .ledger.filters import FILTERS
 
     if args.filter not in FILTERS:
-        raise _UsageError(f"--filter: must be one of {', '.join(FILTERS)}, got {args.filter!r}")
+        raise _UsageError(f"--filter: must be one of {', '.join(FILTERS)}, got {shown(args.filter)}")
     time_limit = _ledger_time_limit(args)
     _ledger_path(args)
     scenario = _load(args)
@@ -937,9 +941,18 @@ def _load_at_most(path: str):
     return load_scenario_at_most(path, 1)
 
 
+#: The longest word (a run without spaces: a path, a value) and the longest message that an error line
+#: shows; longer ones are cut, ending in ``...``. The messages show values through
+#: :func:`gce.validation.shown`; these bounds also hold for what gce does not word itself (argparse's
+#: ``invalid choice: '...'``, an engine's or the system's message quoting a path or a column).
+_WORD_SHOWN, _LINE_SHOWN = 200, 2000
+
+
 def _one_line(text: str) -> str:
-    """An error message as one terminal-safe line."""
-    return terminal_text(" ".join(text.split()))
+    """An error message as one terminal-safe line, never echoing a huge input whole (:data:`_WORD_SHOWN`,
+    :data:`_LINE_SHOWN`)."""
+    line = " ".join(word if len(word) <= _WORD_SHOWN else word[:_WORD_SHOWN] + "..." for word in text.split())
+    return terminal_text(line if len(line) <= _LINE_SHOWN else line[:_LINE_SHOWN] + "...")
 
 
 def _terminal_lines(text: str) -> str:
@@ -1049,7 +1062,7 @@ def _delivered(status: int, outcome: _Outcome, text: str | None = None) -> int:
 def _os_error(error: OSError) -> str:
     """An operating-system error as gce words it: the file and the reason."""
     reason = error.strerror or str(error)
-    return f"{error.filename!r}: {reason}" if error.filename is not None else reason
+    return f"{shown(error.filename, _PATH_SHOWN)}: {reason}" if error.filename is not None else reason
 
 
 def _run(argv: Sequence[str] | None, outcome: _Outcome) -> int:

@@ -28,6 +28,7 @@ command ended is a command that answered, and is checked as such.
 
 from __future__ import annotations
 
+import argparse
 import os
 import pathlib
 import shutil
@@ -41,7 +42,7 @@ from types import SimpleNamespace
 import pytest
 
 import tiers
-from gce.cli import EXIT_INTERRUPTED, EXIT_UNREPORTED, main
+from gce.cli import _LINE_SHOWN, EXIT_INTERRUPTED, EXIT_UNREPORTED, _parser, main
 from gce.files.scenario import load_scenario
 from gce.ledger import Accountant
 from gce.ledger.store import SQLiteStore
@@ -111,6 +112,9 @@ COMMANDS = {
     "solve": lambda s: ["solve", s.scenario],
     "solve-duckdb": lambda s: ["solve", s.store],
     "calibrate": lambda s: ["calibrate", s.scenario, "--target-epsilon", "1", "--target-delta", "1e-6"],
+    "calibrate-training": lambda s: ["calibrate", "--target-epsilon", "2", "--target-delta", "1e-5",
+                                     "--steps-per-epoch", "10", "--epochs", "2", "--sampling", "poisson",
+                                     "--rtol", "0.05"],
     "curve": lambda s: ["curve", s.scenario, "--deltas", "1e-6"],
     "membership": lambda s: ["membership", s.members, "--scenario", s.store],
     "ledger init": lambda s: ["ledger", "init", s.scenario, "--budget-epsilon", "10", "--budget-delta", "0",
@@ -124,6 +128,48 @@ COMMANDS = {
     "ledger verify": lambda s: ["ledger", "verify", "--ledger", s.ledger],
     "ledger truncate": lambda s: ["ledger", "truncate", "--after", "1", "--ledger", s.ledger],
 }
+
+
+def subcommands(parser: argparse.ArgumentParser | None = None, prefix: str = "") -> dict[str, argparse.ArgumentParser]:
+    """Every leaf subcommand of the ``gce`` parser by its name (``solve``, ``ledger init``, ...), read from
+    argparse itself, so that a command added later is found by the sweeps' completeness checks."""
+    parser = _parser() if parser is None else parser
+    found = {}
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                found.update(subcommands(sub, f"{prefix}{name} "))
+    return found or {prefix.strip(): parser}
+
+
+def options(parser: argparse.ArgumentParser) -> dict[str, argparse.Action]:
+    """A subcommand's arguments that take a value, by how the user writes them (``--ledger``, ``FILE``)."""
+    return {(action.option_strings[-1] if action.option_strings else (action.metavar or action.dest)): action
+            for action in parser._actions
+            if action.nargs != 0 and not isinstance(action, (argparse._HelpAction, argparse._VersionAction))}
+
+
+def test_the_sweeps_cover_every_subcommand():
+    """Every leaf subcommand argparse knows has a case in :data:`COMMANDS` (its name, or its name and a
+    variant after ``-``), so the sweeps over COMMANDS reach a command added later."""
+    assert {name.split("-")[0] for name in COMMANDS} == set(subcommands())
+
+
+#: Every argument of every subcommand that names a path (swept with special files in family 3), and every
+#: other argument that takes a value: a new one must be put in one of the two (the test below fails until it is).
+PATH_OPTIONS = {"FILE", "TABLE", "--scenario", "--plot", "--output", "--ledger"}
+OTHER_OPTIONS = {"--delta", "--epsilon", "--time-limit", "--rtol", "--memory-limit", "--target-epsilon",
+                 "--target-delta", "--steps-per-epoch", "--epochs", "--sampling", "--deltas", "--query", "--columns",
+                 "--databases", "--truncate", "--seed", "--budget-epsilon", "--budget-delta", "--filter",
+                 "--mechanism", "--repeat", "--analyst", "--limit", "--after"}
+
+
+def test_every_argument_is_known_as_a_path_or_not():
+    seen = {flag for parser in subcommands().values() for flag in options(parser)}
+    assert seen - PATH_OPTIONS - OTHER_OPTIONS == set(), "classify the new argument"
+    assert PATH_OPTIONS | OTHER_OPTIONS == seen
+
+
 #: What a command changes, as the line that reports it says (exit 4 when it could not give its answer).
 CHANGES = {"ledger init": "the ledger {new_ledger} was created",
            "ledger spend": "the spend was recorded as entry 3 (admitted)",
@@ -544,6 +590,16 @@ PATH_CASES = [
 ]
 
 
+def test_the_path_cases_cover_every_path_argument_of_every_subcommand():
+    """Each (subcommand, path argument) argparse has is in :data:`PATH_CASES` (family 3's sweep)."""
+    names = [name for name, *_ in PATH_CASES]
+    for command, parser in subcommands().items():
+        for flag in options(parser):
+            if flag in PATH_OPTIONS:
+                assert any(name == f"{command} {flag}" or name.startswith(f"{command} {flag} ") for name in names), \
+                    f"{command} {flag}: no case in PATH_CASES"
+
+
 def _path_cases():
     for name, suffix, args, field in PATH_CASES:
         for kind in ("fifo", "device", "folder"):
@@ -631,3 +687,61 @@ class _nothing:
 
     def __exit__(self, *exc):
         return None
+
+
+# ---------------------------------------------------------------------------
+# Values too long to echo: every argument of every subcommand
+
+
+#: A value no message may echo whole (a million characters, no spaces).
+HUGE = "x" * 1_000_000
+
+
+def with_value(args: list[str], parser: argparse.ArgumentParser, flag: str, value: str) -> list[str]:
+    """``args`` with ``flag``'s value(s) (or a positional's) replaced by ``value``; added when absent."""
+    action = options(parser)[flag]
+    count = action.nargs if isinstance(action.nargs, int) else 1
+    args = list(args)
+    if not action.option_strings:  # a positional: the first argument after the command's words that is no flag
+        start = 2 if args[0] == "ledger" else 1
+        if start < len(args) and not args[start].startswith("--"):
+            args[start] = value
+        else:
+            args.insert(start, value)
+        return args
+    if flag in args:
+        i = args.index(flag)
+        end = i + 1
+        while end < len(args) and not args[end].startswith("--"):
+            end += 1
+        return args[:i + 1] + [value] * count + args[end:]
+    return args + [flag] + [value] * count
+
+
+def _huge_cases():
+    leaves = subcommands()
+    for command in COMMANDS:
+        for flag in options(leaves[command.split("-")[0]]):
+            yield pytest.param(command, flag, id=f"{command} {flag}")
+
+
+_HUGE_DEFAULT = {("solve", "FILE"), ("ledger status", "--ledger"), ("ledger check", "--databases"),
+                 ("membership", "--columns"), ("ledger spend", "--analyst"), ("calibrate-training", "--sampling")}
+
+
+@tiers.parametrize("command, flag", _huge_cases(), default=lambda c, f: (c, f) in _HUGE_DEFAULT)
+def test_a_huge_value_of_any_argument_is_never_echoed_whole(space, capsys, command, flag):
+    """Each argument of each subcommand given a million characters: an answer, or one line naming the
+    place with a shortened value (:func:`gce.validation.shown`, and the line's bounds for what argparse,
+    DuckDB or the system word); nothing recorded, nothing created."""
+    before = len(entries(space.ledger))
+    args = with_value(COMMANDS[command](space), subcommands()[command.split("-")[0]], flag, HUGE)
+    status = main(args)
+    out, err = capsys.readouterr()
+    if err:
+        line = one_line(err)
+        assert status in (1, 2) and len(line) < _LINE_SHOWN + 200 and "x" * 300 not in line, (status, line[:300])
+    else:
+        assert status in (0, 1) and "x" * 300 not in out
+    if status != 0 or command not in CHANGES:  # nothing recorded or created, unless asked for and answered
+        assert len(entries(space.ledger)) == before and not os.path.exists(space.new_ledger)
