@@ -261,6 +261,16 @@ def test_membership_statistics_takes_a_path_as_spark_does(tmp_path):
     assert by_table_source.label == ""
 
 
+def test_truncate_membership_takes_a_path_too(tmp_path):
+    pytest.importorskip("duckdb")
+    from gce.constraints.tables import membership_statistics, truncate_membership
+
+    (tmp_path / "m.csv").write_text("customer,branch\nann,0\nann,2\nbob,1\nann,1\n")
+    truncate_membership(tmp_path / "m.csv", 3, 1, 7, str(tmp_path / "kept.csv"))
+    kept = membership_statistics(tmp_path / "kept.csv", 3)
+    assert kept.histogram == {1: 2} and kept.rows == 2  # ann keeps one of her three databases, bob his one
+
+
 def test_the_spark_and_duckdb_signatures_agree():
     import inspect
 

@@ -846,7 +846,8 @@ class Truncation:
         return dict(self.__dict__)
 
 
-def truncate_membership(table: MembershipTable, databases: DatabaseIds, m: int, seed: int, output: str, *,
+def truncate_membership(table: "MembershipTable | str | os.PathLike[str] | Sequence[str]", databases: DatabaseIds,
+                        m: int, seed: int, output: str, *,
                         progress: Callable[..., None] | None = None, time_limit: float | None = None) -> Truncation:
     """Write the rows to keep so that every individual is in at most ``m`` databases.
 
@@ -859,6 +860,7 @@ def truncate_membership(table: MembershipTable, databases: DatabaseIds, m: int, 
     :func:`membership_statistics` (a file stopped half-written is left as DuckDB left it: the output the
     user asked for, never another file).
     """
+    table = MembershipTable.of(table)  # a path or a glob, as membership_statistics takes
     if not is_integer(m) or m < 1:
         raise InvalidParameterError("m", f"must be an integer >= 1, got {shown(m)}")
     if not is_integer(seed) or not 0 <= seed < 2**63:
