@@ -146,6 +146,22 @@ def test_k_of_t_is_bracketed_by_quadrature(case):
     _check_sandwich(mu, t, k, (0.2, 1.0, 2.0))
 
 
+@pytest.mark.slow
+def test_one_allocation_of_k_with_its_blocks_by_the_epochs_engine_is_bracketed_by_quadrature():
+    """k of t at a small delta: the decomposition's blocks composed again on grids that follow the tail
+    (random_allocation._with_blocks_at_any_delta; the uniform loss grid alone is wider there). sigma 2/3, 2 of 4
+    at 1e-12: [13.68, 15.35], the reference's delta 5.8e-11 and 2.5e-13 at the ends (about 11 s and 2 s a
+    point of the rule)."""
+    curve = allocation_curve(1.5, 4, 2, delta=1e-12)
+    assert "composed again" in curve.description
+    low, high = curve.epsilon_bracket(1e-12)
+    assert 13.0 <= low <= high <= 15.5, (low, high)
+    for eps in (low, 14.5, high):
+        least, largest = _truth(1.5, 4, 2, eps)
+        below, above = curve.delta_bracket(eps)
+        assert above >= least * (1 - 1e-9) - 1e-15 and below <= largest * (1 + 1e-9) + 1e-15, (eps, least, above)
+
+
 def test_the_tanh_sinh_rule_meets_closed_forms():
     """1 of 1 is the Gaussian of mu, k of k the Gaussian of mu sqrt(k) (no split: the rule's other branch):
     within the rule's estimate, itself below 1e-12."""

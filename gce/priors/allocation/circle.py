@@ -77,6 +77,7 @@ from numpy.typing import NDArray
 from scipy import fft as _fft
 from scipy import special
 
+from ... import effort
 from ...accounting.curves import PrivacyCurve
 from ...errors import NumericalLimitError
 from .log_statistic import _count_masses, _log_choose
@@ -131,6 +132,7 @@ class _CountBound:
 
     def raw(self, eps: NDArray[np.float64]) -> NDArray[np.float64]:
         """The bound by (1) alone, without the cap."""
+        effort.checkpoint()  # read many times while a level is chosen: a level that overran stops here
         loss = self.low + CELL_LOSS * np.arange(self.weight.size)
         gap = 1.0 - np.exp(np.minimum(eps[:, None] - loss[None, :], 0.0))
         return gap @ self.weight + np.max(gap * self.allowance[None, :], axis=1)
@@ -340,6 +342,7 @@ def _rate_bounds(ratio, t: int, k: int, cuts, top: float, masses, target: float,
     spectra = {}
     bounds = {}
     for n in kept:
+        effort.checkpoint()  # a count is short: a level that overran on a loaded machine stops here
         bands = (t - n[0],) + tuple(n[j] - n[j + 1] for j in range(len(n) - 1)) + (n[-1],)
         if any(c < 0 for c in bands):
             continue

@@ -82,6 +82,7 @@ import math
 import numpy as np
 from scipy import fft as _fft
 
+from ... import effort
 from ...errors import NumericalLimitError
 from .bracket import _Law
 from .uniform_grid import _noise
@@ -291,6 +292,7 @@ def by_counts(ratio, t: int, k: int, target: float, dx: float = CELL) -> _Law | 
         cells = _band_cells(ratio, r, dx, cut)
         n_fft = _size(t, cells["q", False].size)
         for n in counts:
+            effort.checkpoint()  # a count is short: a step that overran on a loaded machine stops here
             terms = [(cells["q", False], t - n), (cells["q", True], n)]
             if any(c > 0 and not np.any(m > 0) for m, c in terms):
                 continue  # a band of no mass: the count is impossible

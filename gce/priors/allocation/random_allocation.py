@@ -137,24 +137,48 @@ def allocation_curve(mu: float, t: int, k: int = 1, epochs: int = 1, rtol: float
                 except NumericalLimitError:
                     upper = None
             curve = _composed(ratio, t, k, epochs, rtol, delta, epsilon, tail, upper)
+            if k > 1 and epochs == 1 and not _exact_blocks(ratio, t // k):
+                curve = _with_blocks_at_any_delta(ratio, t, k, rtol, delta, epsilon, tail, curve)
         except _NoRoom as why:
             if not isinstance(ratio, GaussianRatio):
                 raise NumericalLimitError(f"random allocation: {why}") from None
             return _closed_forms(ratio.mu, t, k, epochs, str(why))
         decomposition = curve.directions
         if k > 1:
-            curve = _with_pairs(ratio, t, k, epochs, rtol, delta, epsilon, tail, curve)
+            curve = _overdue_kept(curve, "blocks of two", delta, epsilon, _with_pairs, ratio, t, k, epochs, rtol,
+                                  delta, epsilon, tail, curve)
         if k > 2:
-            curve = _with_threes(ratio, t, k, epochs, rtol, delta, epsilon, tail, curve)
+            curve = _overdue_kept(curve, "blocks of three", delta, epsilon, _with_threes, ratio, t, k, epochs, rtol,
+                                  delta, epsilon, tail, curve)
         if 1 < k < t and epochs == 1:  # one allocation: below, the circle above, finer cells below
-            curve = _with_counts_below(ratio, t, k, rtol, delta, epsilon, curve, COUNT_CELLS[0])
+            curve = _overdue_kept(curve, "a rate per count", delta, epsilon, _with_counts_below, ratio, t, k, rtol,
+                                  delta, epsilon, curve, COUNT_CELLS[0])
             if decomposition is not None:
-                curve = _with_circle(ratio, t, k, rtol, delta, epsilon, tail, curve, decomposition)
+                curve = _overdue_kept(curve, "Cauchy's circle", delta, epsilon, _with_circle, ratio, t, k, rtol,
+                                      delta, epsilon, tail, curve, decomposition)
             for dx in COUNT_CELLS[1:]:  # while wider than rtol (log_statistic, "The cell")
-                curve = _with_counts_below(ratio, t, k, rtol, delta, epsilon, curve, dx)
+                curve = _overdue_kept(curve, "a rate per count", delta, epsilon, _with_counts_below, ratio, t, k,
+                                      rtol, delta, epsilon, curve, dx)
     if isinstance(ratio, GaussianRatio):
         return _no_worse_than_composition(curve, ratio.mu * math.sqrt(k * epochs), ratio.mu * k * math.sqrt(epochs / t))
     return curve
+
+
+def _overdue_kept(curve: AllocationCurve, what: str, delta: float | None, epsilon: float | None, step,
+                  *args) -> AllocationCurve:
+    """``step(*args)``, a tightening of ``curve``, run so that it stops at a checkpoint once the time limit
+    has passed (:func:`gce.effort.interruptible`): each step is started only when its estimate fits, but on a
+    loaded machine it may take several times that; ``curve`` (valid on its own) is then kept and the stop
+    recorded, so that the limit is overrun by one part of a step (a database of a recursion, a count of a
+    transform), not by a step."""
+    try:
+        with effort.interruptible():
+            return step(*args)
+    except effort.Overdue:
+        effort.current().stop(f"allocation ({what}) at {_target_text(delta, epsilon)}: a step overran its "
+                              f"estimate")
+        stopped = "" if _STOPPED in curve.description else _STOPPED
+        return AllocationCurve(curve._upper, curve.lower, f"{curve.description}{stopped}", curve.directions)
 
 
 def _wide_at(curve: AllocationCurve, rtol: float, delta: float | None, epsilon: float | None
@@ -166,6 +190,34 @@ def _wide_at(curve: AllocationCurve, rtol: float, delta: float | None, epsilon: 
         return low, high, None
     target = float(epsilon) if epsilon is not None else float(low if low > 0 else high)
     return low, high, (target if math.isfinite(target) else None)
+
+
+def _with_blocks_at_any_delta(ratio, t: int, k: int, rtol: float, delta: float | None, epsilon: float | None,
+                              tail: float, curve: AllocationCurve) -> AllocationCurve:
+    """k of t, one allocation: the decomposition's blocks composed again by :func:`~.epochs.compose_epochs`
+    (grids that follow the tail, module epochs) when the bracket of ``curve`` (the decomposition on the batch
+    engine's uniform loss grid, :func:`~.decomposition._composed`) is wider than ``rtol``; each direction
+    then keeps the least of its two upper curves (each valid). At small deltas the uniform loss grid's
+    round-off is absolute and swamps the target (sigma 1.71, 14 of 724 at 1e-10: [1.834, 15.85], the
+    composition's bound; with the blocks by the epochs engine [1.834, 2.031] within the same 5 s); the lower
+    curve is left to the decomposition's garbled pair and the steps after this one."""
+    low, high, target = _wide_at(curve, rtol, delta, epsilon)
+    if target is None:
+        return curve
+    blocks = {(ratio, size): count for size, count in _blocks(t, k)}
+    try:
+        engine = compose_epochs(blocks, blocks, rtol, delta, epsilon, tail)
+    except (_NoRoom, NumericalLimitError):
+        return curve
+    if _at(engine, curve.lower, delta, epsilon)[1] >= high:
+        return curve
+    if curve.directions is not None and engine.directions is not None:
+        directions = tuple(_Least([mine, its]) for mine, its in zip(curve.directions, engine.directions))
+        upper = list(directions)
+    else:
+        directions, upper = None, [_Least([curve, engine])]
+    return AllocationCurve(upper, curve.lower, f"{curve.description}; above, the same blocks composed again "
+                                               f"({engine.description})", directions)
 
 
 def _with_counts_below(ratio, t: int, k: int, rtol: float, delta: float | None, epsilon: float | None,
@@ -220,12 +272,18 @@ def _with_circle(ratio, t: int, k: int, rtol: float, delta: float | None, epsilo
                            f"by Cauchy's circle, level {level + 1})", delta, epsilon, width):
             stopped = _STOPPED not in curve.description
             break
-        circle = circle_curve(ratio, t, k, target, tail, level)
-        if circle is None:
+        try:  # (run by :func:`_overdue_kept`: a level that overruns keeps the last completed one)
+            circle = circle_curve(ratio, t, k, target, tail, level)
+            if circle is None:
+                break
+            pair = AllocationCurve([_Least([decomposition[0], circle]), decomposition[1]], curve.lower, "")
+            tightened = AllocationCurve([_Least([best, pair])], curve.lower, "")
+            new_high = _at(tightened, curve.lower, delta, epsilon)[1]
+        except effort.Overdue:
+            effort.current().stop(f"allocation (the direction P||Q by Cauchy's circle, level {level + 1}) at "
+                                  f"{_target_text(delta, epsilon)}: a step overran its estimate")
+            stopped = _STOPPED not in curve.description
             break
-        pair = AllocationCurve([_Least([decomposition[0], circle]), decomposition[1]], curve.lower, "")
-        tightened = AllocationCurve([_Least([best, pair])], curve.lower, "")
-        new_high = _at(tightened, curve.lower, delta, epsilon)[1]
         if new_high >= high:
             break
         best, done, high = tightened, circle, new_high

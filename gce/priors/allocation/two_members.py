@@ -147,6 +147,7 @@ import math
 import numpy as np
 from numpy.typing import NDArray
 
+from ... import effort
 from .bracket import ROUND_OFF, _Law
 
 #: Ratios of the grid of S above :data:`_S_UNIFORM`, cheapest first (the grid of E: :func:`_e_ratio`).
@@ -303,6 +304,7 @@ def _upper_pair(ratio, t: int, s: NDArray[np.float64], e: NDArray[np.float64], b
     state[0, 0] = 1.0
     charge = charge_q = 0.0
     for step in range(t):
+        effort.checkpoint()  # a database's step is short: a level that overran on a loaded machine stops here
         new = _Accumulator(n_s * n_e)
         rest = t - step - 1  # databases after this one: E[S'] = rest, E[E'] = C(rest, 2)
         for j in np.nonzero(state.any(axis=1))[0]:
@@ -471,6 +473,7 @@ def _lower_pair(ratio, t: int, s: NDArray[np.float64], e: NDArray[np.float64], b
     state = np.zeros((members + 1, n_s, n_e))  # Q-measures with 0, 1, ..., members among those processed
     state[0, 0, 0] = 1.0
     for step in range(t):
+        effort.checkpoint()
         new = [_Accumulator(n_s * n_e) for _ in range(members + 1)]
         # a unit of measure m after this step ends as at most C(rest, members - m) units of the last measure
         reach = np.array([math.comb(t - step - 1, members - m) for m in range(members + 1)], dtype=float) / c
