@@ -82,7 +82,7 @@ import numpy as np
 
 from .effort import DEFAULT_RTOL, Deadline, check_rtol, describe_width, relative_width, within
 from .errors import InvalidParameterError, NumericalLimitError, ResourceLimitError, UnsupportedCombinationError
-from .validation import is_number
+from .validation import is_number, shown
 from .accounting import kinds
 from .accounting.guarantees import Guarantee
 from .model import Invocation, Scenario, invocation_multiset
@@ -194,15 +194,15 @@ class Calibration:
 
     def __post_init__(self) -> None:
         if self.parameter not in _LABEL:
-            raise InvalidParameterError("parameter", f"must be 'epsilon' or 'sigma', got {self.parameter!r}")
+            raise InvalidParameterError("parameter", f"must be 'epsilon' or 'sigma', got {shown(self.parameter)}")
         value, other = ((self.per_invocation_epsilon, self.sigma) if self.parameter == "epsilon"
                         else (self.sigma, self.per_invocation_epsilon))
         if value is None or other is not None:
             raise InvalidParameterError(_LABEL[self.parameter], "must be the only calibrated value")
         if not (self.report.epsilon <= self.target_epsilon and self.report.delta <= self.target_delta):
             raise InvalidParameterError(
-                "report", f"({self.report.epsilon!r}, {self.report.delta!r}) does not meet the target "
-                          f"({self.target_epsilon!r}, {self.target_delta!r})")
+                "report", f"({shown(self.report.epsilon)}, {shown(self.report.delta)}) does not meet the target "
+                          f"({shown(self.target_epsilon)}, {shown(self.target_delta)})")
         if self.time_limit_reached != bool(self.stops):
             raise InvalidParameterError("stops", "must be given exactly when the time limit was reached")
 
@@ -708,10 +708,10 @@ def calibrate(
     time_limit = check_time_limit(time_limit)
     if not is_number(target_epsilon) \
             or not (0.0 < target_epsilon < math.inf):
-        raise InvalidParameterError("target_epsilon", f"must be finite and > 0, got {target_epsilon!r}")
+        raise InvalidParameterError("target_epsilon", f"must be finite and > 0, got {shown(target_epsilon)}")
     if not is_number(target_delta) \
             or not (0.0 <= target_delta < 1.0):
-        raise InvalidParameterError("target_delta", f"must lie in [0, 1), got {target_delta!r}")
+        raise InvalidParameterError("target_delta", f"must lie in [0, 1), got {shown(target_delta)}")
     rtol = check_rtol(rtol) if rtol is not None else scenario.rtol if scenario.rtol is not None else DEFAULT_RTOL
     target_epsilon, target_delta = float(target_epsilon), float(target_delta)
     parameter = _parameter(scenario)
@@ -844,9 +844,9 @@ class _Calibrator:
                               f"more time")
         report = self.solved(value)
         if not self.meets(report):  # pragma: no cover - a solve that met the target is kept as it was
-            raise NumericalLimitError(f"{_LABEL[family.parameter]}: {value!r} met the target during the search "
-                                      f"but not on re-check (epsilon {report.epsilon!r} > target_epsilon "
-                                      f"{self.target_epsilon!r})")
+            raise NumericalLimitError(f"{_LABEL[family.parameter]}: {shown(value)} met the target during the search "
+                                      f"but not on re-check (epsilon {shown(report.epsilon)} > target_epsilon "
+                                      f"{shown(self.target_epsilon)})")
 
         classic_eps, classic_theorem = None, ""
         if classic is not None and self.poisson:

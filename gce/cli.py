@@ -451,7 +451,8 @@ def _calibrate(args: argparse.Namespace) -> str | tuple[str, int]:
     training = {"--steps-per-epoch": args.steps_per_epoch, "--epochs": args.epochs, "--sampling": args.sampling}
     if args.file is not None and any(value is not None for value in training.values()):
         given = ", ".join(flag for flag, value in training.items() if value is not None)
-        raise _UsageError(f"{given}: the training form takes no scenario file (FILE {shown(args.file, _PATH_SHOWN)} given)")
+        raise _UsageError(f"{given}: the training form takes no scenario file (FILE {shown(args.file, _PATH_SHOWN)} "
+                          f"given)")
     if args.file is None:  # the training form (gce.training.calibrate_noise)
         from .training import SAMPLINGS, SIGMA_RTOL, calibrate_noise
 

@@ -70,7 +70,7 @@ from .effort import Deadline, check_rtol, describe_width, relative_width, within
 from .errors import InvalidParameterError, NumericalLimitError
 from .progress import ProgressCallback
 from .report import json_number
-from .validation import is_integer, is_number
+from .validation import is_integer, is_number, shown
 
 __all__ = ["NoiseCalibration", "calibrate_noise", "clt_sigma", "gdp_mu", "SAMPLINGS", "SIGMA_RTOL", "COARSE_RTOL",
            "MAX_EVALUATIONS"]
@@ -164,15 +164,17 @@ class NoiseCalibration:
 
     def __post_init__(self) -> None:
         if self.sampling not in SAMPLINGS:
-            raise InvalidParameterError("sampling", f"must be one of {', '.join(SAMPLINGS)}, got {self.sampling!r}")
+            raise InvalidParameterError("sampling", f"must be one of {', '.join(SAMPLINGS)}, got "
+                                                    f"{shown(self.sampling)}")
         if not (0.0 < self.sigma < math.inf):
-            raise InvalidParameterError("sigma", f"must be finite and > 0, got {self.sigma!r}")
+            raise InvalidParameterError("sigma", f"must be finite and > 0, got {shown(self.sigma)}")
         if not (0.0 <= self.sigma_low < self.sigma):
-            raise InvalidParameterError("sigma_low", f"must lie in [0, sigma = {self.sigma!r}), got {self.sigma_low!r}")
+            raise InvalidParameterError("sigma_low", f"must lie in [0, sigma = {shown(self.sigma)}), got "
+                                                     f"{shown(self.sigma_low)}")
         if not (0.0 <= self.epsilon_low <= self.epsilon_high <= self.target_epsilon):
             raise InvalidParameterError(
-                "epsilon_high", f"the bracket [{self.epsilon_low!r}, {self.epsilon_high!r}] does not meet the "
-                                f"target epsilon {self.target_epsilon!r}")
+                "epsilon_high", f"the bracket [{shown(self.epsilon_low)}, {shown(self.epsilon_high)}] does not meet "
+                                f"the target epsilon {shown(self.target_epsilon)}")
         if self.time_limit_reached != bool(self.stops):
             raise InvalidParameterError("stops", "must be given exactly when the time limit was reached")
 
@@ -592,12 +594,12 @@ class _Search:
             self.at(hi, final)
             low, high = self._best_at(hi)
         if not high <= self.target:  # pragma: no cover - an evaluation that met the target is kept
-            raise NumericalLimitError(f"sigma {math.exp(hi)!r} met the target and then did not (epsilon "
-                                      f"{high!r} > target_epsilon {self.target!r})")
+            raise NumericalLimitError(f"sigma {shown(math.exp(hi))} met the target and then did not (epsilon "
+                                      f"{shown(high)} > target_epsilon {shown(self.target)})")
         answer = _Point(hi, low, high, min(p.asked for p in self.points.values() if p.u == hi), self.target)
         if lo is not None and lo >= hi:  # pragma: no cover - certified brackets of a monotone epsilon
-            raise NumericalLimitError(f"sigma {math.exp(lo)!r} is certified not to meet the target and the larger "
-                                      f"{math.exp(hi)!r} to meet it: the engines' brackets contradict each other")
+            raise NumericalLimitError(f"sigma {shown(math.exp(lo))} is certified not to meet the target and the larger "
+                                      f"{shown(math.exp(hi))} to meet it: the engines' brackets contradict each other")
         sigma_low = 0.0 if lo is None else math.exp(lo)
         if not stopped and not notes and not self.deadline.reached \
                 and (lo is None or hi - lo > self.width * (1.0 + 1e-9)):  # (a cap that stopped an engine says so)
@@ -655,7 +657,7 @@ def _closed_bracket(sigma: float, t: int, epochs: int, sampling: str, delta: flo
 
 def _check_count(value: object, name: str) -> int:
     if isinstance(value, (bool, np.bool_)) or not is_integer(value) or value < 1:
-        raise InvalidParameterError(name, f"must be an integer >= 1, got {value!r}")
+        raise InvalidParameterError(name, f"must be an integer >= 1, got {shown(value)}")
     return int(value)
 
 
@@ -732,16 +734,16 @@ def calibrate_noise(
     from .solvers.base import check_time_limit
 
     if not is_number(target_epsilon) or not 0.0 < target_epsilon < math.inf:
-        raise InvalidParameterError("target_epsilon", f"must be finite and > 0, got {target_epsilon!r}")
+        raise InvalidParameterError("target_epsilon", f"must be finite and > 0, got {shown(target_epsilon)}")
     if not is_number(target_delta) or not 0.0 < target_delta < 1.0:
         raise InvalidParameterError("target_delta", f"must lie in (0, 1) (a Gaussian mechanism has no finite "
-                                                    f"epsilon at delta 0), got {target_delta!r}")
+                                                    f"epsilon at delta 0), got {shown(target_delta)}")
     t = _check_count(steps_per_epoch, "steps_per_epoch")
     epochs = _check_count(epochs, "epochs")
     if not isinstance(sampling, str) or sampling not in SAMPLINGS:
         raise InvalidParameterError("sampling", f"must be 'shuffled' (each example in one batch an epoch) or "
                                                 f"'poisson' (each step samples each example at rate 1 / t), "
-                                                f"got {sampling!r}")
+                                                f"got {shown(sampling)}")
     rtol = check_rtol(rtol)
     seconds = None if time_limit is None else check_time_limit(time_limit)
     target_epsilon, target_delta = float(target_epsilon), float(target_delta)

@@ -29,7 +29,7 @@ from numpy.typing import NDArray
 from ... import effort
 from ...accounting.curves import DiscreteLossCurve, PrivacyCurve, at_or_above
 from ...errors import InvalidParameterError
-from ...validation import is_integer
+from ...validation import is_integer, shown
 
 
 #: Default requested relative width of the epsilon (or delta) bracket at the target.
@@ -248,5 +248,5 @@ _SETTLED = 16.0
 
 def _check_count(value: object, name: str, low: int = 1) -> int:
     if not is_integer(value) or value < low:
-        raise InvalidParameterError(name, f"must be an integer >= {low}, got {value!r}")
+        raise InvalidParameterError(name, f"must be an integer >= {low}, got {shown(value)}")
     return int(value)

@@ -100,7 +100,7 @@ from ... import effort
 from ...accounting import batch, kinds
 from ...accounting.curves import DiscreteLossCurve, PrivacyCurve, at_or_above
 from ...errors import InvalidParameterError, NumericalLimitError
-from ...validation import is_number
+from ...validation import is_number, shown
 from .bracket import _STOPPED, _TAIL_SHARE, TAIL, AllocationCurve, LowerBound, _check_count, _may_refine, _width
 from .ratios import GaussianRatio
 
@@ -770,7 +770,7 @@ def gaussian_parts(guarantees) -> list[tuple[float, float, int]] | None:
 
 def _check_rate(value: object, name: str) -> float:
     if not is_number(value) or not 0.0 <= value <= 1.0:
-        raise InvalidParameterError(name, f"must be a probability in [0, 1], got {value!r}")
+        raise InvalidParameterError(name, f"must be a probability in [0, 1], got {shown(value)}")
     return float(value)
 
 
@@ -808,11 +808,11 @@ def poisson_curve(parts: Sequence[tuple[float, float, int]], rtol: float = effor
     True
     """
     if isinstance(parts, (str, bytes)) or not isinstance(parts, Sequence) or not parts:
-        raise InvalidParameterError("parts", f"must be a non-empty list of (mu, rate, count), got {parts!r}")
+        raise InvalidParameterError("parts", f"must be a non-empty list of (mu, rate, count), got {shown(parts)}")
     clean = []
     for i, part in enumerate(parts):
         if not isinstance(part, Sequence) or len(part) != 3:
-            raise InvalidParameterError(f"parts[{i}]", f"must be (mu, rate, count), got {part!r}")
+            raise InvalidParameterError(f"parts[{i}]", f"must be (mu, rate, count), got {shown(part)}")
         mu, rate, count = part
         ratio = GaussianRatio(mu)
         rate = _check_rate(rate, f"parts[{i}].rate")
@@ -820,13 +820,13 @@ def poisson_curve(parts: Sequence[tuple[float, float, int]], rtol: float = effor
         if rate > 0.0 and ratio.mu > 0.0:
             clean.append((ratio, rate, count))
     if not is_number(rtol) or not 0.0 < rtol < 1.0:
-        raise InvalidParameterError("rtol", f"must be a number in (0, 1), got {rtol!r}")
+        raise InvalidParameterError("rtol", f"must be a number in (0, 1), got {shown(rtol)}")
     if epsilon is None and delta is None:
         delta = 1e-6
     if epsilon is not None and (not is_number(epsilon) or not 0.0 <= epsilon < math.inf):
-        raise InvalidParameterError("epsilon", f"must be a finite number >= 0, got {epsilon!r}")
+        raise InvalidParameterError("epsilon", f"must be a finite number >= 0, got {shown(epsilon)}")
     if epsilon is None and (not is_number(delta) or not 0.0 < delta < 1.0):
-        raise InvalidParameterError("delta", f"must be a number in (0, 1), got {delta!r}")
+        raise InvalidParameterError("delta", f"must be a number in (0, 1), got {shown(delta)}")
     copies = sum(count for _, _, count in clean)
     if not clean:  # nobody can hold the target, or no database's output depends on it
         from ...accounting.curves import GaussianCurve

@@ -34,7 +34,7 @@ from numpy.typing import NDArray
 from scipy import special
 
 from ...errors import InvalidParameterError, NumericalLimitError
-from ...validation import is_number
+from ...validation import is_number, shown
 
 
 def _phi_between(lo: NDArray[np.float64], hi: NDArray[np.float64]) -> NDArray[np.float64]:
@@ -61,7 +61,7 @@ class GaussianRatio:
 
     def __post_init__(self) -> None:
         if not is_number(self.mu) or not 0.0 <= self.mu < 40.0:
-            raise InvalidParameterError("mu", f"must be a number in [0, 40), got {self.mu!r}")
+            raise InvalidParameterError("mu", f"must be a number in [0, 40), got {shown(self.mu)}")
         object.__setattr__(self, "mu", float(self.mu))
 
     @property
@@ -132,7 +132,7 @@ class LaplaceRatio:
 
     def __post_init__(self) -> None:
         if not is_number(self.epsilon) or not 0.0 <= self.epsilon < 700.0:
-            raise InvalidParameterError("epsilon", f"must be a number in [0, 700), got {self.epsilon!r}")
+            raise InvalidParameterError("epsilon", f"must be a number in [0, 700), got {shown(self.epsilon)}")
         object.__setattr__(self, "epsilon", float(self.epsilon))
 
     @property
@@ -228,9 +228,9 @@ class CanonicalRatio:
 
     def __post_init__(self) -> None:
         if not is_number(self.epsilon) or not 0.0 <= self.epsilon < 700.0:
-            raise InvalidParameterError("epsilon", f"must be a number in [0, 700), got {self.epsilon!r}")
+            raise InvalidParameterError("epsilon", f"must be a number in [0, 700), got {shown(self.epsilon)}")
         if not is_number(self.delta) or not 0.0 <= self.delta < 1.0:
-            raise InvalidParameterError("delta", f"must be a number in [0, 1), got {self.delta!r}")
+            raise InvalidParameterError("delta", f"must be a number in [0, 1), got {shown(self.delta)}")
         object.__setattr__(self, "epsilon", float(self.epsilon))
         object.__setattr__(self, "delta", float(self.delta))
 
@@ -292,9 +292,9 @@ class SubsampledRatio:
     def __post_init__(self) -> None:
         if not isinstance(self.inner, (GaussianRatio, LaplaceRatio, CanonicalRatio)):
             raise InvalidParameterError("inner", f"must be a Gaussian, Laplace or canonical ratio, got "
-                                                 f"{self.inner!r}")
+                                                 f"{shown(self.inner)}")
         if not is_number(self.rate) or not 0.0 < self.rate <= 1.0:
-            raise InvalidParameterError("rate", f"must be a probability in (0, 1], got {self.rate!r}")
+            raise InvalidParameterError("rate", f"must be a probability in (0, 1], got {shown(self.rate)}")
         object.__setattr__(self, "rate", float(self.rate))
 
     @property
