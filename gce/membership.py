@@ -22,7 +22,7 @@ from .effort import Deadline
 from .constraints.tables import MembershipStatistics, MembershipTable, membership_statistics
 from .errors import InvalidParameterError
 from .files.scenario import load_scenario_at_most
-from .plot import _pyplot_free_figure, plot_file
+from .accounting.figures import new_figure, plot_file
 from .report import json_number
 from .solving import solve
 from .solvers import DEFAULT_TIME_LIMIT
@@ -173,7 +173,7 @@ def plot_coverage(coverage: Coverage, path: str | os.PathLike[str] | None = None
     if not points:
         raise InvalidParameterError("plot", "needs the epsilons of a scenario (--scenario FILE)")
     if ax is None:
-        ax = _pyplot_free_figure().add_subplot()
+        ax = new_figure().add_subplot()
     figure = ax.figure
     ax.plot([100 * c.covered for c in points], [c.epsilon for c in points], marker="o", color="C0")
     ax.set_xlabel("individuals covered (%)")

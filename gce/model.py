@@ -851,7 +851,7 @@ def __getattr__(name: str) -> object:
     """``InvocationTable``: the former name of :class:`Invocations` (a table with one row per invocation
     record), kept as a deprecated alias that warns."""
     if name == "InvocationTable":
-        from .deprecation import warn_renamed
+        from .validation import warn_renamed
 
         warn_renamed("gce.model.InvocationTable", "gce.model.Invocations")
         return Invocations

@@ -32,7 +32,6 @@ if TYPE_CHECKING:  # pragma: no cover - the curves (and their scipy) load with t
     from matplotlib.axes import Axes
 
     from .accounting.curves import PrivacyCurve
-    from .model import Scenario
 
 __all__ = ["Baseline", "Report", "json_number", "plain", "terminal_text", "to_json"]
 
@@ -241,7 +240,7 @@ class Report:
         """Deprecated: the older name of :attr:`witness_epsilon` (warns; the JSON key ``lower_bound_epsilon``
         is kept as it was): the worst-case pair's certified epsilon, a lower bound on the answer only when
         ``exact``; the certified lower bound is ``bracket[0]``."""
-        from .deprecation import warn_renamed
+        from .validation import warn_renamed
 
         warn_renamed("Report.lower_bound_epsilon", "Report.witness_epsilon (the certified lower bound is "
                                                    "Report.bracket[0])")
@@ -359,16 +358,16 @@ class Report:
                  *self._witness_line(), *self._notes()]
         parts.append("<ul>" + "".join(f"<li>{html.escape(f)}</li>" for f in facts) + "</ul>")
         if self.curve is not None:
-            from .plot import HTML_DELTAS, html_figure
+            from .accounting.figures import HTML_DELTAS, html_figure
 
             parts.append(html_figure(lambda ax: self.plot(ax=ax, deltas=HTML_DELTAS)))
         return "".join(parts)
 
     def plot(self, path: "str | os.PathLike[str] | None" = None, ax: "Axes | None" = None, *,
-             classic: "PrivacyCurve | Scenario | None" = None, deltas: Any = None, dpi: int = 150) -> "Axes":
+             classic: Any = None, deltas: Any = None, dpi: int = 150) -> "Axes":
         """Draw the report's curve, epsilon against delta, with its certified bracket and the reported point.
 
-        :func:`gce.plot.plot_curves` of this report (matplotlib, the ``plot`` extra, imported now).
+        What :func:`gce.plot.plot_curves` draws for this report (matplotlib, the ``plot`` extra, imported now).
 
         Parameters
         ----------
@@ -402,9 +401,24 @@ class Report:
         >>> ax = gce.solve(scenario).plot(classic=scenario)  # doctest: +SKIP
         >>> ax.figure.savefig("curve.png")  # doctest: +SKIP
         """
-        from .plot import plot_curves
+        from .accounting.curves import PrivacyCurve
+        from .accounting.figures import draw_bracketed, plot_file
 
-        return plot_curves(self, path, ax, classic=classic, deltas=deltas, dpi=dpi)
+        if self.curve is None:
+            raise InvalidParameterError("report", "must be a Report with its curve (solve the scenario; a report "
+                                                  "reloaded with Report.from_dict has none)")
+        path = None if path is None else plot_file(path)  # checked before the classic curve is composed
+        if classic is not None and not isinstance(classic, PrivacyCurve):
+            invocations = getattr(classic, "invocations", None)  # a Scenario (the model sits above the report)
+            if not hasattr(invocations, "multiset"):
+                raise InvalidParameterError("classic", f"must be a PrivacyCurve or a Scenario, got "
+                                                       f"{type(classic).__name__}")
+            from .accounting.theorems import compose
+
+            classic = compose(invocations.multiset()).curve  # classic composition: every invocation (001, Alg. 1)
+        return draw_bracketed(self.curve, path, ax, lower_curve=self.lower_curve, exact=self.exact, classic=classic,
+                              point=(self.epsilon, self.delta), deltas=deltas,
+                              title=terminal_text(self.title or "privacy curve"), dpi=dpi)
 
     def __str__(self) -> str:
         """The report for a terminal; text from the scenario (title, notes) has its control characters escaped."""

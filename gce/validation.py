@@ -7,6 +7,9 @@ so ``isinstance(True, int)`` alone would let ``epsilon = true`` through a TOML f
 Each reader keeps its own message (the field it names and the range it states); these
 predicates are the one place that decides the type.
 
+A renamed public name keeps working under its old name and warns, naming its replacement
+(:func:`warn_renamed`, :func:`renamed_keywords` for a keyword): no public name is removed without it.
+
 A message that echoes an input shows it through :func:`shown` (Python's, JSON's or TOML's spelling, cut
 short: a value of a million elements, or a tree that contains itself, costs as much as its first few
 elements), and a tree of input is read by one walk, :func:`fold_tree` (dp-accounting's events), or its lean
@@ -28,13 +31,15 @@ import dataclasses
 import datetime
 import math
 import numbers
+import functools
 import re
+import warnings
 from collections.abc import Callable, Generator, Iterable, Mapping
 from types import GeneratorType
 from typing import Any
 
 __all__ = ["is_integer", "is_number", "shown", "fold_tree", "walk_data", "SHOWN_CHARACTERS", "MAX_NESTING",
-           "MAX_TABLE_NESTING", "MAX_COUNT"]
+           "MAX_TABLE_NESTING", "MAX_COUNT", "renamed_keywords", "warn_renamed"]
 
 
 def is_integer(value: object) -> bool:
@@ -526,3 +531,54 @@ def _finished(frame: _Frame) -> Any:
     raise RuntimeError("fold_tree: a reader yields its children once")
 
 
+
+
+# ---------------------------------------------------------------------------
+# Renamed public names: the old name keeps working and warns, naming its replacement
+
+
+def warn_renamed(old: str, new: str, *, stacklevel: int = 3) -> None:
+    """Warn that ``old`` is deprecated and ``new`` replaces it (a :class:`DeprecationWarning`).
+
+    No public name is removed without this step (the habit of NumPy and SciPy, whose deprecations name the
+    replacement and last at least two releases).
+    """
+    warnings.warn(f"{old} is deprecated; use {new}", DeprecationWarning, stacklevel=stacklevel)
+
+
+def renamed_keywords(**renamed: str) -> Callable:
+    """A decorator: each keyword ``old=new`` still accepted under its old name, with a warning naming the new.
+
+    Giving both names is an :class:`~gce.errors.InvalidParameterError` naming the new one. The wrapped
+    function keeps its signature (``inspect.signature`` and the documentation show the new names only).
+
+    Examples
+    --------
+    >>> import warnings
+    >>> @renamed_keywords(source="label")
+    ... def read(table, *, label=None):
+    ...     return table, label
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     read("members.csv", source="sales")
+    ('members.csv', 'sales')
+    >>> str(caught[0].message)
+    'read(source=...) is deprecated; use read(label=...)'
+    """
+
+    def decorate(function: Callable) -> Callable:
+        @functools.wraps(function)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            for old, new in renamed.items():
+                if old in kwargs:
+                    if new in kwargs:
+                        from .errors import InvalidParameterError
+
+                        raise InvalidParameterError(new, f"given twice: as {new}= and as its deprecated name {old}=")
+                    warn_renamed(f"{function.__name__}({old}=...)", f"{function.__name__}({new}=...)")
+                    kwargs[new] = kwargs.pop(old)
+            return function(*args, **kwargs)
+
+        return wrapper
+
+    return decorate

@@ -89,7 +89,7 @@ HTML_TABLE_DELTAS = (1e-10, 1e-8, 1e-6, 1e-4, 1e-2)
 
 
 def _html_deltas() -> NDArray[np.float64]:
-    from ..plot import HTML_DELTAS
+    from .figures import HTML_DELTAS
 
     return HTML_DELTAS
 
@@ -99,7 +99,7 @@ def curve_html(title: str, rows: Sequence[tuple[float, float, str]], draw: Calla
     only when some row names one) and the figure ``draw(ax)`` draws (:func:`gce.plot.html_figure`)."""
     import html
 
-    from ..plot import html_figure
+    from .figures import html_figure
 
     named = any(theorem for _, _, theorem in rows)
     head = "<tr><th>delta</th><th>epsilon</th>" + ("<th>theorem</th>" if named else "") + "</tr>"
@@ -150,9 +150,9 @@ class PrivacyCurve(abc.ABC):
         ``path`` (save there), ``ax`` (draw on it), ``deltas`` and ``dpi`` as in :meth:`gce.report.Report.plot`;
         ``title`` defaults to the curve's class name. Returns the matplotlib Axes.
         """
-        from ..plot import plot_curve
+        from .figures import draw_curve
 
-        return plot_curve(self, path, ax, deltas=deltas, label=label, title=title or type(self).__name__, dpi=dpi)
+        return draw_curve(self, path, ax, deltas=deltas, label=label, title=title or type(self).__name__, dpi=dpi)
 
     def _repr_html_(self) -> str:
         """The curve in a notebook: epsilon at a few deltas and the curve drawn (inline SVG, when matplotlib

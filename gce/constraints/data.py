@@ -41,10 +41,9 @@ from collections.abc import Hashable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, BinaryIO, Protocol, Union
 
-from ..deprecation import renamed_keywords
 from ..errors import InvalidParameterError
 from ..files.paths import open_regular
-from ..validation import is_integer, shown
+from ..validation import is_integer, renamed_keywords, shown
 from .base import Constraint, check_n
 from .constraint_set import ConstraintSet
 from .kinds import AtMost, Patterns

@@ -24,9 +24,8 @@ from __future__ import annotations
 import uuid
 from typing import TYPE_CHECKING, Any
 
-from ..deprecation import renamed_keywords
 from ..errors import GCEError, InvalidParameterError
-from ..validation import is_integer, shown
+from ..validation import is_integer, renamed_keywords, shown
 from .data import DatabaseIds, _Resolver
 from .tables import (MAX_PATTERNS, MembershipStatistics, id_columns, per_individual_sql, rows_sql,
                      statistics_from_sql, table_format)
