@@ -32,6 +32,20 @@ the same numbers on any machine:
 ``get_epsilon`` / ``get_delta`` return the certified upper end; ``get_epsilon_bracket`` /
 ``get_delta_bracket`` return ``(lower, upper)`` around the exact value for the guarantees read (for
 k-ary randomized response with k > 2 the guarantee is looser than the event: dp_events' module doc).
+Answers kept
+------------
+Each answer is kept for the multiset held, and so is the curve it was read on (the Poisson-subsampling
+engine's and the allocation engine's; each is certified at every target, its upper curve a valid bound
+everywhere and its lower one too, only refined for its own target). The same question again is answered as
+before; another target is read on the kept curves first, and answered there when the bracket read is within
+``rtol`` (the narrowest of them), else composed. A curve refined for a delta target reads an epsilon bracket
+no wider than the one asked at that delta, and a delta bracket asked at an epsilon is refined for a delta
+target too; the converse often holds but need not (a delta bracket ``rtol`` wide asks a finer grid than an
+epsilon bracket ``rtol`` wide: the curve is steep, ``-d log delta / d epsilon`` about 5 to 15 in DP-SGD's
+range), and is then composed at the new target. Composing an event drops what was kept: a Poisson history
+of 10,000 steps is composed afresh in tens of milliseconds (the lattice engine), so only the Opacus shuffled
+accountant keeps what a longer history still needs (:mod:`gce.bridges.opacus`, "Answers kept").
+
 ``ADD_OR_REMOVE_ONE`` (the default: gce's guarantees are stated for add/remove of the record) and
 ``REPLACE_ONE`` (for ``SampledWithoutReplacementDpEvent``, read there only; Poisson sampling and random
 allocation are refused there) are accepted; for sampling without replacement the bracket is around the
@@ -144,6 +158,9 @@ class GceAccountant(_pa.PrivacyAccountant):
         self.time_limit = None if time_limit is None else float(time_limit)
         self._counts: Counter[Guarantee] = Counter()
         self._answers: dict[tuple[str, float], tuple[float, float, str, bool]] = {}
+        #: The curves the answers so far composed for the multiset held, with their engine's name (module
+        #: doc, "Answers kept"); emptied when an event is composed.
+        self._kept: list[tuple[Any, str]] = []
         self.engine = ""
         self.time_limit_reached = False
 
@@ -193,6 +210,7 @@ class GceAccountant(_pa.PrivacyAccountant):
             for guarantee, n in ms.items():
                 self._counts[guarantee] += n * count
             self._answers.clear()
+            self._kept.clear()
 
     def _maybe_compose(self, event: Any, count: int, do_compose: bool) -> Any:
         try:
@@ -236,24 +254,46 @@ class GceAccountant(_pa.PrivacyAccountant):
     def _answer(self, what: str, target: float) -> tuple[float, float]:
         key = (what, target)
         if key not in self._answers:
-            deadline = effort.Deadline(self.time_limit)
-            try:
-                with effort.within(deadline):
-                    low, high, engine = _engine(lambda: self._compute(what, target, deadline), refusals=False)
-            except _EngineFailed as failure:  # an extreme value no engine here reaches
-                raise NumericalLimitError(f"the events composed are beyond what gce's engines compute at "
-                                          f"{'delta' if what == 'epsilon' else 'epsilon'} {target:g} "
-                                          f"({failure.why})") from None
-            self._answers[key] = (low, high, engine, deadline.reached)
+            kept = self._reuse(what, target)
+            if kept is not None:
+                self._answers[key] = (*kept, False)
+            else:
+                deadline = effort.Deadline(self.time_limit)
+                try:
+                    with effort.within(deadline):
+                        low, high, engine, curve = _engine(lambda: self._compute(what, target, deadline),
+                                                           refusals=False)
+                except _EngineFailed as failure:  # an extreme value no engine here reaches
+                    raise NumericalLimitError(f"the events composed are beyond what gce's engines compute at "
+                                              f"{'delta' if what == 'epsilon' else 'epsilon'} {target:g} "
+                                              f"({failure.why})") from None
+                self._answers[key] = (low, high, engine, deadline.reached)
+                if curve is not None and not deadline.reached:
+                    self._kept.append((curve, engine))
         low, high, self.engine, self.time_limit_reached = self._answers[key]
         return low, high
 
-    def _compute(self, what: str, target: float, deadline: effort.Deadline) -> tuple[float, float, str]:
+    def _reuse(self, what: str, target: float) -> tuple[float, float, str] | None:
+        """The narrowest bracket at ``target`` read on a kept curve of the multiset held, when it is within
+        ``rtol`` (module doc, "Answers kept"); None when no kept curve is that narrow there."""
+        best, narrowest = None, math.inf
+        for curve, engine in self._kept:
+            try:
+                low, high = _engine(lambda: curve.epsilon_bracket(target) if what == "epsilon"
+                                    else curve.delta_bracket(target))
+            except _EngineFailed:
+                continue
+            width = effort.relative_width(low, high)
+            if width <= self.rtol and width < narrowest:
+                best, narrowest = (float(low), float(high), engine), width
+        return best
+
+    def _compute(self, what: str, target: float, deadline: effort.Deadline) -> tuple[float, float, str, Any]:
         ms = tuple(sorted(self._counts.items(), key=lambda item: repr(item[0])))  # one order: one answer
         if not ms:
-            return 0.0, 0.0, "nothing composed"
+            return 0.0, 0.0, "nothing composed", None
         if any(isinstance(g, RECORDS) for g, _ in ms):  # events no guarantee holds (event_laws)
-            return _records_bracket(ms, self.rtol, what, target)
+            return _records_bracket(ms, self.rtol, what, target)  # (its curve, when it has one)
         delta, epsilon = (target, None) if what == "epsilon" else (None, target)
         parts = _gaussian_parts(ms)
         if parts is not None:
@@ -263,15 +303,15 @@ class GceAccountant(_pa.PrivacyAccountant):
                 curve = None
             if curve is not None:
                 low, high = curve.epsilon_bracket(target) if what == "epsilon" else curve.delta_bracket(target)
-                return low, high, "poisson subsampling"
+                return low, high, "poisson subsampling", curve
         composition, _ = compose_within(dict(ms), self.rtol, deadline)
         bound = composition.at_delta(target) if what == "epsilon" else composition.at_epsilon(target)
         high = bound.epsilon if what == "epsilon" else bound.delta
         engine = f"compose: {bound.theorem}"
         if composition.exact:
-            return high, high, engine
+            return high, high, engine, None
         lower = self._lower(composition, ms, what, target, high)
-        return min(lower, high), high, engine
+        return min(lower, high), high, engine, None
 
     def _lower(self, composition: Any, ms: tuple[tuple[Guarantee, int], ...], what: str, target: float,
                high: float) -> float:
@@ -302,13 +342,14 @@ class GceAccountant(_pa.PrivacyAccountant):
 
 
 def _records_bracket(ms: tuple[tuple[Any, int], ...], rtol: float, what: str, target: float
-                     ) -> tuple[float, float, str]:
+                     ) -> tuple[float, float, str, Any]:
     """The bracket of a multiset holding events that no guarantee record holds (:mod:`.event_laws`): random
     allocations by the allocation engine, everything else as privacy-loss laws on one grid
-    (:func:`.event_laws.law_bracket`). :func:`.dp_events.check_combination` let only these mixtures in."""
+    (:func:`.event_laws.law_bracket`), and the curve of a random allocation (None for the laws).
+    :func:`.dp_events.check_combination` let only these mixtures in."""
     allocations = {(g.mu, g.steps, g.selected): n for g, n in ms if isinstance(g, RandomAllocation)}
     if not allocations:
-        return law_bracket(ms, rtol, what, target)
+        return (*law_bracket(ms, rtol, what, target), None)
     delta, epsilon = (target, None) if what == "epsilon" else (None, target)
     if len(allocations) == 1:  # epochs of one allocation: allocation_curve's own bracket
         (mu, t, k), epochs = next(iter(allocations.items()))
@@ -327,7 +368,7 @@ def _records_bracket(ms: tuple[tuple[Any, int], ...], rtol: float, what: str, ta
         else:
             curve = _epochs_at_epsilon(above, rtol, epsilon)
     low, high = curve.epsilon_bracket(target) if what == "epsilon" else curve.delta_bracket(target)
-    return low, high, f"random allocation: {curve.description}"
+    return low, high, f"random allocation: {curve.description}", curve
 
 
 def _epochs_at_epsilon(above: dict[tuple[float, int], int], rtol: float, epsilon: float) -> Any:

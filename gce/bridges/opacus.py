@@ -51,6 +51,31 @@ released). When every epoch is at one ``(mu, t)``, both ends are :func:`allocati
 epochs' dominating pairs are composed above and their garbled pairs below, as
 :mod:`gce.priors.allocation.decomposition` composes epochs.
 
+Answers kept
+------------
+An accountant keeps the curves it computed (the :data:`_KEPT` most recently read). The same history at the
+same delta is answered again by the same curve; a curve of the same history refined for another delta
+answers when its bracket there is within ``rtol`` (each curve is certified at every delta: its upper curve is
+a valid bound everywhere and its lower one too; it is only refined for its own). The shuffled accountant also
+keeps the epochs it composed per ``(mu, t, epochs)``: a step inside an open epoch changes neither end (above,
+the cut-short epoch counts as a full one; below, it is left out), so during training a new composition is
+made once an epoch, when a step opens it (the upper end), and the epoch it then completes is the one composed
+before (the lower end). What is kept is what a computation from scratch would give, number for number.
+
+Calibration
+-----------
+Opacus' ``get_noise_multiplier`` (which ``make_private_with_epsilon`` calls) bisects the noise multiplier in
+``[0, 20]``, setting the history to ``[(sigma, sample_rate, steps)]`` and asking ``get_epsilon`` at each sigma
+whether epsilon is below the target, and whether by more than its tolerance. Called from there (read on the
+call stack, as :func:`loader_sampling` reads ``make_private``), the accountants answer with a valid epsilon
+still, but spend only what decides each step (:meth:`_HistoryAccountant._searching`): epsilon is
+non-increasing in sigma, so a bracket evaluated at one sigma bounds every larger one above and every smaller
+one below; the first query, far above the root where the allocation engine is slowest, is answered from a
+sigma near the root estimated in closed form; each evaluation is first made at :data:`SEARCH_RTOL` and
+refined towards ``rtol`` only while its bracket straddles the target (the bisection reads only the upper
+end, so a bracket on either side decides its step). Opacus' contract holds: the
+sigma returned has a certified epsilon below the target and within the tolerance of it.
+
 Extreme steps
 -------------
 Every valid step is answered, never an engine's overflow: a sample rate or a ``mu = 1 / noise_multiplier``
@@ -91,7 +116,7 @@ from ..priors.allocation.ratios import GaussianRatio
 from ..validation import is_integer, is_number, shown
 
 __all__ = ["AllocationAccountant", "PoissonAccountant", "register", "loader_sampling", "poisson_history", "MECHANISMS",
-           "RATE_FLOOR", "MU_FLOOR", "MAX_EPOCH", "MAX_STEPS"]
+           "RATE_FLOOR", "MU_FLOOR", "MAX_EPOCH", "MAX_STEPS", "SEARCH_RTOL"]
 
 #: One step's record in Opacus' history: (noise multiplier, sample rate, steps).
 Entry = tuple[float, float, int]
@@ -106,6 +131,14 @@ MAX_STEPS = 2**53
 #: below (a composition of fewer steps is a post-processing of the whole).
 RATE_FLOOR = 1e-12
 MU_FLOOR = 1e-12
+#: Curves an accountant keeps (the most recently read; module doc, "Answers kept").
+_KEPT = 32
+#: The accuracy of a first evaluation inside Opacus' ``get_noise_multiplier``: refined to the accountant's
+#: ``rtol`` only where its bracket does not decide the bisection's step (:meth:`_HistoryAccountant._searching`).
+SEARCH_RTOL = 0.05
+#: A first query far above the root is answered from the central-limit sigma for the target less this many
+#: tolerances, times :data:`_SEED_ABOVE`, raised by :data:`_SEED_RAISE` at most :data:`_SEED_TRIALS` times.
+_SEED_TOLERANCES, _SEED_ABOVE, _SEED_RAISE, _SEED_TRIALS = 3.0, 1.1, 1.25, 4
 #: The largest epoch of the shuffled accountant the allocation engine is given (``t = round(1 / sample_rate)``
 #: steps); a larger one (a sample rate below 1e-9) is bounded by the closed forms (module doc).
 MAX_EPOCH = 10**9
@@ -183,7 +216,13 @@ class _HistoryAccountant:
         self.history: list[Entry] = []
         #: Whether the time limit stopped the last computation (its bracket is then wider than rtol).
         self.time_limit_reached = False
-        self._cache: dict[tuple[Any, ...], tuple[AllocationCurve, bool]] = {}
+        #: The curves computed, most recent last: ``(entries, delta, rtol) -> (curve, time limit reached)``.
+        self._cache: OrderedDict[tuple[Any, ...], tuple[AllocationCurve, bool]] = OrderedDict()
+        #: The shuffled accountant's epochs of one ``(mu, t)``: ``(mu, t, epochs, delta, rtol) -> curve``.
+        self._epochs: OrderedDict[tuple[Any, ...], AllocationCurve] = OrderedDict()
+        #: Inside Opacus' ``get_noise_multiplier``: per ``(sample_rate, steps, delta)``, the brackets
+        #: ``(noise_multiplier, lower, upper)`` evaluated so far (:meth:`_searching`).
+        self._points: dict[tuple[float, int, float], list[tuple[float, float, float]]] = {}
 
     @classmethod
     def mechanism(cls) -> str:
@@ -201,25 +240,136 @@ class _HistoryAccountant:
         return sum(steps for _, _, steps in self.history)
 
     def curve(self, delta: float) -> AllocationCurve:
-        """The curve of the history so far (upper, with its certified ``lower``), refined for ``delta``."""
+        """The curve of the history so far (upper, with its certified ``lower``), refined for ``delta``.
+
+        Kept per history (module doc, "Answers kept"): the same question again is answered by the same curve,
+        and a curve of the same history refined for another delta answers when its bracket at ``delta`` is
+        within ``rtol``."""
         if not is_number(delta) or not 0.0 < delta < 1.0:
             raise InvalidParameterError("delta", f"must be a number in (0, 1), got {shown(delta)}")
         entries = tuple(_check_entry(*entry) for entry in self.history)
-        key = (entries, float(delta), self.rtol)
-        if key not in self._cache:
-            deadline = effort.Deadline(self.time_limit)
-            with effort.within(deadline):
-                self._cache[key] = (self._curve(entries, float(delta)), deadline.reached)
+        return self._curve_at(entries, float(delta), self.rtol)
+
+    def _curve_at(self, entries: tuple[Entry, ...], delta: float, rtol: float) -> AllocationCurve:
+        key = (entries, delta, rtol)
+        if key in self._cache:
+            self._cache.move_to_end(key)
+        else:
+            kept = self._kept_for(entries, delta, rtol)
+            if kept is None:
+                deadline = effort.Deadline(self.time_limit)
+                with effort.within(deadline):
+                    kept = (self._curve(entries, delta, rtol), deadline.reached)
+            self._cache[key] = kept
+            while len(self._cache) > _KEPT:
+                self._cache.popitem(last=False)
         curve, self.time_limit_reached = self._cache[key]
         return curve
+
+    def _kept_for(self, entries: tuple[Entry, ...], delta: float, rtol: float) -> tuple[AllocationCurve, bool] | None:
+        """The kept curve of ``entries`` (refined for another delta or accuracy) whose bracket at ``delta`` is the
+        narrowest, when it is within ``rtol``: each is certified at every delta (its upper curve a valid bound
+        everywhere, its lower one too), only refined for its own."""
+        best, narrowest = None, math.inf
+        for (history, _, _), (curve, _) in self._cache.items():
+            if history != entries:
+                continue
+            try:
+                width = effort.relative_width(*_engine(lambda: curve.epsilon_bracket(delta)))
+            except _EngineFailed:
+                continue
+            if width <= rtol and width < narrowest:
+                best, narrowest = (curve, False), width
+        return best
 
     def get_epsilon_bracket(self, delta: float) -> tuple[float, float]:
         """(lower, upper): the exact epsilon of the history at ``delta`` lies between them."""
         return self.curve(delta).epsilon_bracket(delta)
 
     def get_epsilon(self, delta: float, *args: Any, **kwargs: Any) -> float:
-        """The certified upper end of :meth:`get_epsilon_bracket`: a valid epsilon at ``delta``."""
+        """The certified upper end of :meth:`get_epsilon_bracket`: a valid epsilon at ``delta``.
+
+        Called by Opacus' ``get_noise_multiplier`` (``make_private_with_epsilon``), it answers its bisection
+        as :meth:`_searching` says: a valid epsilon still, at the cost of the evaluations that decide."""
+        search = _calibration_target(sys._getframe(1))
+        if search is not None and len(self.history) == 1:
+            return self._searching(delta, *search)
         return self.get_epsilon_bracket(delta)[1]
+
+    def _searching(self, delta: float, target: float, tolerance: float) -> float:
+        """A valid epsilon for the one-entry history ``[(sigma, rate, steps)]`` that Opacus'
+        ``get_noise_multiplier`` sets while it bisects sigma towards ``target`` (module doc, "Calibration").
+
+        Its bisection reads two things of each answer: whether it is below the target, and whether it is
+        more than ``tolerance`` below. Epsilon is non-increasing in sigma (more noise is a post-processing), so
+        the brackets already evaluated at this rate, steps and delta bound the exact value: a sigma at or
+        above one whose upper end is more than ``tolerance`` below the target is answered with that upper end
+        (a valid epsilon that decides both); a sigma at or below one whose lower end exceeds the target, with
+        the closed form above (every step's Gaussian composed without sampling, a valid epsilon above the
+        target). A first query far above the root (Opacus starts at sigma 20, where the allocation engine is
+        slowest) is answered from a sigma near the root estimated in closed form (central limit,
+        :func:`gce.training.clt_sigma`), raised until it decides. Any other sigma is evaluated
+        (:meth:`_decided`); its upper end is the answer."""
+        sigma, rate, steps = _check_entry(*self.history[0])
+        if not is_number(delta) or not 0.0 < delta < 1.0:
+            raise InvalidParameterError("delta", f"must be a number in (0, 1), got {shown(delta)}")
+        points = self._points.setdefault((rate, steps, float(delta)), [])
+        bound = min((high for s, _, high in points if s <= sigma), default=math.inf)
+        if bound < target - tolerance:
+            self.time_limit_reached = False
+            return bound
+        if max((low for s, low, _ in points if s >= sigma), default=0.0) > target:
+            closed = float(GaussianCurve(self._closed_mu(((sigma, rate, steps),))).epsilon(delta))
+            if closed > target:  # (the exact value, above the target, is at most this)
+                self.time_limit_reached = False
+                return closed
+        if not any(high < target - tolerance for _, _, high in points):
+            seed = self._seed(sigma, rate, steps, float(delta), target, tolerance, points)
+            if seed is not None:
+                return seed
+        low, high = self._decided(sigma, rate, steps, float(delta), target, tolerance)
+        points.append((sigma, low, high))
+        return high
+
+    def _decided(self, sigma: float, rate: float, steps: int, delta: float, target: float, tolerance: float
+                 ) -> tuple[float, float]:
+        """The bracket at ``sigma``, first at :data:`SEARCH_RTOL`, then finer (the geometric mean of the two,
+        then ``rtol``) while it straddles ``target``: the bisection reads only the upper end, so a bracket
+        either side of the target decides its step (whether more than ``tolerance`` below is read on the
+        upper end, a valid epsilon at any accuracy)."""
+        entries = ((sigma, rate, steps),)
+        coarse = max(SEARCH_RTOL, self.rtol)
+        for rtol in dict.fromkeys((coarse, math.sqrt(coarse * self.rtol), self.rtol)):
+            low, high = self._curve_at(entries, delta, rtol).epsilon_bracket(delta)
+            if high < target or low > target:
+                break
+        return low, high
+
+    def _seed(self, sigma: float, rate: float, steps: int, delta: float, target: float, tolerance: float,
+              points: list[tuple[float, float, float]]) -> float | None:
+        """The upper end at a sigma at most ``sigma`` near the estimated root when it is more than ``tolerance``
+        below ``target`` (:meth:`_searching`), else None (``sigma`` is then evaluated itself)."""
+        from ..training import clt_sigma
+
+        try:
+            estimate = clt_sigma([(1.0, rate, steps)], max(target - _SEED_TOLERANCES * tolerance, 0.5 * target),
+                                 delta)[0]
+        except (GCEError, ArithmeticError, ValueError):
+            return None
+        trial = _SEED_ABOVE * estimate
+        for _ in range(_SEED_TRIALS):
+            if not trial < sigma / _SEED_RAISE:  # close to sigma already: sigma itself
+                return None
+            low, high = self._decided(trial, rate, steps, delta, target, tolerance)
+            points.append((trial, low, high))
+            if high < target - tolerance:
+                return high
+            trial *= _SEED_RAISE
+        return None
+
+    def _closed_mu(self, entries: Sequence[Entry]) -> float:
+        """GDP mu of every step's Gaussian composed without sampling (an upper bound in closed form)."""
+        raise NotImplementedError
 
     def get_optimizer_hook_fn(self, sample_rate: float) -> Callable[[Any], None]:
         """Opacus' hook: one step per optimizer step, at ``sample_rate`` times the accumulated iterations.
@@ -254,7 +404,7 @@ class _HistoryAccountant:
                                                       f"not {shown(self.mechanism())}")
         self.history = [_check_entry(*entry) for entry in state_dict["history"]]
 
-    def _curve(self, entries: Sequence[Entry], delta: float) -> AllocationCurve:
+    def _curve(self, entries: Sequence[Entry], delta: float, rtol: float) -> AllocationCurve:
         raise NotImplementedError
 
     def _check_loader(self, sampling: str | None) -> None:
@@ -281,16 +431,25 @@ class PoissonAccountant(_HistoryAccountant):
                           "accounting is not a proven guarantee for shuffled batches; accountant "
                           "'gce-shuffled' certifies them (random allocation)", UserWarning, stacklevel=3)
 
-    def _curve(self, entries: Sequence[Entry], delta: float) -> AllocationCurve:
-        merged: dict[tuple[float, float], int] = {}
-        for sigma, rate, steps in entries:  # composition commutes: equal steps anywhere are one part
-            merged[(sigma, rate)] = merged.get((sigma, rate), 0) + steps
+    def _curve(self, entries: Sequence[Entry], delta: float, rtol: float) -> AllocationCurve:
+        merged = _merged(entries)
         if not merged:
             return _revealing(None)
         if any(sigma == 0.0 for sigma, _ in merged):
             return _revealing("a step without noise")
-        return poisson_history([(_mu(sigma), rate, steps) for (sigma, rate), steps in merged.items()],
-                               self.rtol, delta)
+        return poisson_history([(_mu(sigma), rate, steps) for (sigma, rate), steps in merged.items()], rtol, delta)
+
+    def _closed_mu(self, entries: Sequence[Entry]) -> float:
+        return _gdp_total([(_mu(sigma), rate, steps) for (sigma, rate), steps in _merged(entries).items()])
+
+
+def _merged(entries: Sequence[Entry]) -> dict[tuple[float, float], int]:
+    """The Poisson history's steps counted by ``(noise_multiplier, sample_rate)`` (composition commutes: equal
+    steps anywhere are one part)."""
+    merged: dict[tuple[float, float], int] = {}
+    for sigma, rate, steps in entries:
+        merged[(sigma, rate)] = merged.get((sigma, rate), 0) + steps
+    return merged
 
 
 def poisson_history(parts: Sequence[tuple[float, float, int]], rtol: float, delta: float | None,
@@ -358,7 +517,7 @@ class AllocationAccountant(_HistoryAccountant):
                                     "poisson_sampling=False to make_private to keep a shuffled loader, or use "
                                     "accountant 'gce-poisson'")
 
-    def _curve(self, entries: Sequence[Entry], delta: float) -> AllocationCurve:
+    def _curve(self, entries: Sequence[Entry], delta: float, rtol: float) -> AllocationCurve:
         above, below = epochs_of(entries)
         if any(mu == math.inf for mu, _ in above):
             return _revealing("a step without noise")
@@ -367,16 +526,39 @@ class AllocationAccountant(_HistoryAccountant):
         if len(above) == 1 and set(below) <= set(above) and next(iter(above))[1] <= MAX_EPOCH:
             (mu, t), count = next(iter(above.items()))  # one (mu, t): allocation_curve's own bracket
             try:
-                upper = _engine(lambda: allocation_curve(mu, t, epochs=count, rtol=self.rtol, delta=delta))
+                upper = self._allocation(mu, t, count, delta, rtol)
                 if below.get((mu, t), 0) == count:
                     return upper
                 lower = (LowerBound([(GaussianCurve(0.0), 0.0, 0.0)]) if not below else
-                         _engine(lambda: allocation_curve(mu, t, epochs=below[(mu, t)], rtol=self.rtol,
-                                                          delta=delta)).lower)
+                         self._allocation(mu, t, below[(mu, t)], delta, rtol).lower)
             except _EngineFailed as failure:
                 return _epochs_closed_forms(above, below, f"the allocation engine did not answer ({failure.why})")
             return AllocationCurve(upper._upper, lower, f"{upper.description}; below: the complete epochs only")
-        return epochs_curve(above, below, self.rtol, delta)
+        return epochs_curve(above, below, rtol, delta)
+
+    def _allocation(self, mu: float, t: int, epochs: int, delta: float, rtol: float) -> AllocationCurve:
+        """``allocation_curve(mu, t, epochs=epochs)`` at ``delta`` and ``rtol``, kept (module doc, "Answers
+        kept"): a step inside an open epoch changes neither end (the cut-short epoch counts as a full one above
+        and is left out below), and the epoch it completes was already composed above. A curve the time limit
+        stopped is not kept (its stops are said on the running computation's deadline)."""
+        key = (mu, t, epochs, delta, rtol)
+        if key in self._epochs:
+            self._epochs.move_to_end(key)
+            return self._epochs[key]
+        running = effort.current()
+        view = running.collecting()
+        with effort.within(view):
+            curve = _engine(lambda: allocation_curve(mu, t, epochs=epochs, rtol=rtol, delta=delta))
+        for stop in view.stops:
+            running.stop(stop)
+        if not view.reached:
+            self._epochs[key] = curve
+            while len(self._epochs) > _KEPT:
+                self._epochs.popitem(last=False)
+        return curve
+
+    def _closed_mu(self, entries: Sequence[Entry]) -> float:
+        return _epochs_mus(*epochs_of(entries))[0]
 
 
 #: The batch samplers of Opacus' Poisson-sampled ``DPDataLoader`` (``opacus.utils.uniform_sampler``).
@@ -404,6 +586,23 @@ def loader_sampling(frame: Any, depth: int = 4) -> str | None:
                 return "poisson"
             sampler = getattr(batch_sampler, "sampler", getattr(loader, "sampler", None))
             return "sequential" if type(sampler).__name__ == "SequentialSampler" else "shuffled"
+        frame = frame.f_back
+    return None
+
+
+def _calibration_target(frame: Any, depth: int = 2) -> tuple[float, float] | None:
+    """``(target_epsilon, epsilon_tolerance)`` of the Opacus ``get_noise_multiplier`` call at or above ``frame``
+    (at most ``depth`` frames up), or None when there is none (or its values are not a target: then every query
+    is answered as any other)."""
+    for _ in range(depth):
+        if frame is None:
+            return None
+        if frame.f_code.co_name == "get_noise_multiplier" and \
+                str(frame.f_globals.get("__name__", "")).startswith("opacus"):
+            target, tolerance = frame.f_locals.get("target_epsilon"), frame.f_locals.get("epsilon_tolerance")
+            if is_number(target) and is_number(tolerance) and 0.0 < tolerance < target < math.inf:
+                return float(target), float(tolerance)
+            return None
         frame = frame.f_back
     return None
 
