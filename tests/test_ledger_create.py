@@ -14,6 +14,7 @@ import threading
 import pytest
 
 import gce
+import tiers
 from gce.cli import EXIT_INTERRUPTED, main
 from gce.ledger import Accountant, LedgerError
 from gce.ledger.store import SQLiteStore
@@ -45,8 +46,9 @@ class Boom(Exception):
     pass
 
 
-@pytest.mark.parametrize("moment", ["tables", "first spend", "second spend", "publish"])
-@pytest.mark.parametrize("raised", [Boom, KeyboardInterrupt])
+@tiers.parametrize("raised, moment", [(raised, moment) for raised in (KeyboardInterrupt, Boom)
+                                       for moment in ("tables", "first spend", "second spend", "publish")],
+                   default=lambda raised, moment: raised is KeyboardInterrupt or moment == "publish")
 def test_an_error_or_interrupt_while_creating_leaves_nothing(tmp_path, monkeypatch, moment, raised):
     """Raised after the meta rows, after each of the scenario's spends, or just before the file is linked
     into place: the path is still free (a second create succeeds) and the folder is as it was."""
