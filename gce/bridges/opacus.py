@@ -138,7 +138,7 @@ _KEPT = 32
 SEARCH_RTOL = 0.05
 #: A first query far above the root is answered from the central-limit sigma for the target less this many
 #: tolerances, times :data:`_SEED_ABOVE`, raised by :data:`_SEED_RAISE` at most :data:`_SEED_TRIALS` times.
-_SEED_TOLERANCES, _SEED_ABOVE, _SEED_RAISE, _SEED_TRIALS = 3.0, 1.1, 1.25, 4
+_SEED_TOLERANCES, _SEED_ABOVE, _SEED_RAISE, _SEED_TRIALS = 3.0, 1.0, 1.1, 5
 #: The largest epoch of the shuffled accountant the allocation engine is given (``t = round(1 / sample_rate)``
 #: steps); a larger one (a sample rate below 1e-9) is bounded by the closed forms (module doc).
 MAX_EPOCH = 10**9
@@ -223,6 +223,8 @@ class _HistoryAccountant:
         #: Inside Opacus' ``get_noise_multiplier``: per ``(sample_rate, steps, delta)``, the brackets
         #: ``(noise_multiplier, lower, upper)`` evaluated so far (:meth:`_searching`).
         self._points: dict[tuple[float, int, float], list[tuple[float, float, float]]] = {}
+        #: The brackets read, per curve and delta (the curve held with it, so that its id stays its own).
+        self._brackets: OrderedDict[tuple[int, float], tuple[AllocationCurve, tuple[float, float]]] = OrderedDict()
 
     @classmethod
     def mechanism(cls) -> str:
@@ -284,7 +286,13 @@ class _HistoryAccountant:
 
     def get_epsilon_bracket(self, delta: float) -> tuple[float, float]:
         """(lower, upper): the exact epsilon of the history at ``delta`` lies between them."""
-        return self.curve(delta).epsilon_bracket(delta)
+        curve = self.curve(delta)
+        key = (id(curve), float(delta))  # (the curve is kept while its bracket is: ids are not reused meanwhile)
+        if key not in self._brackets:
+            self._brackets[key] = (curve, curve.epsilon_bracket(delta))
+            while len(self._brackets) > 4 * _KEPT:
+                self._brackets.popitem(last=False)
+        return self._brackets[key][1]
 
     def get_epsilon(self, delta: float, *args: Any, **kwargs: Any) -> float:
         """The certified upper end of :meth:`get_epsilon_bracket`: a valid epsilon at ``delta``.
