@@ -34,17 +34,19 @@ the same numbers on any machine:
 k-ary randomized response with k > 2 the guarantee is looser than the event: dp_events' module doc).
 Answers kept
 ------------
-Each answer is kept for the multiset held, and so is the curve it was read on (the Poisson-subsampling
-engine's and the allocation engine's; each is certified at every target, its upper curve a valid bound
-everywhere and its lower one too, only refined for its own target). The same question again is answered as
-before; another target is read on the kept curves first, and answered there when the bracket read is within
-``rtol`` (the narrowest of them), else composed. A curve refined for a delta target reads an epsilon bracket
-no wider than the one asked at that delta, and a delta bracket asked at an epsilon is refined for a delta
-target too; the converse often holds but need not (a delta bracket ``rtol`` wide asks a finer grid than an
-epsilon bracket ``rtol`` wide: the curve is steep, ``-d log delta / d epsilon`` about 5 to 15 in DP-SGD's
-range), and is then composed at the new target. Composing an event drops what was kept: a Poisson history
-of 10,000 steps is composed afresh in tens of milliseconds (the lattice engine), so only the Opacus shuffled
-accountant keeps what a longer history still needs (:mod:`gce.bridges.opacus`, "Answers kept").
+Each answer is kept for the multiset held, and so is the curve it was read on (the :data:`KEPT` most
+recent; the Poisson-subsampling engine's and the allocation engine's: each certified at every target, its
+upper curve a valid bound everywhere and its lower one too, only refined for its own target). The same
+question again is answered as before; another target is read on the kept curves first and answered there
+when the bracket read is within ``rtol`` (the narrowest), else composed. The privacy curve is steep
+(``-d log delta / d epsilon`` about 5 to 15 in DP-SGD's range), so a delta bracket ``rtol`` wide asks a grid
+several times finer than an epsilon bracket ``rtol`` wide: a curve refined for ``get_delta`` answers
+``get_epsilon`` at that delta (and nearby) without composing, while ``get_delta`` after ``get_epsilon`` reads
+a bracket several times wider than ``rtol`` and composes (for subsampled Gaussians it takes 6 to 20 times the
+first ``get_epsilon``: ``benchmarks/bench_accountant_reuse.py``). Composing an event drops what was kept: a
+Poisson history of 10,000 steps is composed afresh in tens of milliseconds (faster than dp-accounting's
+``PLDAccountant`` composes one more step onto its distribution), so only the Opacus shuffled accountant keeps
+what a longer history still needs (:mod:`gce.bridges.opacus`, "Answers kept").
 
 ``ADD_OR_REMOVE_ONE`` (the default: gce's guarantees are stated for add/remove of the record) and
 ``REPLACE_ONE`` (for ``SampledWithoutReplacementDpEvent``, read there only; Poisson sampling and random
@@ -79,10 +81,12 @@ from .dp_events import UnsupportedEventError, check_combination, is_dp_event, re
 from .event_laws import RECORDS, RandomAllocation, law_bracket
 from .opacus import MAX_EPOCH, _closed_forms, _engine, _EngineFailed, epochs_curve, poisson_history
 
-__all__ = ["GceAccountant", "EventRefusedError", "LOWER_HALVINGS"]
+__all__ = ["GceAccountant", "EventRefusedError", "LOWER_HALVINGS", "KEPT"]
 
 _pa = _dpa.privacy_accountant()
 
+#: Curves kept for the multiset held (the most recent; module doc, "Answers kept").
+KEPT = 8
 #: Halvings of dp-accounting's grid tried for the lower end when no composition row has a lower curve.
 LOWER_HALVINGS = 2
 
@@ -269,7 +273,7 @@ class GceAccountant(_pa.PrivacyAccountant):
                                               f"({failure.why})") from None
                 self._answers[key] = (low, high, engine, deadline.reached)
                 if curve is not None and not deadline.reached:
-                    self._kept.append((curve, engine))
+                    self._kept = [*self._kept[1 - KEPT:], (curve, engine)]
         low, high, self.engine, self.time_limit_reached = self._answers[key]
         return low, high
 
