@@ -253,6 +253,7 @@ _DEFAULT_STREAMS = {("solve-duckdb", "closed"), ("ledger spend", "closed"), ("so
 @tiers.parametrize("command, condition", _stream_cases(), default=lambda c, k: (c, k) in _DEFAULT_STREAMS)
 def test_every_command_with_stdout_closed_full_or_ascii(space, command, condition):
     before = len(entries(space.ledger))
+    given = inputs(space)
     args = COMMANDS[command](space)
     if condition == "ascii":
         done = run(args, PYTHONIOENCODING="ascii")
@@ -285,6 +286,12 @@ def test_every_command_with_stdout_closed_full_or_ascii(space, command, conditio
         assert len(after) == before
     if condition != "closed" and command == "ledger init":
         assert len(entries(space.new_ledger)) == 1
+    assert inputs(space) == given  # the scenario files and the table, byte for byte
+
+
+def inputs(space: SimpleNamespace) -> dict[str, bytes]:
+    """The workspace's input files (scenarios, table) by name, their bytes."""
+    return {name: pathlib.Path(getattr(space, name)).read_bytes() for name in ("scenario", "store", "members")}
 
 
 @needs_linux
