@@ -121,7 +121,7 @@ class TiltedCurve(PrivacyCurve):
 
     def _allowance(self, eps: NDArray[np.float64]) -> NDArray[np.float64]:
         eps = np.maximum(eps, 0.0)
-        exponent = self._log_z - (self._theta * eps if self._theta > 0 else 0.0)
+        exponent = self._log_z - (self._theta * eps if self._theta > 0 else np.zeros_like(eps))  # (an array)
         out = np.exp(np.minimum(exponent, 700.0)) * self._charge
         beyond = eps > self._top  # the mass above the window lies below eps' tilt factor: charge it at the top
         if np.any(beyond) and self._theta > 0:
