@@ -154,17 +154,19 @@ def test_shuffled_accountant_composes_once_an_epoch(allocations):
     assert seen[3][0] >= seen[2][0] and seen[4][1] > seen[3][1]
 
 
-def _noise(accountant: str, monkeypatch=None, **question) -> tuple[float, list[tuple[float, float]]]:
-    """Opacus' get_noise_multiplier with a gce accountant, and the (sigma, epsilon) answers it was given."""
+def _noise(accountant: str, monkeypatch=None, **question) -> tuple[float, list[tuple[float, float]], int]:
+    """Opacus' get_noise_multiplier with a gce accountant, the (sigma, epsilon) answers it was given and how
+    many sigmas the accountant evaluated."""
     from opacus.accountants.utils import get_noise_multiplier
     opacus_module.register()
-    answers = []
+    answers, evaluated = [], [0]
     original = opacus_module._HistoryAccountant.get_epsilon
 
     def recording(self, delta, *args, **kwargs):
         value = original(self, delta, *args, **kwargs) if monkeypatch is None else \
             self.get_epsilon_bracket(delta)[1]  # (the plain answer: nothing read on the call stack)
         answers.append((self.history[0][0], value))
+        evaluated[:] = [sum(len(points) for points in self._points.values())]
         return value
 
     patch = pytest.MonkeyPatch()
@@ -175,7 +177,7 @@ def _noise(accountant: str, monkeypatch=None, **question) -> tuple[float, list[t
             sigma = get_noise_multiplier(accountant=accountant, **question)
     finally:
         patch.undo()
-    return sigma, answers
+    return sigma, answers, evaluated[0]
 
 
 @pytest.mark.parametrize("accountant", ["gce-poisson"])
@@ -185,9 +187,10 @@ def test_get_noise_multiplier_answers_are_valid(accountant):
     at rtol) returns a sigma within Opacus' tolerance of the same epsilon."""
     pytest.importorskip("opacus")
     question = dict(target_epsilon=1.0, target_delta=1e-5, sample_rate=0.01, steps=1000)
-    sigma, answers = _noise(accountant, **question)
-    plain, plain_answers = _noise(accountant, monkeypatch=True, **question)
+    sigma, answers, evaluated = _noise(accountant, **question)
+    plain, plain_answers, _ = _noise(accountant, monkeypatch=True, **question)
     assert len(answers) >= 10 and len(plain_answers) >= 10  # (Opacus' own bisection: doubling, then halving)
+    assert evaluated <= len(answers) // 2  # (the others decided by brackets evaluated at other sigmas)
     cls = opacus_module.MECHANISMS[accountant]
     for s, value in answers[::3] + answers[-1:]:
         fresh = cls()
@@ -222,8 +225,8 @@ def test_get_noise_multiplier_shuffled():
     """The shuffled accountant inside get_noise_multiplier: valid answers, and the sigma within Opacus'
     tolerance of the plain bisection's (1,000 steps of 1 of 100 at (1, 1e-5): 1.3770 both)."""
     question = dict(target_epsilon=1.0, target_delta=1e-5, sample_rate=0.01, steps=1000)
-    sigma, answers = _noise("gce-shuffled", **question)
-    plain, _ = _noise("gce-shuffled", monkeypatch=True, **question)
+    sigma, answers, _ = _noise("gce-shuffled", **question)
+    plain, _, _ = _noise("gce-shuffled", monkeypatch=True, **question)
     for s, value in answers:
         fresh = AllocationAccountant()
         fresh.history = [(s, 0.01, 1000)]

@@ -70,8 +70,10 @@ whether epsilon is below the target, and whether by more than its tolerance. Cal
 call stack, as :func:`loader_sampling` reads ``make_private``), the accountants answer with a valid epsilon
 still, but spend only what decides each step (:meth:`_HistoryAccountant._searching`): epsilon is
 non-increasing in sigma, so a bracket evaluated at one sigma bounds every larger one above and every smaller
-one below; the first query, far above the root where the allocation engine is slowest, is answered from a
-sigma near the root estimated in closed form; each evaluation is first made at :data:`SEARCH_RTOL` and
+one below; a sigma they do not decide (the first query, sigma 20, far above the root where the allocation
+engine is slowest, among them) is decided from a sigma next to the root where possible, predicted from the
+brackets so far (in closed form, central limit, before any), so that one evaluation decides many of the
+bisection's later steps; each evaluation is first made at :data:`SEARCH_RTOL` and
 refined towards ``rtol`` only while its bracket straddles the target (the bisection reads only the upper
 end, so a bracket on either side decides its step). Opacus' contract holds: the
 sigma returned has a certified epsilon below the target and within the tolerance of it.
@@ -136,9 +138,11 @@ _KEPT = 32
 #: The accuracy of a first evaluation inside Opacus' ``get_noise_multiplier``: refined to the accountant's
 #: ``rtol`` only where its bracket does not decide the bisection's step (:meth:`_HistoryAccountant._searching`).
 SEARCH_RTOL = 0.05
-#: A first query far above the root is answered from the central-limit sigma for the target less this many
-#: tolerances, times :data:`_SEED_ABOVE`, raised by :data:`_SEED_RAISE` at most :data:`_SEED_TRIALS` times.
-_SEED_TOLERANCES, _SEED_ABOVE, _SEED_RAISE, _SEED_TRIALS = 3.0, 1.0, 1.1, 5
+#: Inside ``get_noise_multiplier``: a sigma not decided by the brackets evaluated is decided from at most this
+#: many sigmas nearby first, each where epsilon is predicted a margin (the tolerance, at least this share of the
+#: target) beyond the bisection's thresholds; a sigma within :data:`_NEARBY` (relative) of those is evaluated
+#: itself (:meth:`_HistoryAccountant._substitute`).
+_SUBSTITUTES, _MARGIN, _NEARBY = 3, 0.01, 0.01
 #: The largest epoch of the shuffled accountant the allocation engine is given (``t = round(1 / sample_rate)``
 #: steps); a larger one (a sample rate below 1e-9) is bounded by the closed forms (module doc).
 MAX_EPOCH = 10**9
@@ -310,70 +314,111 @@ class _HistoryAccountant:
 
         Its bisection reads two things of each answer: whether it is below the target, and whether it is
         more than ``tolerance`` below. Epsilon is non-increasing in sigma (more noise is a post-processing), so
-        the brackets already evaluated at this rate, steps and delta bound the exact value: a sigma at or
-        above one whose upper end is more than ``tolerance`` below the target is answered with that upper end
-        (a valid epsilon that decides both); a sigma at or below one whose lower end exceeds the target, with
-        the closed form above (every step's Gaussian composed without sampling, a valid epsilon above the
-        target). A first query far above the root (Opacus starts at sigma 20, where the allocation engine is
-        slowest) is answered from a sigma near the root estimated in closed form (central limit,
-        :func:`gce.training.clt_sigma`), raised until it decides. Any other sigma is evaluated
-        (:meth:`_decided`); its upper end is the answer."""
+        the brackets already evaluated at this rate, steps and delta bound the exact value (:meth:`_bounded`).
+        A sigma they do not decide is first decided from a sigma nearby, where it is predicted to decide the
+        most of the bisection's later steps (:meth:`_substitute`: just above the root when sigma lies above it,
+        just below when below; Opacus starts at sigma 20, where the allocation engine is slowest); only a sigma
+        next to the root is evaluated itself (:meth:`_decided`), and its upper end is the answer."""
         sigma, rate, steps = _check_entry(*self.history[0])
         if not is_number(delta) or not 0.0 < delta < 1.0:
             raise InvalidParameterError("delta", f"must be a number in (0, 1), got {shown(delta)}")
+        question = (rate, steps, float(delta), target, tolerance)
         points = self._points.setdefault((rate, steps, float(delta)), [])
+        for _ in range(_SUBSTITUTES + 1):
+            answer = self._bounded(sigma, question, points)
+            if answer is not None:
+                self.time_limit_reached = False
+                return answer
+            if not self._substitute(sigma, question, points):
+                break
+        low, high = self._decided(sigma, question)
+        points.append((sigma, low, high))
+        return high
+
+    def _bounded(self, sigma: float, question: tuple[float, int, float, float, float],
+                 points: list[tuple[float, float, float]]) -> float | None:
+        """The answer at ``sigma`` the brackets evaluated already decide, or None: the least upper end at a
+        sigma at most this one when it is more than the tolerance below the target (a valid epsilon: the
+        exact value is at most it), or the closed form above (every step's Gaussian composed without sampling)
+        when a sigma at least this one has a lower end above the target (a valid epsilon above the target)."""
+        rate, steps, delta, target, tolerance = question
         bound = min((high for s, _, high in points if s <= sigma), default=math.inf)
         if bound < target - tolerance:
-            self.time_limit_reached = False
             return bound
         if max((low for s, low, _ in points if s >= sigma), default=0.0) > target:
             closed = float(GaussianCurve(self._closed_mu(((sigma, rate, steps),))).epsilon(delta))
             if closed > target:  # (the exact value, above the target, is at most this)
-                self.time_limit_reached = False
                 return closed
-        if not any(high < target - tolerance for _, _, high in points):
-            seed = self._seed(sigma, rate, steps, float(delta), target, tolerance, points)
-            if seed is not None:
-                return seed
-        low, high = self._decided(sigma, rate, steps, float(delta), target, tolerance)
-        points.append((sigma, low, high))
-        return high
+        return None
 
-    def _decided(self, sigma: float, rate: float, steps: int, delta: float, target: float, tolerance: float
+    def _substitute(self, sigma: float, question: tuple[float, int, float, float, float],
+                    points: list[tuple[float, float, float]]) -> bool:
+        """Evaluate a sigma near ``sigma`` that would decide it and more (:meth:`_searching`): below it, where
+        epsilon is predicted a margin under the tolerance (:data:`_MARGIN`), when ``sigma`` is predicted above
+        that; above it, where epsilon is predicted a margin over the target, when ``sigma`` is predicted below
+        that (:meth:`_predicted`; the margin widened by the half-width of the nearest bracket, so that the end
+        that decides lies beyond the threshold). Whether one was evaluated (its bracket, at :data:`SEARCH_RTOL`
+        only, joins ``points``); none when ``sigma`` lies within :data:`_NEARBY` of the sigmas predicted or these
+        next to a sigma evaluated already."""
+        rate, steps, delta, target, tolerance = question
+        margin = max(tolerance, _MARGIN * target)
+        # the bracket's half-width, read on the evaluation nearest sigma: the midpoint aimed at puts the end
+        # that decides beyond the threshold
+        spread = math.sqrt(min(((high / low, abs(math.log(s / sigma))) for s, low, high in points
+                                if 0.0 < low <= high < math.inf), key=lambda item: item[1], default=(1.0, 0.0))[0])
+        for aim, below in (((target - tolerance - margin) / spread, True), ((target + margin) * spread, False)):
+            if aim <= 0.0:
+                continue
+            trial = self._predicted(aim, question, points)
+            if trial is None or not math.isfinite(trial) or trial <= 0.0 or \
+                    any(abs(math.log(trial / s)) < math.log1p(_NEARBY) for s, _, _ in points):
+                continue  # (no prediction, or one next to a sigma evaluated already: it would decide no more)
+            if (trial < sigma / (1.0 + _NEARBY)) if below else (trial > sigma * (1.0 + _NEARBY)):
+                low, high = self._decided(trial, question, refine=False)
+                points.append((trial, low, high))
+                return True
+        return False
+
+    def _predicted(self, epsilon: float, question: tuple[float, int, float, float, float],
+                   points: list[tuple[float, float, float]]) -> float | None:
+        """The sigma at which epsilon is predicted to be ``epsilon``: ``log epsilon`` linear in ``log sigma``
+        between the nearest evaluated sigmas either side (the brackets' geometric midpoints), else from the
+        nearest one along the central-limit slope, else the central-limit sigma itself
+        (:func:`gce.training.clt_sigma`). Only where to evaluate depends on it, never an answer."""
+        from ..training import clt_sigma
+
+        rate, steps, delta, _, _ = question
+        mids = [(s, math.sqrt(low * high)) for s, low, high in points if 0.0 < low <= high < math.inf]
+        above = [(s, m) for s, m in mids if m > epsilon]  # sigmas too small for epsilon
+        below = [(s, m) for s, m in mids if m <= epsilon]
+        if above and below:
+            (s1, m1), (s2, m2) = max(above), min(below)
+            if s2 > s1 and m1 > m2:
+                return s1 * math.exp(math.log(m1 / epsilon) * math.log(s2 / s1) / math.log(m1 / m2))
+        try:
+            estimate, _, slope = clt_sigma([(1.0, rate, steps)], epsilon, delta)
+        except (GCEError, ArithmeticError, ValueError):
+            return None
+        if not mids:
+            return estimate
+        s, m = min(mids, key=lambda item: abs(math.log(item[1] / epsilon)))
+        return s * (m / epsilon) ** (1.0 / slope)
+
+    def _decided(self, sigma: float, question: tuple[float, int, float, float, float], refine: bool = True
                  ) -> tuple[float, float]:
-        """The bracket at ``sigma``, first at :data:`SEARCH_RTOL`, then finer (the geometric mean of the two,
-        then ``rtol``) while it straddles ``target``: the bisection reads only the upper end, so a bracket
-        either side of the target decides its step (whether more than ``tolerance`` below is read on the
-        upper end, a valid epsilon at any accuracy)."""
+        """The bracket at ``sigma``, first at :data:`SEARCH_RTOL`, then (with ``refine``; a sigma evaluated in
+        place of another is not) finer, the geometric mean of the two, then ``rtol``, while it straddles the
+        target: the bisection reads only the upper end, so a bracket either side of the target decides its
+        step (whether more than the tolerance below is read on the upper end, a valid epsilon at any
+        accuracy)."""
+        rate, steps, delta, target, _ = question
         entries = ((sigma, rate, steps),)
         coarse = max(SEARCH_RTOL, self.rtol)
-        for rtol in dict.fromkeys((coarse, math.sqrt(coarse * self.rtol), self.rtol)):
+        for rtol in dict.fromkeys((coarse, math.sqrt(coarse * self.rtol), self.rtol) if refine else (coarse,)):
             low, high = self._curve_at(entries, delta, rtol).epsilon_bracket(delta)
             if high < target or low > target:
                 break
         return low, high
-
-    def _seed(self, sigma: float, rate: float, steps: int, delta: float, target: float, tolerance: float,
-              points: list[tuple[float, float, float]]) -> float | None:
-        """The upper end at a sigma at most ``sigma`` near the estimated root when it is more than ``tolerance``
-        below ``target`` (:meth:`_searching`), else None (``sigma`` is then evaluated itself)."""
-        from ..training import clt_sigma
-
-        try:
-            estimate = clt_sigma([(1.0, rate, steps)], max(target - _SEED_TOLERANCES * tolerance, 0.5 * target),
-                                 delta)[0]
-        except (GCEError, ArithmeticError, ValueError):
-            return None
-        trial = _SEED_ABOVE * estimate
-        for _ in range(_SEED_TRIALS):
-            if not trial < sigma / _SEED_RAISE:  # close to sigma already: sigma itself
-                return None
-            low, high = self._decided(trial, rate, steps, delta, target, tolerance)
-            points.append((trial, low, high))
-            if high < target - tolerance:
-                return high
-            trial *= _SEED_RAISE
-        return None
 
     def _closed_mu(self, entries: Sequence[Entry]) -> float:
         """GDP mu of every step's Gaussian composed without sampling (an upper bound in closed form)."""
