@@ -199,3 +199,17 @@ def test_k_of_t_over_epochs_at_a_small_delta_composes_the_blocks_at_any_delta():
     low, high = allocation_curve(1.0, 100, 4, epochs=10, delta=1e-10, rtol=0.01).epsilon_bracket(1e-10)
     assert 11.3 < low <= high < 12.0
     assert high / low - 1 < 0.06
+
+
+def test_an_epsilon_target_where_the_tilt_is_zero_reads_a_bracket():
+    """Two copies of 1 of 10 at mu 2, delta at eps 6: the composition is read untilted (tilt 0), whose
+    allowance was a scalar and broke the curve's floor (IndexError); now a bracket within rtol, below the
+    Gaussian of mu sqrt(2) (the copies' own composition, no amplification) and above one copy alone."""
+    from scipy import stats
+
+    ratio = GaussianRatio(2.0)
+    low, high = compose_epochs({(ratio, 10): 2}, {(ratio, 10): 2}, 0.01, None, 6.0, 1e-12).delta_bracket(6.0)
+    m = 2.0 * math.sqrt(2.0)
+    gaussian = stats.norm.cdf(-6.0 / m + m / 2) - math.exp(6.0) * stats.norm.cdf(-6.0 / m - m / 2)
+    one = allocation_curve(2.0, 10, epsilon=6.0).delta_bracket(6.0)[1]
+    assert one < low <= high <= gaussian and (high - low) / high <= 0.01, (low, high, one, gaussian)
