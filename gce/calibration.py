@@ -212,6 +212,18 @@ class Calibration:
         return self.per_invocation_epsilon if self.parameter == "epsilon" else self.sigma  # type: ignore[return-value]
 
     @property
+    def bracket(self) -> tuple[float, float] | None:
+        """(lower, upper) of the parameter: the calibrated value and the nearest one the search evaluated
+        whose certified HDP epsilon exceeds the target (a smaller sigma, a larger per-invocation epsilon);
+        their relative width is :attr:`accuracy`. None when no such value was evaluated (the time limit)."""
+        if self.accuracy is None:
+            return None
+        value = self.value
+        if self.parameter == "sigma":
+            return value / (1.0 + self.accuracy), value
+        return value, value * (1.0 + self.accuracy)
+
+    @property
     def epsilon(self) -> float:
         """The HDP epsilon at the calibrated value (at most ``target_epsilon``)."""
         return self.report.epsilon
@@ -259,6 +271,7 @@ class Calibration:
             "rtol": self.rtol,
             "tolerance": self.tolerance,
             "accuracy": json_number(self.accuracy),
+            "bracket": None if self.bracket is None else [float(end) for end in self.bracket],
         }
 
     def __str__(self) -> str:

@@ -73,6 +73,8 @@ def test_hospitals_meet_the_target_and_are_tight(hospital_calibration):
     assert c.report.epsilon == hdp_epsilon(with_epsilon(scenario, eps), TARGET[1])
     assert (c.epsilon, c.delta) == (c.report.epsilon, TARGET[1])
     assert c.report.exact and c.report.theorem == "kairouz-III.3"
+    low, high = c.bracket  # the epsilon bracket: the answer below, above it one found not to meet the target
+    assert low == eps and hdp_epsilon(with_epsilon(scenario, high), TARGET[1]) > TARGET[0]
 
 
 def test_hospitals_by_independent_composition(hospital_calibration):
@@ -203,6 +205,10 @@ def test_gaussian_sigma_meets_the_target_and_is_tight():
     assert c.ratio == pytest.approx(math.sqrt(1000 / 365), rel=1e-5)
     d = c.to_dict()
     assert d["sigma"] == sigma and "per_invocation_epsilon" not in d and d["classic"]["sigma"] == c.classic
+    # the sigma bracket: the answer above, below it a sigma the search found not to meet the target
+    low, high = c.bracket
+    assert high == sigma and low < sigma and sigma / low - 1 == pytest.approx(c.accuracy, rel=1e-12)
+    assert hdp_epsilon(with_sigma(scenario, low), TARGET[1]) > TARGET[0] and d["bracket"] == [low, high]
 
 
 def test_gaussian_keeps_each_sensitivity():
