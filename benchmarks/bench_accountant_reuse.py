@@ -4,7 +4,8 @@ Part 1, dp-accounting's interface. For each row (DP-SGD steps: ``PoissonSampledD
 composed ``steps`` times), gce's ``GceAccountant`` and dp-accounting's ``PLDAccountant`` (its defaults) are timed
 doing the same things in the same run, each on fresh accountants:
 
-* ``eps``: compose, then the first ``get_epsilon(delta)``;
+* ``eps``: compose, then the first ``get_epsilon(delta)`` (both timed: dp-accounting builds its distribution when
+  an event is composed, gce when a question is asked);
 * ``delta``: compose, then the first ``get_delta(eps)`` (``eps`` the value gce found), as the first query;
 * ``eps>delta``: after ``get_epsilon(delta)``, the first ``get_delta(eps)`` (the composed law reused, or not);
 * ``delta>eps``: after ``get_delta(eps)``, the first ``get_epsilon(delta)``;
@@ -78,17 +79,18 @@ def accountant_row(cls: type, q: float, sigma: float, steps: int, delta: float, 
     accountants: list = []
 
     def first_eps():
-        accountant = composed()
-        accountants.append(accountant)
-        return lambda: accountant.get_epsilon(delta)
+        def run():
+            accountant = composed()
+            accountants.append(accountant)
+            return accountant.get_epsilon(delta)
+        return run
 
     out["eps"], value = fresh_timed(first_eps)
     eps = float(value) if eps is None else eps
     out["value"] = float(value)
 
     def first_delta():
-        accountant = composed()
-        return lambda: accountant.get_delta(eps)
+        return lambda: composed().get_delta(eps)
 
     out["delta"], _ = fresh_timed(first_delta)
 

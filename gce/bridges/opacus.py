@@ -358,8 +358,8 @@ class _HistoryAccountant:
         that; above it, where epsilon is predicted a margin over the target, when ``sigma`` is predicted below
         that (:meth:`_predicted`; the margin widened by the half-width of the nearest bracket, so that the end
         that decides lies beyond the threshold). Whether one was evaluated (its bracket, at :data:`SEARCH_RTOL`
-        only, joins ``points``); none when ``sigma`` lies within :data:`_NEARBY` of the sigmas predicted or these
-        next to a sigma evaluated already."""
+        only, joins ``points``); none when ``sigma`` lies within :data:`_NEARBY` of the sigma predicted (moved a
+        step of twice that away from a sigma evaluated already next to it, on the side aimed at)."""
         rate, steps, delta, target, tolerance = question
         margin = max(tolerance, _MARGIN * target)
         # the bracket's half-width, read on the evaluation nearest sigma: the midpoint aimed at puts the end
@@ -370,9 +370,12 @@ class _HistoryAccountant:
             if aim <= 0.0:
                 continue
             trial = self._predicted(aim, question, points)
-            if trial is None or not math.isfinite(trial) or trial <= 0.0 or \
-                    any(abs(math.log(trial / s)) < math.log1p(_NEARBY) for s, _, _ in points):
-                continue  # (no prediction, or one next to a sigma evaluated already: it would decide no more)
+            if trial is None or not math.isfinite(trial) or trial <= 0.0:
+                continue
+            # next to a sigma evaluated already (which did not decide): a step further on the side aimed at
+            step = (1.0 + 2.0 * _NEARBY) if below else 1.0 / (1.0 + 2.0 * _NEARBY)
+            trial = max([trial] + [s * step for s, _, _ in points if abs(math.log(trial / s)) < math.log1p(_NEARBY)],
+                        key=lambda x: x if below else -x)
             if (trial < sigma / (1.0 + _NEARBY)) if below else (trial > sigma * (1.0 + _NEARBY)):
                 low, high = self._decided(trial, question, refine=False)
                 points.append((trial, low, high))
