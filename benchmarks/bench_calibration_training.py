@@ -11,7 +11,13 @@ Each row asks which noise multiplier sigma gives (epsilon, delta) after E epochs
   the relative difference to dp-accounting's sigma, whether the bracket holds dp-accounting's sigma within
   0.5%, the evaluations, the seconds and the ratio of the times (gce / dp-accounting);
 * gce, shuffled (random allocation, ``sampling="shuffled"``): the same question with each example in one
-  batch an epoch, which dp-accounting 0.6.0 cannot ask; its seconds against the same dp-accounting time.
+  batch an epoch, which dp-accounting 0.6.0 cannot ask; its seconds against the same dp-accounting time, and,
+  with ``--peer PYTHON`` (or ``GCE_PEER_414``; the environment of pull request #414 that
+  benchmarks/bench_dp_sgd.py describes), against dp-accounting's own calibration of the shuffled question:
+  ``calibrate_dp_mechanism`` with #414's ``PLDAccountant`` of ``SelfComposedDpEvent(RandomAllocationDpEvent(
+  GaussianDpEvent(s), 1, t), E)`` at the discretisation 1e-3 (its default 1e-4 takes minutes an evaluation),
+  Brent's method to a relative tol of 1e-3 (its default 1e-6 takes several more evaluations), and its
+  seconds (capped by ``--peer-timeout``, 600 s by default).
 
 Where dp-accounting's sigma lies more than 0.5% from gce's, its calibration is run again on a 10 times finer
 grid (``PLDAccountant(value_discretization_interval=1e-5)``) and compared: at epsilon 0.05 over 10,000 steps its
@@ -25,12 +31,15 @@ and warmed up before); where dp-accounting takes less than 2 s, the best of thre
 machine one run's noise is as large as the difference). The grid: sigma answers 0.5 to 5, 100 to 10,000 steps,
 delta 1e-5 to 1e-10.
 
-Run: python benchmarks/bench_calibration_training.py [--quick] [--no-shuffled]
-     (--quick: the first four rows; --no-shuffled: the Poisson columns only)
+Run: python benchmarks/bench_calibration_training.py [--quick] [--no-shuffled] [--peer PYTHON]
+     [--peer-timeout SECONDS] (--quick: the first four rows; --no-shuffled: the Poisson columns only)
 """
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
 import sys
 import time
 
@@ -67,6 +76,38 @@ def theirs(t: int, epochs: int, epsilon: float, delta: float, grid: float = 1e-4
     return float(sigma), time.perf_counter() - start
 
 
+#: The shuffled peer, run in #414's environment: dp-accounting's calibration of the random-allocation event.
+_PEER_414 = """
+import json, sys, time
+from dp_accounting import dp_event
+from dp_accounting.mechanism_calibration import calibrate_dp_mechanism
+from dp_accounting.pld.pld_privacy_accountant import PLDAccountant
+t, epochs, epsilon, delta = json.loads(sys.argv[1])
+event = lambda s: dp_event.SelfComposedDpEvent(dp_event.RandomAllocationDpEvent(dp_event.GaussianDpEvent(s), 1, t),
+                                               epochs)
+start = time.perf_counter()
+sigma = calibrate_dp_mechanism(lambda: PLDAccountant(value_discretization_interval=1e-3), event, epsilon, delta,
+                               tol=1e-3)
+print(json.dumps([float(sigma), time.perf_counter() - start]))
+"""
+
+
+def peer_414(python: str | None, t: int, epochs: int, epsilon: float, delta: float, timeout: float
+             ) -> tuple[float | None, float | None, str]:
+    """#414's calibration of the shuffled question: (sigma, seconds, note)."""
+    if not python:
+        return None, None, "not installed"
+    try:
+        done = subprocess.run([python, "-c", _PEER_414, json.dumps([t, epochs, epsilon, delta])], capture_output=True,
+                              text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return None, timeout, f"> {timeout:g} s"
+    if done.returncode != 0:
+        return None, None, (done.stderr.strip().splitlines() or ["failed"])[-1][:60]
+    sigma, seconds = json.loads(done.stdout.strip().splitlines()[-1])
+    return sigma, seconds, ""
+
+
 def ours(t: int, epochs: int, epsilon: float, delta: float, sampling: str):
     start = time.perf_counter()
     c = calibrate_noise(epsilon, delta, steps_per_epoch=t, epochs=epochs, sampling=sampling)
@@ -76,12 +117,15 @@ def ours(t: int, epochs: int, epsilon: float, delta: float, sampling: str):
 def main(argv: list[str]) -> None:
     rows = ROWS[:4] if "--quick" in argv else ROWS
     shuffled = "--no-shuffled" not in argv
+    peer = argv[argv.index("--peer") + 1] if "--peer" in argv else os.environ.get("GCE_PEER_414")
+    peer_timeout = float(argv[argv.index("--peer-timeout") + 1]) if "--peer-timeout" in argv else 600.0
+    peer_ratios = []
     theirs(10, 1, 1.0, 1e-5)  # warm-up: imports, first builds
     ours(10, 1, 1.0, 1e-5, "poisson")
     head = (f"{'t':>6} {'E':>4} {'eps':>5} {'delta':>6} | {'dp-acc sigma':>12} {'s':>6} | "
             f"{'gce poisson [low, sigma]':>24} {'diff':>7} {'in':>3} {'ev':>3} {'s':>6} {'ratio':>6}")
     if shuffled:
-        head += f" | {'gce shuffled [low, sigma]':>25} {'ev':>3} {'s':>7} {'ratio':>6}"
+        head += f" | {'gce shuffled [low, sigma]':>25} {'ev':>3} {'s':>7} {'ratio':>6} | {'#414 sigma':>10} {'s':>7} {'ratio':>6}"
     print(head)
     ratios, shuffled_ratios, worst = [], [], 0.0
     for t, epochs, epsilon, delta in rows:
@@ -104,6 +148,11 @@ def main(argv: list[str]) -> None:
             wide = "*" if s.notes else " "
             line += (f" | [{s.sigma_low:>9.5f}, {s.sigma:>9.5f}]{wide} {s.evaluations:>3} {s_seconds:>7.2f} "
                      f"{s_seconds / pld_seconds:>6.3f}")
+            alloc, alloc_seconds, note = peer_414(peer, t, epochs, epsilon, delta, peer_timeout)
+            if alloc_seconds:
+                peer_ratios.append((s_seconds / alloc_seconds, bool(note)))
+            line += (f" | {note or f'{alloc:.5f}':>10} {'' if alloc_seconds is None else f'{alloc_seconds:.2f}':>7} "
+                     f"{'' if not alloc_seconds else f'{s_seconds / alloc_seconds:.3f}':>6}")
         print(line, flush=True)
         if not held:  # dp-accounting's own grid rounds too coarsely here: its calibration on a 10x finer grid
             fine, fine_seconds = theirs(t, epochs, epsilon, delta, grid=1e-5)
@@ -117,6 +166,9 @@ def main(argv: list[str]) -> None:
     if shuffled:
         print(f"shuffled: time ratio against dp-accounting's Poisson calibration at most {max(shuffled_ratios):.3f}"
               f" (* : the engine's bracket of epsilon stopped the sigma bracket wider than asked; see its notes)")
+        if peer_ratios:
+            print(f"shuffled: time ratio against #414's calibration of the same question at most "
+                  f"{max(r for r, _ in peer_ratios):.3f}{' (some peer runs capped: a bound)' if any(c for _, c in peer_ratios) else ''}")
 
 
 if __name__ == "__main__":
