@@ -19,10 +19,11 @@ from .bracket import _SETTLED, _WHICH, _brackets_at, _Law, _may_refine, _width
 from .geometric_grid import LOG_START_RHO, _geometric_laws, _log_seconds
 from .ratios import GaussianRatio
 from .uniform_grid import START_POINTS, _linear_laws, _linear_seconds
+from .uniform_tilted import TILTED_START_POINTS, _tilted_laws, _tilted_seconds
 
 
 #: How much longer each method's next refinement takes (measured: points doubled, resp. rho halved).
-_GROWTH = {"linear": 2.2, "log": 3.0}
+_GROWTH = {"linear": 2.2, "tilted": 2.2, "log": 3.0}
 
 
 def _time_to(history: Sequence[tuple[float, float]], target: float, growth: float) -> float:
@@ -41,7 +42,10 @@ def _time_to(history: Sequence[tuple[float, float]], target: float, growth: floa
 #: The two methods of 1 of t: the uniform grid (refined by doubling its points) and the geometric one
 #: (refined by halving rho), with their first parameter, their refinement and their cost estimate.
 _METHODS = {"linear": (_linear_laws, START_POINTS, lambda points: 2 * points, _linear_seconds),
+            "tilted": (_tilted_laws, TILTED_START_POINTS, lambda points: 2 * points, _tilted_seconds),
             "log": (_geometric_laws, LOG_START_RHO, lambda rho: rho / 2.0, _log_seconds)}
+#: The order in which a direction still too wide takes up the methods it has not tried.
+_NEXT = ("tilted", "log")
 
 
 #: Largest delta at which the bracket of a curve is checked besides the target's (:func:`_checkpoints`).
@@ -101,12 +105,15 @@ def _single(ratio: GaussianRatio, t: int, rtol: float, delta: float | None, epsi
             los, his = _brackets_at(up, low, targets)
             done[which].append((up, low, label, method, los, his))
             history[which][method].append((max(_width(lo, hi) for lo, hi in zip(los, his)), seconds))
-        if any(not done[w] for w in _WHICH):  # the uniform grid failed at once: the geometric one next
-            pending = {w: "log" for w in _WHICH if not done[w] and "log" not in spent[w]}
-            for w in pending:
-                params[w]["log"] = LOG_START_RHO
+        if any(not done[w] for w in _WHICH):  # the uniform grid failed at once: the next method
+            pending = {}
+            for w in _WHICH:
+                untried = [m for m in _NEXT if m not in params[w]] if not done[w] else []
+                if untried:
+                    pending[w] = untried[0]
+                    params[w][untried[0]] = _METHODS[untried[0]][1]
             if not pending:
-                raise NumericalLimitError("random allocation: neither grid fits")
+                raise NumericalLimitError("random allocation: no grid fits")
             continue
         # per checkpoint and direction, the best values of all laws computed
         lows = [[max(r[4][c] for r in done[w]) for w in _WHICH] for c in range(len(targets))]
@@ -126,9 +133,10 @@ def _single(ratio: GaussianRatio, t: int, rtol: float, delta: float | None, epsi
             if highs[0][d] - lows[0][d] <= _SETTLED * (best_lower.slack + best_lower.slack_other) \
                     and len(targets) == 1:
                 continue
-            if "log" not in params[which]:
-                params[which]["log"] = LOG_START_RHO
-                pending[which] = "log"
+            untried = [m for m in _NEXT if m not in params[which]]
+            if untried:
+                params[which][untried[0]] = _METHODS[untried[0]][1]
+                pending[which] = untried[0]
                 continue
             usable = [m for m in _METHODS if history[which][m] and m not in spent[which]]
             if not usable:

@@ -63,11 +63,13 @@ START_POINTS = 2**12
 
 @dataclass(frozen=True)
 class _Grid:
-    """Cells of width ``dx`` up to the clamp ``B = points * dx`` and the FFT size ``size``."""
+    """Cells of width ``dx`` up to the clamp ``B = points * dx`` and the FFT size ``size``; the sum's entries
+    are ``s = start .. start + size - 1`` (in cells: a window, :mod:`.uniform_tilted`; 0 for this module)."""
 
     dx: float
     points: int
     size: int
+    start: int = 0
 
     @property
     def clamp(self) -> float:

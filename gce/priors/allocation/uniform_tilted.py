@@ -50,6 +50,7 @@ Koskela, Jalko, Honkela, "Computing tight differential privacy guarantees using 
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -57,16 +58,19 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 from scipy import fft as _fft
+from scipy import stats
 
 from ... import effort
 from ...accounting.batch import log_mgf_of
 from ...errors import NumericalLimitError
-from .bracket import ROUND_OFF, _Law
-from .uniform_grid import _cells, _direction_grid, _Grid, _linear_seconds, _power, _spread
+from .bracket import ROUND_OFF, _fft_seconds, _Law
+from .uniform_grid import GRID_LIMIT, _cells, _Grid, _power, _spread
 
 #: Steps of the ladder of tilts, in standard deviations of the tilted sum (half-way between two rungs an entry's
 #: allowance is at most about e^(step^2 / 8) times its least), and the most rungs.
 _STEP_SDS, _RUNGS = 4.0, 24
+#: On a window (not from 0), the ladder stops where the tilted mean is this many deviations from its end.
+_BULK_SDS = 5.0
 #: The ladder stops where the untilted mass about the tilted mean is below e^this (1e-40: past every target).
 _NEGLIGIBLE = math.log(1e-40)
 #: Estimated seconds of a ladder's moments, whatever the grid (:func:`_tilted_seconds`).
@@ -117,11 +121,33 @@ def _beyond(parts: Sequence[tuple[NDArray[np.float64], int]], dx: float, theta: 
     return float(np.exp(min(float(np.min(total - lambdas * top)), 0.0)))
 
 
-def _ladder(parts: Sequence[tuple[NDArray[np.float64], int]], dx: float, size: int, which: str) -> list[float]:
+def _below(parts: Sequence[tuple[NDArray[np.float64], int]], dx: float, theta: float, bottom: float) -> float:
+    """A Chernoff bound on the mass of the sum below ``bottom`` under the tilt ``theta`` (as :func:`_beyond`, at
+    tilts ``theta - lambda``); 0 when ``bottom <= 0``."""
+    if bottom <= 0.0:
+        return 0.0
+    lambdas = _lambdas(parts, dx, theta, bottom)
+    total = np.zeros(lambdas.size)
+    for mass, count in parts:
+        x = np.arange(mass.size) * dx
+        total += count * (_log_mgf(mass, x, theta - lambdas) - _log_mgf(mass, x, np.array([theta]))[0])
+    return float(np.exp(min(float(np.min(total + lambdas * bottom)), 0.0)))
+
+
+def _outside(parts: Sequence[tuple[NDArray[np.float64], int]], dx: float, theta: float, bottom: float,
+             top: float) -> float:
+    """Chernoff's bounds on the tilted mass of the sum below ``bottom`` and at or above ``top``, added."""
+    return min(_beyond(parts, dx, theta, top) + _below(parts, dx, theta, bottom), 1.0)
+
+
+def _ladder(parts: Sequence[tuple[NDArray[np.float64], int]], dx: float, size: int, which: str,
+            start: int = 0) -> list[float]:
     """Tilts 0, then steps of :data:`_STEP_SDS` tilted standard deviations up (``remove``: the direction P||Q
     is decided by large sums) while the tilted bulk (mean and seven deviations) stays inside the window
-    ``[0, size dx)``, or down (``add``: small sums) while the tilted mean is above two cells (module doc)."""
-    top = size * dx
+    ``[start dx, (start + size) dx)``, or down (``add``: small sums) while the tilted mean is above two cells
+    (the window from 0) or its bulk above the window's bottom (module doc)."""
+    top = (start + size) * dx
+    bottom = start * dx
     thetas = [0.0]
     for sign in ((1.0,) if which == "remove" else (-1.0,)):
         theta = 0.0
@@ -130,7 +156,9 @@ def _ladder(parts: Sequence[tuple[NDArray[np.float64], int]], dx: float, size: i
             theta += sign * _STEP_SDS / max(math.sqrt(var), dx)
             mean, var = _moments(parts, dx, theta)
             sd = math.sqrt(var)
-            if (sign > 0 and mean + 7.0 * sd >= top) or (sign < 0 and mean <= 2.0 * dx) or sd < dx:
+            low = mean <= bottom + 2.0 * dx
+            reach = 7.0 if start == 0 else _BULK_SDS
+            if (sign > 0 and mean + reach * sd >= top) or (sign < 0 and low) or sd < dx:
                 break
             thetas.append(theta)
             # the untilted mass about the tilted mean, Z e^(-theta mean): below _NEGLIGIBLE no entry matters
@@ -160,12 +188,21 @@ class _Stitched:
         return np.minimum(self.round_off + self.aliased, 1.0)
 
 
-def _stitched(parts: Sequence[tuple[NDArray[np.float64], int]], dx: float, size: int, thetas: Sequence[float]
-              ) -> _Stitched:
+def _folded(x: NDArray[np.float64], size: int) -> NDArray[np.float64]:
+    """``x`` summed modulo ``size`` (the cyclic transform of a term longer than the window: exact)."""
+    if x.size <= size:
+        return x
+    padded = np.zeros(-(-x.size // size) * size)
+    padded[: x.size] = x
+    return padded.reshape(-1, size).sum(axis=0)
+
+
+def _stitched(parts: Sequence[tuple[NDArray[np.float64], int]], dx: float, size: int, thetas: Sequence[float],
+              start: int = 0) -> _Stitched:
     """The law of the sum of the parts (each a non-negative array on ``{j dx}`` with its count of terms) on the
-    ``size`` entries of the window, each entry read from the tilt of ``thetas`` whose error bound there is
-    least (module doc). Values are capped at 1 (no mass exceeds it)."""
-    s = np.arange(size) * dx
+    ``size`` entries of the window ``s = start .. start + size - 1`` (in cells), each entry read from the tilt
+    of ``thetas`` whose error bound there is least (module doc). Values are capped at 1 (no mass exceeds it)."""
+    s = (start + np.arange(size)) * dx
     terms = sum(count for _, count in parts)
     value, round_off, aliased = np.zeros(size), np.full(size, np.inf), np.full(size, np.inf)
     rung = np.zeros(size, dtype=np.int64)
@@ -177,14 +214,16 @@ def _stitched(parts: Sequence[tuple[NDArray[np.float64], int]], dx: float, size:
             lm = float(_log_mgf(mass, x, np.array([theta]))[0])
             with np.errstate(divide="ignore"):
                 tilted = np.exp(np.log(mass) + theta * x - lm)
-            spectra.append((_fft.rfft(tilted, size), count))
+            spectra.append((_fft.rfft(_folded(tilted, size), size), count))
             log_z += count * lm
             l2 = max(l2, float(np.linalg.norm(tilted)))
         y = np.maximum(_fft.irfft(_power(spectra), size), 0.0)
+        if start:  # the cyclic index of s is s mod size
+            y = np.roll(y, -(start % size))
         # the L2 norm of the transform's error (Higham Sec. 24.1, times the power), and the tilted mass
-        # beyond the window that the cyclic sum folds in
+        # outside the window that the cyclic sum folds in
         eta = ROUND_OFF * np.finfo(float).eps * max(math.log2(size), 1.0) * (terms + 2) * l2
-        tau = _beyond(parts, dx, theta, size * dx)
+        tau = _outside(parts, dx, theta, start * dx, (start + size) * dx)
         scale = log_z - theta * s
         with np.errstate(divide="ignore", over="ignore"):
             r = np.exp(np.minimum(math.log(eta) + scale, 0.0))
@@ -225,43 +264,204 @@ def _raised(law: _Stitched, dx: float, top_last: bool) -> NDArray[np.float64]:
     return np.minimum(out, 1.0)
 
 
-def _chernoff_tail(parts: Sequence[tuple[NDArray[np.float64], int]], dx: float, top: float) -> float:
-    """A Chernoff bound on the (unnormalised) mass of the sum at or above ``top``: the exact
-    moment-generating functions of the parts, at a ladder of tilts."""
+def _chernoff_tail(parts: Sequence[tuple[NDArray[np.float64], int]], dx: float, top: float,
+                   bottom: float = 0.0) -> float:
+    """A Chernoff bound on the (unnormalised) mass of the sum at or above ``top`` and, when ``bottom > 0``,
+    below ``bottom``: the exact moment-generating functions of the parts, at a ladder of tilts. The mass
+    outside a window lands, folded, on other entries: charged at infinite loss (module doc, "The window")."""
     lambdas = _lambdas(parts, dx, 0.0, top)
     total = np.zeros(lambdas.size)
     for mass, count in parts:
         total += count * _log_mgf(mass, np.arange(mass.size) * dx, lambdas)
-    return float(np.exp(min(float(np.min(total - lambdas * top)), 0.0)))
+    above = float(np.exp(min(float(np.min(total - lambdas * top)), 0.0)))
+    if bottom <= 0.0:
+        return above
+    lambdas = _lambdas(parts, dx, 0.0, bottom)
+    total = np.zeros(lambdas.size)
+    for mass, count in parts:
+        total += count * _log_mgf(mass, np.arange(mass.size) * dx, -lambdas)
+    return min(above + float(np.exp(min(float(np.min(total + lambdas * bottom)), 0.0))), 1.0)
 
 
-def _tilted_upper(ratio, t: int, grid: _Grid, which: str) -> _Law:
-    """One direction's law of the spread pair (module doc, "The laws")."""
+#: The heavy split (module doc, "Heavy tails"): one term's cells from the cut up are heavy, the cut where a
+#: term's Q-mass above it is at most ``_HEAVY / t``; at most :data:`_HEAVY_TERMS` heavy terms are composed
+#: (the binomial tail beyond is charged).
+_HEAVY = 1e-3
+_HEAVY_TERMS = 4
+#: Most coarse cells of one term's heavy part (:func:`_coarse_heavy`).
+_HEAVY_POINTS = 512
+#: ... and at most ``1 / this`` of the cut (relative to the heavy values: the spread's error is of second order).
+_HEAVY_RELATIVE = 32
+#: Allocations of more databases than this are split (fewer: the binomial expansion has no room).
+_SPLIT_FROM = 64
+_U = float(np.finfo(float).eps)
+
+
+def _cut(term: NDArray[np.float64], t: int) -> int | None:
+    """The first heavy cell of ``term`` (module doc, "Heavy tails"), or None when no cell is heavy."""
+    tails = np.cumsum(term[::-1])[::-1]
+    above = np.flatnonzero(tails <= _HEAVY / t)
+    c = int(above[0]) if above.size else term.size
+    return c if 0 < c < term.size else None
+
+
+def _heavy_count(term: NDArray[np.float64], c: int, m: int, tail: float) -> tuple[int, float]:
+    """How many heavy terms of ``m`` are composed, and the mass of the outcomes with more: the least count
+    whose binomial tail is at most ``tail`` (at most :data:`_HEAVY_TERMS`)."""
+    light, heavy = float(term[:c].sum()), float(term[c:].sum())
+    total = light + heavy
+    if heavy <= 0.0:
+        return 0, 0.0
+    for n in range(min(_HEAVY_TERMS, m) + 1):
+        rest = float(stats.binom.sf(n, m, heavy / total)) * total**m if n < m else 0.0
+        if rest <= tail or n == min(_HEAVY_TERMS, m):
+            return n, rest
+    raise AssertionError("unreachable")
+
+
+def _entrywise(law: _Stitched, side: str) -> NDArray[np.float64]:
+    """Entrywise bounds on a stitched law: each entry's error is at most its own allowance (module doc)."""
+    if side == "up":
+        return np.minimum(law.value + law.allowance, 1.0)
+    return np.maximum(law.value - law.allowance, 0.0)
+
+
+def _coarse_heavy(member: NDArray[np.float64] | None, term: NDArray[np.float64], c: int, dx: float,
+                  spread: bool) -> tuple[NDArray[np.float64] | None, NDArray[np.float64], int]:
+    """The heavy cells (from ``c`` up) on a coarser grid ``c + stride b`` (module doc, "Heavy tails"):
+    ``spread``, each point split between its two coarse neighbours keeping its mean (a spread of a spread:
+    above), the member's masses then the law's times the points (its P-masses); else the cells merged, Q- and
+    P-masses summed (a coarser garbling: below). Returns (member's heavy masses, term's, stride)."""
+    heavy = term[c:]
+    stride = max(1, min(-(-heavy.size // _HEAVY_POINTS), c // _HEAVY_RELATIVE))  # coarse cells <= c dx / 32
+    if stride == 1:
+        return (None if member is None else member[c:]), heavy, 1
+    coarse = -(-heavy.size // stride) + 1
+    j = np.arange(heavy.size)
+    b, r = j // stride, (j % stride) / stride
+    if spread:
+        out = np.bincount(b, heavy * (1.0 - r), coarse) + np.bincount(b + 1, heavy * r, coarse)
+        moment = None if member is None else out * ((c + stride * np.arange(coarse)) * dx)
+        return moment, out, stride
+    out = np.bincount(b, heavy, coarse)
+    return (None if member is None else np.bincount(b, member[c:], coarse)), out, stride
+
+
+def _strided(sums: NDArray[np.float64], factor: NDArray[np.float64], stride: int) -> NDArray[np.float64]:
+    """``sums`` (unit cells) convolved with ``factor`` on cells ``stride`` apart: one direct convolution per
+    phase of ``sums`` (non-negative terms: a relative round-off of the shorter length)."""
+    if stride == 1:
+        return np.convolve(sums, factor)
+    out = np.zeros(sums.size + stride * (factor.size - 1))
+    for phase in range(min(stride, sums.size)):
+        part = np.convolve(sums[phase::stride], factor)
+        out[phase: phase + stride * part.size: stride] += part
+    return out
+
+
+def _split(member: NDArray[np.float64] | None, term: NDArray[np.float64], m: int, dx: float, grid: _Grid,
+           c: int, heavy_terms: int, mode: str, which: str) -> tuple[NDArray[np.float64], float]:
+    """The law of ``member + m terms`` split at the heavy cut ``c`` (module doc, "Heavy tails"): the binomial
+    expansion ``(L + H)^m = sum_n C(m, n) L^(m - n) H^n`` (the member split the same way), the light powers
+    by the tilted transform on the window, the heavy cells on a coarser grid (:func:`_coarse_heavy`), their
+    powers and the products by direct convolution (non-negative terms: a relative round-off). ``mode``:
+    ``raised`` (an upper law: the heavy cells spread, the light sums raised by blocks as :func:`_raised`; tail
+    dominance survives convolution with non-negative laws), ``up`` or ``down`` (the garbling's entrywise
+    bounds, the heavy cells merged). Returns the law on the entries ``start, start + 1, ...`` of ``grid``
+    (longer than its window) and the mass of the light sums outside the window (Chernoff's bound, weighted by
+    the heavy factor's mass; to be charged)."""
+    n_window, start = grid.size, grid.start
+    light = term[:c]
+    member_heavy, heavy, stride = _coarse_heavy(member, term, c, dx, spread=mode == "raised")
+    powers = [np.ones(1)]
+    for _ in range(heavy_terms):
+        powers.append(np.convolve(powers[-1], heavy))
+    pieces = []  # (light parts, heavy factor on the coarse grid, offset of the heavy factor in cells)
+    for n in range(heavy_terms + 1):
+        weight = float(math.comb(m, n))
+        rest = [(light, m - n)] if m - n > 0 else []
+        if member is None:
+            pieces.append((rest, weight * powers[n], n * c))
+        else:
+            pieces.append(([(member[:c], 1)] + rest, weight * powers[n], n * c))
+            pieces.append((rest, weight * np.convolve(member_heavy, powers[n]), (n + 1) * c))
+    out = np.zeros(n_window + (heavy_terms + 2) * (term.size + stride) + 2)
+    relative, outside = 0.0, 0.0
+    for parts, factor, offset in pieces:
+        effort.checkpoint()
+        if not parts:  # heavy terms only (t of them): the sum of none is the point 0, below the window's start
+            product = _strided(np.ones(1), factor, stride)
+            at = offset - start
+            if at < 0:  # below the window: merged into its first entry (a larger S: a garbling, and above, a
+                product = np.concatenate(([product[:-at].sum()], product[-at:]))  # larger loss for P||Q)
+                at = 0
+            out[at: at + product.size] += product
+            continue
+        law = _stitched(parts, dx, n_window, _ladder(parts, dx, n_window, which, start), start)
+        sums = _raised(law, dx, top_last=which == "remove") if mode == "raised" else \
+            _entrywise(law, "up" if mode == "up" else "down")
+        outside += float(factor.sum()) * _chernoff_tail(parts, dx, (start + n_window) * dx, start * dx)
+        product = _strided(sums, factor, stride)
+        relative = max(relative, 2.0 * _U * (min(-(-sums.size // stride), factor.size) + (heavy_terms + 2) * heavy.size))
+        out[offset: offset + product.size] += product
+    scale = 1.0 + ROUND_OFF * relative if mode != "down" else 1.0 - ROUND_OFF * relative
+    return out * scale, outside
+
+
+def _tilted_upper(ratio, t: int, grid: _Grid, which: str, tail: float | None = None) -> _Law:
+    """One direction's law of the spread pair (module doc, "The laws"), on the window of ``grid``; with
+    ``tail``, P||Q split at the heavy cut (module doc, "Heavy tails"; the binomial tail beyond the heavy terms
+    composed at most ``tail``, charged)."""
     law, moment, excess = _spread(ratio, grid)
-    n, dx = grid.size, grid.dx
-    s = np.arange(n) * dx
+    n, dx, start = grid.size, grid.dx, grid.start
+    c = _cut(law, t) if which == "remove" and tail is not None and t > _SPLIT_FROM else None
+    if c is not None:
+        heavy_terms, rest = _heavy_count(law, c, t - 1, tail)
+        p, outside = _split(moment, law, t - 1, dx, grid, c, heavy_terms, "raised", which)
+        s = (start + np.arange(p.size)) * dx
+        finite = s > 0
+        return _Law(np.log(s[finite] / t), p[finite], min(excess + outside + rest, 1.0))
+    s = (start + np.arange(n)) * dx
     finite = s > 0
     with np.errstate(divide="ignore"):
         loss = np.log(s[finite] / t)
     if which == "remove":  # P(S~ = s) = E_Q[W~_1; S~ = s]: the moment law once, the law t - 1 times
         parts = [(moment, 1), (law, t - 1)] if t > 1 else [(moment, 1)]
-        p = _raised(_stitched(parts, dx, n, _ladder(parts, dx, n, which)), dx, top_last=True)
-        beyond = _chernoff_tail(parts, dx, n * dx)
+        p = _raised(_stitched(parts, dx, n, _ladder(parts, dx, n, which, start), start), dx, top_last=True)
+        beyond = _chernoff_tail(parts, dx, (start + n) * dx, start * dx)
         return _Law(loss, p[finite], min(excess + beyond, 1.0))
     parts = [(law, t)]
-    q = _raised(_stitched(parts, dx, n, _ladder(parts, dx, n, which)), dx, top_last=False)
-    beyond = _chernoff_tail(parts, dx, n * dx)  # (S = 0 is the largest loss of Q||P: infinite)
-    return _Law(-loss, q[finite], min(q[0] + beyond, 1.0))
+    q = _raised(_stitched(parts, dx, n, _ladder(parts, dx, n, which, start), start), dx, top_last=False)
+    beyond = _chernoff_tail(parts, dx, (start + n) * dx, start * dx)  # (S = 0 is the largest loss of Q||P)
+    return _Law(-loss, q[finite], min((q[0] if start == 0 else 0.0) + beyond, 1.0))
 
 
-def _tilted_lower(ratio, t: int, grid: _Grid, which: str) -> _Law:
-    """One direction's law of the garbled pair by the cells (module doc, "The laws"), k = 1."""
+def _tilted_lower(ratio, t: int, grid: _Grid, which: str, tail: float | None = None) -> _Law:
+    """One direction's law of the garbled pair by the cells (module doc, "The laws"), k = 1; with ``tail``,
+    P||Q split at the heavy cut (module doc, "Heavy tails")."""
     q_cells, p_cells = _cells(ratio, grid)
     n, dx = grid.size, grid.dx
+    c = _cut(q_cells, t) if which == "remove" and tail is not None and t > _SPLIT_FROM else None
+    if c is not None:
+        p, _ = _split(p_cells, q_cells, t - 1, dx, grid, c, _heavy_count(q_cells, c, t - 1, tail)[0], "down", which)
+        heavy_terms, rest = _heavy_count(q_cells, c, t, tail)
+        q, _ = _split(None, q_cells, t, dx, grid, c, heavy_terms, "up", which)
+        size = max(p.size, q.size)
+        p, q = np.pad(p, (0, size - p.size)), np.pad(q, (0, size - q.size))
+        keep = p > 0
+        with np.errstate(divide="ignore"):
+            loss = np.log(p[keep]) - np.log(q[keep])
+        sure = keep & (q <= 0)
+        infinite = ratio.singular + (float(p[sure].sum()) if np.any(sure) else 0.0)
+        finite = np.isfinite(loss)
+        # the Q-mass of more heavy terms than composed: lowering Q's masses by it costs at most e^eps times
+        # it (the lower curve's slack_other)
+        return _Law(loss[finite], p[keep][finite], min(infinite, 1.0), 0.0, rest)
     q_parts = [(q_cells, t)]
     p_parts = [(p_cells, 1), (q_cells, t - 1)] if t > 1 else [(p_cells, 1)]
-    q_law = _stitched(q_parts, dx, n, _ladder(q_parts, dx, n, which))
-    p_law = _stitched(p_parts, dx, n, _ladder(p_parts, dx, n, which))
+    start = grid.start
+    q_law = _stitched(q_parts, dx, n, _ladder(q_parts, dx, n, which, start), start)
+    p_law = _stitched(p_parts, dx, n, _ladder(p_parts, dx, n, which, start), start)
     q, aq, p, ap = q_law.value, q_law.allowance, p_law.value, p_law.allowance
     only_p = ratio.singular  # a member's output outside Q's support: an outcome of its own (uniform_grid)
     if which == "remove":
@@ -278,17 +478,72 @@ def _tilted_lower(ratio, t: int, grid: _Grid, which: str) -> _Law:
     return _Law(loss[finite], low[keep][finite], min(infinite, 1.0))
 
 
+#: The window reaches where Chernoff's bound on the mass beyond it is ``tail^2 e^this``: deep enough that the
+#: ladder's tilted bulk (five deviations) fits about the sums that decide the target (at ``tail``).
+_WINDOW_DEPTH = math.log(1e-10)
+#: Points of the first tilted grid (:mod:`.one_of_t`; each refinement doubles them): on its window the sum
+#: costs little, and its error is of second order in the cell.
+TILTED_START_POINTS = 1024
+#: The window is used where it is at most this share of the plain grid's (uniform_grid._grid, from 0).
+_WINDOW_SAVES = 0.5
+#: Tilts at which the window's Chernoff bounds are taken: ``2^(j/2)`` times one over the sum's spread.
+_WINDOW_LAMBDAS = 2.0 ** np.arange(-40.0, 16.5, 0.5)
+
+
+def _window_log_mgf(mass: NDArray[np.float64], dx: float, lambdas: NDArray[np.float64]) -> NDArray[np.float64]:
+    """:func:`_log_mgf` of one term at each tilt, in chunks (a term of a million cells and a hundred tilts)."""
+    x = np.arange(mass.size) * dx
+    return np.concatenate([_log_mgf(mass, x, lambdas[i:i + 8]) for i in range(0, lambdas.size, 8)])
+
+
+@functools.lru_cache(maxsize=64)
+def _window_grid(ratio, t: int, points: int, tail: float, which: str) -> _Grid:
+    """The grid of :func:`~.uniform_grid._direction_grid` (``points`` cells up to the clamp) with the sum's
+    window where its laws have their mass (module doc, "The window"): from the largest ``b`` with Chernoff's
+    bound on the mass below ``b`` at most ``tail`` (under P and under Q) to the least ``c`` with the mass at or
+    above ``c`` at most ``tail``. Raises :class:`NumericalLimitError` beyond :data:`~.uniform_grid.GRID_LIMIT`."""
+    clamp = ratio.clamp(tail)
+    if which == "add":
+        clamp = min(clamp, float(t))
+    dx = clamp / points
+    base = _Grid(dx, points, points + 1)
+    sd = math.sqrt(max(t * min(ratio.variance(), clamp * clamp), dx * dx))
+    lambdas = _WINDOW_LAMBDAS / sd
+    log_tail = max(2.0 * math.log(tail) + _WINDOW_DEPTH, math.log(1e-300))
+    ups, downs = [], []
+    for q, p in (_spread(ratio, base)[:2], _cells(ratio, base)):  # the spread's laws and the garbling's
+        k_q_up, k_q_down = _window_log_mgf(q, dx, lambdas), _window_log_mgf(q, dx, -lambdas)
+        k_p_up, k_p_down = _window_log_mgf(p, dx, lambdas), _window_log_mgf(p, dx, -lambdas)
+        ups += [t * k_q_up, k_p_up + (t - 1) * k_q_up]
+        downs += [t * k_q_down, k_p_down + (t - 1) * k_q_down]
+    with np.errstate(invalid="ignore"):
+        top = max(float(np.nanmin((k - log_tail) / lambdas)) for k in ups)
+        bottom = min(float(np.nanmax((log_tail - k) / lambdas)) for k in downs)
+    start = max(int(math.floor(bottom / dx)) - 1, 0)
+    end = min(int(math.ceil(top / dx)) + 2, t * points + 1)
+    plain = t + 12.0 * sd + clamp + 2.0 * dx  # the window of the plain grid (uniform_grid._grid), from 0
+    if end - start > _WINDOW_SAVES * plain / dx:  # a window saves little: the plain one, as for few databases
+        start, end = 0, int(math.ceil(plain / dx)) + points + 2
+    size = _fft.next_fast_len(max(end - start, 2), real=True)
+    if size > GRID_LIMIT:
+        raise NumericalLimitError(f"random allocation: a window of {size:,} points exceeds the limit of "
+                                  f"{GRID_LIMIT:,}")
+    return _Grid(dx, points, size, start)
+
+
 def _tilted_laws(ratio, t: int, points: int, tail: float, which: str) -> tuple[_Law, _Law, str]:
-    """One direction's (upper, lower) laws of 1 of t on the uniform grid of ``points`` cells, tilted
-    (module doc)."""
-    grid = _direction_grid(ratio, t, points, tail, which)
-    return (_tilted_upper(ratio, t, grid, which), _tilted_lower(ratio, t, grid, which),
+    """One direction's (upper, lower) laws of 1 of t on the uniform grid of ``points`` cells, tilted, on the
+    window where the sum's laws have their mass (module doc)."""
+    grid = _window_grid(ratio, t, points, tail, which)
+    return (_tilted_upper(ratio, t, grid, which, tail), _tilted_lower(ratio, t, grid, which, tail),
             f"{points:,} cells, tilted")
 
 
 def _tilted_seconds(ratio, t: int, points: int, tail: float, which: str) -> float:
-    """Estimated seconds of :func:`_tilted_laws`: three times the plain grid's estimate (a ladder of a few
+    """Estimated seconds of :func:`_tilted_laws`: three times a plain law's on the window (a ladder of a few
     rungs, three sums a rung, short where the grid is large) and :data:`_LADDER_SECONDS` for the ladder's
     moments (from the grid's size, never measured: measured 0.04 to 7.9 s against estimates of 0.3 to 29 s)."""
-    seconds = _linear_seconds(ratio, t, points, tail, which)
-    return 0.0 if seconds == 0.0 else 3.0 * seconds + _LADDER_SECONDS
+    try:
+        return 3.0 * _fft_seconds(_window_grid(ratio, t, points, tail, which).size) + _LADDER_SECONDS
+    except NumericalLimitError:
+        return 0.0
