@@ -333,8 +333,7 @@ class _HistoryAccountant:
         points = self._points.setdefault((rate, steps, float(delta)), [])
         for _ in range(_SUBSTITUTES + 1):
             answer = self._bounded(sigma, question, points)
-            if answer is not None:
-                self.time_limit_reached = False
+            if answer is not None:  # (time_limit_reached: as the last evaluation left it)
                 return answer
             if not self._substitute(sigma, question, points):
                 break
