@@ -155,9 +155,9 @@ class _PairProfiles:
         for members in classes.values():
             cols = [column[d] for d in members]
             a, b = m0[:, cols], m1[:, cols]
-            both = np.rint(a @ b.T)
-            out0.append(a.sum(axis=1)[:, None] - both)
-            out1.append(b.sum(axis=1)[None, :] - both)
+            both = (a @ b.T).toarray()  # sparse 0/1 rows: integer counts, exact
+            out0.append(np.asarray(a.sum(axis=1)).reshape(-1, 1) - both)
+            out1.append(np.asarray(b.sum(axis=1)).reshape(1, -1) - both)
         L = len(self.signatures)
         c0 = np.stack(out0, axis=-1).reshape(m * k, L).astype(np.int64) if L else np.zeros((m * k, 0), np.int64)
         c1 = np.stack(out1, axis=-1).reshape(m * k, L).astype(np.int64) if L else np.zeros((m * k, 0), np.int64)
@@ -187,12 +187,19 @@ class _PairProfiles:
         self._table: NDArray[np.float64] | None = None
 
     @staticmethod
-    def _membership(h: Distribution, column: dict[int, int]) -> NDArray[np.float64]:
-        """0/1 matrix: row i marks which of the columns' databases the i-th support set holds."""
-        out = np.zeros((len(h), len(column)))
+    def _membership(h: Distribution, column: dict[int, int]):
+        """0/1 matrix (sparse, CSC: sliced by columns): row i marks which of the columns' databases the i-th
+        support set holds. Supports are small sets over many databases (uniform(1, 1) of 3,000: 3,000 entries,
+        not 9 million)."""
+        from scipy import sparse
+
+        rows, cols = [], []
         for i, members in enumerate(h.sets):
-            out[i, [column[d] for d in members if d in column]] = 1.0
-        return out
+            held = [column[d] for d in members if d in column]
+            rows.extend([i] * len(held))
+            cols.extend(held)
+        data = np.ones(len(rows), dtype=np.int64)
+        return sparse.csc_matrix((data, (rows, cols)), shape=(len(h), len(column)), dtype=np.int64)
 
     def _multiset(self, counts: NDArray[np.int64]) -> dict[Guarantee, int]:
         """The guarantees of ``counts[s]`` databases of each signature s, as one multiset."""
