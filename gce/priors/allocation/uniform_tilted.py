@@ -562,13 +562,16 @@ def _window_grid(ratio, t: int, points: int, tail: float, which: str) -> _Grid:
         k_p_up, k_p_down = _window_log_mgf(p, dx, lambdas), _window_log_mgf(p, dx, -lambdas)
         ups += [t * k_q_up, k_p_up + (t - 1) * k_q_up]
         downs += [t * k_q_down, k_p_down + (t - 1) * k_q_down]
-    with np.errstate(invalid="ignore"):
+    with np.errstate(invalid="ignore", divide="ignore"):  # (a spread too large for any tilt: no window)
         top = max(float(np.nanmin((k - log_tail) / lambdas)) for k in ups)
         bottom = min(float(np.nanmax((log_tail - k) / lambdas)) for k in downs)
-    start = max(int(math.floor(bottom / dx)) - 1, 0)
-    end = min(int(math.ceil(top / dx)) + 2, t * points + 1)
+    windowed = math.isfinite(top) and math.isfinite(bottom)
+    start = max(int(math.floor(bottom / dx)) - 1, 0) if windowed else 0
+    end = min(int(math.ceil(top / dx)) + 2, t * points + 1) if windowed else t * points + 1
     plain = t + 12.0 * sd + clamp + 2.0 * dx  # the window of the plain grid (uniform_grid._grid), from 0
-    if end - start > _WINDOW_SAVES * plain / dx:  # a window saves little: the plain one, as for few databases
+    if not math.isfinite(plain / dx):  # a ratio of unbounded variance (very small noise): no grid holds it
+        raise NumericalLimitError("random allocation: the sum's spread is beyond any grid")
+    if not windowed or end - start > _WINDOW_SAVES * plain / dx:  # a window saves little: the plain one
         start, end = 0, int(math.ceil(plain / dx)) + points + 2
     size = _fft.next_fast_len(max(end - start, 2), real=True)
     if size > GRID_LIMIT:
