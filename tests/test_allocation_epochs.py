@@ -12,7 +12,8 @@ import pytest
 
 from gce.accounting import batch
 from gce.priors.allocation import CanonicalRatio, GaussianRatio, allocation_curve
-from gce.priors.allocation.epochs import compose_epochs, epochs_tail
+from gce.priors.allocation.bracket import _Law
+from gce.priors.allocation.epochs import _trimmed, compose_epochs, epochs_tail
 from gce.priors.allocation.tilted import compose_tilted, tilt
 
 from reference import kairouz_iii3_by_formula, mixture_delta
@@ -89,6 +90,8 @@ def test_epochs_of_canonical_pairs_against_brute_force(eps0, delta0, t, epochs):
     pytest.param(1.5, 500, 20, 1e-10, (0.8751, 0.8789), marks=pytest.mark.slow),  # was 22.88
     (0.6, 100, 100, 1e-12, (35.61, 35.74)),       # was [35.40, 36.04]: the composition's own round-off
     (0.8, 1000, 10, 1e-8, (1.4544, 1.4617)),      # was 29.38
+    # the lower laws of the tilted grid trimmed (epochs._trimmed): 2.7 s, was 11 to 18 s at [0.19544, 0.19736]
+    pytest.param(1.0, 10000, 10, 1e-8, (0.19673, 0.19736), marks=pytest.mark.slow),
 ])
 def test_shuffled_epochs_at_small_deltas_are_certified_within_one_percent(sigma, t, epochs, delta, truth):
     """Training-scale shuffled batches: the bracket within 1% where the upper end used to collapse to the
@@ -213,3 +216,21 @@ def test_an_epsilon_target_where_the_tilt_is_zero_reads_a_bracket():
     gaussian = stats.norm.cdf(-6.0 / m + m / 2) - math.exp(6.0) * stats.norm.cdf(-6.0 / m - m / 2)
     one = allocation_curve(2.0, 10, epsilon=6.0).delta_bracket(6.0)[1]
     assert one < low <= high <= gaussian and (high - low) / high <= 0.01, (low, high, one, gaussian)
+
+
+def test_a_lower_law_is_trimmed_within_its_budget_and_only_lowered():
+    """The far outcomes of a garbled law (losses of -30 and +130 with next to no mass, as the tilted grid's
+    edges give) are merged below and lowered above, each side moving at most half of e^floor of P-mass, so
+    the composed lower delta only falls, and by at most that."""
+    loss = np.array([-30.0, -25.0, -2.0, -0.5, 0.0, 0.3, 0.6, 40.0, 130.0])
+    mass = np.array([1e-20, 1e-19, 0.1, 0.2, 0.3, 0.25, 0.15 - 3e-15, 1e-15, 2e-15])
+    floor = math.log(1e-12)
+    out = _trimmed(_Law(loss, mass, 0.0), floor)
+    assert out.loss.max() == 0.6 and np.count_nonzero(out.loss == 0.6) == 3  # 40 and 130 lowered to 0.6
+    merged = out.loss[out.loss < -2.0]  # -30 and -25 merged into one outcome, of loss log(sum P / sum Q)
+    assert merged.size == 1 and math.isclose(merged[0], math.log(1.1e-19 / (1e-20 * math.exp(30) + 1e-19 * math.exp(25))))
+    assert math.isclose(out.mass.sum(), mass.sum(), rel_tol=1e-12)
+    for eps in (0.0, 0.1, 0.5):
+        before = float(np.sum(mass * np.maximum(1.0 - np.exp(eps - loss), 0.0)))
+        after = float(np.sum(out.mass * np.maximum(1.0 - np.exp(eps - out.loss), 0.0)))
+        assert before - 3e-15 <= after <= before

@@ -21,7 +21,11 @@ composition: for each ``(mu, t)`` and direction, both grids are computed, the ep
 the one whose composed bracket is narrower is refined (points doubled, ``rho`` halved), the method predicted
 to reach the width first by :func:`~.one_of_t._time_to` (from its observed convergence and its estimated
 cost, never a measured time), until the composed bracket at the target is within ``rtol``. A law whose
-allowance swamps the target simply composes to a wide bracket and is not chosen.
+allowance swamps the target simply composes to a wide bracket and is not chosen. The lower laws' far outcomes
+(the tilted grid's edges, losses of ``-30`` or ``+130`` with next to no mass) are trimmed within the budget of
+:func:`_floor` (:func:`_trimmed`: merged below, lowered above), or their composition would not fit any grid and
+the direction's lower end would fall to the geometric grid's (1 of 10,000 over 10 epochs at 1e-8: 2.7 s, was
+11 to 18 s refining that grid to its limit).
 
 The loss grid of the composition is fixed from the question (:func:`~.decomposition._loss_interval` at an
 eighth of the width, so that its own rounding, ``h`` per copy below and ``O(h^2)`` above, takes a small share
@@ -36,6 +40,7 @@ Chua, Ghazi, Kamath, Kumar, Manurangsi, Sinha, Zhang, "Balls-and-bins sampling f
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from collections.abc import Mapping
 
 import numpy as np
@@ -129,7 +134,7 @@ def _compose(choice: Mapping[Key, dict[str, tuple[_Law, _Law]]], above: Mapping[
     upper = compose_tilted(ups, interval, target, upper=True)
     lows = []
     if below:
-        merged = {key: _merged_below(choice[key][which][1], floor) for key in below}
+        merged = {key: _trimmed(choice[key][which][1], floor) for key in below}
         lows = [batch.loss_law(merged[key].loss, merged[key].mass, count, interval, upper=False,
                                infinite=merged[key].infinite) for key, count in below.items()]
     parts = [(GaussianCurve(0.0), 0.0, 0.0)]  # nothing certified below without laws (or room for them)
@@ -178,6 +183,35 @@ def _floor(delta: float | None, copies: int) -> float:
     moving them moves the composed delta by at most that much (raising a loss only raises delta; merging is
     a post-processing); they would widen the composition's window (losses of ``-40`` an epoch)."""
     return max(math.log(1e-6 * (delta if delta is not None and delta > 0 else 1e-12) / max(copies, 1)), -700.0)
+
+
+def _trimmed(law: _Law, floor: float) -> _Law:
+    """A garbled law with its far outcomes trimmed so that they do not widen the composition's window beyond
+    any grid (the tilted uniform grid's lower laws have entries whose allowance is most of them, with losses
+    of ``-30`` or ``+130`` and next to no mass), each side within half of :func:`_floor`'s budget ``e^floor``
+    of first-measure mass an epoch, read from the law's own masses (never a larger share of the target than
+    :func:`_floor`'s argument grants):
+
+    - below, the outcomes under the least loss whose outcomes below it hold more than half the budget are
+      merged into one (:func:`_merged_below`, a post-processing at any floor; at least at ``floor``);
+    - above, the losses over the least loss whose outcomes above it hold at most half the budget are lowered
+      to it, their masses kept. A composition's lower delta ``sum_s P(s) (1 - e^(eps - s))_+`` (the batch
+      engine's lower laws are rounded down the same way) only falls when a loss falls, so the lower curve stays
+      certified; the composed delta moves by at most the P-mass moved, ``copies`` times half the budget.
+    """
+    budget = 0.5 * math.exp(floor)
+    order = np.argsort(law.loss, kind="stable")
+    loss, mass = law.loss[order], law.mass[order]
+    up_to = np.cumsum(mass)  # the mass at or below each loss, in increasing order of loss
+    kept = np.flatnonzero(up_to > budget)
+    low = max(floor + math.log(0.5), float(loss[kept[0]])) if kept.size else floor + math.log(0.5)
+    above = np.cumsum(mass[::-1])[::-1]  # the mass at or above each loss
+    heavy = np.flatnonzero(above - mass > budget)  # losses with more than the budget strictly above them
+    if heavy.size and heavy[-1] + 1 < loss.size:
+        ceiling = float(loss[heavy[-1] + 1])
+        if ceiling > low:
+            law = replace(law, loss=np.minimum(law.loss, ceiling))
+    return _merged_below(law, low)
 
 
 def _direction_bracket(upper, parts, delta, epsilon) -> tuple[float, float]:
