@@ -55,6 +55,8 @@ _RELATIVE = batch.ROUND_OFF
 _LADDER = 4096
 #: Largest tilt (per unit of loss): beyond it the tilted parts would be single atoms.
 _THETA_MAX = 200.0
+#: Tilts of :func:`saddle_epsilon`'s ladder taken in one pass over a law (a pass holds this many rows of it).
+_SADDLE_CHUNK = 8
 
 
 def _log_mgfs(laws: Sequence[batch._Law], h: float, theta: float) -> list[float]:
@@ -97,12 +99,13 @@ def saddle_epsilon(laws: Sequence[batch._Law], h: float, delta: float) -> float:
     """An estimate of the composition's epsilon at ``delta`` to tilt towards: Chernoff's bound
     ``min_theta (K(theta) - log delta) / theta`` on ``P(S >= eps)``, ``K`` the total log-MGF (finite masses),
     over a ladder of tilts (an estimate only: the tilt decides accuracy, never validity)."""
-    best = math.inf
-    for theta in 2.0 ** np.arange(-8.0, 7.5, 0.5):
-        k = sum(law.count * m for law, m in zip(laws, _log_mgfs(laws, h, float(theta))))
-        if math.isfinite(k):
-            best = min(best, (k - math.log(delta)) / float(theta))
-    return best
+    thetas = 2.0 ** np.arange(-8.0, 7.5, 0.5)
+    k = np.zeros(thetas.size)
+    for law in laws:  # each law's log-MGF at the whole ladder at once, a few tilts a pass (a law of 10^5 points)
+        k += law.count * np.concatenate([law.log_mgf(thetas[i:i + _SADDLE_CHUNK], h)
+                                         for i in range(0, thetas.size, _SADDLE_CHUNK)])
+    finite = np.isfinite(k)
+    return float(np.min((k[finite] - math.log(delta)) / thetas[finite])) if np.any(finite) else math.inf
 
 
 class TiltedCurve(PrivacyCurve):
