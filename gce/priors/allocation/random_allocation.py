@@ -192,6 +192,10 @@ def _wide_at(curve: AllocationCurve, rtol: float, delta: float | None, epsilon: 
     return low, high, (target if math.isfinite(target) else None)
 
 
+#: :func:`_with_blocks_at_any_delta` runs where the bracket is wider than this many times ``rtol``.
+_BLOCKS_AGAIN = 5.0
+
+
 def _with_blocks_at_any_delta(ratio, t: int, k: int, rtol: float, delta: float | None, epsilon: float | None,
                               tail: float, curve: AllocationCurve) -> AllocationCurve:
     """k of t, one allocation: the decomposition's blocks composed again by :func:`~.epochs.compose_epochs`
@@ -200,9 +204,15 @@ def _with_blocks_at_any_delta(ratio, t: int, k: int, rtol: float, delta: float |
     then keeps the least of its two upper curves (each valid). At small deltas the uniform loss grid's
     round-off is absolute and swamps the target (sigma 1.71, 14 of 724 at 1e-10: [1.834, 15.85], the
     composition's bound; with the blocks by the epochs engine [1.834, 2.031] within the same 5 s); the lower
-    curve is left to the decomposition's garbled pair and the steps after this one."""
-    low, high, target = _wide_at(curve, rtol, delta, epsilon)
-    if target is None:
+    curve is left to the decomposition's garbled pair and the steps after this one.
+
+    Only where the uniform grid's upper end is far off: unbounded, or more than :data:`_BLOCKS_AGAIN` times
+    ``rtol`` above a positive lower end (14 of 724 at 1e-10: unbounded; 23 of 74 at 1e-8: 42%). Nearer, the
+    blocks of two and the circle after it decide the upper end and this step only takes their time (sigma
+    2.61, 19 of 45 at 1e-5: 3.7% wide after the decomposition, the same after this step, 3.28% at the 5 s
+    limit against 2.04% without it). A rule on the numbers computed: deterministic."""
+    low, high = _at(curve, curve.lower, delta, epsilon)
+    if math.isfinite(high) and not (low > 0 and _width(low, high) > _BLOCKS_AGAIN * rtol):
         return curve
     blocks = {(ratio, size): count for size, count in _blocks(t, k)}
     try:
