@@ -116,41 +116,82 @@ class _Candidates:
         self.params[which][method] = _EPOCH_METHODS[method][2](self.params[which][method])
 
 
+class _Memo:
+    """The compositions of one :func:`_refine`, per direction and side, keyed by the loss grid and the laws
+    composed (by identity; the laws are held, so that no identity is reused): a composition of laws already
+    composed (the winner of a pass's trials, read again as the pass's curve; a direction whose laws did not
+    change since the last pass) is taken as it is, whatever its tilt's centre (the tilt decides accuracy, never
+    validity: :mod:`.tilted`). Only the entries used in the last pass are kept (:meth:`prune`)."""
+
+    def __init__(self) -> None:
+        self.entries: dict[tuple, tuple] = {}
+        self.used: set[tuple] = set()
+
+    def get(self, key: tuple, build):
+        if key not in self.entries:
+            self.entries[key] = build()
+        self.used.add(key)
+        return self.entries[key][0]
+
+    def prune(self) -> None:
+        self.entries = {key: value for key, value in self.entries.items() if key in self.used}
+        self.used = set()
+
+
 def _compose(choice: Mapping[Key, dict[str, tuple[_Law, _Law]]], above: Mapping[Key, int],
              below: Mapping[Key, int], interval: float, delta: float | None, epsilon: float | None,
-             centre: float | None, which: str, plain: bool = False):
+             centre: float | None, which: str, plain: bool = False, memo: _Memo | None = None):
     """Direction ``which`` of the epochs composed with the chosen laws, tilted towards the target epsilon, or
     ``centre`` (an estimate of the epsilon at the target delta; the saddle point's bound when None)
     (:mod:`.tilted`): (its upper curve, its :class:`LowerBound` parts). A lower composition that does not fit
     certifies nothing (0); an upper one raises :class:`NumericalLimitError`. With ``plain``, the untilted
-    composition of the upper laws beside the tilted one where that one is loose (:class:`_WithPlain`)."""
+    composition of the upper laws beside the tilted one where that one is loose (:class:`_WithPlain`). With
+    ``memo``, laws already composed on this loss grid are not composed again (:class:`_Memo`)."""
+    memo = _Memo() if memo is None else memo
     copies = sum(below.values())
     floor = _floor(delta, max(sum(above.values()), copies))
-    ups = [batch.loss_law(np.maximum(choice[key][which][0].loss, floor), choice[key][which][0].mass, count,
-                          interval, upper=True, infinite=choice[key][which][0].infinite)
-           for key, count in above.items()]
-    target = epsilon if epsilon is not None else centre if centre is not None else \
-        saddle_epsilon(ups, interval, delta)
-    upper = compose_tilted(ups, interval, target, upper=True)
-    lows = []
-    if below:
-        merged = {key: _trimmed(choice[key][which][1], floor) for key in below}
-        lows = [batch.loss_law(merged[key].loss, merged[key].mass, count, interval, upper=False,
-                               infinite=merged[key].infinite) for key, count in below.items()]
+    held_up = tuple(choice[key][which][0] for key in above)
+    key_up = ("upper", which, interval, tuple(id(law) for law in held_up), tuple(above.values()))
+    target = [epsilon if epsilon is not None else centre]
+
+    def ups_of():
+        return [batch.loss_law(np.maximum(choice[key][which][0].loss, floor), choice[key][which][0].mass, count,
+                               interval, upper=True, infinite=choice[key][which][0].infinite)
+                for key, count in above.items()]
+
+    def build_upper():
+        ups = ups_of()
+        if target[0] is None:
+            target[0] = saddle_epsilon(ups, interval, delta)
+        tilted = compose_tilted(ups, interval, target[0], upper=True)
+        # the plain composition beside it, built only where the tilted one's allowance is a noticeable share
+        # of its value (far below the tilt's centre): each is valid, so either at each eps is
+        return (tilted, _WithPlain(tilted, lambda: batch.compose_laws([ups], [ups], interval).direction(0))), held_up
+
+    upper, with_plain = memo.get(key_up, build_upper)
     parts = [(GaussianCurve(0.0), 0.0, 0.0)]  # nothing certified below without laws (or room for them)
     slack = max((choice[key][which][1].slack for key in below), default=0.0)
     other = max((choice[key][which][1].slack_other for key in below), default=0.0)
     factor = copies * (1.0 + max(slack, other)) ** max(copies - 1, 0)
-    if lows:
-        try:
-            parts.append((compose_tilted(lows, interval, target, upper=False), slack * factor, other * factor))
-        except NumericalLimitError:
-            pass
-    if not plain:
-        return upper, parts
-    # the plain composition beside it, built only where the tilted one's allowance is a noticeable share of
-    # its value (far below the tilt's centre): each is valid, so either at each eps is
-    return _WithPlain(upper, lambda: batch.compose_laws([ups], [ups], interval).direction(0)), parts
+    if below:
+        held_low = tuple(choice[key][which][1] for key in below)
+        key_low = ("lower", which, interval, tuple(id(law) for law in held_low), tuple(below.values()), floor)
+
+        def build_lower():
+            if target[0] is None:
+                target[0] = saddle_epsilon(ups_of(), interval, delta)
+            merged = {key: _trimmed(choice[key][which][1], floor) for key in below}
+            lows = [batch.loss_law(merged[key].loss, merged[key].mass, count, interval, upper=False,
+                                   infinite=merged[key].infinite) for key, count in below.items()]
+            try:
+                return compose_tilted(lows, interval, target[0], upper=False), held_low
+            except NumericalLimitError:
+                return None, held_low
+
+        lower = memo.get(key_low, build_lower)
+        if lower is not None:
+            parts.append((lower, slack * factor, other * factor))
+    return (with_plain if plain else upper), parts
 
 
 class _WithPlain(PrivacyCurve):
@@ -273,6 +314,7 @@ def _refine(state, keys, above, below, rtol: float, delta: float | None, epsilon
     results: dict[tuple, tuple[float, float]] = {}  # (key, which, method): its composed bracket
     choice = {key: {w: _best(state[key], w) for w in _WHICH} for key in keys}
     centre = None
+    memo = _Memo()
     while True:
         # per direction, per key, the method whose laws give the narrowest composed bracket (the others as
         # chosen); only the laws computed since the last pass are composed again
@@ -286,7 +328,7 @@ def _refine(state, keys, above, below, rtol: float, delta: float | None, epsilon
                     trial[key][which] = laws[:2]
                     try:
                         bracket = _direction_bracket(*_compose(trial, above, below, interval, delta, epsilon,
-                                                               centre, which), delta, epsilon)
+                                                               centre, which, memo=memo), delta, epsilon)
                     except NumericalLimitError:  # its composition does not fit: not a candidate
                         bracket = (0.0, math.inf)
                     results[(key, which, method)] = bracket
@@ -297,8 +339,9 @@ def _refine(state, keys, above, below, rtol: float, delta: float | None, epsilon
                 choice[key][which] = (state[key].laws[which][up_method][0], state[key].laws[which][low_method][1])
         fresh = set()
         effort.checkpoint()
-        composed, parts = zip(*(_compose(choice, above, below, interval, delta, epsilon, centre, w, plain=True)
-                                for w in _WHICH))
+        composed, parts = zip(*(_compose(choice, above, below, interval, delta, epsilon, centre, w, plain=True,
+                                         memo=memo) for w in _WHICH))
+        memo.prune()
         brackets = [_direction_bracket(composed[d], parts[d], delta, epsilon) for d in range(2)]
         low, high = max(b[0] for b in brackets), max(b[1] for b in brackets)
         centre = high if math.isfinite(high) else centre
