@@ -33,12 +33,32 @@ cells, so Bernstein's inequality bounds its deviation: ``P(O < N E_P[o] - t) <= 
     delta_garbled(eps) >= E_P[(1 - e^(eps + t - (h sum a + N phi + N E_P[o])))_+] - eta,
 
 the lattice composition shifted by the exact mean ``N E_P[o]`` and read ``t`` further; the add direction
-alike under Q (``O`` bounded above). The largest over ``eta = 10^(-j/2)`` is kept. ``o`` hardly varies
-from cell to cell (about ``h / 2`` where the loss's density is smooth on the scale of ``h``), so
-``Var(o)`` is a small share of ``h^2`` and ``t`` grows as ``h sqrt(N) sd(o) / h``: rounding each copy down
-without the shift would cost ``N h / 2``, and the split bound with Hoeffding's inequality that this
-replaces ``h sqrt(N log(1 / eta) / 2)`` (10,000 steps at a rate of 0.001, sigma 0.8, delta 1e-5, on a
-lattice of 1e-4: ``sd(o) = 0.04 h``, the bracket [0.7800, 0.7825] where that bound left [0.678, 0.784]).
+alike under Q (``O`` bounded above). The largest over ``eta = 10^(-j/2)`` is kept. The cells furthest
+from the mean on the side read, as many as a P-mass (add: Q-mass) of a share of the target delta over ``N``
+holds, are left out of the mean, ``Var(o)`` and ``b`` (*stray* cells: one of negligible mass far from the
+bulk would otherwise set ``b``), and the probability ``N stray`` that some copy lands in one is charged to
+``eta``.
+
+*Levelled.* ``t`` grows as ``sqrt(N) sd(o)``, and ``o`` is not constant: where the loss's density changes on
+the scale of ``h``, above all in the bottom cells at ``1 - r`` (at a rate of 0.001 a cell ``h`` wide there
+can hold a quarter of the mass, its loss well above its middle), ``sd(o)`` was 0.016 to 0.03 ``h`` and ``t``
+5 to 9 ``h`` at 1,000 to 10,000 steps: the lower end, not the upper one, set the bracket, which narrowed
+only as ``h``, and a delta bracket ``rtol`` wide (the curve is steep: ``-d log delta / d eps`` about 5 to 15)
+asked a lattice 10 to 20 times finer than an epsilon bracket. So the cells are first relabelled, each step
+a post-processing (an outcome of one cell sent to another with a probability), so that every cell's loss
+sits at the bulk's rounding ``o*`` (:func:`_level`): cell by cell upwards, a cell rounded below ``o*``
+takes a share of the next cell's outcomes, one above a share of the cell below's, the share solving
+``log(P / Q) = a h + phi + o*``; a thinned cell keeps its loss, so the result is exact up to round-off
+(and whatever it is, it is a garbling: the roundings are read again from its masses). The bottom cell has
+no cell below: the lower laws may take a lattice of their own phase (:func:`_phased_cells`) whose bottom
+cell ``[1 - r, (1 - r) e^x)`` has ``x`` solved so that its loss sits at ``o*``, or merge the bottom cells
+(:func:`_level_bottom`), or level to the bottom cell's rounding; of these garblings the one whose lower
+curve is estimated the highest (the composed loss's mean and standard deviations at the target's level,
+less ``t``: :func:`_score`, a choice, never a bound) is composed. Measured: ``sd(o)`` 1e-6 to 1e-5 ``h``,
+``t`` below ``h / 2``, and both ends then err to second order in ``h``: 1,000 steps at a rate of 0.01,
+sigma 1, delta 1e-5 give [1.8280, 1.8287] on the first lattice (was [1.8216, 1.8287]) and delta at 1.8287 in
+[9.954e-6, 9.993e-6] there too (was [9.65e-6, 9.99e-6], then a lattice 5 times finer); 10,000 steps at 0.001,
+sigma 0.8: epsilon on one lattice of 16,384 points (was two), delta on one of 57,600 after it (was 384,000).
 
 Composition, tilted
 -------------------
@@ -65,7 +85,7 @@ The lattice follows a schedule that depends on the question only: a first lattic
 window in :data:`_FIRST_POINTS` points, or fewer (at least :data:`_LEAST_POINTS`) where the lower end's
 Bernstein reading predicts a coarser one within a share of ``rtol`` (:func:`_predicted`); while the bracket
 at the target is wider than ``rtol`` the next is predicted from the width reached (the bracket narrows about
-as ``h``: aiming at :data:`_AIM` ``rtol``), at least twice and at most 64 times finer; the clamps' charges
+as ``h^2``, both ends levelled: aiming at :data:`_AIM` ``rtol``), at least twice and at most 64 times finer; the clamps' charges
 are kept a share 1e-4 of the target delta. The time limit of the running computation only stops it
 (:func:`~.bracket._may_refine`: a step whose estimated cost does not fit is not started, the last certified
 bracket is kept and the description says so; a first lattice that does not fit is tried 4 and 16 times
@@ -119,8 +139,8 @@ _LEAST_FINER, _MOST_FINER = 2.0, 64.0
 #: When the first lattice does not fit in the time left, lattices 4, 16, ... times coarser are tried this many
 #: times (the stop recorded) before the closed forms answer.
 _COARSER_FIRST = 2
-#: The next lattice is predicted to reach this share of ``rtol`` (the bracket narrows about as ``h``).
-_AIM = 0.7
+#: The next lattice is predicted to reach this share of ``rtol`` (the bracket narrows about as ``h^2``).
+_AIM = 0.5
 #: Chernoff orders of the windows and the tilts (both signs): ``2^(j/2)``, ``j = -20 .. 30``.
 _ORDERS = 2.0 ** (np.arange(-20, 31) / 2.0)
 #: Both signs: the orders of the lower tails' bounds follow.
@@ -134,6 +154,8 @@ _DIRECT_TERMS = 2**16
 _ROUND_SHARE = 1e-4
 #: The Bernstein levels ``eta`` of the lower curve (module doc).
 _ETAS = 10.0 ** (-np.arange(4, 601) / 2.0)
+#: ``log(1 / delta)`` at which the lower laws' garbling is chosen when the target's is not given (:func:`_score`).
+_LEVEL = math.log(1e6)
 #: Points up to twice the target at which the lower curve is also read (:class:`_LatticeLower`).
 _ANCHORS = 17
 #: Estimated seconds per grid point and log2(points) of one composition (transforms, the window's spectra and
@@ -151,11 +173,16 @@ class _Part:
 
     count: int
     phi: float
+    #: The lower laws' own offset (:func:`_phased_cells`; ``phi`` when on the same lattice).
+    phi_low: float
     upper: tuple[batch._Law, batch._Law]
     lower: tuple[batch._Law, batch._Law]
     mean: tuple[float, float]
     variance: tuple[float, float]
     reach: tuple[float, float]
+    #: Per direction, the mass of the stray cells left out of ``mean``, ``variance`` and ``reach``
+    #: (:func:`_roundings`).
+    stray: tuple[float, float]
     cells: int
     #: ``log E[e^(t L)]`` of one copy of ``upper`` and ``lower``, per direction, at the orders :data:`_SIGNED`
     #: (:func:`_log_mgf`).
@@ -182,14 +209,15 @@ def _law(index: NDArray[np.int64], mass: NDArray[np.float64], count: int, infini
 
 
 def _lattice_part(ratio: GaussianRatio, rate: float, count: int, h: float, tail: float, low_tail: float,
-                  below: bool = True) -> _Part:
+                  below: bool = True, level: float = _LEVEL) -> _Part:
     """One database kind's laws on the lattice ``{a h + phi}`` (module doc, "The lattice").
 
     The grid of ``V`` runs from ``1 - r`` (``phi`` puts a lattice point there) to the clamp; where ``1 - r`` is
     far below the Q-mass (rates near 1), from the lattice point below ``V`` at Q's lower tail instead
     (``Q(W < w) = low_tail``), with ``V = 0`` (``W = -(1 - r) / r``) as the spread's lowest point: the Q-mass
     the spread moves there has infinite loss in the add direction (charged), none in the remove direction.
-    ``below``: with the lower laws' log-MGFs (a provisional lattice reads only the upper ones)."""
+    ``below``: with the lower laws' log-MGFs (a provisional lattice reads only the upper ones). ``level``:
+    ``log(1 / delta)`` of the target, where the garbling of the lower laws is chosen (:func:`_score`)."""
     top = math.log1p(rate * (ratio.clamp(tail) - 1.0))
     w_low = math.exp(ratio.mu * float(special.ndtri(low_tail)) - 0.5 * ratio.mu**2)
     bottom = math.log1p(-rate) if rate < 1.0 else -math.inf
@@ -228,21 +256,243 @@ def _lattice_part(ratio: GaussianRatio, rate: float, count: int, h: float, tail:
     mixed = (1.0 - rate) * q + rate * p
     keep = (q > 0.0) & (mixed > 0.0)
     keep[0] &= not clamped
+    under_p, under_q = mixed[keep], q[keep]
     with np.errstate(divide="ignore"):
-        cell_loss = np.log(mixed[keep]) - np.log(q[keep]) - phi
+        cell_loss = np.log(under_p) - np.log(under_q) - phi
     index = _floor_index(cell_loss, h)
     offset = cell_loss - index * h
+    # the cells relabelled onto the bulk's rounding (module doc, "Lower"): on this lattice, the bottom ones
+    # merged first or not, and on the lattice whose phase puts the bottom cell's loss at the bulk's rounding;
+    # the garbling whose lower curve is estimated the highest (every one is a garbling of the true pair)
+    base = (under_p, under_q, cell_loss, index, offset)
+    candidates = [(base, phi)]
+    if below:  # (a provisional lattice reads only the upper laws)
+        candidates.append((_level(*base, h, phi), phi))
+    if below and not clamped:
+        candidates.append((_level(*_level_bottom(*base, h, phi), h, phi), phi))
+        candidates.append((_level(*base, h, phi, float(offset[0])), phi))
+        phased = _phased_cells(ratio, rate, h, float(grid[-1]), _bulk_rounding(under_p, offset))
+        if phased is not None:
+            cells, phi_low = phased
+            candidates += [(cells, phi_low), (_level(*cells, h, phi_low, _bulk_rounding(cells[0], cells[4])),
+                                              phi_low)]
+    best, score = None, -math.inf
+    for candidate, phi_c in candidates:
+        stats = (_roundings(candidate[0], candidate[4], low_tail, True),
+                 _roundings(candidate[1], candidate[4], low_tail, False))
+        value = _score(candidate, stats, h, count, level, phi_c)
+        if best is None or value > score:
+            best, score, chosen, phi_low = candidate, value, stats, phi_c
+    under_p, under_q, cell_loss, index, offset = best
     index = index.astype(np.int64)
-    under_p, under_q = mixed[keep], q[keep]
-    mean_p = float(np.dot(under_p, offset) / under_p.sum())
-    mean_q = float(np.dot(under_q, offset) / under_q.sum())
-    # (cells left out count with the mean: no deviation; they add nothing to the lower curve anyway)
-    variance = (float(np.dot(under_p, (offset - mean_p) ** 2)), float(np.dot(under_q, (offset - mean_q) ** 2)))
-    reach = (max(mean_p - float(offset.min()), 0.0), max(float(offset.max()) - mean_q, 0.0))
+    (mean_p, var_p, reach_p, stray_p), (mean_q, var_q, reach_q, stray_q) = chosen
+    mean, variance, reach, stray = (mean_p, mean_q), (var_p, var_q), (reach_p, reach_q), (stray_p, stray_q)
     lower = (_law(index, under_p, count, 0.0, False), _law(-index, under_q, count, 0.0, False))
     lower_mgf = tuple(_log_mgf(law, h, _SIGNED) for law in lower) if below else (np.zeros(0), np.zeros(0))
-    return _Part(int(count), phi, upper, lower, (mean_p, mean_q), variance, reach, int(grid.size),
+    return _Part(int(count), phi, phi_low, upper, lower, mean, variance, reach, stray, int(grid.size),
                  tuple(_log_mgf(law, h, _SIGNED) for law in upper), lower_mgf)
+
+
+def _roundings(w: NDArray[np.float64], offset: NDArray[np.float64], budget: float, below: bool
+               ) -> tuple[float, float, float, float]:
+    """One copy's roundings under the law ``w`` of the cells (module doc, "Lower"): ``(mean, variance, reach,
+    stray)`` given that the copy is not in a *stray* cell, with ``stray`` the mass of the stray cells: those
+    furthest from the mean on the side read (``below``: offsets under the mean, the remove direction; above
+    for add), as many as fit in ``budget`` of mass. Bernstein's inequality then reads the others' roundings
+    (their largest deviation ``reach`` on that side: a cell of negligible mass far from the bulk no longer
+    sets it), and the event "some copy is in a stray cell", of probability at most ``N stray``, is charged
+    to the lower curve's delta. Cells left out of the laws count with the mean (no deviation; they add
+    nothing to the lower curve anyway)."""
+    # (sums of products, not np.dot: BLAS' threads cost milliseconds a call on a loaded machine)
+    mean = float((w * offset).sum() / w.sum())
+    side = (mean - offset) if below else (offset - mean)
+    order = np.argsort(-side, kind="stable")
+    within = np.cumsum(w[order]) <= budget
+    stray = 0.0
+    if within.any():
+        out = order[:int(np.flatnonzero(~within)[0]) if not within.all() else order.size]
+        if out.size < w.size:
+            kept = np.ones(w.size, dtype=bool)
+            kept[out] = False
+            stray = float(w[out].sum())
+            w, offset = w[kept], offset[kept]
+            mean = float((w * offset).sum() / w.sum())
+    variance = float((w * (offset - mean) ** 2).sum()) / max(1.0 - stray, 0.5)
+    reach = max(mean - float(offset.min()), 0.0) if below else max(float(offset.max()) - mean, 0.0)
+    return mean, variance, reach, stray
+
+
+def _bulk_rounding(p: NDArray[np.float64], offset: NDArray[np.float64]) -> float:
+    """The P-median of the cells' roundings: the bulk's (:func:`_level`)."""
+    order = np.argsort(offset, kind="stable")
+    weights = np.cumsum(p[order])
+    return float(offset[order][min(int(np.searchsorted(weights, 0.5 * weights[-1])), offset.size - 1)])
+
+
+def _phased_cells(ratio: GaussianRatio, rate: float, h: float, clamp: float, star: float
+                  ) -> tuple[tuple[NDArray[np.float64], ...], float] | None:
+    """Cells of ``V`` for the lower laws on a lattice of their own phase (module doc, "Lower"): the bottom cell
+    ``[1 - r, (1 - r) e^x)`` with ``x`` such that its loss lies ``h - star`` below its top, a lattice point
+    (its rounding is then the bulk's ``star``: the loss's density is steep there, so that a cell ``h`` wide
+    from ``1 - r`` has its loss far from the bulk's rounding and, at small rates, much of the mass), then
+    cells ``h`` wide up to the clamp and ``[clamp, inf)``. ``x`` by bisection on ``x - loss``, which grows
+    from 0; None when it does not reach ``h - star`` below ``64 h``. Returns the cells as
+    :func:`_level` takes them and the lattice's offset ``phi``."""
+    bottom = math.log1p(-rate)
+    ratio_bottom = rate / (1.0 - rate)
+
+    def gap(x: float) -> float:  # x less the bottom cell's loss above 1 - r
+        w = (1.0 - rate) * math.expm1(x) / rate
+        q, p = ratio.cells(np.array([0.0, w]))
+        if not q[0] > 0.0:
+            return x
+        return x - math.log1p(ratio_bottom * float(p[0]) / float(q[0]))
+
+    goal = h - star
+    lo, hi = 0.0, h
+    while gap(hi) < goal:
+        lo, hi = hi, 2.0 * hi
+        if hi > 64.0 * h:
+            return None
+    for _ in range(40):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if gap(mid) < goal else (lo, mid)
+    start = bottom + hi
+    top = math.log1p(rate * (clamp - 1.0))
+    steps = max(int(math.ceil((top - start) / h)), 0)
+    if steps + 3 > batch.GRID_LIMIT:
+        return None
+    edges_v = start + h * np.arange(steps + 1)
+    w = (1.0 - rate) * np.expm1(edges_v - bottom) / rate
+    q, p = ratio.cells(np.concatenate(([0.0], w, [np.inf])))
+    mixed = (1.0 - rate) * q + rate * p
+    keep = (q > 0.0) & (mixed > 0.0)
+    phi = start - math.floor(start / h) * h
+    under_p, under_q = mixed[keep], q[keep]
+    with np.errstate(divide="ignore"):
+        loss = np.log(under_p) - np.log(under_q) - phi
+    index = _floor_index(loss, h)
+    return (under_p, under_q, loss, index, loss - index * h), phi
+
+
+#: Cells from the bottom that :func:`_level_bottom` may merge into one (a bound on its work, never reached in
+#: practice: the bottom cells' roundings reach the bulk's within a few cells).
+_LEVEL_CELLS = 64
+
+
+def _level_bottom(p: NDArray[np.float64], q: NDArray[np.float64], loss: NDArray[np.float64],
+                  index: NDArray[np.float64], offset: NDArray[np.float64], h: float, phi: float
+                  ) -> tuple[NDArray[np.float64], ...]:
+    """The garbled cells with the bottom ones merged into one whose loss sits at the bulk's rounding (module
+    doc, "Lower"): cells ``0 .. j - 1`` and a share ``pi`` of cell ``j`` (a randomised post-processing: each
+    outcome of cell ``j`` goes to the merged cell with probability ``pi``, the rest keeps its own), ``pi``
+    solving ``log(P / Q) = a h + phi + o*`` (``loss`` less ``phi``) for the least lattice point ``a h`` with ``a h + o*`` at or above cell
+    0's loss, ``o*`` the P-median rounding (the bulk's); the inputs when no
+    such ``pi`` exists within the first :data:`_LEVEL_CELLS` cells. Every output is a garbling of the true pair, whatever ``pi``."""
+    n = min(p.size, _LEVEL_CELLS)
+    if n < 3:
+        return p, q, loss, index, offset
+    star = _bulk_rounding(p, offset)
+    goal = float(index[0]) * h + star
+    if goal < loss[0]:
+        goal += h
+    cum_p, cum_q = np.cumsum(p[:n]), np.cumsum(q[:n])
+    with np.errstate(divide="ignore"):
+        merged = np.log(cum_p) - np.log(cum_q) - phi
+    j = int(np.searchsorted(merged >= goal, True))  # the first cell whose whole merge reaches the goal
+    if j == 0 or j >= n:
+        return p, q, loss, index, offset
+    e = math.exp(goal + phi)
+    pi = (e * cum_q[j - 1] - cum_p[j - 1]) / (p[j] - e * q[j])
+    if not 0.0 <= pi <= 1.0:
+        return p, q, loss, index, offset
+    head_p, head_q = cum_p[j - 1] + pi * p[j], cum_q[j - 1] + pi * q[j]
+    new_p = np.concatenate(([head_p, (1.0 - pi) * p[j]], p[j + 1:]))
+    new_q = np.concatenate(([head_q, (1.0 - pi) * q[j]], q[j + 1:]))
+    new_loss = np.concatenate(([math.log(head_p) - math.log(head_q) - phi], loss[j:]))
+    new_index = _floor_index(new_loss, h)
+    new_offset = new_loss - new_index * h
+    return new_p, new_q, new_loss, new_index, new_offset
+
+
+#: Cells whose P- or Q-mass is below this share of the largest are left as they are by :func:`_level` (their
+#: roundings weigh nothing in the variance).
+_LEVEL_MASS = 1e-9
+
+
+def _level(p: NDArray[np.float64], q: NDArray[np.float64], loss: NDArray[np.float64],
+           index: NDArray[np.float64], offset: NDArray[np.float64], h: float, phi: float,
+           star: float | None = None) -> tuple[NDArray[np.float64], ...]:
+    """The garbled cells relabelled so that each one's rounding is the bulk's ``o*`` (the P-median rounding;
+    module doc, "Lower"), cell by cell upwards: a cell rounded below ``o*`` takes a share of the next cell's
+    outcomes, one rounded above a share of the (relabelled) cell below's, the share solving
+    ``log(P / Q) = a h + phi + o*`` for the cell's own ``a``; a share above 1 is not taken (the cell keeps its
+    rounding). Each step relabels the outcomes of one cell with a probability (a post-processing), so the
+    result is a garbling of the true pair whatever the shares' round-off: the roundings are read again from
+    its masses. Cells whose masses are below :data:`_LEVEL_MASS` of the largest are left as they are."""
+    if p.size < 2:
+        return p, q, loss, index, offset
+    if star is None:
+        star = _bulk_rounding(p, offset)
+    heavy = np.flatnonzero((p > _LEVEL_MASS * p.max()) | (q > _LEVEL_MASS * q.max()))
+    first, last = int(heavy[0]), int(heavy[-1])
+    # (plain floats: numpy's scalars cost microseconds an operation)
+    lo, hi = max(first - 1, 0), min(last + 2, p.size)
+    lp, lq = p[lo:hi].tolist(), q[lo:hi].tolist()
+    fp, fq = list(lp), list(lq)  # the cells' own masses (the one above is untouched when a cell takes from it)
+    goals = np.exp(index[lo:hi] * h + star + phi).tolist()
+    raise_ = (offset[lo:hi] < star).tolist()
+    for c in range(first - lo, min(last + 1, p.size) - lo):
+        e = goals[c]
+        if raise_[c]:
+            if c + 1 >= hi - lo:
+                continue
+            room = fp[c + 1] - e * fq[c + 1]
+            need = e * lq[c] - lp[c]
+            if room > 0.0 and 0.0 <= need <= room:
+                f = need / room
+                lp[c] += f * fp[c + 1]
+                lq[c] += f * fq[c + 1]
+                lp[c + 1] *= 1.0 - f
+                lq[c + 1] *= 1.0 - f
+        elif c > 0:
+            room = e * lq[c - 1] - lp[c - 1]
+            need = lp[c] - e * lq[c]
+            if room > 0.0 and 0.0 <= need <= room:
+                f = need / room
+                lp[c] += f * lp[c - 1]
+                lq[c] += f * lq[c - 1]
+                lp[c - 1] *= 1.0 - f
+                lq[c - 1] *= 1.0 - f
+    lp = np.concatenate((p[:lo], lp, p[hi:]))
+    lq = np.concatenate((q[:lo], lq, q[hi:]))
+    keep = (lp > 0.0) & (lq > 0.0)
+    lp, lq = lp[keep], lq[keep]
+    new_loss = np.log(lp) - np.log(lq) - phi
+    new_index = _floor_index(new_loss, h)
+    new_offset = new_loss - new_index * h
+    return lp, lq, new_loss, new_index, new_offset
+
+
+def _score(cells: tuple[NDArray[np.float64], ...], stats, h: float, count: int, level: float,
+           phi: float) -> float:
+    """An estimate (never a bound) of how high the lower curve of ``count`` copies of the garbled ``cells`` reads
+    at the level ``level = log(1 / delta)``, to choose among garblings: per direction, the composed loss's
+    mean and ``z = sqrt(2 level)`` standard deviations (a garbling lowers both), less Bernstein's ``t``
+    (:func:`_bernstein`) for its roundings, summed over the two directions (``loss`` less ``phi``)."""
+    p, q, loss, index, offset = cells
+    z = math.sqrt(2.0 * level)
+    total = 0.0
+    for w, sign, (_, variance, reach, _) in ((p, 1.0, stats[0]), (q, -1.0, stats[1])):
+        keep = w > batch.TINY_MASS  # (subnormal masses slow every product)
+        w, x = w[keep], sign * (loss[keep] + phi)
+        mass = w.sum()
+        mean = float((w * x).sum() / mass)
+        spread = float((w * (x - mean) ** 2).sum() / mass)
+        c = reach * level / 3.0
+        t = c + math.sqrt(c * c + 2.0 * count * variance * level)
+        total += count * mean + z * math.sqrt(count * spread) - t
+    return total
 
 
 def _log_mgf(law: batch._Law, h: float, t: NDArray[np.float64]) -> NDArray[np.float64]:
@@ -357,7 +607,7 @@ def _round_off(laws: Sequence[batch._Law], size: int) -> float:
     for law in laws:
         if law.count > 1 and law.mass.size > heavy:
             rest = np.sort(law.mass)[:-heavy]
-            powered += law.count * float(np.linalg.norm(rest))
+            powered += law.count * math.sqrt(float((rest * rest).sum()))  # (not np.linalg.norm: BLAS)
     return (batch.ABSOLUTE_ROUND_OFF * math.sqrt(size) + batch.PRUNE * size
             + 8.0 * np.finfo(float).eps * max(math.log2(size), 1.0) * powered)
 
@@ -544,12 +794,12 @@ class _LatticeLower:
         self._memo: dict[tuple[int, float], NDArray[np.float64]] = {}
 
     def _raw(self, which: int, eps: NDArray[np.float64]) -> NDArray[np.float64]:
-        composed, reach = self._parts[which]
+        composed, reach, etas = self._parts[which]
         out = np.zeros(eps.size)
         for i, e in enumerate(eps):
             at = e + reach
             raw = (np.atleast_1d(composed.curve.delta(at)) * (1.0 - batch.ROUND_OFF) - composed.below
-                   - composed.allowance(at) - _ETAS)
+                   - composed.allowance(at) - etas)
             out[i] = max(float(np.max(raw)), 0.0)
         return out
 
@@ -598,10 +848,10 @@ class _LatticeLowerBound(LowerBound):
         if not math.isfinite(start):
             return super()._epsilon(target)
         best = 0.0
-        for which, (composed, reach) in enumerate(self._lower._parts):
+        for which, (composed, reach, etas) in enumerate(self._lower._parts):
             guess = start
             for _ in range(3):  # the allowances where the reading lies
-                need = (target + _ETAS + composed.below + composed.allowance(guess + reach)) / (1.0 - batch.ROUND_OFF)
+                need = (target + etas + composed.below + composed.allowance(guess + reach)) / (1.0 - batch.ROUND_OFF)
                 x = np.atleast_1d(composed.curve.epsilon(np.minimum(need, 1.0)))
                 reading = np.where(need < 1.0, x * (1.0 - 1e-9) - reach, -math.inf)
                 guess = min(max(float(np.max(reading)), 0.0), start)
@@ -669,10 +919,12 @@ def _step(parts: Sequence[_Part], h: float, delta: float | None, epsilon: float 
         mean = sum(part.count * part.mean[d] for part in parts)
         variance = sum(part.count * part.variance[d] for part in parts)
         reach = max(part.reach[d] for part in parts)
-        shift = shifts[d] + mean if d == 0 else shifts[d] - mean
+        low_shift = sum(part.count * part.phi_low for part in parts) * (1.0 if d == 0 else -1.0)
+        shift = low_shift + mean if d == 0 else low_shift - mean
         lower = _compose([part.lower[d] for part in parts], k_low[d], h, theta, shift, reference, at - shift)
         uppers.append(upper)
-        lowers.append((lower, _bernstein(variance, reach)))
+        stray = sum(part.count * part.stray[d] for part in parts)
+        lowers.append((lower, _bernstein(variance, reach), _ETAS + stray))
         sizes += [upper.size, lower.size]
     below = _LatticeLower(lowers, at)
     curve = _LatticeUpper(uppers, below)
@@ -684,8 +936,8 @@ def _step(parts: Sequence[_Part], h: float, delta: float | None, epsilon: float 
     return _Step(h, curve, lower, min(low, high), high, sum(part.cells for part in parts), tuple(sizes))
 
 
-def _parts(clean, h: float, tails: tuple[float, float], below: bool = True) -> list[_Part]:
-    return [_lattice_part(ratio, rate, count, h, *tails, below) for ratio, rate, count in clean]
+def _parts(clean, h: float, tails: tuple[float, float], below: bool = True, level: float = _LEVEL) -> list[_Part]:
+    return [_lattice_part(ratio, rate, count, h, *tails, below, level) for ratio, rate, count in clean]
 
 
 def _span(parts: Sequence[_Part], h: float) -> float:
@@ -848,6 +1100,7 @@ def poisson_curve(parts: Sequence[tuple[float, float, int]], rtol: float = effor
     except NumericalLimitError:
         return _closed_forms(clean, "the lattice exceeds the grid limit")
     share = _TAIL_SHARE * max(reference, 1e-290)
+    level = math.log(1.0 / min(max(reference, 1e-290), 0.5))
     tails = (min(tail, share / sum(count * rate for _, rate, count in clean)), min(tail, share / copies))
     h = max(span / _FIRST_POINTS, min(_predicted(first, provisional, rtol, delta, epsilon), span / _LEAST_POINTS))
     done: _Step | None = None
@@ -862,7 +1115,7 @@ def poisson_curve(parts: Sequence[tuple[float, float, int]], rtol: float = effor
                 continue
             break
         try:
-            step = _step(_parts(clean, h, tails), h, delta, epsilon)
+            step = _step(_parts(clean, h, tails, level=level), h, delta, epsilon)
         except NumericalLimitError as error:  # the lattice exceeds the grid: the last one stands
             limited = str(error)
             break
@@ -871,9 +1124,10 @@ def poisson_curve(parts: Sequence[tuple[float, float, int]], rtol: float = effor
         width = _width(done.low, done.high)
         if width <= rtol or step.h / _LEAST_FINER < batch.FINEST:
             break
-        # The bracket narrows about as h: the next lattice aims at _AIM rtol, at least twice finer.
-        factor = _MOST_FINER if not math.isfinite(width) else min(max(width / (_AIM * rtol), _LEAST_FINER),
-                                                                 _MOST_FINER)
+        # Both ends err to second order in h (the lower laws' roundings levelled: module doc, "Lower"): the next
+        # lattice aims at _AIM rtol by sqrt(width / (_AIM rtol)), at least twice finer.
+        factor = _MOST_FINER if not math.isfinite(width) else min(max(math.sqrt(width / (_AIM * rtol)),
+                                                                      _LEAST_FINER), _MOST_FINER)
         h = step.h / factor
     if done is None:
         if stopped:
