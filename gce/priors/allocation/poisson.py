@@ -51,10 +51,10 @@ takes a share of the next cell's outcomes, one above a share of the cell below's
 ``log(P / Q) = a h + phi + o*``; a thinned cell keeps its loss, so the result is exact up to round-off
 (and whatever it is, it is a garbling: the roundings are read again from its masses). The bottom cell has
 no cell below: the lower laws may take a lattice of their own phase (:func:`_phased_cells`) whose bottom
-cell ``[1 - r, (1 - r) e^x)`` has ``x`` solved so that its loss sits at ``o*``, or merge the bottom cells
-(:func:`_level_bottom`), or level to the bottom cell's rounding; of these garblings the one whose lower
-curve is estimated the highest (the composed loss's mean and standard deviations at the target's level,
-less ``t``: :func:`_score`, a choice, never a bound) is composed. Measured: ``sd(o)`` 1e-6 to 1e-5 ``h``,
+cell ``[1 - r, (1 - r) e^x)`` has ``x`` solved so that its loss sits at ``o*``; of the two garblings (this
+lattice's cells levelled, the phased lattice's) the one whose lower curve is estimated the highest (the
+composed loss's mean and standard deviations at the target's level, less ``t``: :func:`_score`, a choice,
+never a bound) is composed. Measured: ``sd(o)`` 1e-6 to 1e-5 ``h``,
 ``t`` below ``h / 2``, and both ends then err to second order in ``h``: 1,000 steps at a rate of 0.01,
 sigma 1, delta 1e-5 give [1.8280, 1.8287] on the first lattice (was [1.8216, 1.8287]) and delta at 1.8287 in
 [9.954e-6, 9.993e-6] there too (was [9.65e-6, 9.99e-6], then a lattice 5 times finer); 10,000 steps at 0.001,
@@ -261,21 +261,17 @@ def _lattice_part(ratio: GaussianRatio, rate: float, count: int, h: float, tail:
         cell_loss = np.log(under_p) - np.log(under_q) - phi
     index = _floor_index(cell_loss, h)
     offset = cell_loss - index * h
-    # the cells relabelled onto the bulk's rounding (module doc, "Lower"): on this lattice, the bottom ones
-    # merged first or not, and on the lattice whose phase puts the bottom cell's loss at the bulk's rounding;
-    # the garbling whose lower curve is estimated the highest (every one is a garbling of the true pair)
+    # the cells relabelled onto the bulk's rounding (module doc, "Lower"), on this lattice and on the one whose
+    # phase puts the bottom cell's loss at the bulk's rounding: the garbling whose lower curve is estimated the
+    # highest (each is a garbling of the true pair)
     base = (under_p, under_q, cell_loss, index, offset)
     candidates = [(base, phi)]
     if below:  # (a provisional lattice reads only the upper laws)
-        candidates.append((_level(*base, h, phi), phi))
-    if below and not clamped:
-        candidates.append((_level(*_level_bottom(*base, h, phi), h, phi), phi))
-        candidates.append((_level(*base, h, phi, float(offset[0])), phi))
-        phased = _phased_cells(ratio, rate, h, float(grid[-1]), _bulk_rounding(under_p, offset))
+        candidates = [(_level(*base, h, phi), phi)]
+        phased = None if clamped else _phased_cells(ratio, rate, h, float(grid[-1]), _bulk_rounding(under_p, offset))
         if phased is not None:
             cells, phi_low = phased
-            candidates += [(cells, phi_low), (_level(*cells, h, phi_low, _bulk_rounding(cells[0], cells[4])),
-                                              phi_low)]
+            candidates.append((_level(*cells, h, phi_low, _bulk_rounding(cells[0], cells[4])), phi_low))
     best, score = None, -math.inf
     for candidate, phi_c in candidates:
         stats = (_roundings(candidate[0], candidate[4], low_tail, True),
@@ -322,6 +318,10 @@ def _roundings(w: NDArray[np.float64], offset: NDArray[np.float64], budget: floa
     return mean, variance, reach, stray
 
 
+#: Points and rounds of :func:`_phased_cells`' search for the bottom cell's width (to 64 h / 64^4: 4e-6 h).
+_PHASE_POINTS, _PHASE_ROUNDS = 64, 4
+
+
 def _bulk_rounding(p: NDArray[np.float64], offset: NDArray[np.float64]) -> float:
     """The P-median of the cells' roundings: the bulk's (:func:`_level`)."""
     order = np.argsort(offset, kind="stable")
@@ -335,28 +335,29 @@ def _phased_cells(ratio: GaussianRatio, rate: float, h: float, clamp: float, sta
     ``[1 - r, (1 - r) e^x)`` with ``x`` such that its loss lies ``h - star`` below its top, a lattice point
     (its rounding is then the bulk's ``star``: the loss's density is steep there, so that a cell ``h`` wide
     from ``1 - r`` has its loss far from the bulk's rounding and, at small rates, much of the mass), then
-    cells ``h`` wide up to the clamp and ``[clamp, inf)``. ``x`` by bisection on ``x - loss``, which grows
-    from 0; None when it does not reach ``h - star`` below ``64 h``. Returns the cells as
+    cells ``h`` wide up to the clamp and ``[clamp, inf)``. ``x`` where ``x - loss`` (0 at ``x = 0``) first
+    reaches ``h - star``, on grids of :data:`_PHASE_POINTS` points, each within a step of the last; None when
+    it does not below ``64 h``. Returns the cells as
     :func:`_level` takes them and the lattice's offset ``phi``."""
     bottom = math.log1p(-rate)
     ratio_bottom = rate / (1.0 - rate)
 
-    def gap(x: float) -> float:  # x less the bottom cell's loss above 1 - r
-        w = (1.0 - rate) * math.expm1(x) / rate
-        q, p = ratio.cells(np.array([0.0, w]))
-        if not q[0] > 0.0:
-            return x
-        return x - math.log1p(ratio_bottom * float(p[0]) / float(q[0]))
+    def gaps(x: NDArray[np.float64]) -> NDArray[np.float64]:  # x less the bottom cell's loss above 1 - r
+        w = (1.0 - rate) * np.expm1(x) / rate
+        q, p = ratio.cells(np.concatenate(([0.0], w)))
+        q, p = np.cumsum(q), np.cumsum(p)  # the cells [0, w)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.where(q > 0.0, x - np.log1p(ratio_bottom * p / np.where(q > 0.0, q, 1.0)), x)
 
     goal = h - star
-    lo, hi = 0.0, h
-    while gap(hi) < goal:
-        lo, hi = hi, 2.0 * hi
-        if hi > 64.0 * h:
+    lo, hi = 0.0, 64.0 * h
+    for _ in range(_PHASE_ROUNDS):  # the first point where the gap reaches the goal, on ever finer grids
+        x = np.linspace(lo, hi, _PHASE_POINTS + 1)[1:]
+        reached = np.flatnonzero(gaps(x) >= goal)
+        if not reached.size:
             return None
-    for _ in range(40):
-        mid = 0.5 * (lo + hi)
-        lo, hi = (mid, hi) if gap(mid) < goal else (lo, mid)
+        k = int(reached[0])
+        lo, hi = (float(x[k - 1]) if k else lo), float(x[k])
     start = bottom + hi
     top = math.log1p(rate * (clamp - 1.0))
     steps = max(int(math.ceil((top - start) / h)), 0)
@@ -373,46 +374,6 @@ def _phased_cells(ratio: GaussianRatio, rate: float, h: float, clamp: float, sta
         loss = np.log(under_p) - np.log(under_q) - phi
     index = _floor_index(loss, h)
     return (under_p, under_q, loss, index, loss - index * h), phi
-
-
-#: Cells from the bottom that :func:`_level_bottom` may merge into one (a bound on its work, never reached in
-#: practice: the bottom cells' roundings reach the bulk's within a few cells).
-_LEVEL_CELLS = 64
-
-
-def _level_bottom(p: NDArray[np.float64], q: NDArray[np.float64], loss: NDArray[np.float64],
-                  index: NDArray[np.float64], offset: NDArray[np.float64], h: float, phi: float
-                  ) -> tuple[NDArray[np.float64], ...]:
-    """The garbled cells with the bottom ones merged into one whose loss sits at the bulk's rounding (module
-    doc, "Lower"): cells ``0 .. j - 1`` and a share ``pi`` of cell ``j`` (a randomised post-processing: each
-    outcome of cell ``j`` goes to the merged cell with probability ``pi``, the rest keeps its own), ``pi``
-    solving ``log(P / Q) = a h + phi + o*`` (``loss`` less ``phi``) for the least lattice point ``a h`` with ``a h + o*`` at or above cell
-    0's loss, ``o*`` the P-median rounding (the bulk's); the inputs when no
-    such ``pi`` exists within the first :data:`_LEVEL_CELLS` cells. Every output is a garbling of the true pair, whatever ``pi``."""
-    n = min(p.size, _LEVEL_CELLS)
-    if n < 3:
-        return p, q, loss, index, offset
-    star = _bulk_rounding(p, offset)
-    goal = float(index[0]) * h + star
-    if goal < loss[0]:
-        goal += h
-    cum_p, cum_q = np.cumsum(p[:n]), np.cumsum(q[:n])
-    with np.errstate(divide="ignore"):
-        merged = np.log(cum_p) - np.log(cum_q) - phi
-    j = int(np.searchsorted(merged >= goal, True))  # the first cell whose whole merge reaches the goal
-    if j == 0 or j >= n:
-        return p, q, loss, index, offset
-    e = math.exp(goal + phi)
-    pi = (e * cum_q[j - 1] - cum_p[j - 1]) / (p[j] - e * q[j])
-    if not 0.0 <= pi <= 1.0:
-        return p, q, loss, index, offset
-    head_p, head_q = cum_p[j - 1] + pi * p[j], cum_q[j - 1] + pi * q[j]
-    new_p = np.concatenate(([head_p, (1.0 - pi) * p[j]], p[j + 1:]))
-    new_q = np.concatenate(([head_q, (1.0 - pi) * q[j]], q[j + 1:]))
-    new_loss = np.concatenate(([math.log(head_p) - math.log(head_q) - phi], loss[j:]))
-    new_index = _floor_index(new_loss, h)
-    new_offset = new_loss - new_index * h
-    return new_p, new_q, new_loss, new_index, new_offset
 
 
 #: Cells whose P- or Q-mass is below this share of the largest are left as they are by :func:`_level` (their
