@@ -21,6 +21,7 @@ composition: for each ``(mu, t)`` and direction, both grids are computed, the ep
 the one whose composed bracket is narrower is refined (points doubled, ``rho`` halved), the method predicted
 to reach the width first by :func:`~.one_of_t._time_to` (from its observed convergence and its estimated
 cost, never a measured time) among those whose composed bracket is not inside another's (:func:`_dominates`),
+as many refinements at once as its observed convergence predicts short of the width (:meth:`_Candidates.jump`),
 until the composed bracket at the target is within ``rtol``. A law whose
 allowance swamps the target simply composes to a wide bracket and is not chosen. The lower laws' far outcomes
 (the tilted grid's edges, losses of ``-30`` or ``+130`` with next to no mass) are trimmed within the budget of
@@ -76,6 +77,8 @@ _ANSWER_SHARE = 0.25
 #: Compositions whose (untilted) window holds fewer grid points than this keep :func:`_loss_interval`'s grid
 #: (:func:`_coarsened`; 600,000 for sigma 0.6, 10,000 x 100 epochs at 1e-5, tilted compositions of 2 million).
 _LARGE = 2**19
+#: Most refinements of one method taken at once (:meth:`_Candidates.jump`).
+_JUMP = 3
 #: Most doublings of :func:`_loss_interval`'s grid by :func:`_coarsened`.
 _COARSEN = 2
 
@@ -105,13 +108,16 @@ def epochs_tail(delta: float | None, epochs: int, tail: float = TAIL) -> float:
 
 class _Candidates:
     """One ``(ratio, t)``'s laws per direction and method: the latest of each method, its parameter, the
-    history of (composed width, estimated seconds), and the methods past their limits."""
+    history of (composed width, estimated seconds) with the refinements between its entries, and the methods
+    past their limits."""
 
     def __init__(self, ratio, t: int, tail: float):
         self.ratio, self.t, self.tail = ratio, t, tail
         self.params = {w: {m: _EPOCH_METHODS[m][1] for m in _EPOCH_METHODS} for w in _WHICH}
         self.laws: dict[str, dict[str, tuple[_Law, _Law, str]]] = {w: {} for w in _WHICH}
         self.history = {w: {m: [] for m in _EPOCH_METHODS} for w in _WHICH}
+        self.steps = {w: {m: [] for m in _EPOCH_METHODS} for w in _WHICH}  # refinements before each entry
+        self.since = {w: {m: 0 for m in _EPOCH_METHODS} for w in _WHICH}  # refinements since the last entry
         self.spent = {w: set() for w in _WHICH}
 
     def seconds(self, which: str, method: str) -> float:
@@ -124,8 +130,43 @@ class _Candidates:
         except NumericalLimitError:  # beyond the method's limit: its last laws stay the candidates
             self.spent[which].add(method)
 
-    def refine(self, which: str, method: str) -> None:
-        self.params[which][method] = _EPOCH_METHODS[method][2](self.params[which][method])
+    def refine(self, which: str, method: str, times: int = 1) -> None:
+        for _ in range(times):
+            self.params[which][method] = _EPOCH_METHODS[method][2](self.params[which][method])
+        self.since[which][method] += times
+
+    def record(self, which: str, method: str, width: float) -> None:
+        """A composed width of the method's latest laws (its estimated seconds beside it)."""
+        self.history[which][method].append((width, self.seconds(which, method)))
+        self.steps[which][method].append(self.since[which][method])
+        self.since[which][method] = 0
+
+    def factor(self, which: str, method: str) -> float | None:
+        """The width's observed factor per refinement over the last two entries (None before a refinement
+        between two finite widths)."""
+        seen, steps = self.history[which][method], self.steps[which][method]
+        if len(seen) < 2 or steps[-1] < 1 or not (seen[-2][0] > 0 and math.isfinite(seen[-2][0])) or \
+                not math.isfinite(seen[-1][0]):
+            return None
+        return (seen[-1][0] / seen[-2][0]) ** (1.0 / steps[-1])
+
+    def per_step(self, which: str, method: str) -> list[tuple[float, float]]:
+        """The history as :func:`~.one_of_t._time_to` reads it: the last entry's predecessor as if one
+        refinement before it."""
+        seen, factor = self.history[which][method], self.factor(which, method)
+        if factor is None or factor <= 0 or self.steps[which][method][-1] == 1:
+            return seen
+        return seen[:-2] + [(seen[-1][0] / factor, seen[-2][1]), seen[-1]]
+
+    def jump(self, which: str, method: str, target: float) -> int:
+        """Refinements to take at once (:data:`_JUMP` at most): those the observed factor predicts before
+        the width reaches ``target``, rounded down (so never past the refinement that the prediction says
+        reaches it), else one."""
+        factor = self.factor(which, method)
+        if factor is None or not 0 < factor < _STALLED:
+            return 1
+        need = math.log(self.history[which][method][-1][0] / target) / -math.log(max(factor, 0.05))
+        return int(min(max(math.floor(need), 1), _JUMP))
 
 
 class _Memo:
@@ -344,7 +385,7 @@ def _refine(state, keys, above, below, rtol: float, delta: float | None, epsilon
                     except NumericalLimitError:  # its composition does not fit: not a candidate
                         bracket = (0.0, math.inf)
                     results[(key, which, method)] = bracket
-                    state[key].history[which][method].append((_width(*bracket), state[key].seconds(which, method)))
+                    state[key].record(which, method, _width(*bracket))
                 mine = {m: results[(key, which, m)] for m in state[key].laws[which]}
                 up_method = min(mine, key=lambda m: mine[m][1])
                 low_method = max(mine, key=lambda m: mine[m][0])
@@ -378,7 +419,7 @@ def _refine(state, keys, above, below, rtol: float, delta: float | None, epsilon
                 usable = [m for m in usable if not any(_dominates(results[(key, which, other)],
                                                                   results[(key, which, m)]) for other in usable)]
                 if usable:
-                    method = min(usable, key=lambda m: _time_to(state[key].history[which][m], rtol / 2,
+                    method = min(usable, key=lambda m: _time_to(state[key].per_step(which, m), rtol / 2,
                                                                  _EPOCH_GROWTH[m]))
                     pending.append((key, which, method))
         if not pending:
@@ -392,7 +433,7 @@ def _refine(state, keys, above, below, rtol: float, delta: float | None, epsilon
             continue
         estimate = 0.0
         for key, which, method in pending:
-            state[key].refine(which, method)
+            state[key].refine(which, method, state[key].jump(which, method, rtol / 2))
             estimate += state[key].seconds(which, method)
         if not _may_refine(estimate + _compose_seconds(composed), "allocation refinement (epochs)", delta, epsilon,
                            width):
