@@ -100,6 +100,8 @@ def allocation_curve(mu: float, t: int, k: int = 1, epochs: int = 1, rtol: float
         raise InvalidParameterError("rtol", f"must be a number in (0, 1), got {rtol!r}")
     if epsilon is None and delta is None:
         delta = 1e-6
+    elif epsilon is not None:  # the target is epsilon: the default delta must not size any grid (same question,
+        delta = None  # same answer: GceAccountant's delta at an epsilon passes none)
     if epsilon is None and delta > 0:
         # The clamp's charge only has to be small against the target: a smaller clamp, a finer grid; over
         # several epochs each one's charge is a share of it (epochs.epochs_tail).
