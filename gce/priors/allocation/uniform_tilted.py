@@ -435,6 +435,8 @@ def _split(member: NDArray[np.float64] | None, term: NDArray[np.float64], m: int
     relative, outside = 0.0, 0.0
     for parts, factor, offset in pieces:
         effort.checkpoint()
+        if any(count > 0 and not np.any(mass > 0) for mass, count in parts):
+            continue  # a part of no mass (all of a term beyond the cut: very small noise): a piece of probability 0
         if not parts:  # heavy terms only (t of them): the sum of none is the point 0, below the window's start
             product = _strided(np.ones(1), factor, stride)
             at = offset - start
