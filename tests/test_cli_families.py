@@ -377,18 +377,25 @@ def interrupted(args: list[str], moment: tuple[str, float], space: SimpleNamespa
 def before_the_entry_point(err: str) -> bool:
     """Whether ``err`` is Python's report of a Ctrl-C that came before gce's entry point could install its
     handler: a ``KeyboardInterrupt`` whose every frame is the interpreter's start (runpy, the import system,
-    an editable install's finder), the console script's ``from gce.__main__ import main`` line, ``import gce``
+    an editable install's finder), the console script's first lines (its ``import re`` and ``import sys``, which
+    run the standard library's modules, and ``from gce.__main__ import main``), ``import gce``
     (gce/__init__.py), or gce/__main__.py before :func:`gce.__main__.main`'s first line (its module body, or
-    the call's own check for signals at the ``def`` line)."""
+    the call's own check for signals at the ``def`` line). A standard-library frame is one of those imports' own
+    work: one below a frame of gce's past the entry point (gce.cli loading argparse) is refused at that frame."""
     import inspect
+    import sysconfig
 
     import gce.__main__
+
+    stdlib = os.path.join(sysconfig.get_paths()["stdlib"], "")
 
     first = inspect.getsourcelines(gce.__main__.main)[1]
     frames = re.findall(r'File "([^"]+)", line (\d+), in (\S+)', err)
     if not err.rstrip().endswith("KeyboardInterrupt") or not frames:
         return False
     for file, line, function in frames:
+        if file.startswith(stdlib) and "site-packages" not in file:
+            continue
         if file.startswith(("<frozen importlib", "<frozen runpy>")) or "__editable__" in file \
                 or file.endswith(os.path.join("gce", "__init__.py")) or (file, function) == (str(SCRIPT), "<module>"):
             continue
@@ -415,6 +422,13 @@ def test_what_counts_as_before_the_entry_point():
                                       "KeyboardInterrupt\n")
     cli = '  File "/x/gce/cli.py", line 80, in <module>\n    import numpy\n'
     assert not before_the_entry_point(head + script + cli + "KeyboardInterrupt\n")
+    import enum
+    import sysconfig
+    enum_frame = f'  File "{enum.__file__}", line 804, in EnumType\n    @bltns.property\n'
+    import_re = f'  File "{SCRIPT}", line 3, in <module>\n    import re\n'
+    assert enum.__file__.startswith(sysconfig.get_paths()["stdlib"])
+    assert before_the_entry_point(head + import_re + enum_frame + "KeyboardInterrupt\n")
+    assert not before_the_entry_point(head + script + cli + enum_frame + "KeyboardInterrupt\n")
     assert not before_the_entry_point(head + script + "ValueError: x\n")
     # importing the entry module from anything but the console script changes no handler
     assert signal.getsignal(signal.SIGINT) in (signal.default_int_handler, signal.SIG_IGN)
