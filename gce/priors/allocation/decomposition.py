@@ -106,11 +106,12 @@ def _composed(ratio: GaussianRatio, t: int, k: int, epochs: int, rtol: float, de
     points = START_POINTS
     interval = None
     blocks_lower, kept = None, (points, interval)  # kept: the last grids that fit
+    last = math.inf  # the width of the last step kept
     stopped = False
     # Epochs of 1 of t: a second lower bound, the best garbled pair of one allocation by both methods
     # (uniform and geometric grids: :func:`_single`; at small noise the uniform grid's garbled pair is a
     # poor lower bound), composed over the epochs on the same loss grid; the larger of the two is kept.
-    single = None
+    single = composed_lower = None
     if upper is not None:  # k > 1: the decomposition's blocks composed elsewhere (epochs.compose_epochs)
         return _below_k_of_t(ratio, t, k, epochs, rtol, delta, epsilon, tail, upper, sizes)
     if k == 1 and t > 1 and not _exact_blocks(ratio, t):
@@ -124,7 +125,7 @@ def _composed(ratio: GaussianRatio, t: int, k: int, epochs: int, rtol: float, de
             if interval is None:  # coarse to fine: the first steps are cheap (the time limit may stop any)
                 target = _loss_interval([(up, count * epochs) for (up, _), count in blocks], rtol, delta, epsilon)
                 interval = min(target * _COARSE, max(target, 0.05))
-            if blocks_lower is None and not _may_refine(_compose_seconds(sizes, blocks, epochs, interval),
+            if blocks_lower is None and not _may_refine(_first_compose_seconds(blocks, epochs, interval, single),
                                                         "allocation (first composition)", delta, epsilon, math.inf):
                 raise _NoRoom("the time limit leaves no room for the first composition")
             trial, slack = _compose_blocks(blocks, epochs, interval)
@@ -145,8 +146,20 @@ def _composed(ratio: GaussianRatio, t: int, k: int, epochs: int, rtol: float, de
                 raise
             points, interval = kept  # the last grids that fit, and their curves
             break
-        composed, blocks_lower, kept = trial, trial_lower, (points, interval)
         width = _width(low, high)
+        if blocks_lower is not None and points > kept[0] and not width < _STALLED * last:
+            # the cells refined and the bracket not narrower by a twentieth: at small deltas the uniform loss
+            # grid's round-off (absolute) grows with the grids (14 of 724 at 1e-10: unbounded at every step;
+            # sigma 1.8, 5 of 12 at 1e-10: 10.7% wide, then 11.8%, 13.1%, 14.4%), so no finer step pays; a
+            # wider one is not kept (the steps after this one, :func:`~.random_allocation.allocation_curve`,
+            # take the time: the blocks at any delta, of two members, the circle)
+            if width > last:
+                points, interval = kept
+            else:
+                composed, blocks_lower, kept = trial, trial_lower, (points, interval)
+            break
+        composed, blocks_lower, kept = trial, trial_lower, (points, interval)
+        last = width
         # settled: within a few times the round-off allowance (e.g. a delta of 0 at the target), which
         # refining only grows
         if width <= rtol / 8 or high - low <= _SETTLED * slack * grow or points >= GRID_LIMIT // 8:
@@ -154,7 +167,8 @@ def _composed(ratio: GaussianRatio, t: int, k: int, epochs: int, rtol: float, de
         finer = points if all(_exact_blocks(ratio, size) for size, _ in sizes) else 2 * points  # exact blocks
         if interval > target:  # the loss grid down to its estimate first, then the cells with it
             finer = points
-        if not _may_refine(_step_seconds(ratio, sizes, blocks, epochs, finer, interval / 2, tail),
+        windows = _windows(trial, composed_lower if single is not None else None, 2.0, finer > points)
+        if not _may_refine(_step_seconds(ratio, sizes, blocks, finer, tail, windows),
                            "allocation refinement (decomposition)", delta, epsilon, width):
             stopped = True
             break
@@ -180,8 +194,8 @@ def _k_of_t_lower(ratio, t: int, k: int, epochs: int, rtol: float, interval: flo
     sums of logarithms where the sum's garbling leaves the bracket against ``composed``, the upper curve,
     wider than it should be), its description, and whether the time limit stopped a step."""
     stopped = False
-    if not _may_refine(_lower_seconds(ratio, t, epochs, tail, interval), "allocation (the garbled k-of-t pair)",
-                       delta, epsilon, math.inf):
+    if not _may_refine(_lower_seconds(ratio, t, epochs, tail, interval, composed),
+                       "allocation (the garbled k-of-t pair)", delta, epsilon, math.inf):
         from ...accounting.curves import GaussianCurve
         lower = LowerBound([(GaussianCurve(0.0), 0.0, 0.0)])  # nothing certified here: 0 (Gaussians: see the caller)
         how = "not computed (the time limit)"
@@ -270,51 +284,136 @@ class _NoRoom(Exception):
     answers in closed form."""
 
 
+#: A refinement of the cells that narrows the decomposition's bracket by less than this factor ends them
+#: (:func:`_composed`).
+_STALLED = 0.95
+
 #: The 1-of-t laws that bound epochs of 1 of t below are asked for this many times finer a bracket than
 #: the composition (their errors add up over the epochs).
 _SINGLE_SHARE = 16.0
 
 
-def _step_seconds(ratio, sizes, blocks, epochs: int, points: int, interval: float, tail: float) -> float:
-    """Estimated seconds of one step of :func:`_composed` at ``points`` cells and loss grid ``interval``
-    (from the sizes of its grids, never measured): each block's laws on its FFT grid (both directions,
-    above and below) and the composition of the copies' losses on the loss grid (its span, from the block
-    laws at hand, times the copies, over the interval; both directions, above and below)."""
-    seconds = 0.0
-    for size, _ in sizes:
-        if not (_exact_blocks(ratio, size) or (size == 1 and isinstance(ratio, (GaussianRatio, LaplaceRatio)))):
-            for which in _WHICH:
-                try:
-                    seconds += 2.0 * _fft_seconds(_direction_grid(ratio, size, points, tail, which).size)
-                except NumericalLimitError:
-                    pass
-    return seconds + _compose_seconds(sizes, blocks, epochs, interval)
+#: Seconds per unit of transform work (``n log2 n``, ``n`` the points of a block's FFT grid) of one direction's
+#: laws of a block, above and below (:func:`_block_laws`): measured 1e-8 to 5.7e-8 on 2 cores, 2026-12 (the larger
+#: from 2^16 cells on, out of the caches; 4 to 19 of 12 to 724 databases, sigma 0.6 to 2.5).
+_LAW_SECONDS = 6e-8
+#: The same for the garbled k-of-t pair's laws of a direction (:func:`_lower_seconds`: the laws below only, half
+#: a block's): measured 0.8e-8 to 1.9e-8 over 28 cases (2 to 25 of 8 to 999, sigma 0.5 to 2.8), 2 cores, 2026-12.
+_GARBLED_SECONDS = 2.5e-8
+#: Seconds per atom of the blocks' laws put on the loss grid (:func:`gce.accounting.batch.loss_law`, the
+#: window's moments and the folding before the transform): about 7e-8, measured with :data:`_COMPOSE_SECONDS`.
+_ATOM_SECONDS = 8e-8
+#: Seconds per unit of transform work (``S log2 S``, ``S`` the window's grid points) of one direction composed,
+#: above or below, the curve read at the target included: 2.9e-8 fitted beside :data:`_ATOM_SECONDS` over 5
+#: cases of 40 refinements (1.5e-8 to 5.6e-8 alone), 2 cores, 2026-12.
+_COMPOSE_SECONDS = 3.5e-8
+#: A refinement's window in units of the loss, at most this many times the last one's: the laws refined add
+#: mass to their far ends (measured 0.8 to 1.28 over the same refinements, one of 2.6: 15 of 613 at sigma 2.5,
+#: whose upper window widened ninefold at 8,192 cells and narrowed again at the next).
+_WINDOW_GROWTH = 1.3
 
 
-def _lower_seconds(ratio, t: int, epochs: int, tail: float, interval: float) -> float:
-    """Estimated seconds of the garbled k-of-t pair below (:func:`_composed`): its FFT of
-    :data:`_LOWER_POINTS` cells a direction, and its composition over the epochs (a span of about 40 a
-    copy, over the interval)."""
-    seconds = 0.0
+def _step_seconds(ratio, sizes, blocks, points: int, tail: float, windows: list[float]) -> float:
+    """Estimated seconds of one step of :func:`_composed` at ``points`` cells (never measured: a function of the
+    question): each block's laws on its FFT grid (:data:`_LAW_SECONDS` times ``n log2 n`` a direction),
+    their atoms put on the loss grid (:data:`_ATOM_SECONDS`: a law above and one below a direction, as many
+    atoms as the grid has points) and the compositions, whose sizes ``windows`` are read from the last
+    composition (:func:`_windows`). The window of a composition is where the composed law has its mass (the
+    Chernoff window of :func:`gce.accounting.batch.convolve`): about ``sqrt(copies)`` times a block's
+    spread, not the copies' supports laid end to end (that span, the estimate until 2026-12, was 50 to
+    100 times too large: 4.66 s estimated for a step of 0.04 s, 14 of 724 at sigma 1.71). A step that fails
+    (a grid beyond :data:`~.uniform_grid.GRID_LIMIT`, a window surely beyond the batch engine's) ends there:
+    it costs what comes before. Measured 1.1 to 3 times the steps' time over 50 refinements of 0.2 to 12 s
+    (2 to 24 of 8 to 724, sigma 0.5 to 2.5, delta 1e-5 to 1e-10; 2 cores, 2026-12)."""
+    work = atoms = 0.0
+    for (size, _), ((ups, lows), _) in zip(sizes, blocks):
+        if _exact_blocks(ratio, size) or (size == 1 and isinstance(ratio, (GaussianRatio, LaplaceRatio))):
+            atoms += sum(law.loss.size for law in (*ups, *lows))  # fixed laws: the same atoms
+            continue
+        for which in _WHICH:
+            try:
+                n = _direction_grid(ratio, size, points, tail, which).size
+            except NumericalLimitError:  # _block_laws stops here
+                return _LAW_SECONDS * work
+            work += n * math.log2(n)
+            atoms += 2.0 * n
+    composed = []
+    for window in windows:  # in the order composed: the first refused ends the step
+        if window > _WINDOW_GROWTH * batch.GRID_LIMIT:
+            break
+        composed.append(window)
+    return _LAW_SECONDS * work + _ATOM_SECONDS * atoms + _compose_seconds(composed)
+
+
+def _lower_seconds(ratio, t: int, epochs: int, tail: float, interval: float, composed) -> float:
+    """Estimated seconds of the garbled k-of-t pair below (:func:`_k_of_t_lower`): its laws on the FFT grid of
+    :data:`_LOWER_POINTS` cells (:data:`_GARBLED_SECONDS` times ``n log2 n`` a direction), their atoms on the
+    loss grid, and their composition on the loss grid ``interval`` (above and below). One allocation: its
+    windows at most the decomposition's on the same loss grid (``composed``, whose pair dominates the one
+    garbled here, so spreads more). Several (``composed`` from
+    :func:`~.epochs.compose_epochs`, on other grids): a span of about 40 a copy over the interval, as
+    :func:`~.bracket._fft_seconds` times two (not measured again)."""
+    work = atoms = 0.0
     for which in _WHICH:
         try:
-            seconds += _fft_seconds(_direction_grid(ratio, t, _LOWER_POINTS, tail, which).size)
+            n = _direction_grid(ratio, t, _LOWER_POINTS, tail, which).size
         except NumericalLimitError:
-            pass
-    return seconds + (2.0 * _fft_seconds(int(min(40.0 * epochs / interval, 2**31)) + 1) if epochs > 1 else 0.0)
+            continue
+        work += n * math.log2(n)
+        atoms += n
+    if isinstance(composed, batch.LawCurve):
+        below = _compose_seconds(_windows(composed, None, 1.0, False))
+    else:
+        below = 2.0 * _fft_seconds(int(min(40.0 * epochs / interval, 2**31)) + 1)
+    return _GARBLED_SECONDS * work + _ATOM_SECONDS * atoms + below
 
 
-def _compose_seconds(sizes, blocks, epochs: int, interval: float) -> float:
-    """Estimated seconds of composing the blocks' copies on the loss grid ``interval`` (:func:`_composed`):
-    the span of the block laws at hand times the copies, over the interval; both directions, above and
-    below, and the garbled 1-of-t pairs below."""
-    span = 0.0
-    for (size, count), ((ups, _), _) in zip(sizes, blocks):
-        for law in ups:
-            finite = law.loss[np.isfinite(law.loss) & (law.mass > 0)]
-            if finite.size:
-                span += count * epochs * float(min(finite.max() - finite.min(), 200.0))
-    return 6.0 * _fft_seconds(int(min(span / interval, 2**31)) + 1)
+def _compose_seconds(windows: list[float]) -> float:
+    """Estimated seconds of compositions of ``windows`` grid points each (:data:`_COMPOSE_SECONDS`)."""
+    return _COMPOSE_SECONDS * sum(w * math.log2(max(w, 2.0)) for w in windows)
+
+
+def _windows(composed, composed_lower, finer: float, refined: bool) -> list[float]:
+    """The windows (grid points) of the next compositions like ``composed`` (a
+    :class:`~gce.accounting.batch.LawCurve`: its directions above and below; ``composed_lower``, the garbled
+    1-of-t pairs' lower curve, composed above too, or None) on a loss grid ``finer`` times finer: the last
+    ones' times ``finer``, and :data:`_WINDOW_GROWTH` when the laws are ``refined`` (a loss grid halved alone
+    keeps the window, in units of the loss, to 1%)."""
+    sizes = [part.size for part in composed._parts] + [part.size for part in composed.lower._parts]
+    if composed_lower is not None:
+        sizes += 2 * [part.size for part in composed_lower._parts]
+    growth = _WINDOW_GROWTH if refined else 1.0
+    return [finer * growth * size for size in sizes]
+
+
+def _first_compose_seconds(blocks, epochs: int, interval: float, single) -> float:
+    """Estimated seconds of the first composition of :func:`_composed` (:func:`_step_seconds` without the
+    laws, at hand), its windows from :func:`_first_windows`; the garbled 1-of-t pairs (``single``, or None)
+    as wide as the blocks' below."""
+    windows = _first_windows(blocks, epochs, interval)
+    if single is not None:  # composed above and below alike
+        windows += 2 * windows[2:]
+    atoms = sum(law.loss.size for (ups, lows), _ in blocks for law in (*ups, *lows))
+    return _ATOM_SECONDS * atoms + _compose_seconds(windows)
+
+
+def _first_windows(blocks, epochs: int, interval: float) -> list[float]:
+    """The windows (grid points on the loss grid ``interval``) of the blocks' laws composed, above then below,
+    each direction: computed as :func:`gce.accounting.batch.convolve` does (the Chernoff window of
+    :func:`gce.accounting.batch._window`), from the laws put on a grid of at most 1,024 cells a law's span (a
+    few milliseconds; the window moves by at most two of those cells)."""
+    windows = []
+    for side in range(2):  # above, below
+        for d in range(2):
+            laws = [(pair[side][d], count * epochs) for pair, count in blocks]
+            finite = [law.loss[np.isfinite(law.loss) & (law.mass > 0)] for law, _ in laws]
+            span = max((float(np.ptp(f)) for f in finite if f.size), default=0.0)
+            coarse = max(interval, span / 1024.0)
+            rounded = [batch.loss_law(law.loss, law.mass, copies, coarse, upper=side == 0, infinite=law.infinite)
+                       for law, copies in laws]
+            low, high, _, _ = batch._window(rounded, coarse)
+            windows.append((high - low + 2) * coarse / interval)
+    return windows
 
 
 def _merged_below(law: _Law, floor: float) -> _Law:
