@@ -608,9 +608,13 @@ def _no_worse_than_composition(curve: AllocationCurve, mu: float, below: float) 
 
 
 #: Most estimated seconds of one level of the blocks of two members (:func:`_with_pairs`): beyond, the
-#: finer levels are not computed (deterministic: estimated from the grids' sizes, never measured). 2 of 20
-#: at sigma 1 needs the ratio 1.01 for 1% at delta 1e-5 (estimated 72 s, about 37 s on a quiet 2-core machine).
-PAIR_WORK_LIMIT = 80.0
+#: finer levels are not computed (deterministic: estimated from the grids' sizes, never measured). Lowered
+#: from 80 in 2026-12 with the estimates (:data:`~.two_members._UNIT_SECONDS`: about half the former ones), so
+#: that the same levels are computed without a time limit (the same decisions on 45 levels of 8 to 30
+#: databases, sigma 0.3 to 3, the nearest 78.0 and 80.3 s before, 39.0 and 40.2 s now: 2 of 20 at sigma 1
+#: and delta 1e-5 still reaches the grid ratio 1.014, 0.70% wide); 2 of 20 at sigma 1, grid ratio 1.01
+#: (the cut by E placed at 2): estimated 242 s, taken 209 s.
+PAIR_WORK_LIMIT = 40.0
 
 #: Most estimated seconds of one level of the blocks of three members (:func:`_with_threes`), as
 #: :data:`PAIR_WORK_LIMIT`: 3 of 10 at sigma 1 needs the grid ratio 1.02 for 2% at delta 1e-5 (estimated

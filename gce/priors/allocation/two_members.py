@@ -164,10 +164,13 @@ _S_LOW = 1e-2
 #: spreading costs nothing), geometric up to ``C(t, 2) e^(high + 7)`` (the clamp's charge beyond is below the
 #: remove direction's delta at ``high + 7``), ``high`` the block's epsilon at the target (about).
 _L_BELOW, _L_ABOVE = 0.05, 7.0
-#: Estimated seconds per unit of work (:func:`_pair_seconds`), upper and lower together: measured on a
-#: 2-core machine (7e-8 to 1.1e-7 with the negligible moves dropped; coarse grids up to 1.3 times the estimate
-#: before the margin, under load), with a margin. Only decides whether a level fits.
-_UNIT_SECONDS = 1.3e-7
+#: Estimated seconds per unit of work (:func:`_pair_seconds`), upper and lower together: 4.8e-8 fitted with
+#: :data:`_ROW_SECONDS` and :data:`_E_ROW_SECONDS` over 14 levels of 0.15 to 20 s (5 to 36 databases, sigma
+#: 0.8 to 2.6, grid ratios 1.03 to 1.014, with and without the cut by E; 2 cores, 2026-12), with a margin of
+#: 1.3: the estimate is then 1.0 to 1.55 times the time taken quiet (it was 1.5 to 4.4 times, 1.3e-7 a unit
+#: and 1.6e-4 a row), 0.8 beside another process. Only decides whether a level fits (the level is
+#: interruptible, but a level cut at the limit is time lost: 9 of 161 at sigma 1.2, 3.8 s quiet).
+_UNIT_SECONDS = 6.2e-8
 #: The work of a state moved along the segment cut by E (:func:`_e_segment`, :func:`_e_garble`), a point of E
 #: above it, in units of a move along S (:func:`_pair_seconds`): the cells of w are read for each state
 #: (measured 3.8 at sigma 0.5 and 5.2 at sigma 1, 2 of 20, against the moves along S on the same machine).
@@ -177,8 +180,12 @@ _E_CELL_WEIGHT = 5.0
 #: the states at E = 0 (there the cut by S keeps E = 0 at the cell's left end, step after step: Q-mass at
 #: L = 0, the add direction unbounded; measured 1e-6 of it at sigma 0.5, 2 of 20 without this).
 _E_CUT_FROM = 1.0
-#: Estimated seconds a point of S and a step (the loop over the points, upper and lower): measured 1e-4.
-_ROW_SECONDS = 1.6e-4
+#: Estimated seconds a point of S and a step (the loop over the points, upper and lower): 2.9e-5 fitted
+#: (:data:`_UNIT_SECONDS`), with its margin.
+_ROW_SECONDS = 3.8e-5
+#: Estimated seconds a point of S with states moved along the cut by E, and a step (the cells of w from each:
+#: :func:`_e_segment`, :func:`_e_garble`): 2e-4 fitted (:data:`_UNIT_SECONDS`), with its margin.
+_E_ROW_SECONDS = 2.6e-4
 
 
 def _s_top(t: int, b: float) -> float:
@@ -231,7 +238,7 @@ def _pair_seconds(ratio, t: int, level: float, tail: float, high: float, e_high:
     step is the sum over the points of S of the points reachable times the points of E in that range, plus a
     fixed cost a point of S (the loop over them). With ``cut``, the states moved along the cut by E
     (:func:`_e_segment`) read instead the points of E above them up to ``E + B S``, each
-    :data:`_E_CELL_WEIGHT` units."""
+    :data:`_E_CELL_WEIGHT` units, and each point of S with such states :data:`_E_ROW_SECONDS`."""
     s, e, b = _grids(ratio, t, level, tail, high, e_high)
     reach = np.searchsorted(s, s + b, side="right") - np.arange(s.size)
     # E = (S^2 - sum W^2) / 2 with every W <= min(S, B) (clamped): E in [(S^2 - S min(S, B)) / 2, S^2 / 2]
@@ -251,7 +258,7 @@ def _pair_seconds(ratio, t: int, level: float, tail: float, high: float, e_high:
             reach_e = min(e.size, int(np.searchsorted(e, e[sel[-1]] + b * s[j], side="right")) + 1)
             work_e[j] = float(np.sum(reach_e - sel))
     work = float(np.sum(reach * (top - bottom - along_e))) + _E_CELL_WEIGHT * float(np.sum(work_e))
-    return t * (_UNIT_SECONDS * work + _ROW_SECONDS * s.size)
+    return t * (_UNIT_SECONDS * work + _ROW_SECONDS * s.size + _E_ROW_SECONDS * int(np.count_nonzero(along_e)))
 
 
 def _locate(grid: NDArray[np.float64], x: NDArray[np.float64]) -> NDArray[np.int64]:
