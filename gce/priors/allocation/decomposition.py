@@ -294,9 +294,12 @@ _SINGLE_SHARE = 16.0
 
 
 #: Seconds per unit of transform work (``n log2 n``, ``n`` the points of a block's FFT grid) of one direction's
-#: laws of a block, above and below (:func:`_block_laws`): measured 1e-8 to 5.7e-8 on 2 cores, 2026-12 (the larger
-#: from 2^16 cells on, out of the caches; 4 to 19 of 12 to 724 databases, sigma 0.6 to 2.5).
-_LAW_SECONDS = 6e-8
+#: laws of a block, above and below (:func:`_block_laws`), below :data:`_LAW_CELLS` cells and from them on:
+#: measured 0.9e-8 to 1.6e-8, then 2.2e-8 to 3.7e-8 on 2 cores, 2026-12, quiet (4 to 19 of 12 to 724 databases,
+#: sigma 0.6 to 2.5, 4,096 to 131,072 cells; up to 2.8e-8 and 5.7e-8 beside another process). The step is not
+#: interruptible: the constants are the largest measured quiet, with a margin.
+_LAW_SECONDS = (2e-8, 4e-8)
+_LAW_CELLS = 2**14
 #: The same for the garbled k-of-t pair's laws of a direction (:func:`_lower_seconds`: the laws below only, half
 #: a block's): measured 0.8e-8 to 1.9e-8 over 28 cases (2 to 25 of 8 to 999, sigma 0.5 to 2.8), 2 cores, 2026-12.
 _GARBLED_SECONDS = 2.5e-8
@@ -326,6 +329,7 @@ def _step_seconds(ratio, sizes, blocks, points: int, tail: float, windows: list[
     it costs what comes before. Measured 1.1 to 3 times the steps' time over 50 refinements of 0.2 to 12 s
     (2 to 24 of 8 to 724, sigma 0.5 to 2.5, delta 1e-5 to 1e-10; 2 cores, 2026-12)."""
     work = atoms = 0.0
+    unit = _LAW_SECONDS[points >= _LAW_CELLS]
     for (size, _), ((ups, lows), _) in zip(sizes, blocks):
         if _exact_blocks(ratio, size) or (size == 1 and isinstance(ratio, (GaussianRatio, LaplaceRatio))):
             atoms += sum(law.loss.size for law in (*ups, *lows))  # fixed laws: the same atoms
@@ -334,7 +338,7 @@ def _step_seconds(ratio, sizes, blocks, points: int, tail: float, windows: list[
             try:
                 n = _direction_grid(ratio, size, points, tail, which).size
             except NumericalLimitError:  # _block_laws stops here
-                return _LAW_SECONDS * work
+                return unit * work
             work += n * math.log2(n)
             atoms += 2.0 * n
     composed = []
@@ -342,7 +346,7 @@ def _step_seconds(ratio, sizes, blocks, points: int, tail: float, windows: list[
         if window > _WINDOW_GROWTH * batch.GRID_LIMIT:
             break
         composed.append(window)
-    return _LAW_SECONDS * work + _ATOM_SECONDS * atoms + _compose_seconds(composed)
+    return unit * work + _ATOM_SECONDS * atoms + _compose_seconds(composed)
 
 
 def _lower_seconds(ratio, t: int, epochs: int, tail: float, interval: float, composed) -> float:
