@@ -100,10 +100,12 @@ CELL_LOSS = 0.002
 #: The curve claims nothing (delta 1) more than this below the target loss: the cells there are dropped.
 LOSS_SPAN = 10.0
 #: Seconds per point and log2(points) of a 2-D transform and the work around it (the power of each band's
-#: spectrum, the count's collapse onto the loss): :func:`seconds` at 3e-9 is 0.86 to 1.6 times the time taken,
-#: median 1.15, over 12 levels of 0.5 to 11 s (2 to 19 of 10 to 229, sigma 0.6 to 2.6, delta 1e-5 to 1e-10;
-#: 2 cores, 2026-12), the bound read without BLAS (:meth:`_CountBound.raw`). The level is interruptible.
-_TRANSFORM_SECONDS = 3e-9
+#: spectrum, the count's collapse onto the loss): 2.8e-9 fits the time taken, median (0.86 to 1.6 times
+#: :func:`circle_curve` alone over 12 levels of 0.5 to 11 s at 3e-9; 0.71 to 2.4, median 1.08, over 16
+#: levels of 0.5 to 20 s with the bracket read after each, 2 to 19 of 10 to 234, sigma 0.6 to 2.6, delta 1e-5 to
+#: 1e-10; 2 cores, 2026-12), the bound read without BLAS (:meth:`_CountBound.raw`). The level is interruptible
+#: but a level cut at the limit is time lost: a margin of 1.25.
+_TRANSFORM_SECONDS = 3.5e-9
 
 
 def fine_grid(target: float) -> tuple[float, float, float]:

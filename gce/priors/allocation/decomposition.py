@@ -326,8 +326,9 @@ def _step_seconds(ratio, sizes, blocks, points: int, tail: float, windows: list[
     spread, not the copies' supports laid end to end (that span, the estimate until 2026-12, was 50 to
     100 times too large: 4.66 s estimated for a step of 0.04 s, 14 of 724 at sigma 1.71). A step that fails
     (a grid beyond :data:`~.uniform_grid.GRID_LIMIT`, a window surely beyond the batch engine's) ends there:
-    it costs what comes before. Measured 1.1 to 3 times the steps' time over 50 refinements of 0.2 to 12 s
-    (2 to 24 of 8 to 724, sigma 0.5 to 2.5, delta 1e-5 to 1e-10; 2 cores, 2026-12)."""
+    it costs what comes before. Measured 1.1 to 4 times the steps' time quiet (median 2.4 over the steps of
+    0.1 s or more; 2 to 25 of 8 to 999, sigma 0.5 to 2.8, delta 1e-5 to 1e-10; 2 cores, 2026-12): the step is
+    not interruptible, and beside another process it takes up to twice as long."""
     work = atoms = 0.0
     unit = _LAW_SECONDS[points >= _LAW_CELLS]
     for (size, _), ((ups, lows), _) in zip(sizes, blocks):

@@ -101,7 +101,7 @@ RATES = 8
 TILTS = (0.0, 1.0)
 #: Seconds per point and log2(points) of one real transform and the work around it (tilts, products, the
 #: untilting): measured 1.2e-9 to 2e-9 on 2 cores, 2026-12, from :func:`laws` at every rate (24 cases, 2 to 25
-#: of 8 to 999, sigma 0.5 to 2.8) and :func:`by_counts` (31 steps, 0.04 to 6.1 s); the estimates were 3 to
+#: of 8 to 999, sigma 0.5 to 2.8) and :func:`by_counts` (42 steps, 0.1 to 36 s); the estimates were 3 to
 #: 7 times too large at 1e-8 (a rate per count at 10.77 s ran in 3.56 s), and stopped the steps that fit.
 _TRANSFORM_SECONDS = 1.5e-9
 #: Seconds of a call's fixed work (the cells of each rate, the laws' curves read at the target): measured 0.03
@@ -152,8 +152,8 @@ def seconds(ratio, t: int, k: int, dx: float = CELL) -> float:
     """Estimated seconds of :func:`laws` at every rate of :func:`rates` (from the FFT sizes, never measured):
     per rate and tilt, five transforms of each law's size (Q's sum: one forward, one back; P's: two forward,
     one back), each :data:`_TRANSFORM_SECONDS` a point and log2(points), and :data:`_CALL_SECONDS` plus half
-    of it (the decomposition's lower curve, not interruptible: measured at 0.7 to 0.95 of this, 0.05 to
-    0.85 s, on 2 cores, 2026-12)."""
+    of it (the decomposition's lower curve, not interruptible: 1.25 to 2.1 times the time taken, median 1.55,
+    over 14 steps of 0.1 to 0.85 s on 2 cores, 2026-12)."""
     return 1.5 * _CALL_SECONDS + sum(2 * len(TILTS) * 5 * _TRANSFORM_SECONDS * n * math.log2(n)
                                for n in (size(ratio, t, k, r, dx) for r in rates(t, k)))
 
@@ -220,9 +220,10 @@ def count_seconds(ratio, t: int, k: int, dx: float = CELL) -> float:
     """Estimated seconds of :func:`by_counts` at the cell ``dx`` (from the FFT sizes and the counts kept,
     never measured): per rate and count, ``min(k, n) + 2`` sums of each law's size (Q's and P's for each
     number of members among the ``n``), each tilt up to five transforms (four terms forward, one back) of
-    :data:`_TRANSFORM_SECONDS`, and :data:`_CALL_SECONDS`. Measured on 2 cores, 2026-12, over 31 steps of 0.04
-    to 6.1 s (2 to 25 of 8 to 993, sigma 0.6 to 2.6, cells 0.05 to 0.01): 0.8 to 1.9 times the time taken,
-    median 1.2 (it is interruptible: :func:`~.random_allocation._overdue_kept`)."""
+    :data:`_TRANSFORM_SECONDS`, and :data:`_CALL_SECONDS`. Measured on 2 cores, 2026-12, over 42 steps of 0.1
+    to 36 s (2 to 25 of 8 to 993, sigma 0.6 to 2.6, cells 0.05 to 0.01): 0.87 to 2.8 times the time taken,
+    median 1.36 (it is interruptible: :func:`~.random_allocation._overdue_kept`; 18 of 234 at sigma 0.74, cells
+    0.05: 43.7 s estimated, 35.9 s taken)."""
     terms = sum(min(k, c) + 2 for c in _kept_counts(ratio, t, k))
     total = _CALL_SECONDS
     for r in count_rates(t, k):

@@ -167,9 +167,10 @@ _L_BELOW, _L_ABOVE = 0.05, 7.0
 #: Estimated seconds per unit of work (:func:`_pair_seconds`), upper and lower together: 4.8e-8 fitted with
 #: :data:`_ROW_SECONDS` and :data:`_E_ROW_SECONDS` over 14 levels of 0.15 to 20 s (5 to 36 databases, sigma
 #: 0.8 to 2.6, grid ratios 1.03 to 1.014, with and without the cut by E; 2 cores, 2026-12), with a margin of
-#: 1.3: the estimate is then 1.0 to 1.55 times the time taken quiet (it was 1.5 to 4.4 times, 1.3e-7 a unit
-#: and 1.6e-4 a row), 0.8 beside another process. Only decides whether a level fits (the level is
-#: interruptible, but a level cut at the limit is time lost: 9 of 161 at sigma 1.2, 3.8 s quiet).
+#: 1.3: a level of the blocks of two (the k-of-t garbling, the composition and the bracket read included)
+#: then takes 0.54 to 1.4 times its estimate, median 0.93, over 21 levels of 0.4 to 20 s (2 to 25 of 8 to 418,
+#: sigma 0.8 to 2.6; it was 0.23 to 1.35, median 0.44, at 1.3e-7 a unit and 1.6e-4 a row). Only decides
+#: whether a level fits (the level is interruptible, but a level cut at the limit is time lost).
 _UNIT_SECONDS = 6.2e-8
 #: The work of a state moved along the segment cut by E (:func:`_e_segment`, :func:`_e_garble`), a point of E
 #: above it, in units of a move along S (:func:`_pair_seconds`): the cells of w are read for each state
