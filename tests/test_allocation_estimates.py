@@ -4,9 +4,9 @@ cases stopped after 0.8 to 3.8 s of a 5 s limit when the decomposition's refinem
 times its time), and one far below overruns the limit where the step cannot be interrupted.
 
 The default tier checks, without a clock, that the decomposition's estimate counts the compositions it makes:
-the windows it predicts are those composed. The slow tier times every step of two fixed cases against its
+the windows it predicts are those composed. The slow tier times every step of three fixed cases against its
 estimate, with a margin for a loaded machine (the lesser of the step's wall and CPU seconds: another process
-slows the first, BLAS' threads inflate the second).
+slows the first, BLAS' threads and a busy neighbour on the same core inflate the second).
 """
 
 from __future__ import annotations
@@ -89,9 +89,11 @@ def _traced(sigma: float, k: int, t: int, delta: float, cap: float):
 @pytest.mark.slow
 def test_each_k_of_t_step_takes_about_its_estimate():
     # Measured quiet on 2 cores, 2026-12: the decomposition 1.1 to 3 times its steps, a rate per count 0.8 to
-    # 1.9, the blocks of two 1.0 to 1.55, Cauchy's circle 0.9 to 1.6. Here: within [0.3, 6] for every step of
-    # at least 0.3 s or estimated at 1 s or more (a loaded machine may take three times as long; the first
-    # grid's estimate, shared with 1 of t, is tens of milliseconds off at most). The three cases take every
+    # 1.9, the blocks of two 1.0 to 1.55 (0.72 at the least over 28 cases), Cauchy's circle 0.9 to 1.6. Here:
+    # within [0.1, 10] for every step of at least 0.3 s or estimated at 1 s or more: what the test guards
+    # against is an estimate tens of times off (the decomposition's were 50 to 100 times), and on this
+    # machine's two cores a busy neighbour inflated even the CPU seconds of a step up to six times (the
+    # first grid's estimate, shared with 1 of t, is tens of milliseconds off at most). The three cases take every
     # kind of step in turn: the decomposition's refinements (2 of 593), a rate per count (13 of 505), the
     # blocks of two and the circle (5 of 12). Not the epochs engine's (the blocks at any delta): its
     # estimates are fitted to epochs of 1 of t and run 3.5 to 6 times over these small blocks.
@@ -104,4 +106,4 @@ def test_each_k_of_t_step_takes_about_its_estimate():
     for kind in ("refinement (decomposition)", "rate per count", "blocks of two", "Cauchy's circle"):
         assert any(kind in what for what, _, _, _ in checked), (kind, checked)
     for what, seconds, taken, steps in checked:
-        assert 0.3 <= seconds / max(taken, 1e-3) <= 6.0, (what, seconds, taken, steps)
+        assert 0.1 <= seconds / max(taken, 1e-3) <= 10.0, (what, seconds, taken, steps)
