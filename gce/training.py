@@ -37,8 +37,9 @@ The search (:class:`_Search`), on ``u = log(sigma)``:
   else the closed form's). While the estimate is more uncertain than the bracket asked, the next
   evaluation is at the estimate; then the two ends are placed either side of it, the end that meets
   first, the other as far out as still closes the bracket. A bisection of the certified bracket takes over
-  when two steps did not halve it (once both its ends were evaluated: the closed form's lower end is far). Where an engine cannot narrow its bracket of epsilon below some width,
-  the ends go further out and the bracket of sigma is wider than asked (a note says so).
+  when two steps did not halve it (once both its ends were evaluated: the closed form's lower end is far).
+  Where an engine cannot narrow its bracket of epsilon below some width, the ends go further out and the
+  bracket of sigma is wider than asked (a note says so).
 * *The answer re-checked.* The returned sigma's bracket is the one an evaluation at the final accuracy gave
   (evaluated again when it is wider than the accuracy asked of sigma allows, ``slope x rtol``).
 
