@@ -147,18 +147,18 @@ def _composed(ratio: GaussianRatio, t: int, k: int, epochs: int, rtol: float, de
             points, interval = kept  # the last grids that fit, and their curves
             break
         width = _width(low, high)
-        if blocks_lower is not None and points > kept[0] and not width < _STALLED * last:
-            # the cells refined and the bracket not narrower by a twentieth: at small deltas the uniform loss
-            # grid's round-off (absolute) grows with the grids (14 of 724 at 1e-10: unbounded at every step;
-            # sigma 1.8, 5 of 12 at 1e-10: 10.7% wide, then 11.8%, 13.1%, 14.4%), so no finer step pays; a
-            # wider one is not kept (the steps after this one, :func:`~.random_allocation.allocation_curve`,
-            # take the time: the blocks at any delta, of two members, the circle)
-            if width > last:
-                points, interval = kept
-            else:
-                composed, blocks_lower, kept = trial, trial_lower, (points, interval)
+        # the cells refined and the bracket not narrower by a twentieth: at small deltas the uniform loss
+        # grid's round-off (absolute) grows with the grids (14 of 724 at 1e-10: unbounded at every step;
+        # sigma 1.8, 5 of 12 at 1e-10: 10.7% wide, then 11.8%, 13.1%, 14.4%), so no finer step pays; a
+        # wider one is not kept (the steps after this one, :func:`~.random_allocation.allocation_curve`,
+        # take the time: the blocks at any delta, of two members, the circle)
+        stalled = blocks_lower is not None and points > kept[0] and not width < _STALLED * last
+        if stalled and width > last:
+            points, interval = kept
             break
         composed, blocks_lower, kept = trial, trial_lower, (points, interval)
+        if stalled:
+            break
         last = width
         # settled: within a few times the round-off allowance (e.g. a delta of 0 at the target), which
         # refining only grows
@@ -167,7 +167,7 @@ def _composed(ratio: GaussianRatio, t: int, k: int, epochs: int, rtol: float, de
         finer = points if all(_exact_blocks(ratio, size) for size, _ in sizes) else 2 * points  # exact blocks
         if interval > target:  # the loss grid down to its estimate first, then the cells with it
             finer = points
-        windows = _windows(trial, composed_lower if single is not None else None, 2.0, finer > points)
+        windows = _windows(trial, composed_lower, 2.0, finer > points)  # (composed_lower: None without single)
         if not _may_refine(_step_seconds(ratio, sizes, blocks, finer, tail, windows),
                            "allocation refinement (decomposition)", delta, epsilon, width):
             stopped = True
