@@ -377,7 +377,7 @@ def interrupted(args: list[str], moment: tuple[str, float], space: SimpleNamespa
 def before_the_entry_point(err: str) -> bool:
     """Whether ``err`` is Python's report of a Ctrl-C that came before gce's entry point could install its
     handler: a ``KeyboardInterrupt`` whose every frame is the interpreter's start (runpy, the import system,
-    an editable install's finder), the console script's first lines (its ``import re`` and ``import sys``, which
+    any ``<frozen ...>`` module of the standard library, an editable install's finder), the console script's first lines (its ``import re`` and ``import sys``, which
     run the standard library's modules, and ``from gce.__main__ import main``), ``import gce``
     (gce/__init__.py), or gce/__main__.py before :func:`gce.__main__.main`'s first line (its module body, or
     the call's own check for signals at the ``def`` line). A standard-library frame is one of those imports' own
@@ -396,7 +396,7 @@ def before_the_entry_point(err: str) -> bool:
     for file, line, function in frames:
         if file.startswith(stdlib) and "site-packages" not in file:
             continue
-        if file.startswith(("<frozen importlib", "<frozen runpy>")) or "__editable__" in file \
+        if file.startswith("<frozen ") or "__editable__" in file \
                 or file.endswith(os.path.join("gce", "__init__.py")) or (file, function) == (str(SCRIPT), "<module>"):
             continue
         if file.endswith(os.path.join("gce", "__main__.py")) and (
@@ -429,6 +429,10 @@ def test_what_counts_as_before_the_entry_point():
     assert enum.__file__.startswith(sysconfig.get_paths()["stdlib"])
     assert before_the_entry_point(head + import_re + enum_frame + "KeyboardInterrupt\n")
     assert not before_the_entry_point(head + script + cli + enum_frame + "KeyboardInterrupt\n")
+    # a frozen standard-library module (abc.py is frozen into the interpreter) under the script's ``import re``
+    frozen_abc = '  File "<frozen abc>", line 107, in __new__\n'
+    assert before_the_entry_point(head + import_re + enum_frame + frozen_abc + "KeyboardInterrupt\n")
+    assert not before_the_entry_point(head + script + cli + frozen_abc + "KeyboardInterrupt\n")
     assert not before_the_entry_point(head + script + "ValueError: x\n")
     # importing the entry module from anything but the console script changes no handler
     assert signal.getsignal(signal.SIGINT) in (signal.default_int_handler, signal.SIG_IGN)

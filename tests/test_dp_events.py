@@ -230,6 +230,13 @@ def test_invocations_and_the_ledger_take_events(tmp_path):
     assert info.value.field == "mechanism"
     with pytest.raises(gce.InvalidParameterError, match="no mechanism"):
         gce.Invocation(0, de.NoOpDpEvent())
+    # three subsampled Gaussians at full-precision rates (a tree the random-event test drew): one short line
+    # that names the first and counts the rest
+    long = de.ComposedDpEvent([de.PoissonSampledDpEvent(0.5752184419802522, de.GaussianDpEvent(1.4163779856978014)),
+                               de.PoissonSampledDpEvent(0.3828125, de.GaussianDpEvent(1.0)), de.GaussianDpEvent(1.0)])
+    with pytest.raises(gce.InvalidParameterError, match=r"3 distinct mechanisms \(1 x Subsampled\(rate=0.57") as info:
+        gce.Invocation(0, long)
+    assert len(str(info.value)) <= 300 and "more)" in str(info.value), str(info.value)
     with pytest.raises(UnsupportedEventError, match="NonPrivateDpEvent") as info:
         gce.InvocationGroup(range(2), de.NonPrivateDpEvent())
     assert info.value.field == "mechanism.event"

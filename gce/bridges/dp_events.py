@@ -445,11 +445,22 @@ def _read(event: object, field: str, ctx: _Context) -> Multiset:
                      too_deep=f"nested deeper than {MAX_NESTING} (gce.validation.MAX_NESTING)")
 
 
+DESCRIBED_CHARACTERS = 160
+"""What :func:`_describe` spends on the entries it shows (the first is always shown, cut by :func:`shown`)."""
+
+
 def _describe(ms: Multiset, most: int = 3) -> str:
-    """The first ``most`` entries of a multiset for a message (``n x guarantee``), and how many more."""
-    parts = [f"{n} x {shown(g, 100)}" for g, n in itertools.islice(ms.items(), most)]
-    if len(ms) > most:
-        parts.append(f"... ({len(ms) - most} more)")
+    """At most the first ``most`` entries of a multiset for a message (``n x guarantee``), as many as fit in
+    :data:`DESCRIBED_CHARACTERS`, and how many more: a message that names several long guarantees (subsampled
+    Gaussians with full-precision rates) stays one short line."""
+    parts: list[str] = []
+    for g, n in itertools.islice(ms.items(), most):
+        part = f"{n} x {shown(g, 80)}"
+        if parts and sum(len(p) + 2 for p in parts) + len(part) > DESCRIBED_CHARACTERS:
+            break
+        parts.append(part)
+    if len(ms) > len(parts):
+        parts.append(f"... ({len(ms) - len(parts)} more)")
     return ", ".join(parts)
 
 
