@@ -118,7 +118,7 @@ from scipy import special
 
 from ... import effort
 from ...accounting import batch, kinds
-from ...accounting.curves import DiscreteLossCurve, PrivacyCurve, at_or_above
+from ...accounting.curves import ROUND_UP, DiscreteLossCurve, PrivacyCurve, at_or_above
 from ...errors import InvalidParameterError, NumericalLimitError
 from ...validation import is_number, shown
 from .bracket import _STOPPED, _TAIL_SHARE, TAIL, AllocationCurve, LowerBound, _check_count, _may_refine, _width
@@ -150,6 +150,9 @@ _MGF_BLOCK = 0.05
 #: Most terms (atoms x frequencies) of a powered law's transform summed directly (:func:`_spectrum_power`; a
 #: quarter of the batch engine's: beyond, a tilt is cheaper).
 _DIRECT_TERMS = 2**16
+#: Frequencies above which a powered law's transform is first read by a plain FFT, to transform without
+#: cancellation only those that can matter (:func:`_support`).
+_SUPPORTED = 256
 #: Tilted only when the untilted transforms' round-off would exceed this share of the target delta.
 _ROUND_SHARE = 1e-4
 #: The Bernstein levels ``eta`` of the lower curve (module doc).
@@ -525,6 +528,24 @@ class _Composed:
         return (2.0 * self.round_off + self.tail) * scale
 
 
+def _support(law: batch._Law, size: int, k: NDArray[np.int64], magnitude: NDArray[np.float64]
+             ) -> NDArray[np.bool_]:
+    """Which of the frequencies ``k`` can matter once ``law``'s transform is raised to its power and multiplied
+    by transforms of the given ``magnitude``: where ``magnitude |F|^count`` may exceed
+    :data:`~gce.accounting.batch.PRUNE`, ``|F|`` read from one plain FFT of the law plus a bound on that FFT's
+    error (``8 eps log2(n) sqrt(n)`` times the masses' L2 norm: an FFT's error in the L2 norm of the whole
+    transform, :func:`_round_off`, bounds each frequency's). The others are pruned by :func:`_compose` anyway:
+    a composition of many copies at a small rate keeps a few dozen of its thousands of frequencies (its pmf is
+    smooth on the lattice), which are then the only ones transformed without cancellation."""
+    folded = np.bincount(law.index % size, weights=law.mass, minlength=size)
+    plain = np.abs(_fft.rfft(folded)[k])
+    error = 8.0 * np.finfo(float).eps * max(math.log2(size), 1.0) * math.sqrt(size) \
+        * math.sqrt(float((law.mass * law.mass).sum()))
+    with np.errstate(divide="ignore"):
+        bound = law.count * np.log(np.minimum(plain + error + 1e-300, 1.0)) + np.log(magnitude)
+    return bound > math.log(batch.PRUNE)
+
+
 def _spectrum_power(law: batch._Law, size: int, k: NDArray[np.int64], table, tables,
                     budget: float) -> tuple[NDArray[np.complex128], float]:
     """``law``'s transform to the power ``count`` at the frequencies ``k``, and its round-off (the L2 norm of
@@ -533,29 +554,34 @@ def _spectrum_power(law: batch._Law, size: int, k: NDArray[np.int64], table, tab
     As :func:`gce.accounting.batch._log_spectrum`: ``log(1 + D)``, ``D = sum_a m_a (w^(a k) - 1)``, formed
     without cancellation, the heaviest atoms directly and the rest by an FFT; here the heaviest are as few as
     keep the rest's round-off, times the power, within ``budget`` (at most :data:`_DIRECT_TERMS` terms in
-    all, at least :data:`~gce.accounting.batch._FEW_ATOMS` atoms)."""
+    all, at least :data:`~gce.accounting.batch._FEW_ATOMS` atoms), every atom when all of them fit."""
     if law.count == 1:
         return batch._spectrum(law, size, k, table), 0.0
-    order = np.argsort(-law.mass, kind="stable")
-    # the rest's L2 norm after the j heaviest, for every j
-    rest = np.sqrt(np.maximum(np.cumsum((law.mass[order] ** 2)[::-1])[::-1], 0.0))
-    scale = 8.0 * np.finfo(float).eps * max(math.log2(size), 1.0) * law.count
-    most = min(max(batch._FEW_ATOMS, _DIRECT_TERMS // max(k.size, 1)), law.mass.size)
-    heavy = batch._FEW_ATOMS
-    while heavy < most and scale * rest[heavy] > budget:
-        heavy *= 2
-    heavy = min(heavy, most)
-    direct, others = order[:heavy], order[heavy:]
-    d = batch._shift_minus_one(law.index[direct], law.mass[direct], size, k, tables) \
-        - (1.0 - math.fsum(law.mass))
-    norm = 0.0
-    if others.size:
-        folded = np.bincount(law.index[others] % size, weights=law.mass[others], minlength=size)
-        d += _fft.rfft(folded)[k] - math.fsum(law.mass[others])
-        norm = float(rest[heavy])
+    deficit = 1.0 - math.fsum(law.mass)
+    if law.mass.size * k.size <= _DIRECT_TERMS:  # (few frequencies: every atom directly, no FFT round-off)
+        d = batch._shift_minus_one(law.index, law.mass, size, k, tables) - deficit
+        norm = 0.0
+    else:
+        order = np.argsort(-law.mass, kind="stable")
+        # the rest's L2 norm after the j heaviest, for every j
+        rest = np.sqrt(np.maximum(np.cumsum((law.mass[order] ** 2)[::-1])[::-1], 0.0))
+        scale = 8.0 * np.finfo(float).eps * max(math.log2(size), 1.0) * law.count
+        most = min(max(batch._FEW_ATOMS, _DIRECT_TERMS // max(k.size, 1)), law.mass.size)
+        heavy = batch._FEW_ATOMS
+        while heavy < most and scale * rest[heavy] > budget:
+            heavy *= 2
+        heavy = min(heavy, most)
+        direct, others = order[:heavy], order[heavy:]
+        d = batch._shift_minus_one(law.index[direct], law.mass[direct], size, k, tables) - deficit
+        norm = 0.0
+        if others.size:
+            folded = np.bincount(law.index[others] % size, weights=law.mass[others], minlength=size)
+            d += _fft.rfft(folded)[k] - math.fsum(law.mass[others])
+            norm = float(rest[heavy])
     with np.errstate(divide="ignore"):
         real = 0.5 * np.log1p(2.0 * d.real + d.real**2 + d.imag**2)
     log_spec = real + 1j * np.arctan2(d.imag, 1.0 + d.real)
+    scale = 8.0 * np.finfo(float).eps * max(math.log2(size), 1.0) * law.count
     return np.exp(law.count * log_spec.real + 1j * (law.count * log_spec.imag)), scale * norm
 
 
@@ -618,7 +644,8 @@ def _compose(laws: Sequence[batch._Law], k_plain: NDArray[np.float64], h: float,
     tilted, log_scale, dropped = [], 0.0, 0.0
     for law in laws:
         log_mass = np.log(law.mass) + theta * h * law.index
-        log_z = float(special.logsumexp(log_mass))
+        top = float(log_mass.max())  # (log-sum-exp: scipy's costs a quarter of a millisecond a call)
+        log_z = top + math.log(float(np.exp(log_mass - top).sum()))
         mass = np.exp(log_mass - log_z)
         keep = mass > batch.TINY_MASS  # (the rest, at most TINY_MASS an atom, counted with the round-off)
         dropped += law.count * float(mass[~keep].sum())
@@ -645,6 +672,9 @@ def _compose(laws: Sequence[batch._Law], k_plain: NDArray[np.float64], h: float,
     if theta > 0.0:
         budget *= 0.5 * math.exp(min(theta * at - log_scale, 700.0))
     for law in tilted:
+        if law.count > 1 and k.size > _SUPPORTED:  # (only the frequencies that can matter are transformed)
+            keep = _support(law, size, k, np.abs(acc))
+            k, acc = k[keep], acc[keep]
         spectrum, rest = _spectrum_power(law, size, k, table, tables, budget)
         acc = acc * spectrum
         powered += rest
@@ -660,14 +690,79 @@ def _compose(laws: Sequence[batch._Law], k_plain: NDArray[np.float64], h: float,
     s = (lo + positive) * h
     with np.errstate(divide="ignore"):
         # (no entry above 1: far below the tilt's centre the untilted round-off can say more, never the truth)
-        curve = DiscreteLossCurve(s + shift, np.minimum(np.log(pmf[positive]) + log_scale - theta * s, 0.0),
-                                  infinite_mass=infinite)
+        curve = _LatticeCurve(s + shift, np.minimum(np.log(pmf[positive]) + log_scale - theta * s, 0.0),
+                              infinite_mass=infinite)
     # Untilted: the mass above the window is at most tail_hi Z^N e^(-theta hi h). The cyclic transform wraps
     # it below: where it lands above eps it is untilted by at most Z^N e^(-theta eps) (:meth:`allowance`).
     # Mass below the window wraps up, untilted by a smaller factor than its own: at most its mass, and lost
     # above when tilted (moved up, but scaled down).
     lost = tail_hi * math.exp(min(log_scale - theta * h * hi, 700.0)) + (below if theta > 0.0 else 0.0)
     return _Composed(curve, theta, log_scale, shift, round_off, tail_hi, lost, below, size)
+
+
+#: :func:`_log_cumsum` sums in linear scale the terms within this of the largest (``e^-600``: far from
+#: underflow), and in log scale the ones before the first of them.
+_LINEAR_RANGE = 600.0
+
+
+def _log_cumsum(c: NDArray[np.float64]) -> NDArray[np.float64]:
+    """``log(cumsum(e^c))`` (as ``np.logaddexp.accumulate``, to round-off): the leading terms below
+    ``e^-600`` times the largest in log scale, the rest in linear scale relative to the largest (a term
+    that underflows there is below ``e^-145`` times the sum already reached)."""
+    if not c.size:
+        return c.copy()
+    top = float(c.max())
+    if not math.isfinite(top):
+        return np.logaddexp.accumulate(c)
+    head = int(np.argmax(c >= top - _LINEAR_RANGE))
+    out = np.empty_like(c)
+    seed = 0.0
+    if head:
+        out[:head] = np.logaddexp.accumulate(c[:head])
+        seed = math.exp(max(float(out[head - 1]) - top, -745.0))
+    with np.errstate(under="ignore"):
+        terms = np.exp(c[head:] - top)
+    terms[0] += seed
+    out[head:] = np.log(np.cumsum(terms)) + top
+    return out
+
+
+class _LatticeCurve(DiscreteLossCurve):
+    """A composition's pmf on the lattice as a :class:`~gce.accounting.curves.DiscreteLossCurve`, its losses
+    given descending and finite: built without a sort, its cumulative sums in linear passes
+    (:func:`_log_cumsum`), and the delta at its breakpoints kept for every inversion (a bracket inverts the
+    same curve a dozen times)."""
+
+    def __init__(self, loss: NDArray[np.float64], log_p: NDArray[np.float64], infinite_mass: float = 0.0):
+        keep = (loss > 0.0) & (log_p > -np.inf)  # L <= 0 never contributes for eps >= 0
+        self._loss = loss[keep]
+        log_p = log_p[keep]
+        self._log_a = _log_cumsum(log_p)
+        with np.errstate(over="ignore"):
+            self._log_b = _log_cumsum(log_p - self._loss)
+        self.delta_floor = float(min(max(infinite_mass, 0.0), 1.0))
+        self._breaks: NDArray[np.float64] | None = None
+
+    def _epsilon(self, d: NDArray[np.float64]) -> NDArray[np.float64]:
+        # (DiscreteLossCurve._epsilon with the deltas at the breakpoints computed once)
+        out = np.zeros_like(d)
+        at_floor = at_or_above(d, self.delta_floor)
+        target = np.where(at_floor, np.maximum(d - self.delta_floor, 0.0), -1.0)
+        out[~at_floor] = math.inf
+        todo = (target >= 0) & (d < self._delta(np.zeros(1))[0])
+        if not np.any(todo) or not self._loss.size:
+            return out
+        if self._breaks is None:
+            self._breaks = self._finite_part(self._loss, np.arange(self._loss.size))
+        t = target[todo]
+        i = np.searchsorted(self._breaks, t, side="right")
+        log_a, log_b = self._log_a[i - 1], self._log_b[i - 1]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            eps = log_a + np.log1p(-np.minimum(t / np.exp(log_a), 1.0)) - log_b
+        lower = np.where(i < self._loss.size, self._loss[np.minimum(i, self._loss.size - 1)], 0.0)
+        eps = np.clip(np.nan_to_num(eps, nan=0.0, neginf=0.0), lower, self._loss[i - 1])
+        out[todo] = np.maximum(eps * (1.0 + ROUND_UP), 0.0)
+        return out
 
 
 class _LatticeUpper(PrivacyCurve):
