@@ -132,6 +132,10 @@ _LEAST_POINTS = 2**10
 #: The predicted lattice aims at this share of ``rtol`` (Chernoff's epsilon is above the target's), with
 #: roundings of this standard deviation per copy, in lattice widths (0.01 to 0.04 measured).
 _PREDICTED_SHARE, _PREDICTED_SD = 0.3, 0.05
+#: The second-order error's prediction of the first lattice (:func:`_spread_first`): the constant below which
+#: a first lattice predicted wider than ``rtol`` is made finer, the one and the share of ``rtol`` the finer
+#: one aims at, and how many times finer it may be at most.
+_SPREAD_LOW, _SPREAD_HIGH, _SPREAD_SHARE, _SPREAD_FINER = 0.05, 0.15, 0.6, 4.0
 #: Cells of one database's provisional lattice, read only for the window of the first one.
 _PROVISIONAL_CELLS = 2**11
 #: Each refinement makes the lattice at least this many times finer, at most :data:`_MOST_FINER`.
@@ -193,6 +197,12 @@ class _Part:
     lower_mgf: tuple[NDArray[np.float64], NDArray[np.float64]]
 
 
+@functools.lru_cache(maxsize=64)
+def _clamp(ratio: GaussianRatio, tail: float) -> float:
+    """``ratio.clamp(tail)``, kept: one question reads it for the window, each lattice and each estimate."""
+    return ratio.clamp(tail)
+
+
 def _floor_index(x: NDArray[np.float64], h: float) -> NDArray[np.float64]:
     """``floor(x / h)``, corrected so that ``a h <= x < (a + 1) h`` in floating point."""
     a = np.floor(x / h)
@@ -221,7 +231,7 @@ def _lattice_part(ratio: GaussianRatio, rate: float, count: int, h: float, tail:
     the spread moves there has infinite loss in the add direction (charged), none in the remove direction.
     ``below``: with the lower laws' log-MGFs (a provisional lattice reads only the upper ones). ``level``:
     ``log(1 / delta)`` of the target, where the garbling of the lower laws is chosen (:func:`_score`)."""
-    top = math.log1p(rate * (ratio.clamp(tail) - 1.0))
+    top = math.log1p(rate * (_clamp(ratio, tail) - 1.0))
     w_low = math.exp(ratio.mu * float(special.ndtri(low_tail)) - 0.5 * ratio.mu**2)
     bottom = math.log1p(-rate) if rate < 1.0 else -math.inf
     v_low = math.log1p(rate * (w_low - 1.0))
@@ -255,6 +265,11 @@ def _lattice_part(ratio: GaussianRatio, rate: float, count: int, h: float, tail:
     excess = rate * ratio.excess(float(grid[-1]))
     upper = (_law(a, values * spread[own], count, excess, True),
              _law(-a, spread[own], count, float(spread[0]) if clamped else 0.0, True))
+    upper_mgf = tuple(_log_mgf(law, h, _SIGNED) for law in upper)
+    if not below:  # (a provisional lattice: its upper laws only)
+        nothing = batch._Law(np.zeros(0, dtype=np.int64), np.zeros(0), int(count), 0.0)
+        return _Part(int(count), phi, phi, upper, (nothing, nothing), (0.0, 0.0), (0.0, 0.0), (0.0, 0.0),
+                     (0.0, 0.0), int(grid.size), upper_mgf, (np.zeros(0), np.zeros(0)))
     # Below: the cells' own losses (the bottom cell of a clamped grid left out: its loss lowered to -inf).
     mixed = (1.0 - rate) * q + rate * p
     keep = (q > 0.0) & (mixed > 0.0)
@@ -268,13 +283,11 @@ def _lattice_part(ratio: GaussianRatio, rate: float, count: int, h: float, tail:
     # phase puts the bottom cell's loss at the bulk's rounding: the garbling whose lower curve is estimated the
     # highest (each is a garbling of the true pair)
     base = (under_p, under_q, cell_loss, index, offset)
-    candidates = [(base, phi)]
-    if below:  # (a provisional lattice reads only the upper laws)
-        candidates = [(_level(*base, h, phi), phi)]
-        phased = None if clamped else _phased_cells(ratio, rate, h, float(grid[-1]), _bulk_rounding(under_p, offset))
-        if phased is not None:
-            cells, phi_low = phased
-            candidates.append((_level(*cells, h, phi_low, _bulk_rounding(cells[0], cells[4])), phi_low))
+    candidates = [(_level(*base, h, phi), phi)]
+    phased = None if clamped else _phased_cells(ratio, rate, h, float(grid[-1]), _bulk_rounding(under_p, offset))
+    if phased is not None:
+        cells, phi_low = phased
+        candidates.append((_level(*cells, h, phi_low, _bulk_rounding(cells[0], cells[4])), phi_low))
     best, score = None, -math.inf
     for candidate, phi_c in candidates:
         stats = (_roundings(candidate[0], candidate[4], low_tail, True),
@@ -287,9 +300,9 @@ def _lattice_part(ratio: GaussianRatio, rate: float, count: int, h: float, tail:
     (mean_p, var_p, reach_p, stray_p), (mean_q, var_q, reach_q, stray_q) = chosen
     mean, variance, reach, stray = (mean_p, mean_q), (var_p, var_q), (reach_p, reach_q), (stray_p, stray_q)
     lower = (_law(index, under_p, count, 0.0, False), _law(-index, under_q, count, 0.0, False))
-    lower_mgf = tuple(_log_mgf(law, h, _SIGNED) for law in lower) if below else (np.zeros(0), np.zeros(0))
+    lower_mgf = tuple(_log_mgf(law, h, _SIGNED) for law in lower)
     return _Part(int(count), phi, phi_low, upper, lower, mean, variance, reach, stray, int(grid.size),
-                 tuple(_log_mgf(law, h, _SIGNED) for law in upper), lower_mgf)
+                 upper_mgf, lower_mgf)
 
 
 def _roundings(w: NDArray[np.float64], offset: NDArray[np.float64], budget: float, below: bool
@@ -546,42 +559,52 @@ def _support(law: batch._Law, size: int, k: NDArray[np.int64], magnitude: NDArra
     return bound > math.log(batch.PRUNE)
 
 
-def _spectrum_power(law: batch._Law, size: int, k: NDArray[np.int64], table, tables,
-                    budget: float) -> tuple[NDArray[np.complex128], float]:
+def _shift_minus_one(index: NDArray[np.int64], mass: NDArray[np.float64], size: int, k: NDArray[np.int64]
+                     ) -> NDArray[np.complex128]:
+    """``sum_a m_a (w^(a k) - 1)`` without cancellation, as :func:`gce.accounting.batch._shift_minus_one` forms
+    it (``-2 sin^2(phi / 2) - i sin(phi)``, ``phi`` reduced to ``[-pi, pi)``), the sines taken directly: for
+    few terms, cheaper than the tables of a transform's every root."""
+    j = (index[:, None] % size * k[None, :]) % size
+    j = np.where(j >= size - size // 2, j - size, j)
+    phi = 2.0 * np.pi * j / size
+    half = np.sin(phi / 2.0)
+    return -(mass @ (2.0 * half * half)) - 1j * (mass @ np.sin(phi))
+
+
+def _spectrum_power(law: batch._Law, size: int, k: NDArray[np.int64], budget: float
+                    ) -> tuple[NDArray[np.complex128], float]:
     """``law``'s transform to the power ``count`` at the frequencies ``k``, and its round-off (the L2 norm of
     the part transformed by an FFT times the power, :func:`_round_off`).
 
     As :func:`gce.accounting.batch._log_spectrum`: ``log(1 + D)``, ``D = sum_a m_a (w^(a k) - 1)``, formed
     without cancellation, the heaviest atoms directly and the rest by an FFT; here the heaviest are as few as
     keep the rest's round-off, times the power, within ``budget`` (at most :data:`_DIRECT_TERMS` terms in
-    all, at least :data:`~gce.accounting.batch._FEW_ATOMS` atoms), every atom when all of them fit."""
+    all, at least :data:`~gce.accounting.batch._FEW_ATOMS` atoms)."""
     if law.count == 1:
-        return batch._spectrum(law, size, k, table), 0.0
-    deficit = 1.0 - math.fsum(law.mass)
-    if law.mass.size * k.size <= _DIRECT_TERMS:  # (few frequencies: every atom directly, no FFT round-off)
-        d = batch._shift_minus_one(law.index, law.mass, size, k, tables) - deficit
-        norm = 0.0
+        return batch._spectrum(law, size, k, _tables(size)[0]), 0.0
+    order = np.argsort(-law.mass, kind="stable")
+    # the rest's L2 norm after the j heaviest, for every j
+    rest = np.sqrt(np.maximum(np.cumsum((law.mass[order] ** 2)[::-1])[::-1], 0.0))
+    scale = 8.0 * np.finfo(float).eps * max(math.log2(size), 1.0) * law.count
+    most = min(max(batch._FEW_ATOMS, _DIRECT_TERMS // max(k.size, 1)), law.mass.size)
+    heavy = batch._FEW_ATOMS
+    while heavy < most and scale * rest[heavy] > budget:
+        heavy *= 2
+    heavy = min(heavy, most)
+    direct, others = order[:heavy], order[heavy:]
+    if direct.size * k.size <= size:  # (few terms: their sines directly, no tables of the size)
+        d = _shift_minus_one(law.index[direct], law.mass[direct], size, k)
     else:
-        order = np.argsort(-law.mass, kind="stable")
-        # the rest's L2 norm after the j heaviest, for every j
-        rest = np.sqrt(np.maximum(np.cumsum((law.mass[order] ** 2)[::-1])[::-1], 0.0))
-        scale = 8.0 * np.finfo(float).eps * max(math.log2(size), 1.0) * law.count
-        most = min(max(batch._FEW_ATOMS, _DIRECT_TERMS // max(k.size, 1)), law.mass.size)
-        heavy = batch._FEW_ATOMS
-        while heavy < most and scale * rest[heavy] > budget:
-            heavy *= 2
-        heavy = min(heavy, most)
-        direct, others = order[:heavy], order[heavy:]
-        d = batch._shift_minus_one(law.index[direct], law.mass[direct], size, k, tables) - deficit
-        norm = 0.0
-        if others.size:
-            folded = np.bincount(law.index[others] % size, weights=law.mass[others], minlength=size)
-            d += _fft.rfft(folded)[k] - math.fsum(law.mass[others])
-            norm = float(rest[heavy])
+        d = batch._shift_minus_one(law.index[direct], law.mass[direct], size, k, _tables(size)[1])
+    d -= 1.0 - math.fsum(law.mass)
+    norm = 0.0
+    if others.size:
+        folded = np.bincount(law.index[others] % size, weights=law.mass[others], minlength=size)
+        d += _fft.rfft(folded)[k] - math.fsum(law.mass[others])
+        norm = float(rest[heavy])
     with np.errstate(divide="ignore"):
         real = 0.5 * np.log1p(2.0 * d.real + d.real**2 + d.imag**2)
     log_spec = real + 1j * np.arctan2(d.imag, 1.0 + d.real)
-    scale = 8.0 * np.finfo(float).eps * max(math.log2(size), 1.0) * law.count
     return np.exp(law.count * log_spec.real + 1j * (law.count * log_spec.imag)), scale * norm
 
 
@@ -664,8 +687,8 @@ def _compose(laws: Sequence[batch._Law], k_plain: NDArray[np.float64], h: float,
         raise NumericalLimitError(f"a Poisson composition would span {size:,} lattice points (limit "
                                   f"{batch.GRID_LIMIT:,})")
     k = np.arange(size // 2 + 1, dtype=np.int64)
-    table, tables = _tables(size)
-    acc = table[(-lo % size) * k % size]  # shifts the window to start at lo
+    acc = np.ones(k.size, dtype=complex)
+    start = -lo % size  # the window shifted to start at lo: its transform formed at the frequencies kept
     powered = 0.0
     # each law's share of the round-off allowed at the target (tilted: what untilts to it there)
     budget = _ROUND_SHARE * target / max(len(tilted), 1)
@@ -675,13 +698,13 @@ def _compose(laws: Sequence[batch._Law], k_plain: NDArray[np.float64], h: float,
         if law.count > 1 and k.size > _SUPPORTED:  # (only the frequencies that can matter are transformed)
             keep = _support(law, size, k, np.abs(acc))
             k, acc = k[keep], acc[keep]
-        spectrum, rest = _spectrum_power(law, size, k, table, tables, budget)
+        spectrum, rest = _spectrum_power(law, size, k, budget)
         acc = acc * spectrum
         powered += rest
         keep = np.abs(acc) > batch.PRUNE
         k, acc = k[keep], acc[keep]
     full = np.zeros(size // 2 + 1, dtype=complex)
-    full[k] = acc
+    full[k] = acc * np.exp(-2j * np.pi * (start * k % size) / size)
     pmf = np.maximum(_fft.irfft(full, n=size), 0.0)
     round_off = batch.ABSOLUTE_ROUND_OFF * math.sqrt(size) + batch.PRUNE * size + dropped + powered
     log_survival = sum(law.count * math.log1p(-law.infinite) if law.infinite < 1 else -math.inf for law in laws)
@@ -741,7 +764,13 @@ class _LatticeCurve(DiscreteLossCurve):
         with np.errstate(over="ignore"):
             self._log_b = _log_cumsum(log_p - self._loss)
         self.delta_floor = float(min(max(infinite_mass, 0.0), 1.0))
+        self._descending = -self._loss
         self._breaks: NDArray[np.float64] | None = None
+        self._at_zero = float(self._delta(np.zeros(1))[0])
+
+    def _delta(self, eps: NDArray[np.float64]) -> NDArray[np.float64]:
+        active = np.searchsorted(self._descending, -eps, side="left")  # number of L_i > eps
+        return self.delta_floor + self._finite_part(eps, active)
 
     def _epsilon(self, d: NDArray[np.float64]) -> NDArray[np.float64]:
         # (DiscreteLossCurve._epsilon with the deltas at the breakpoints computed once)
@@ -749,7 +778,7 @@ class _LatticeCurve(DiscreteLossCurve):
         at_floor = at_or_above(d, self.delta_floor)
         target = np.where(at_floor, np.maximum(d - self.delta_floor, 0.0), -1.0)
         out[~at_floor] = math.inf
-        todo = (target >= 0) & (d < self._delta(np.zeros(1))[0])
+        todo = (target >= 0) & (d < self._at_zero)
         if not np.any(todo) or not self._loss.size:
             return out
         if self._breaks is None:
@@ -1040,12 +1069,68 @@ def _predicted(parts: Sequence[_Part], h: float, rtol: float, delta: float | Non
     return _PREDICTED_SHARE * rtol * at / (level / 6.0 + _PREDICTED_SD * math.sqrt(2.0 * copies * level))
 
 
+def _gaussian_epsilon(mu: float, delta: float) -> float:
+    """The epsilon of mu-GDP at ``delta`` (Dong, Roth and Su 2022, Cor. 2.13), by Newton's method on
+    ``log delta(eps)`` from ``mu ndtri(1 - delta) + mu^2 / 2`` (where the profile's first term alone is
+    ``delta``), four steps: an estimate for :func:`_spread_first` (the exact inversion costs a bisection)."""
+    eps = mu * float(-special.ndtri(delta)) + 0.5 * mu * mu
+    for _ in range(4):
+        log_a = float(special.log_ndtr(-eps / mu + mu / 2.0))
+        log_b = float(special.log_ndtr(-eps / mu - mu / 2.0))
+        gap = eps + log_b - log_a
+        if not gap < 0.0:
+            break
+        log_delta = log_a + math.log(-math.expm1(gap))
+        slope = -math.exp(eps + log_b - log_delta)  # d log delta / d eps = -e^eps Phi(b) / delta
+        if not (math.isfinite(log_delta) and slope < 0.0):
+            break
+        eps = max(eps - (log_delta - math.log(delta)) / slope, 0.5 * eps)
+    return eps
+
+
+def _spread_first(parts: Sequence[_Part], h: float, first: float, rtol: float, delta: float | None) -> float:
+    """The first lattice's width: ``first``, or finer where the lattice's second-order error predicts that
+    ``first`` would not reach ``rtol`` (so that a second, finer lattice would follow it).
+
+    The bracket's relative width on a lattice of width ``h`` is modelled as ``C N h^2 z / (sigma eps)``
+    (module doc, "Accuracy decides the work"): ``N`` copies, ``sigma`` the composed loss's standard deviation
+    (read on the provisional lattice ``h``, the lesser direction's), ``z = sqrt(2 log(1 / delta))`` and ``eps``
+    the Gaussian one of that ``sigma`` (``C`` measured 0.01 to 0.2 over the benchmark's first lattices of
+    10,000 and 100,000 copies at rates 1e-4 to 0.01, mostly 0.1 to 0.13: lower where the loss's upper tail is
+    heavy, its epsilon above the Gaussian's). When even :data:`_SPREAD_LOW` predicts ``first`` wider than
+    ``rtol``, the lattice aims at :data:`_SPREAD_SHARE` ``rtol`` at :data:`_SPREAD_HIGH` instead, at most
+    :data:`_SPREAD_FINER` times finer. An epsilon target keeps ``first``. A function of the question only."""
+    if delta is None:
+        return first
+    copies = sum(part.count for part in parts)
+    variance = math.inf
+    for d in range(2):
+        total = 0.0
+        for part in parts:
+            law = part.upper[d]
+            mass = law.mass / law.mass.sum()
+            x = law.index * h
+            mean = float((mass * x).sum())
+            total += part.count * float((mass * (x - mean) ** 2).sum())
+        variance = min(variance, total)
+    if not 0.0 < variance < math.inf:
+        return first
+    sigma, z = math.sqrt(variance), math.sqrt(2.0 * math.log(1.0 / delta))
+    eps = _gaussian_epsilon(sigma, delta)
+    if not (math.isfinite(eps) and eps > 0.0):
+        return first
+    shape = copies * z / (sigma * eps)  # the width is C shape h^2
+    if _SPREAD_LOW * shape * first**2 <= rtol:
+        return first
+    return max(math.sqrt(_SPREAD_SHARE * rtol / (_SPREAD_HIGH * shape)), first / _SPREAD_FINER)
+
+
 def _seconds(clean, h: float, span: float, tails: tuple[float, float]) -> float:
     """Estimated seconds of one step on the lattice of width ``h`` (from its sizes, never measured): the
     databases' cells and four compositions over ``span``."""
     cells = 0.0
     for ratio, rate, _ in clean:
-        top = math.log1p(rate * (ratio.clamp(tails[0]) - 1.0))
+        top = math.log1p(rate * (_clamp(ratio, tails[0]) - 1.0))
         cells += (top - (math.log1p(-rate) if rate < 1.0 else -40.0 * ratio.mu)) / h
     points = span / h + 1.0
     return _CELL_SECONDS * cells + 4.0 * _POINT_SECONDS * points * max(math.log2(points), 1.0)
@@ -1145,7 +1230,7 @@ def poisson_curve(parts: Sequence[tuple[float, float, int]], rtol: float = effor
     # The clamps' charges (the P-mass above, at infinite loss, N r times the tail; the Q-mass below a clamped
     # grid's start, N times its own) at most a share of the target delta: of its Chernoff bound for a target
     # epsilon (read on the provisional lattice).
-    reach = max(math.log1p(rate * (ratio.clamp(tail) - 1.0)) - (math.log1p(-rate) if rate < 1.0 else 0.0)
+    reach = max(math.log1p(rate * (_clamp(ratio, tail) - 1.0)) - (math.log1p(-rate) if rate < 1.0 else 0.0)
                 for ratio, rate, _ in clean)
     provisional = max(reach, 1e-12) / _PROVISIONAL_CELLS
     tails = (tail, tail)
@@ -1159,6 +1244,9 @@ def poisson_curve(parts: Sequence[tuple[float, float, int]], rtol: float = effor
     level = math.log(1.0 / min(max(reference, 1e-290), 0.5))
     tails = (min(tail, share / sum(count * rate for _, rate, count in clean)), min(tail, share / copies))
     h = max(span / _FIRST_POINTS, min(_predicted(first, provisional, rtol, delta, epsilon), span / _LEAST_POINTS))
+    plain, h = h, _spread_first(first, provisional, h, rtol, delta)
+    if h < plain and not effort.current().fits(_seconds(clean, h, span, tails)):
+        h = plain  # (the finer first lattice does not fit in the time left: the schedule's own, no stop recorded)
     done: _Step | None = None
     stopped, limited, coarser = False, "", 0
     while True:
@@ -1174,6 +1262,9 @@ def poisson_curve(parts: Sequence[tuple[float, float, int]], rtol: float = effor
             step = _step(_parts(clean, h, tails, level=level), h, delta, epsilon)
         except NumericalLimitError as error:  # the lattice exceeds the grid: the last one stands
             limited = str(error)
+            if done is None and h < plain:  # (a first lattice made finer: the one it was made finer than)
+                h = plain
+                continue
             break
         if done is None or _width(step.low, step.high) <= _width(done.low, done.high):
             done = step
