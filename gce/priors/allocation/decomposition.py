@@ -44,6 +44,7 @@ from .log_statistic import CELL as _LOG_CELL
 from .log_statistic import laws as _log_laws
 from .log_statistic import rates as _log_rates
 from .log_statistic import seconds as _log_seconds
+from .log_statistic import tilts as _log_tilts
 from .one_of_t import _single
 from .ratios import CanonicalRatio, GaussianRatio, LaplaceRatio, _phi_between
 from .uniform_grid import GRID_LIMIT, START_POINTS, _direction_grid, _lower_laws, _upper_laws
@@ -222,7 +223,7 @@ def _k_of_t_lower(ratio, t: int, k: int, epochs: int, rtol: float, interval: flo
         sum_low, high = _at(composed, LowerBound(parts), delta, epsilon)
         if _width(sum_low, high) <= rtol:  # the sum's garbling meets the decomposition already
             pass
-        elif _may_refine(_log_seconds(ratio, t, k), "allocation (the k-of-t pair garbled by sums of "
+        elif _may_refine(_log_seconds(ratio, t, k, thetas=_log_tilts(delta)), "allocation (the k-of-t pair garbled by sums of "
                          "logarithms)", delta, epsilon, _width(sum_low, high)):
             best = _log_statistic_part(ratio, t, k, epochs, interval, delta, epsilon)
             if best is not None and _at(composed, LowerBound([best[0]]), delta, epsilon)[0] > sum_low:
@@ -261,7 +262,7 @@ def _log_statistic_part(ratio, t: int, k: int, epochs: int, interval: float, del
     no rate certifies anything at the target."""
     best, best_value, best_rate = None, 0.0, 0.0
     for r in _log_rates(t, k):
-        remove, add = _log_laws(ratio, t, k, r)
+        remove, add = _log_laws(ratio, t, k, r, thetas=_log_tilts(delta))
         bound = LowerBound([(remove.curve(), 0.0, 0.0), (add.curve(), 0.0, 0.0)])
         value = float(bound.epsilon(delta)) if epsilon is None else float(bound.delta(epsilon))
         if value > best_value:

@@ -29,6 +29,7 @@ from .decomposition import _blocks, _composed, _exact_blocks, _loss_interval, _N
 from .epochs import compose_epochs, epochs_tail
 from .log_statistic import by_counts as _by_counts
 from .log_statistic import COUNT_CELLS
+from .log_statistic import tilts as _log_tilts
 from .log_statistic import count_seconds as _count_seconds
 from .one_of_t import _single
 from .three_members import _three_laws, _three_seconds
@@ -245,11 +246,11 @@ def _with_counts_below(ratio, t: int, k: int, rtol: float, delta: float | None, 
     if target is None:
         return curve
     width = _width(low, high)
-    if not _may_refine(_count_seconds(ratio, t, k, dx), f"allocation (the k-of-t pair garbled by a rate per "
+    if not _may_refine(_count_seconds(ratio, t, k, dx, _log_tilts(delta)), f"allocation (the k-of-t pair garbled by a rate per "
                        f"count, cells {dx:g})", delta, epsilon, width):
         stopped = "" if _STOPPED in curve.description else _STOPPED
         return AllocationCurve(curve._upper, curve.lower, f"{curve.description}{stopped}", curve.directions)
-    law = _by_counts(ratio, t, k, target, dx)
+    law = _by_counts(ratio, t, k, target, dx, _log_tilts(delta))
     if law is None:
         return curve
     lower = LowerBound([(curve.lower, 0.0, 0.0), (law.curve(), 0.0, 0.0)])
