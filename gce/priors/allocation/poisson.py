@@ -79,14 +79,27 @@ a smaller factor than its own: at most that mass, subtracted below and charged a
 tilted total's mass above is at most 2^-60 (wrapped down, it lands above ``eps`` untilted by at most
 ``Z^N e^(-theta eps)``: part of the allowance).
 
+Many copies at a small rate make a smooth pmf on a fine lattice: of a window's thousands of frequencies, the
+transform of 1,000 to 100,000 copies keeps a few dozen above :data:`~gce.accounting.batch.PRUNE`, the rest
+pruned (and charged) anyway. So a powered law is first read by one plain FFT, whose error is bounded
+(:func:`_support`), and only the frequencies whose power can exceed the pruning level are transformed
+without cancellation, their roots taken directly; the composed pmf's curve is then built in linear passes
+(:class:`_LatticeCurve`). Measured on the benchmark's Poisson rows at rates 1e-4 to 0.01 (2 cores, beside
+another process): 0.5 to 0.8 times the time of one composition before, the same brackets to round-off (up
+to twice narrower where the transform's round-off had been charged).
+
 Accuracy decides the work
 -------------------------
 The lattice follows a schedule that depends on the question only: a first lattice spans the composition's
 window in :data:`_FIRST_POINTS` points, or fewer (at least :data:`_LEAST_POINTS`) where the lower end's
-Bernstein reading predicts a coarser one within a share of ``rtol`` (:func:`_predicted`); while the bracket
+Bernstein reading predicts a coarser one within a share of ``rtol`` (:func:`_predicted`), or more (at most
+4 times finer) where the lattice's second-order error predicts that this one would not reach ``rtol``
+(:func:`_spread_first`: many copies, a near-Gaussian loss; the bracket's width is about
+``C N h^2 z / (sigma eps)``, the Gaussian's sensitivity of epsilon to the variance the spread adds, ``C``
+measured 0.1 to 0.2): 100,000 steps at a rate of 0.001 then take one lattice, not two; while the bracket
 at the target is wider than ``rtol`` the next is predicted from the width reached (the bracket narrows about
-as ``h^2``, both ends levelled: aiming at :data:`_AIM` ``rtol``), at least twice and at most 64 times finer; the clamps' charges
-are kept a share 1e-4 of the target delta. The time limit of the running computation only stops it
+as ``h^2``, both ends levelled: aiming at :data:`_AIM` ``rtol``), at least twice and at most 64 times finer;
+the clamps' charges are kept a share 1e-4 of the target delta. The time limit of the running computation only stops it
 (:func:`~.bracket._may_refine`: a step whose estimated cost does not fit is not started, the last certified
 bracket is kept and the description says so; a first lattice that does not fit is tried 4 and 16 times
 coarser, a stop too, before the closed forms answer), and so does the grid limit (then the description says
@@ -233,7 +246,8 @@ def _lattice_part(ratio: GaussianRatio, rate: float, count: int, h: float, tail:
     far below the Q-mass (rates near 1), from the lattice point below ``V`` at Q's lower tail instead
     (``Q(W < w) = low_tail``), with ``V = 0`` (``W = -(1 - r) / r``) as the spread's lowest point: the Q-mass
     the spread moves there has infinite loss in the add direction (charged), none in the remove direction.
-    ``below``: with the lower laws' log-MGFs (a provisional lattice reads only the upper ones). ``level``:
+    ``below``: with the lower laws (a provisional lattice reads only the upper ones: its lower laws are empty
+    and their statistics 0). ``level``:
     ``log(1 / delta)`` of the target, where the garbling of the lower laws is chosen (:func:`_score`)."""
     top = math.log1p(rate * (_clamp(ratio, tail) - 1.0))
     w_low = math.exp(ratio.mu * float(special.ndtri(low_tail)) - 0.5 * ratio.mu**2)
@@ -939,11 +953,13 @@ class _LatticeLowerBound(LowerBound):
         best = 0.0
         for which, (composed, reach, etas) in enumerate(self._lower._parts):
             guess = start
-            for _ in range(3):  # the allowances where the reading lies
+            for _ in range(3):  # the allowances where the reading lies (until it stays)
                 need = (target + etas + composed.below + composed.allowance(guess + reach)) / (1.0 - batch.ROUND_OFF)
                 x = np.atleast_1d(composed.curve.epsilon(np.minimum(need, 1.0)))
                 reading = np.where(need < 1.0, x * (1.0 - 1e-9) - reach, -math.inf)
-                guess = min(max(float(np.max(reading)), 0.0), start)
+                guess, last = min(max(float(np.max(reading)), 0.0), start), guess
+                if guess == last:
+                    break
             for _ in range(4):  # checked: a certified lower bound at the reading
                 if guess <= best or self._lower._raw(which, np.array([guess]))[0] > target:
                     break
