@@ -435,30 +435,37 @@ def _level(p: NDArray[np.float64], q: NDArray[np.float64], loss: NDArray[np.floa
     lo, hi = max(first - 1, 0), min(last + 2, p.size)
     lp, lq = p[lo:hi].tolist(), q[lo:hi].tolist()
     fp, fq = list(lp), list(lq)  # the cells' own masses (the one above is untouched when a cell takes from it)
-    goals = np.exp(index[lo:hi] * h + star + phi).tolist()
+    goal = np.exp(index[lo:hi] * h + star + phi)
+    goals = goal.tolist()
     raise_ = (offset[lo:hi] < star).tolist()
+    n = hi - lo
+    # a raised cell's room in the cell above, whose own masses it reads (as the loop would: the same operations)
+    rooms = (p[lo + 1:hi] - goal[:-1] * q[lo + 1:hi]).tolist() + [0.0]
     for c in range(first - lo, min(last + 1, p.size) - lo):
         e = goals[c]
         if raise_[c]:
-            if c + 1 >= hi - lo:
+            if c + 1 >= n:
                 continue
-            room = fp[c + 1] - e * fq[c + 1]
+            room = rooms[c]
             need = e * lq[c] - lp[c]
             if room > 0.0 and 0.0 <= need <= room:
                 f = need / room
                 lp[c] += f * fp[c + 1]
                 lq[c] += f * fq[c + 1]
-                lp[c + 1] *= 1.0 - f
-                lq[c + 1] *= 1.0 - f
+                g = 1.0 - f
+                lp[c + 1] *= g
+                lq[c + 1] *= g
         elif c > 0:
-            room = e * lq[c - 1] - lp[c - 1]
+            below_p, below_q = lp[c - 1], lq[c - 1]
+            room = e * below_q - below_p
             need = lp[c] - e * lq[c]
             if room > 0.0 and 0.0 <= need <= room:
                 f = need / room
-                lp[c] += f * lp[c - 1]
-                lq[c] += f * lq[c - 1]
-                lp[c - 1] *= 1.0 - f
-                lq[c - 1] *= 1.0 - f
+                lp[c] += f * below_p
+                lq[c] += f * below_q
+                g = 1.0 - f
+                lp[c - 1] = below_p * g
+                lq[c - 1] = below_q * g
     lp = np.concatenate((p[:lo], lp, p[hi:]))
     lq = np.concatenate((q[:lo], lq, q[hi:]))
     keep = (lp > 0.0) & (lq > 0.0)
@@ -559,10 +566,10 @@ class _Composed:
         return (2.0 * self.round_off + self.tail) * scale
 
 
-def _support(law: batch._Law, size: int, k: NDArray[np.int64], magnitude: NDArray[np.float64]
+def _support(law: batch._Law, size: int, k: NDArray[np.int64], magnitude: NDArray[np.float64] | None
              ) -> NDArray[np.bool_]:
     """Which of the frequencies ``k`` can matter once ``law``'s transform is raised to its power and multiplied
-    by transforms of the given ``magnitude``: where ``magnitude |F|^count`` may exceed
+    by transforms of the given ``magnitude`` (None: 1): where ``magnitude |F|^count`` may exceed
     :data:`~gce.accounting.batch.PRUNE`, ``|F|`` read from one plain FFT of the law plus a bound on that FFT's
     error (``8 eps log2(n) sqrt(n)`` times the masses' L2 norm: an FFT's error in the L2 norm of the whole
     transform, :func:`_round_off`, bounds each frequency's). The others are pruned by :func:`_compose` anyway:
@@ -573,7 +580,9 @@ def _support(law: batch._Law, size: int, k: NDArray[np.int64], magnitude: NDArra
     error = 8.0 * np.finfo(float).eps * max(math.log2(size), 1.0) * math.sqrt(size) \
         * math.sqrt(float((law.mass * law.mass).sum()))
     with np.errstate(divide="ignore"):
-        bound = law.count * np.log(np.minimum(plain + error + 1e-300, 1.0)) + np.log(magnitude)
+        bound = law.count * np.log(np.minimum(plain + error + 1e-300, 1.0))
+        if magnitude is not None:
+            bound += np.log(magnitude)
     return bound > math.log(batch.PRUNE)
 
 
@@ -712,9 +721,9 @@ def _compose(laws: Sequence[batch._Law], k_plain: NDArray[np.float64], h: float,
     budget = _ROUND_SHARE * target / max(len(tilted), 1)
     if theta > 0.0:
         budget *= 0.5 * math.exp(min(theta * at - log_scale, 700.0))
-    for law in tilted:
+    for first, law in zip([True] + [False] * (len(tilted) - 1), tilted):
         if law.count > 1 and k.size > _SUPPORTED:  # (only the frequencies that can matter are transformed)
-            keep = _support(law, size, k, np.abs(acc))
+            keep = _support(law, size, k, None if first else np.abs(acc))
             k, acc = k[keep], acc[keep]
         spectrum, rest = _spectrum_power(law, size, k, budget)
         acc = acc * spectrum
@@ -727,7 +736,9 @@ def _compose(laws: Sequence[batch._Law], k_plain: NDArray[np.float64], h: float,
     round_off = batch.ABSOLUTE_ROUND_OFF * math.sqrt(size) + batch.PRUNE * size + dropped + powered
     log_survival = sum(law.count * math.log1p(-law.infinite) if law.infinite < 1 else -math.inf for law in laws)
     infinite = -math.expm1(log_survival)
-    positive = np.flatnonzero(pmf > 0)[::-1]  # descending losses: the curve's sort is a pass
+    # descending losses (the curve's sort is a pass), those above 0 only (the curve reads no other)
+    start = min(max(math.floor(-shift / h) - lo, 0), size) if math.isfinite(shift / h) else 0
+    positive = (np.flatnonzero(pmf[start:] > 0) + start)[::-1]
     s = (lo + positive) * h
     with np.errstate(divide="ignore"):
         # (no entry above 1: far below the tilt's centre the untilted round-off can say more, never the truth)
@@ -807,7 +818,7 @@ class _LatticeCurve(DiscreteLossCurve):
         with np.errstate(divide="ignore", invalid="ignore"):
             eps = log_a + np.log1p(-np.minimum(t / np.exp(log_a), 1.0)) - log_b
         lower = np.where(i < self._loss.size, self._loss[np.minimum(i, self._loss.size - 1)], 0.0)
-        eps = np.clip(np.nan_to_num(eps, nan=0.0, neginf=0.0), lower, self._loss[i - 1])
+        eps = np.clip(np.where(np.isnan(eps) | (eps == -np.inf), 0.0, eps), lower, self._loss[i - 1])
         out[todo] = np.maximum(eps * (1.0 + ROUND_UP), 0.0)
         return out
 
