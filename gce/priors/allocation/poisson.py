@@ -174,6 +174,8 @@ _DIRECT_TERMS = 2**16
 #: Frequencies above which a powered law's transform is first read by a plain FFT, to transform without
 #: cancellation only those that can matter (:func:`_support`).
 _SUPPORTED = 256
+#: :func:`_support` reads a law's transform on at least this many times its atoms' span of points.
+_SUPPORT_SPAN = 4
 #: Tilted only when the untilted transforms' round-off would exceed this share of the target delta.
 _ROUND_SHARE = 1e-4
 #: The Bernstein levels ``eta`` of the lower curve (module doc).
@@ -509,10 +511,13 @@ def _log_mgf(law: batch._Law, h: float, t: NDArray[np.float64]) -> NDArray[np.fl
     starts = np.concatenate(([0], np.flatnonzero(np.diff(block)) + 1))
     ends = np.concatenate((starts[1:], [index.size])) - 1
     log_mass = np.log(np.add.reduceat(mass, starts))
-    x = np.where(t[:, None] > 0, index[ends][None, :] * h, index[starts][None, :] * h)
-    terms = t[:, None] * x + log_mass[None, :]
-    top = terms.max(axis=1)
-    return np.log(np.exp(terms - top[:, None]).sum(axis=1)) + top
+    out = np.empty(t.shape)
+    for side, x in ((t > 0, index[ends] * h), (~(t > 0), index[starts] * h)):  # (each side its own ends)
+        if side.any():
+            terms = t[side][:, None] * x[None, :] + log_mass[None, :]
+            top = terms.max(axis=1)
+            out[side] = np.log(np.exp(terms - top[:, None]).sum(axis=1)) + top
+    return out
 
 
 def _chernoff(k: NDArray[np.float64], t: NDArray[np.float64], log_tail: float, above: bool) -> float:
@@ -570,17 +575,36 @@ def _support(law: batch._Law, size: int, k: NDArray[np.int64], magnitude: NDArra
              ) -> NDArray[np.bool_]:
     """Which of the frequencies ``k`` can matter once ``law``'s transform is raised to its power and multiplied
     by transforms of the given ``magnitude`` (None: 1): where ``magnitude |F|^count`` may exceed
-    :data:`~gce.accounting.batch.PRUNE`, ``|F|`` read from one plain FFT of the law plus a bound on that FFT's
-    error (``8 eps log2(n) sqrt(n)`` times the masses' L2 norm: an FFT's error in the L2 norm of the whole
-    transform, :func:`_round_off`, bounds each frequency's). The others are pruned by :func:`_compose` anyway:
-    a composition of many copies at a small rate keeps a few dozen of its thousands of frequencies (its pmf is
-    smooth on the lattice), which are then the only ones transformed without cancellation."""
-    folded = np.bincount(law.index % size, weights=law.mass, minlength=size)
-    plain = np.abs(_fft.rfft(folded)[k])
-    error = 8.0 * np.finfo(float).eps * max(math.log2(size), 1.0) * math.sqrt(size) \
+    :data:`~gce.accounting.batch.PRUNE`. The others are pruned by :func:`_compose` anyway: a composition of many
+    copies at a small rate keeps a few dozen of its thousands of frequencies (its pmf is smooth on the
+    lattice), which are then the only ones transformed without cancellation.
+
+    ``|F|`` is bounded from one plain FFT of the law's atoms on ``M`` points, ``M`` at least
+    :data:`_SUPPORT_SPAN` times their span (no folding: the exact transform at ``2 pi j / M``), plus that
+    FFT's error (``8 eps log2(M) sqrt(M)`` times the masses' L2 norm: an FFT's error in the L2 norm of the
+    whole transform bounds each frequency's) and, between two of its frequencies, ``|F|``'s Lipschitz
+    constant ``sum_a m_a |a - c|`` times half their distance; on the window's own points when that is no
+    fewer."""
+    low = int(law.index.min())
+    span = int(law.index.max()) - low + 1
+    points = _fft.next_fast_len(max(_SUPPORT_SPAN * span, 64), real=True)
+    if points >= size:
+        points, folded = size, np.bincount(law.index % size, weights=law.mass, minlength=size)
+    else:
+        folded = np.bincount(law.index - low, weights=law.mass, minlength=points)
+    plain = np.abs(_fft.rfft(folded))
+    plain += 8.0 * np.finfo(float).eps * max(math.log2(points), 1.0) * math.sqrt(points) \
         * math.sqrt(float((law.mass * law.mass).sum()))
+    if points == size:
+        top = plain[k]
+    else:  # the largest |F| between the two of the M points around each frequency
+        centre = float((law.mass * law.index).sum() / law.mass.sum())
+        slope = float((law.mass * np.abs(law.index - centre)).sum())  # (per radian)
+        ends = np.concatenate((plain, plain[-2:0:-1] if points % 2 == 0 else plain[-1:0:-1]))
+        between = np.maximum(ends[:-1], ends[1:]) + slope * math.pi / points
+        top = between[(k * points) // size]
     with np.errstate(divide="ignore"):
-        bound = law.count * np.log(np.minimum(plain + error + 1e-300, 1.0))
+        bound = law.count * np.log(np.minimum(top + 1e-300, 1.0))
         if magnitude is not None:
             bound += np.log(magnitude)
     return bound > math.log(batch.PRUNE)
@@ -623,11 +647,11 @@ def _spectrum_power(law: batch._Law, size: int, k: NDArray[np.int64], budget: fl
         d = _shift_minus_one(law.index[direct], law.mass[direct], size, k)
     else:
         d = batch._shift_minus_one(law.index[direct], law.mass[direct], size, k, _tables(size)[1])
-    d -= 1.0 - math.fsum(law.mass)
+    d -= 1.0 - math.fsum(law.mass.tolist())  # (math.fsum reads a list of floats faster than an array)
     norm = 0.0
     if others.size:
         folded = np.bincount(law.index[others] % size, weights=law.mass[others], minlength=size)
-        d += _fft.rfft(folded)[k] - math.fsum(law.mass[others])
+        d += _fft.rfft(folded)[k] - math.fsum(law.mass[others].tolist())
         norm = float(rest[heavy])
     with np.errstate(divide="ignore"):
         real = 0.5 * np.log1p(2.0 * d.real + d.real**2 + d.imag**2)
