@@ -859,6 +859,8 @@ class _LatticeUpper(PrivacyCurve):
         floor = max(p.curve.delta_floor + p.above for p in self._parts)
         self.delta_floor = min(floor * (1.0 + batch.ROUND_OFF), 1.0)
         self._memo: dict[float, float] = {}
+        #: Per target, each direction's own inverse (:meth:`_inverse`), which :class:`_LatticeLowerBound` reads.
+        self._own: dict[float, list[float]] = {}
 
     def _delta(self, eps: NDArray[np.float64]) -> NDArray[np.float64]:
         return np.minimum(np.max([self._one(p, eps) for p in self._parts], axis=0), 1.0)
@@ -883,7 +885,9 @@ class _LatticeUpper(PrivacyCurve):
             elif not at_or_above(target, self.delta_floor):
                 out[i] = math.inf
             else:  # each direction's own inverse at the target less its allowances there, then checked
-                guess = max(self._inverse(p, float(target)) for p in self._parts)
+                own = [self._inverse(p, float(target)) for p in self._parts]
+                self._own[key] = own
+                guess = max(own)
                 if not (math.isfinite(guess) and self._delta(np.array([guess]))[0] <= target):
                     guess = self._bisect(float(target))
                 out[i] = guess
@@ -925,14 +929,26 @@ class _LatticeLower:
     at ``eps`` too: the reading is also taken at :data:`_ANCHORS` points up to twice the target ``at``, and
     each ``eps`` gets the largest of its own and those at or above it."""
 
-    def __init__(self, parts: Sequence[tuple[_Composed, NDArray[np.float64]]], at: float):
-        self._parts = tuple(parts)
+    def __init__(self, parts: Sequence[tuple], at: float):
+        # per direction (its composition, or a function composing it the first time it is read; reach; etas)
+        self._parts = [list(part) for part in parts]
         self._anchors = np.linspace(0.0, 2.0 * max(at, 0.0), _ANCHORS)
         self._suffix: NDArray[np.float64] | None = None
         self._memo: dict[tuple[int, float], NDArray[np.float64]] = {}
 
+    def part(self, which: int) -> tuple[_Composed, NDArray[np.float64], NDArray[np.float64]]:
+        """One direction's composition, ``t(eta)`` and levels ``eta`` (composed when first read)."""
+        entry = self._parts[which]
+        if callable(entry[0]):
+            entry[0] = entry[0]()
+        return entry[0], entry[1], entry[2]
+
+    def composed(self) -> list[_Composed]:
+        """The directions' compositions made so far."""
+        return [entry[0] for entry in self._parts if not callable(entry[0])]
+
     def _raw(self, which: int, eps: NDArray[np.float64]) -> NDArray[np.float64]:
-        composed, reach, etas = self._parts[which]
+        composed, reach, etas = self.part(which)
         out = np.zeros(eps.size)
         for i, e in enumerate(eps):
             at = e + reach
@@ -985,8 +1001,19 @@ class _LatticeLowerBound(LowerBound):
         start = float(self._upper.epsilon(target))
         if not math.isfinite(start):
             return super()._epsilon(target)
+        # the directions by their own upper epsilon, the largest first: one whose certified upper epsilon is at
+        # most a reading already certified cannot raise it (its exact epsilon lies below), and is not read
+        # (nor composed: a small rate's add direction, well below the remove one)
+        ups = getattr(self._upper, "_parts", None)
+        if ups is not None and len(ups) == len(self._lower._parts):
+            own = self._upper._own.get(target) or [_LatticeUpper._inverse(part, target) for part in ups]
+        else:
+            own = [math.inf] * len(self._lower._parts)
         best = 0.0
-        for which, (composed, reach, etas) in enumerate(self._lower._parts):
+        for which in sorted(range(len(own)), key=lambda d: -own[d]):
+            if own[which] <= best and _LatticeUpper._one(ups[which], np.array([own[which]]))[0] <= target:
+                continue
+            composed, reach, etas = self._lower.part(which)
             guess = start
             for _ in range(3):  # the allowances where the reading lies (until it stays)
                 need = (target + etas + composed.below + composed.allowance(guess + reach)) / (1.0 - batch.ROUND_OFF)
@@ -1040,7 +1067,7 @@ class _Step:
 def _step(parts: Sequence[_Part], h: float, delta: float | None, epsilon: float | None) -> _Step:
     """Both directions composed on the lattice of width ``h``, each tilted at the Chernoff order of the target
     (none for a delta target above the transforms' reach), and the bracket at the target."""
-    uppers, lowers, sizes = [], [], []
+    uppers, lowers = [], []
     shifts = [sum(part.count * part.phi for part in parts) * (1.0 if d == 0 else -1.0) for d in range(2)]
     k_up = [sum(part.count * part.upper_mgf[d] for part in parts) for d in range(2)]
     k_low = [sum(part.count * part.lower_mgf[d] for part in parts) for d in range(2)]
@@ -1061,11 +1088,11 @@ def _step(parts: Sequence[_Part], h: float, delta: float | None, epsilon: float 
         reach = max(part.reach[d] for part in parts)
         low_shift = sum(part.count * part.phi_low for part in parts) * (1.0 if d == 0 else -1.0)
         shift = low_shift + mean if d == 0 else low_shift - mean
-        lower = _compose([part.lower[d] for part in parts], k_low[d], h, theta, shift, reference, at - shift)
+        lower = functools.partial(_compose, [part.lower[d] for part in parts], k_low[d], h, theta, shift, reference,
+                                  at - shift)  # (composed when first read: a bracket may not need it)
         uppers.append(upper)
         stray = sum(part.count * part.stray[d] for part in parts)
         lowers.append((lower, _bernstein(variance, reach), _ETAS + stray))
-        sizes += [upper.size, lower.size]
     below = _LatticeLower(lowers, at)
     curve = _LatticeUpper(uppers, below)
     lower = _LatticeLowerBound(below, curve)
@@ -1073,7 +1100,8 @@ def _step(parts: Sequence[_Part], h: float, delta: float | None, epsilon: float 
         low, high = float(lower.epsilon(delta)), float(curve.epsilon(delta))
     else:
         low, high = float(lower.delta(epsilon)), float(curve.delta(epsilon))
-    return _Step(h, curve, lower, min(low, high), high, sum(part.cells for part in parts), tuple(sizes))
+    sizes = tuple(part.size for part in uppers) + tuple(part.size for part in below.composed())
+    return _Step(h, curve, lower, min(low, high), high, sum(part.cells for part in parts), sizes)
 
 
 def _parts(clean, h: float, tails: tuple[float, float], below: bool = True, level: float = _LEVEL) -> list[_Part]:
