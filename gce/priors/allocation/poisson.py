@@ -856,6 +856,8 @@ class _LatticeUpper(PrivacyCurve):
         #: The certified lower curve per direction (:meth:`_LatticeLower.direction_delta`), as the batch
         #: engine's :class:`~gce.accounting.batch.LawCurve` has it (:mod:`.uniform_prior` reads both).
         self.lower = lower
+        if lower is not None:
+            lower.uppers = self._parts
         floor = max(p.curve.delta_floor + p.above for p in self._parts)
         self.delta_floor = min(floor * (1.0 + batch.ROUND_OFF), 1.0)
         self._memo: dict[float, float] = {}
@@ -933,8 +935,11 @@ class _LatticeLower:
         # per direction (its composition, or a function composing it the first time it is read; reach; etas)
         self._parts = [list(part) for part in parts]
         self._anchors = np.linspace(0.0, 2.0 * max(at, 0.0), _ANCHORS)
-        self._suffix: NDArray[np.float64] | None = None
+        self._suffix: dict[int, NDArray[np.float64]] = {}
         self._memo: dict[tuple[int, float], NDArray[np.float64]] = {}
+        #: The upper curve's directions (:class:`_LatticeUpper` sets them): a direction whose upper delta is at
+        #: most a lower reading already made cannot raise the lower curve there, and is not read.
+        self.uppers: Sequence[_Composed] | None = None
 
     def part(self, which: int) -> tuple[_Composed, NDArray[np.float64], NDArray[np.float64]]:
         """One direction's composition, ``t(eta)`` and levels ``eta`` (composed when first read)."""
@@ -967,16 +972,26 @@ class _LatticeLower:
         return self._direction_delta(which, eps)
 
     def _direction_delta(self, which: int, eps: NDArray[np.float64]) -> NDArray[np.float64]:
-        if self._suffix is None:  # per direction, the largest reading at the anchors at or above each
-            self._suffix = np.array([np.maximum.accumulate(self._raw(d, self._anchors)[::-1])[::-1]
-                                     for d in range(len(self._parts))])
+        if which not in self._suffix:  # the largest reading at the anchors at or above each
+            self._suffix[which] = np.maximum.accumulate(self._raw(which, self._anchors)[::-1])[::-1]
         index = np.searchsorted(self._anchors, eps, side="left")
         above = np.where(index < self._anchors.size, self._suffix[which][np.minimum(index, self._anchors.size - 1)],
                          0.0)
         return np.maximum(self._raw(which, eps), above)
 
     def delta(self, epsilon):
-        out = np.max([self.direction_delta(which, epsilon) for which in range(len(self._parts))], axis=0)
+        directions = range(len(self._parts))
+        if np.size(epsilon) == 1 and self.uppers is not None and len(self.uppers) == len(self._parts):
+            # one epsilon: the directions by their upper delta there, the largest first; one at most the best
+            # reading so far cannot raise it (its exact delta, above its reading, lies below) and is not read
+            at = np.atleast_1d(np.asarray(epsilon, dtype=float))
+            ups = [float(_LatticeUpper._one(part, at)[0]) for part in self.uppers]
+            best = 0.0
+            for which in sorted(directions, key=lambda d: -ups[d]):
+                if ups[which] > best:
+                    best = max(best, float(self.direction_delta(which, at)[0]))
+            return best if np.ndim(epsilon) == 0 else np.array([best])
+        out = np.max([self.direction_delta(which, epsilon) for which in directions], axis=0)
         return float(out[0]) if np.ndim(epsilon) == 0 else out
 
 
