@@ -765,8 +765,8 @@ def _compose(laws: Sequence[batch._Law], k_plain: NDArray[np.float64], h: float,
     log_survival = sum(law.count * math.log1p(-law.infinite) if law.infinite < 1 else -math.inf for law in laws)
     infinite = -math.expm1(log_survival)
     # descending losses (the curve's sort is a pass), those above 0 only (the curve reads no other)
-    start = min(max(math.floor(-shift / h) - lo, 0), size) if math.isfinite(shift / h) else 0
-    positive = (np.flatnonzero(pmf[start:] > 0) + start)[::-1]
+    from_zero = min(max(math.floor(-shift / h) - lo, 0), size) if math.isfinite(shift / h) else 0
+    positive = (np.flatnonzero(pmf[from_zero:] > 0) + from_zero)[::-1]
     s = (lo + positive) * h
     with np.errstate(divide="ignore"):
         # (no entry above 1: far below the tilt's centre the untilted round-off can say more, never the truth)
@@ -799,7 +799,7 @@ def _log_cumsum(c: NDArray[np.float64]) -> NDArray[np.float64]:
     seed = 0.0
     if head:
         out[:head] = np.logaddexp.accumulate(c[:head])
-        seed = math.exp(max(float(out[head - 1]) - top, -745.0))
+        seed = math.exp(float(out[head - 1]) - top)  # (0 where it underflows)
     with np.errstate(under="ignore"):
         terms = np.exp(c[head:] - top)
     terms[0] += seed
@@ -944,21 +944,33 @@ class _LatticeLower:
         #: The upper curve's directions (:class:`_LatticeUpper` sets them): a direction whose upper delta is at
         #: most a lower reading already made cannot raise the lower curve there, and is not read.
         self.uppers: Sequence[_Composed] | None = None
+        #: While the step that made it reads its bracket, a composition beyond the grid limit is raised (the
+        #: step fails, as when every composition was made at once); read later, that direction says nothing
+        #: (delta 0, a lower bound still).
+        self.strict = True
 
-    def part(self, which: int) -> tuple[_Composed, NDArray[np.float64], NDArray[np.float64]]:
-        """One direction's composition, ``t(eta)`` and levels ``eta`` (composed when first read)."""
+    def part(self, which: int) -> tuple[_Composed | None, NDArray[np.float64], NDArray[np.float64]]:
+        """One direction's composition (None: beyond the grid limit), ``t(eta)`` and levels ``eta`` (composed
+        when first read)."""
         entry = self._parts[which]
         if callable(entry[0]):
-            entry[0] = entry[0]()
+            try:
+                entry[0] = entry[0]()
+            except NumericalLimitError:
+                if self.strict:
+                    raise
+                entry[0] = None
         return entry[0], entry[1], entry[2]
 
     def composed(self) -> list[_Composed]:
         """The directions' compositions made so far."""
-        return [entry[0] for entry in self._parts if not callable(entry[0])]
+        return [entry[0] for entry in self._parts if entry[0] is not None and not callable(entry[0])]
 
     def _raw(self, which: int, eps: NDArray[np.float64]) -> NDArray[np.float64]:
         composed, reach, etas = self.part(which)
         out = np.zeros(eps.size)
+        if composed is None:
+            return out
         for i, e in enumerate(eps):
             at = e + reach
             raw = (np.atleast_1d(composed.curve.delta(at)) * (1.0 - batch.ROUND_OFF) - composed.below
@@ -1033,6 +1045,8 @@ class _LatticeLowerBound(LowerBound):
             if own[which] <= best and _LatticeUpper._one(ups[which], np.array([own[which]]))[0] <= target:
                 continue
             composed, reach, etas = self._lower.part(which)
+            if composed is None:
+                continue
             guess = start
             for _ in range(3):  # the allowances where the reading lies (until it stays)
                 need = (target + etas + composed.below + composed.allowance(guess + reach)) / (1.0 - batch.ROUND_OFF)
@@ -1119,6 +1133,7 @@ def _step(parts: Sequence[_Part], h: float, delta: float | None, epsilon: float 
         low, high = float(lower.epsilon(delta)), float(curve.epsilon(delta))
     else:
         low, high = float(lower.delta(epsilon)), float(curve.delta(epsilon))
+    below.strict = False
     sizes = tuple(part.size for part in uppers) + tuple(part.size for part in below.composed())
     return _Step(h, curve, lower, min(low, high), high, sum(part.cells for part in parts), sizes)
 
