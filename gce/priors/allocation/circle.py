@@ -91,8 +91,16 @@ THRESHOLDS = ((0.0,), (-0.7, 0.8))
 RATE_STEP = 0.125
 #: A count stops trying smaller rates once its value has risen this many times past its least.
 RISES = 2
+#: The fine grid tries each count's coarse choice of rate and this many neighbours on either side, per level
+#: (measured: sigma 0.74, 18 of 234, delta 1e-10, one on either side 18.9808 in 19.7 s, none 18.9848 in
+#: 9.0 s; sigma 1, 10 of 100, delta 1e-5, at the second level 5.874 against 5.881).
+FINE_NEIGHBOURS = (0, 1)
 #: Tilts of the transforms (module doc, "Floating point").
 TILTS = tuple(float(theta) for theta in np.arange(1.0, 8.01, 1.0))
+#: The range of ``V`` in the transforms, ``V_SPAN k + V_MARGIN`` (at most ``t / 4``): near the saddle point
+#: ``V <= sum_i p_i`` is about ``k``; a larger sum wraps, counted lower (``G`` only larger).
+V_SPAN = 1.5
+V_MARGIN = 10.0
 #: Largest 2-D transform (cells).
 SIZE_LIMIT = 2**23
 #: Cells of the loss ``log G`` (rounded up onto them).
@@ -100,22 +108,29 @@ CELL_LOSS = 0.002
 #: The curve claims nothing (delta 1) more than this below the target loss: the cells there are dropped.
 LOSS_SPAN = 10.0
 #: Seconds per point and log2(points) of a 2-D transform and the work around it (the power of each band's
-#: spectrum, the count's collapse onto the loss): 2.8e-9 fits the time taken, median (0.86 to 1.6 times
-#: :func:`circle_curve` alone over 12 levels of 0.5 to 11 s at 3e-9; 0.71 to 2.4, median 1.08, over 16
-#: levels of 0.5 to 20 s with the bracket read after each, 2 to 19 of 10 to 234, sigma 0.6 to 2.6, delta 1e-5 to
-#: 1e-10; 2 cores, 2026-12), the bound read without BLAS (:meth:`_CountBound.raw`). The level is interruptible
-#: but a level cut at the limit is time lost: a margin of 1.25.
-_TRANSFORM_SECONDS = 3.5e-9
+#: spectrum, the count's collapse onto the loss), the bound read without BLAS (:meth:`_CountBound.raw`); the
+#: level is interruptible. Measured over 10 levels of 0.3 to 3.4 s (2 to 24 of 13 to 724, sigma 0.5 to 2.6,
+#: delta 1e-5 to 1e-10; one rate a count on the fine grid, ``V`` over :data:`V_SPAN`; 2 cores, 2026-12):
+#: :func:`seconds` 0.5 to 1.4 times the time taken (:data:`_FIXED_SECONDS` included; a busy neighbour on the
+#: other core).
+_TRANSFORM_SECONDS = 2.2e-9
+#: Seconds of a level's fixed work (the node laws, the counts' masses, the curve read at the target).
+_FIXED_SECONDS = 0.2
 
 
-def fine_grid(target: float) -> tuple[float, float, float]:
+def fine_grid(target: float, k: int, level: int = 0) -> tuple[float, float, float]:
     """The grid of the answer: cells of ``log W`` (step 1, the monotone replacement), nodes of ``A`` and of
-    ``V`` (step 2); the nodes of ``A`` a 2000th of the target loss (the split's spread costs about a
-    constant in ``log G``), from 0.005 to 0.02, the cells of ``log W`` a tenth of them. Measured, delta 1e-5:
+    ``V`` (step 2); the nodes of ``A`` a 1000th of the target loss at the first level, a 2000th at the
+    second (the split's spread costs about a constant in ``log G``), from 0.005 to 0.02, the cells of ``log W``
+    a tenth of them. Measured, delta 1e-5:
     sigma 1, 10 of 100 at (0.002, 0.02, 0.05) 5.905, (0.0005, 0.005, 0.1) 5.880 (finer: 5.879); sigma 0.5 at
-    (0.002, 0.02, 0.1) 23.41, (0.001, 0.01, 0.1) 23.39."""
-    cell_a = min(max(target / 2000.0, 0.005), 0.02)
-    return cell_a / 10.0, cell_a, 0.1
+    (0.002, 0.02, 0.1) 23.41, (0.001, 0.01, 0.1) 23.39; sigma 0.74, 18 of 234, delta 1e-10, a 2000th of the
+    target 18.985 in 9.0 s, a 1000th 19.022 in 4.1 s (+0.2%: about half the time). The nodes of ``V`` a
+    hundredth of ``k`` apart (``V`` is about ``k`` near the saddle point), from 0.1 to 0.2: at 0.2 instead of
+    0.1, +0.01% to 0.06% in 0.3 to 0.75 times the time at 18 to 23 members (sigma 0.7 to 0.76, 74 to 724
+    databases, delta 1e-6 to 1e-10), but +0.6% at 2 of 10 (sigma 0.79, 1e-10)."""
+    cell_a = min(max(target / (1000.0 if level == 0 else 2000.0), 0.005), 0.02)
+    return cell_a / 10.0, cell_a, min(max(k / 100.0, 0.1), 0.2)
 
 
 @dataclass(frozen=True)
@@ -213,13 +228,15 @@ def _node_laws(ratio, r: float, cuts: tuple[float, ...], top: float, grid: tuple
 
 def seconds(ratio, t: int, k: int, target: float, tail: float, level: int = 0) -> float:
     """Estimated seconds of :func:`circle_curve` (from the transforms' sizes at the rate ``k / (t - k)`` and
-    the counts above the cut, never measured): the coarse search (every rate, every count) and the fine one
-    (three rates a count); infinite when the fine transform would exceed :data:`SIZE_LIMIT` there."""
+    the counts above the cut, never measured): :data:`_FIXED_SECONDS`, the coarse search (every count down
+    half the rates: most stop there) and the fine one (:data:`FINE_NEIGHBOURS` of the level on either side of each count's
+    coarse choice); infinite when the fine transform would exceed :data:`SIZE_LIMIT` there."""
     counts = sum(1 for m in _count_masses(ratio, t, k, thresholds(t, k, level)).values() if m > tail)
     reach = _reach(ratio, t, k, tail)
-    total = 0.0
-    for grid, evaluations in ((COARSE, len(rates(t, k)) * (counts + 4)), (fine_grid(target), 3 * (counts + 4))):
-        n = _v_cells(t, grid) * reach / grid[1]
+    total = _FIXED_SECONDS
+    for grid, evaluations in ((COARSE, len(rates(t, k)) / 2 * (counts + 4)),
+                              (fine_grid(target, k, level), (2 * FINE_NEIGHBOURS[level] + 1) * (counts + 4))):
+        n = _v_cells(t, k, grid) * reach / grid[1]
         if n > SIZE_LIMIT:
             return math.inf
         total += evaluations * _TRANSFORM_SECONDS * n * math.log2(n)
@@ -240,16 +257,19 @@ def _reach(ratio, t: int, k: int, tail: float) -> float:
     return max(t * log_second - k * math.log(r) - _log_choose(t, k) - math.log(tail), 1.0)
 
 
-def _v_cells(t: int, grid: tuple[float, float, float]) -> int:
-    return _fft.next_fast_len(int(math.ceil((0.25 * t + 1.0) / grid[2])), real=True)
+def _v_cells(t: int, k: int, grid: tuple[float, float, float]) -> int:
+    """Cells of ``V`` in the transforms: its whole range ``t / 4``, or :data:`V_SPAN` times ``k`` and
+    :data:`V_MARGIN` where that is less (module doc, "The law of (A, V), certified", step 3: larger sums wrap)."""
+    return _fft.next_fast_len(int(math.ceil((min(0.25 * t, V_SPAN * k + V_MARGIN) + 1.0) / grid[2])), real=True)
 
 
 def circle_curve(ratio, t: int, k: int, target: float, tail: float, level: int = 0) -> CircleCurve | None:
     """The upper curve of the direction P||Q of one k-of-t allocation (module doc), each count's rate chosen
     at the loss ``target`` (the epsilon the caller expects): on the coarse grid :data:`COARSE` every rate
     from the largest down (a count stops once its value has risen :data:`RISES` times past its least), then
-    on the fine grid (:func:`fine_grid`) the coarse choice and its two neighbours. None when the ratio has P-mass
-    outside Q's support or every rate's transform would exceed :data:`SIZE_LIMIT`."""
+    on the fine grid (:func:`fine_grid`) the coarse choice (and :data:`FINE_NEIGHBOURS` of the level on either
+    side). None when the ratio has P-mass outside Q's support or every rate's transform would exceed
+    :data:`SIZE_LIMIT`."""
     if not 1 < k < t:
         raise ValueError(f"k must be in (1, t), got k = {k}, t = {t}")
     if ratio.singular > 0 or ratio.trivial:
@@ -262,7 +282,7 @@ def circle_curve(ratio, t: int, k: int, target: float, tail: float, level: int =
     # W > clamp (an atom at the clamp is in the cells: the last one ends above it)
     q_top, p_top = ratio.cells(np.array([np.nextafter(clamp, np.inf), np.inf]))
     charge = k * float(p_top[0]) + (t - k) * float(q_top[0])
-    if _v_cells(t, fine_grid(target)) * _reach(ratio, t, k, tail) / fine_grid(target)[1] > SIZE_LIMIT:
+    if _v_cells(t, k, fine_grid(target, k, level)) * _reach(ratio, t, k, tail) / fine_grid(target, k, level)[1] > SIZE_LIMIT:
         return None  # the fine transforms would not fit (small noise: a member's a reaches hundreds)
     masses = _count_masses(ratio, t, k, cuts)
     kept = {n for n, m in masses.items() if m > tail}
@@ -288,10 +308,10 @@ def circle_curve(ratio, t: int, k: int, target: float, tail: float, level: int =
                 if rising[n] >= RISES:
                     active.discard(n)
     # fine: the coarse choice and its neighbours
-    fine = fine_grid(target)
+    fine = fine_grid(target, k, level)
     tries: dict[int, list[tuple[int, ...]]] = {}
     for n, (_, i) in coarse.items():
-        for j in (i - 1, i, i + 1):
+        for j in range(i - FINE_NEIGHBOURS[level], i + FINE_NEIGHBOURS[level] + 1):
             if 0 <= j < len(grid_rates):
                 tries.setdefault(j, []).append(n)
     best: dict[tuple[int, ...], tuple[float, _CountBound]] = {}
@@ -331,7 +351,7 @@ def _rate_bounds(ratio, t: int, k: int, cuts, top: float, masses, target: float,
     log_second = _log_tilted(total, 2.0 * a_nodes)[1]
     # range R: the charge e^{-R} E[e^{2a}]^t r^-k / C(t, k) at most tail
     reach = max(t * log_second - k * lr - log_choose - math.log(tail), 1.0)
-    n_v = _v_cells(t, grid)
+    n_v = _v_cells(t, k, grid)
     if not reach / cell_a * n_v <= SIZE_LIMIT:
         return None
     n_a = _fft.next_fast_len(int(math.ceil(reach / cell_a)), real=True)
