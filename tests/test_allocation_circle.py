@@ -217,3 +217,23 @@ def test_ten_of_a_hundred_at_sigma_half():
         with effort.within(effort.Deadline(36_000.0)) as deadline:
             slow = allocation_curve(2.0, 100, 10, delta=1e-5, rtol=0.01)
     assert not deadline.reached and slow.epsilon_bracket(1e-5) == (low, high)
+
+
+def test_a_short_range_of_v_wraps_upwards(monkeypatch):
+    """``V`` transformed over less than its range (``V_SPAN k + V_MARGIN`` below ``t / 4``): a larger sum
+    wraps to a smaller ``V``, where ``G`` is larger, so the bound only rises. With the range cut to 0.3 (of
+    ``t / 4 = 2`` at 8 databases; pure-DP atoms, whose exact delta is a binomial count) the wrapped bound is
+    above the exact delta and the unwrapped one (measured 0.398 against 0.214)."""
+    eps, t, k = 1.0, 8, 2
+    b = 1.0 / (1.0 + math.exp(eps))
+    at = 0.5 * eps
+    exact = sum(stats.binom.pmf(m, t, b) * max(sum(math.comb(m, i) * math.comb(t - m, k - i) * math.exp(eps * (2 * i - k))
+                                                   for i in range(k + 1)) / math.comb(t, k) - math.exp(at), 0.0)
+                for m in range(t + 1))
+    assert circle._v_cells(t, k, circle.COARSE) == 12  # (2 + 1) / 0.25: the whole range
+    whole = float(circle.circle_curve(CanonicalRatio(eps, 0.0), t, k, at, 1e-14).delta(at))
+    monkeypatch.setattr(circle, "V_SPAN", 0.0)
+    monkeypatch.setattr(circle, "V_MARGIN", 0.3)
+    assert circle._v_cells(t, k, circle.COARSE) == 6  # (0.3 + 1) / 0.25: sums of V above 1.3 wrap
+    wrapped = float(circle.circle_curve(CanonicalRatio(eps, 0.0), t, k, at, 1e-14).delta(at))
+    assert exact * (1 - 1e-9) <= whole and 1.5 * whole <= wrapped <= 1.0, (exact, whole, wrapped)
