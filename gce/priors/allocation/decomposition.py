@@ -223,7 +223,7 @@ def _k_of_t_lower(ratio, t: int, k: int, epochs: int, rtol: float, interval: flo
         sum_low, high = _at(composed, LowerBound(parts), delta, epsilon)
         if _width(sum_low, high) <= rtol:  # the sum's garbling meets the decomposition already
             pass
-        elif _may_refine(_log_seconds(ratio, t, k, thetas=_log_tilts(delta)), "allocation (the k-of-t pair garbled by sums of "
+        elif _may_refine(_log_seconds(ratio, t, k, thetas=_sum_tilts(delta, epochs)), "allocation (the k-of-t pair garbled by sums of "
                          "logarithms)", delta, epsilon, _width(sum_low, high)):
             best = _log_statistic_part(ratio, t, k, epochs, interval, delta, epsilon)
             if best is not None and _at(composed, LowerBound([best[0]]), delta, epsilon)[0] > sum_low:
@@ -254,6 +254,14 @@ def _below_k_of_t(ratio, t: int, k: int, epochs: int, rtol: float, delta: float 
                            directions=upper.directions)
 
 
+def _sum_tilts(delta: float | None, epochs: int) -> tuple[float, ...]:
+    """The tilts of the sums of logarithms (:func:`~.log_statistic.tilts`) for one allocation; over several
+    epochs those of a delta near 1e-5 (each epoch's decisive cells are far less extreme than the composed
+    target's, and the rate is chosen by one epoch's reading at the target: at the deep tilts it chose a rate
+    whose composition certified less, sigma 1, 4 of 100, 10 epochs at 1e-10: 10.87 against 11.37)."""
+    return _log_tilts(delta if epochs == 1 else 1.0)
+
+
 def _log_statistic_part(ratio, t: int, k: int, epochs: int, interval: float, delta: float | None,
                         epsilon: float | None):
     """The k-of-t pair garbled by the sum of logarithms (:mod:`.log_statistic`) at the rate of
@@ -262,7 +270,7 @@ def _log_statistic_part(ratio, t: int, k: int, epochs: int, interval: float, del
     no rate certifies anything at the target."""
     best, best_value, best_rate = None, 0.0, 0.0
     for r in _log_rates(t, k):
-        remove, add = _log_laws(ratio, t, k, r, thetas=_log_tilts(delta))
+        remove, add = _log_laws(ratio, t, k, r, thetas=_sum_tilts(delta, epochs))
         bound = LowerBound([(remove.curve(), 0.0, 0.0), (add.curve(), 0.0, 0.0)])
         value = float(bound.epsilon(delta)) if epsilon is None else float(bound.delta(epsilon))
         if value > best_value:
