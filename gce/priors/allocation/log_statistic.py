@@ -209,6 +209,7 @@ def _convolved(terms, n: int, dx: float, thetas: tuple[float, ...] = TILTS) -> t
     # know; only the plain transform's merged law is then a garbling
     wraps = sum(count * (masses.size - 1) for masses, count in terms) + 1 > n
     for theta in (0.0,) if wraps else thetas:
+        effort.checkpoint()  # a tilt's transforms are one part: a step that overran on a loaded machine stops here
         spectrum, log_scale, tilted = None, 0.0, []
         for masses, count in terms:
             if count == 0:
