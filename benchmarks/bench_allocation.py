@@ -38,8 +38,14 @@ Peers measured in the same run:
     epsilon (first level) and seconds, and beside them
     dp-accounting's Poisson-subsampled mechanism at rate k/t composed t times (upper / theirs).
 
+(l) k of t within the default 5 s limit over random cases (issue 36's target: at most 1% wide in 90% of
+    them, at most 2% in all): per seed, 14 cases with t log-uniform in [5, 1000], k uniform in [2, min(25,
+    t / 2)], sigma log-uniform in [0.5, 3] (two decimals), delta 1e-5, 1e-6, 1e-8 or 1e-10; each bracket, its
+    width and seconds, beside dp-accounting's Poisson-subsampled Gaussian at rate k/t composed t times
+    (upper / theirs), and the shares within 1% and 2%.
+
 Run: python benchmarks/bench_allocation.py (only the peers' table: ... peers; only (h): ... k; only (i): ...
-threes; only (j): ... logs; only (k): ... circle)
+threes; only (j): ... logs; only (k): ... circle; only (l): ... grid [seed ...])
 """
 
 from __future__ import annotations
@@ -318,7 +324,39 @@ def circle_upper(delta: float = 1e-5) -> None:
               f"{peer:.4f} (upper / theirs {new_high / peer:.4f})", flush=True)
 
 
+def k_of_t_grid(seeds=(1, 2), cases: int = 14, limit: float = 5.0) -> None:
+    """(l): random k-of-t cases within the default time limit (module doc above)."""
+    import random
+
+    widths = []
+    for seed in seeds:
+        rng = random.Random(seed)
+        for _ in range(cases):
+            t = int(round(math.exp(rng.uniform(math.log(5), math.log(1000)))))
+            k = rng.randint(2, max(2, min(25, t // 2)))
+            sigma = round(math.exp(rng.uniform(math.log(0.5), math.log(3))), 2)
+            delta = 10.0 ** -rng.choice([5, 6, 8, 10])
+            began = time.perf_counter()
+            with effort.within(effort.Deadline(limit)) as deadline:
+                curve = allocation_curve(1.0 / sigma, t, k, delta=delta, rtol=0.01)
+            seconds = time.perf_counter() - began
+            low, high = curve.epsilon_bracket(delta)
+            width = effort.relative_width(low, high)
+            widths.append(width)
+            peer = _poisson_pld(GaussianRatio(1.0 / sigma), k / t, t).get_epsilon_for_delta(delta)
+            print(f"seed {seed}: sigma {sigma:g}, {k} of {t}, delta {delta:g}: [{low:.4f}, {high:.4f}] {width:.2%} "
+                  f"in {seconds:.1f} s{' (limit reached)' if deadline.reached else ''}; dp-accounting's Poisson "
+                  f"at rate k/t {peer:.4f} (upper / theirs {high / peer:.3f})", flush=True)
+    within = sum(w <= 0.01 for w in widths)
+    print(f"within 1%: {within} of {len(widths)} ({within / len(widths):.0%}; target 90%); within 2%: "
+          f"{sum(w <= 0.02 for w in widths)} of {len(widths)} (target all); median width "
+          f"{sorted(widths)[len(widths) // 2]:.2%}, widest {max(widths):.2%}")
+
+
 if __name__ == "__main__":
+    if sys.argv[1:2] == ["grid"]:  # only (l)
+        k_of_t_grid(tuple(int(a) for a in sys.argv[2:]) or (1, 2))
+        sys.exit(0)
     if sys.argv[1:] == ["circle"]:  # only (k)
         circle_upper()
         sys.exit(0)
