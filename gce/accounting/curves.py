@@ -255,8 +255,9 @@ class DiscreteLossCurve(PrivacyCurve):
     delta(eps) = P(L = inf) + sum_{L_i > eps} P_i (1 - e^{eps - L_i}). With the
     outcomes sorted by decreasing loss the sums are cumulative sums (taken in log
     space with ``np.logaddexp.accumulate``), so one evaluation costs a binary
-    search and the inverse is exact: on each piece delta(eps) = a - b e^eps.
-    The curve describes the direction (P, Q); it bounds both directions when the
+    search and the inverse is exact: on each piece delta(eps) = a - b e^eps (the
+    deltas at the breakpoints are computed at the first inversion and kept: a
+    bracket inverts the same curve many times). The curve describes the direction (P, Q); it bounds both directions when the
     pair is symmetric, as the canonical pairs and their products are.
     """
 
@@ -278,6 +279,15 @@ class DiscreteLossCurve(PrivacyCurve):
         with np.errstate(over="ignore"):  # log P - L below -1.8e308: -inf, the term e^(log P - L) = 0 it is
             self._log_b = np.logaddexp.accumulate(log_p - self._loss) if log_p.size else log_p
         self.delta_floor = float(min(max(infinite_mass, 0.0), 1.0))
+        self._kept()
+
+    def _kept(self) -> None:
+        """What every reading uses, from ``_loss``, ``_log_a``, ``_log_b`` and ``delta_floor`` (set by the
+        constructor): the losses negated (ascending, for the binary search), delta at eps = 0, and the deltas
+        at the breakpoints (computed at the first inversion)."""
+        self._descending = -self._loss
+        self._breaks: NDArray[np.float64] | None = None
+        self._at_zero = float(self._delta(np.zeros(1))[0])
 
     @property
     def max_loss(self) -> float:
@@ -293,7 +303,7 @@ class DiscreteLossCurve(PrivacyCurve):
         return out
 
     def _delta(self, eps: NDArray[np.float64]) -> NDArray[np.float64]:
-        active = np.searchsorted(-self._loss, -eps, side="left")  # number of L_i > eps
+        active = np.searchsorted(self._descending, -eps, side="left")  # number of L_i > eps
         return self.delta_floor + self._finite_part(eps, active)
 
     def _epsilon(self, d: NDArray[np.float64]) -> NDArray[np.float64]:
@@ -301,13 +311,13 @@ class DiscreteLossCurve(PrivacyCurve):
         at_floor = at_or_above(d, self.delta_floor)
         target = np.where(at_floor, np.maximum(d - self.delta_floor, 0.0), -1.0)
         out[~at_floor] = math.inf
-        todo = (target >= 0) & (d < self._delta(np.zeros(1))[0])
+        todo = (target >= 0) & (d < self._at_zero)
         if not np.any(todo) or not self._loss.size:
             return out
-        # delta at each breakpoint L_i (ascending in i because L is descending).
-        at_breaks = self._finite_part(self._loss, np.arange(self._loss.size))
+        if self._breaks is None:  # delta at each breakpoint L_i (ascending in i because L is descending)
+            self._breaks = self._finite_part(self._loss, np.arange(self._loss.size))
         t = target[todo]
-        i = np.searchsorted(at_breaks, t, side="right")  # L_i with delta(L_i) <= t come first
+        i = np.searchsorted(self._breaks, t, side="right")  # L_i with delta(L_i) <= t come first
         # The answer lies in [L_i, L_{i-1}]: terms 0..i-1 are active there.
         log_a = self._log_a[i - 1]
         log_b = self._log_b[i - 1]

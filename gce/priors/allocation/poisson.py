@@ -135,7 +135,7 @@ from scipy import special
 
 from ... import effort
 from ...accounting import batch, kinds
-from ...accounting.curves import ROUND_UP, DiscreteLossCurve, PrivacyCurve, at_or_above
+from ...accounting.curves import DiscreteLossCurve, PrivacyCurve, at_or_above
 from ...errors import InvalidParameterError, NumericalLimitError
 from ...validation import is_number, shown
 from .bracket import _STOPPED, _TAIL_SHARE, TAIL, AllocationCurve, LowerBound, _check_count, _may_refine, _width
@@ -810,8 +810,7 @@ def _log_cumsum(c: NDArray[np.float64]) -> NDArray[np.float64]:
 class _LatticeCurve(DiscreteLossCurve):
     """A composition's pmf on the lattice as a :class:`~gce.accounting.curves.DiscreteLossCurve`, its losses
     given descending and finite: built without a sort, its cumulative sums in linear passes
-    (:func:`_log_cumsum`), and the delta at its breakpoints kept for every inversion (a bracket inverts the
-    same curve a dozen times)."""
+    (:func:`_log_cumsum`); its readings are the parent's."""
 
     def __init__(self, loss: NDArray[np.float64], log_p: NDArray[np.float64], infinite_mass: float = 0.0):
         keep = (loss > 0.0) & (log_p > -np.inf)  # L <= 0 never contributes for eps >= 0
@@ -821,34 +820,7 @@ class _LatticeCurve(DiscreteLossCurve):
         with np.errstate(over="ignore"):
             self._log_b = _log_cumsum(log_p - self._loss)
         self.delta_floor = float(min(max(infinite_mass, 0.0), 1.0))
-        self._descending = -self._loss
-        self._breaks: NDArray[np.float64] | None = None
-        self._at_zero = float(self._delta(np.zeros(1))[0])
-
-    def _delta(self, eps: NDArray[np.float64]) -> NDArray[np.float64]:
-        active = np.searchsorted(self._descending, -eps, side="left")  # number of L_i > eps
-        return self.delta_floor + self._finite_part(eps, active)
-
-    def _epsilon(self, d: NDArray[np.float64]) -> NDArray[np.float64]:
-        # (DiscreteLossCurve._epsilon with the deltas at the breakpoints computed once)
-        out = np.zeros_like(d)
-        at_floor = at_or_above(d, self.delta_floor)
-        target = np.where(at_floor, np.maximum(d - self.delta_floor, 0.0), -1.0)
-        out[~at_floor] = math.inf
-        todo = (target >= 0) & (d < self._at_zero)
-        if not np.any(todo) or not self._loss.size:
-            return out
-        if self._breaks is None:
-            self._breaks = self._finite_part(self._loss, np.arange(self._loss.size))
-        t = target[todo]
-        i = np.searchsorted(self._breaks, t, side="right")
-        log_a, log_b = self._log_a[i - 1], self._log_b[i - 1]
-        with np.errstate(divide="ignore", invalid="ignore"):
-            eps = log_a + np.log1p(-np.minimum(t / np.exp(log_a), 1.0)) - log_b
-        lower = np.where(i < self._loss.size, self._loss[np.minimum(i, self._loss.size - 1)], 0.0)
-        eps = np.clip(np.where(np.isnan(eps) | (eps == -np.inf), 0.0, eps), lower, self._loss[i - 1])
-        out[todo] = np.maximum(eps * (1.0 + ROUND_UP), 0.0)
-        return out
+        self._kept()
 
 
 class _LatticeUpper(PrivacyCurve):
