@@ -210,3 +210,14 @@ def k_of_t_coefficients(t: int, k: int) -> NDArray[np.float64]:
 def k_of_t_deltas(mu: float, t: int, k: int, epsilon: float) -> tuple[Estimate, Estimate]:
     """(delta_PQ, delta_QP) of k of t Gaussians of parameter ``mu`` (module doc)."""
     return multiaffine_deltas(mu, k_of_t_coefficients(t, k), epsilon)
+
+
+def pure_dp_k_of_t_delta(eps: float, t: int, k: int, at: float) -> float:
+    """delta_PQ at ``at`` of k of t canonical pairs of pure eps-DP (each ``W`` is ``e^eps`` or ``e^-eps``, the
+    former of Q-mass ``1 / (1 + e^eps)``), exactly: it depends only on how many of the t outputs are at
+    ``e^eps`` (a binomial count ``m``), with ``e_k(W) = sum_i C(m, i) C(t - m, k - i) e^(eps (2 i - k))``."""
+    b = 1.0 / (1.0 + math.exp(eps))
+    return sum(math.comb(t, m) * b**m * (1.0 - b) ** (t - m)
+               * max(sum(math.comb(m, i) * math.comb(t - m, k - i) * math.exp(eps * (2 * i - k))
+                         for i in range(k + 1)) / math.comb(t, k) - math.exp(at), 0.0)
+               for m in range(t + 1))

@@ -12,7 +12,7 @@ import pytest
 from scipy import signal, special, stats
 
 from allocation_monte_carlo import delta_pq
-from allocation_reference import k_of_t_deltas
+from allocation_reference import k_of_t_deltas, pure_dp_k_of_t_delta
 
 from gce.priors.allocation import allocation_curve, circle, log_statistic
 from gce.priors.allocation.bracket import LowerBound
@@ -137,14 +137,11 @@ def test_pure_dp_atoms_against_the_counts(eps):
     """The canonical pair of pure eps-DP (W is e^eps or e^-eps: atoms, bands of no mass): above the exact
     delta, which depends only on how many outputs are at e^eps (a binomial count), for t up to 10; the
     clamp's atom is in the cells, not charged again (the charge stays at the tail)."""
-    b = 1.0 / (1.0 + math.exp(eps))  # Q-mass of W = e^eps
     for k in (2, 3):
         for t in range(k + 1, 11):
             curve = circle.circle_curve(CanonicalRatio(eps, 0.0), t, k, 0.5 * eps, 1e-14)
             at = 0.5 * eps
-            exact = sum(stats.binom.pmf(m, t, b) * max(sum(math.comb(m, i) * math.comb(t - m, k - i)
-                                                            * math.exp(eps * (2 * i - k)) for i in range(k + 1))
-                                                        / math.comb(t, k) - math.exp(at), 0.0) for m in range(t + 1))
+            exact = pure_dp_k_of_t_delta(eps, t, k, at)
             value = float(curve.delta(at))
             assert math.isfinite(value) and exact * (1 - 1e-9) <= value <= 1.0, (t, k, value, exact)
             assert curve._charge <= 1e-12
@@ -225,11 +222,8 @@ def test_a_short_range_of_v_wraps_upwards(monkeypatch):
     ``t / 4 = 2`` at 8 databases; pure-DP atoms, whose exact delta is a binomial count) the wrapped bound is
     above the exact delta and the unwrapped one (measured 0.398 against 0.214)."""
     eps, t, k = 1.0, 8, 2
-    b = 1.0 / (1.0 + math.exp(eps))
     at = 0.5 * eps
-    exact = sum(stats.binom.pmf(m, t, b) * max(sum(math.comb(m, i) * math.comb(t - m, k - i) * math.exp(eps * (2 * i - k))
-                                                   for i in range(k + 1)) / math.comb(t, k) - math.exp(at), 0.0)
-                for m in range(t + 1))
+    exact = pure_dp_k_of_t_delta(eps, t, k, at)
     assert circle._v_cells(t, k, circle.COARSE) == 12  # (2 + 1) / 0.25: the whole range
     whole = float(circle.circle_curve(CanonicalRatio(eps, 0.0), t, k, at, 1e-14).delta(at))
     monkeypatch.setattr(circle, "V_SPAN", 0.0)

@@ -9,7 +9,7 @@ import math
 import numpy as np
 import pytest
 
-from allocation_reference import k_of_t_deltas
+from allocation_reference import k_of_t_deltas, pure_dp_k_of_t_delta
 
 from gce.priors.allocation import allocation_curve, log_statistic
 from gce.priors.allocation.bracket import LowerBound
@@ -150,14 +150,10 @@ def test_a_rate_per_count_stays_below_the_quadrature(mu, t, k):
 def test_a_rate_per_count_on_atoms_and_arguments():
     """Pure DP's canonical pair (W = e^eps or e^-eps): below the exact delta, which depends only on how many
     outputs are at e^eps; a pair with P-mass outside Q's support gets None; k = 1 and k = t are refused."""
-    from scipy import stats
     from gce.priors.allocation.ratios import CanonicalRatio
     eps, t, k = 1.0, 8, 3
-    b = 1.0 / (1.0 + math.exp(eps))
     at = 0.5 * eps
-    exact = sum(stats.binom.pmf(m, t, b) * max(sum(math.comb(m, i) * math.comb(t - m, k - i) * math.exp(eps * (2 * i - k))
-                                                   for i in range(k + 1)) / math.comb(t, k) - math.exp(at), 0.0)
-                for m in range(t + 1))
+    exact = pure_dp_k_of_t_delta(eps, t, k, at)
     law = log_statistic.by_counts(CanonicalRatio(eps, 0.0), t, k, at)
     assert 0.0 < float(law.curve().delta(at)) <= exact * (1 + 1e-9)
     assert log_statistic.by_counts(CanonicalRatio(eps, 0.01), t, k, at) is None
