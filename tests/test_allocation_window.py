@@ -20,13 +20,28 @@ def _delta_bracket(laws, eps: float) -> tuple[float, float]:
     return max(low, 0.0), float(upper.curve().delta(eps))
 
 
-@pytest.mark.parametrize("mu, t, points", [(0.5, 3, 2**13), pytest.param(1.0, 4, 2**13, marks=pytest.mark.slow)])
-def test_the_window_and_the_heavy_split_hold_the_quadrature(monkeypatch, mu, t, points):
+@pytest.mark.parametrize("mu, t, points, fft", [(0.5, 3, 2**13, False), (0.5, 3, 2**13, True),
+                                                 pytest.param(1.0, 4, 2**13, False, marks=pytest.mark.slow)])
+def test_the_window_and_the_heavy_split_hold_the_quadrature(monkeypatch, mu, t, points, fft):
     """The window (forced where it saves nothing) and the heavy split (forced at t = 3, its cut low enough
     that most outcomes hold a heavy term, the heavy cells on a coarser grid) hold the exact deltas of the
-    quadrature in both directions, from 1e-2 down to about 1e-12, and stay close to them."""
+    quadrature in both directions, from 1e-2 down to about 1e-12, and stay close to them; ``fft``: the
+    split's products by the transform wherever its error fits a budget of 1e-11 (forced: at training scale
+    only the pieces of many heavy terms take it), the errors charged."""
     from allocation_reference import k_of_t_deltas
 
+    if fft:
+        monkeypatch.setattr(uniform_tilted, "_FFT_FROM", 0)
+        monkeypatch.setattr(uniform_tilted, "_FFT_SHARE", 1e5)
+        used = []
+        strided = uniform_tilted._strided
+
+        def counted(*args, **kwargs):
+            product, eta = strided(*args, **kwargs)
+            used.append(eta > 0.0)
+            return product, eta
+
+        monkeypatch.setattr(uniform_tilted, "_strided", counted)
     monkeypatch.setattr(uniform_tilted, "_WINDOW_SAVES", 10.0)
     monkeypatch.setattr(uniform_tilted, "_SPLIT_FROM", 2)
     monkeypatch.setattr(uniform_tilted, "_HEAVY", 0.3 * t)  # a term is heavy with Q-probability about 0.3
@@ -52,6 +67,30 @@ def test_the_window_and_the_heavy_split_hold_the_quadrature(monkeypatch, mu, t, 
                 assert high <= 1.05 * exact.value and low >= 0.95 * exact.value, (which, eps, low, exact, high)
             checked += 1
     assert checked >= 6
+    if fft:
+        assert sum(used) >= 3 and not all(used), used  # both paths ran
+
+
+@pytest.mark.parametrize("stride", [1, 5])
+def test_the_split_products_by_the_transform_err_within_their_bound(stride):
+    """uniform_tilted._strided: non-negative laws over 40 orders of magnitude; the transform's product
+    (forced) is within its bound ``eta`` of the direct one in every entry, and within ``sqrt(size) eta`` in
+    all; the bound is not vacuous (below 1e-10 of the largest entry); and without budget the direct sums."""
+    rng = np.random.default_rng(7)
+    x = np.arange(3000)
+    sums = np.exp(-0.5 * ((x - 1500.0) / 130.0) ** 2) * rng.uniform(0.5, 1.5, x.size)
+    sums /= sums.sum()
+    factor = 1e-7 * np.exp(-np.arange(700) / 20.0) * rng.uniform(0.5, 1.5, 700)
+    direct, none = uniform_tilted._strided(sums, factor, stride)
+    assert none == 0.0
+    product, eta = uniform_tilted._strided(sums, factor, stride, budget=1.0)
+    assert eta > 0.0 and product.shape == direct.shape
+    assert eta < 1e-10 * direct.max()
+    error = np.abs(product - direct)
+    assert error.max() <= eta and error.sum() <= np.sqrt(product.size) * eta
+    assert error.max() > 0.0 or stride > 1  # the transform did round (else the bound was never tested)
+    tiny, eta0 = uniform_tilted._strided(sums, factor, stride, budget=1e-40)  # the budget too small: direct
+    assert eta0 == 0.0 and np.array_equal(tiny, direct)
 
 
 def test_the_split_and_the_plain_window_meet_where_both_resolve():

@@ -58,7 +58,10 @@ and ``H`` the masses below and from ``c`` (a term's law is ``L + H``), the sum's
 ``(L + H)^m = sum_n C(m, n) L^(m - n) H^n`` (exact: no conditioning), the member's law split the same way. The
 light sums ``L^(m - n)`` are tilted without obstruction (their terms stop at ``c``); the heavy powers and the
 products are direct convolutions of non-negative terms (relative round-off, :data:`ROUND_OFF` times twice the
-lengths times ``u``); the heavy cells go to a coarser grid (at most :data:`_HEAVY_POINTS`, cells at most
+lengths times ``u``), except the products whose FFT errs by at most a share of the clamp's tail in all
+(:func:`_strided`: the pieces of two or more heavy terms, whose mass is far below the target, and which were
+half the time of a training run's epochs), each entry's error then charged (above: ``sqrt(size)`` times the
+L2 bound at the product's largest loss; below: entrywise); the heavy cells go to a coarser grid (at most :data:`_HEAVY_POINTS`, cells at most
 ``c dx / 32``): above, each point split between its coarse neighbours keeping its mean (a spread of the spread:
 convex order holds), the member's P-masses recomputed as the Q-masses times the points; below, the cells
 merged (a coarser statistic: a garbling). Above, each light sum is raised by blocks (:func:`_raised`) before it
@@ -341,6 +344,9 @@ _CONVOLVE_SECONDS = 2e-9
 #: Allocations of more databases than this are split (fewer: the binomial expansion has no room).
 _SPLIT_FROM = 64
 _U = float(np.finfo(float).eps)
+#: The transforms' error summed over the heavy split's products is at most this share of the clamp's tail
+#: (:func:`_strided`); and products shorter than this (length times length) are summed directly.
+_FFT_SHARE, _FFT_FROM = 10.0, 1 << 20
 
 
 def _cut(term: NDArray[np.float64], t: int) -> int | None:
@@ -393,20 +399,41 @@ def _coarse_heavy(member: NDArray[np.float64] | None, term: NDArray[np.float64],
     return (None if member is None else np.bincount(b, member[c:], coarse)), out, stride
 
 
-def _strided(sums: NDArray[np.float64], factor: NDArray[np.float64], stride: int) -> NDArray[np.float64]:
-    """``sums`` (unit cells) convolved with ``factor`` on cells ``stride`` apart: one direct convolution per
-    phase of ``sums`` (non-negative terms: a relative round-off of the shorter length)."""
+def _strided(sums: NDArray[np.float64], factor: NDArray[np.float64], stride: int, budget: float = 0.0,
+             charged: bool = False) -> tuple[NDArray[np.float64], float]:
+    """``sums`` (unit cells) convolved with ``factor`` on cells ``stride`` apart, and a bound ``eta`` on the
+    L2 norm of its error (0 when exact up to the relative round-off of direct sums).
+
+    Both are non-negative. Direct convolution (one per phase of ``sums``) has a relative round-off of the
+    shorter length. The FFT of the two (``factor`` spread to unit cells) errs by at most ``eta`` in L2 norm,
+    the bound of :func:`_stitched` for two terms (Higham Sec. 24.1): ``ROUND_OFF u log2(n) 4 max(|a|_1 |b|_2,
+    |a|_2 |b|_1)``, so by at most ``eta`` in every entry and ``sqrt(size) eta`` in all (Cauchy and Schwarz).
+    It is used when what the caller charges is at most ``budget`` (a share of the clamp's tail: the pieces
+    of many heavy terms, whose mass is far below the target): the total when ``charged``, else ``eta`` in
+    each entry; otherwise the direct sums."""
+    size = sums.size + stride * (factor.size - 1)
+    if budget > 0.0 and sums.size * factor.size > _FFT_FROM:
+        n = _fft.next_fast_len(size, real=True)
+        a1, b1 = float(sums.sum()), float(factor.sum())
+        a2, b2 = float(np.linalg.norm(sums)), float(np.linalg.norm(factor))
+        eta = ROUND_OFF * _U * max(math.log2(n), 1.0) * 4.0 * max(a1 * b2, a2 * b1)
+        if (math.sqrt(size) if charged else size) * eta <= budget:
+            spread = np.zeros(stride * (factor.size - 1) + 1)
+            spread[::stride] = factor
+            y = _fft.irfft(_fft.rfft(sums, n) * _fft.rfft(spread, n), n)[:size]
+            return np.maximum(y, 0.0), eta
     if stride == 1:
-        return np.convolve(sums, factor)
-    out = np.zeros(sums.size + stride * (factor.size - 1))
+        return np.convolve(sums, factor), 0.0
+    out = np.zeros(size)
     for phase in range(min(stride, sums.size)):
         part = np.convolve(sums[phase::stride], factor)
         out[phase: phase + stride * part.size: stride] += part
-    return out
+    return out, 0.0
 
 
 def _split(member: NDArray[np.float64] | None, term: NDArray[np.float64], m: int, dx: float, grid: _Grid,
-           c: int, heavy_terms: int, mode: str, which: str) -> tuple[NDArray[np.float64], float]:
+           c: int, heavy_terms: int, mode: str, which: str, budget: float = 0.0
+           ) -> tuple[NDArray[np.float64], float]:
     """The law of ``member + m terms`` split at the heavy cut ``c`` (module doc, "Heavy tails"): the binomial
     expansion ``(L + H)^m = sum_n C(m, n) L^(m - n) H^n`` (the member split the same way), the light powers
     by the tilted transform on the window, the heavy cells on a coarser grid (:func:`_coarse_heavy`), their
@@ -438,7 +465,7 @@ def _split(member: NDArray[np.float64] | None, term: NDArray[np.float64], m: int
         if any(count > 0 and not np.any(mass > 0) for mass, count in parts):
             continue  # a part of no mass (all of a term beyond the cut: very small noise): a piece of probability 0
         if not parts:  # heavy terms only (t of them): the sum of none is the point 0, below the window's start
-            product = _strided(np.ones(1), factor, stride)
+            product, _ = _strided(np.ones(1), factor, stride)
             at = offset - start
             if at < 0:  # below the window: merged into its first entry (a larger S: a garbling, and above, a
                 product = np.concatenate(([product[:-at].sum()], product[-at:]))  # larger loss for P||Q)
@@ -449,8 +476,14 @@ def _split(member: NDArray[np.float64] | None, term: NDArray[np.float64], m: int
         sums = _raised(law, dx, top_last=which == "remove") if mode == "raised" else \
             _entrywise(law, "up" if mode == "up" else "down")
         outside += float(factor.sum()) * _chernoff_tail(parts, dx, (start + n_window) * dx, start * dx)
-        product = _strided(sums, factor, stride)
-        relative = max(relative, 2.0 * _U * (min(-(-sums.size // stride), factor.size) + (heavy_terms + 2) * heavy.size))
+        product, eta = _strided(sums, factor, stride, budget / len(pieces), charged=mode == "raised")
+        powers_error = (heavy_terms + 2) * heavy.size  # the heavy powers' direct sums
+        relative = max(relative, 2.0 * _U * (powers_error + (min(-(-sums.size // stride), factor.size) if eta == 0.0
+                                                             else 0)))
+        if eta > 0.0 and mode == "raised":  # the transform's errors, at most sqrt(size) eta in all, charged at
+            product[-1] += math.sqrt(product.size) * eta  # the product's largest sum (P||Q: its largest loss)
+        elif eta > 0.0:  # the garbling's entrywise bounds: each entry's error is at most eta
+            product = np.maximum(product - eta, 0.0) if mode == "down" else product + eta
         out[offset: offset + product.size] += product
     scale = 1.0 + ROUND_OFF * relative if mode != "down" else 1.0 - ROUND_OFF * relative
     return out * scale, outside
@@ -465,7 +498,7 @@ def _tilted_upper(ratio, t: int, grid: _Grid, which: str, tail: float | None = N
     c = _cut(law, t) if which == "remove" and tail is not None and t > _SPLIT_FROM else None
     if c is not None:
         heavy_terms, rest = _heavy_count(law, c, t - 1, tail)
-        p, outside = _split(moment, law, t - 1, dx, grid, c, heavy_terms, "raised", which)
+        p, outside = _split(moment, law, t - 1, dx, grid, c, heavy_terms, "raised", which, _FFT_SHARE * tail)
         s = (start + np.arange(p.size)) * dx
         finite = s > 0
         return _Law(np.log(s[finite] / t), p[finite], min(excess + outside + rest, 1.0))
@@ -491,9 +524,10 @@ def _tilted_lower(ratio, t: int, grid: _Grid, which: str, tail: float | None = N
     n, dx = grid.size, grid.dx
     c = _cut(q_cells, t) if which == "remove" and tail is not None and t > _SPLIT_FROM else None
     if c is not None:
-        p, _ = _split(p_cells, q_cells, t - 1, dx, grid, c, _heavy_count(q_cells, c, t - 1, tail)[0], "down", which)
+        p, _ = _split(p_cells, q_cells, t - 1, dx, grid, c, _heavy_count(q_cells, c, t - 1, tail)[0], "down", which,
+                      _FFT_SHARE * tail)
         heavy_terms, rest = _heavy_count(q_cells, c, t, tail)
-        q, _ = _split(None, q_cells, t, dx, grid, c, heavy_terms, "up", which)
+        q, _ = _split(None, q_cells, t, dx, grid, c, heavy_terms, "up", which, _FFT_SHARE * tail)
         size = max(p.size, q.size)
         p, q = np.pad(p, (0, size - p.size)), np.pad(q, (0, size - q.size))
         keep = p > 0
