@@ -197,6 +197,11 @@ def _at(curve, lower, delta: float | None, epsilon: float | None) -> tuple[float
     return float(lower.delta(epsilon)), float(curve.delta(epsilon))
 
 
+def _lower_at(lower, delta: float | None, epsilon: float | None) -> float:
+    """The lower end of :func:`_at` alone (the upper curve, a circle's say, can cost a bisection)."""
+    return float(lower.epsilon(delta)) if epsilon is None else float(lower.delta(epsilon))
+
+
 class _DirectionLower(PrivacyCurve):
     """The batch engine's lower curve seen as a curve, both directions or one (``which``: its
     :meth:`~gce.accounting.batch.LowerCurve.direction_delta`); only to be wrapped in :class:`LowerBound`."""

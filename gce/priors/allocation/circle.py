@@ -170,6 +170,7 @@ class CircleCurve(PrivacyCurve):
         self.description = description
         self.delta_floor = min(self._charge, 1.0)
         self._low = max((count.low for count in counts), default=0.0)
+        self._epsilons: dict[float, float] = {}  # epsilon at each delta read (the curve never changes)
 
     def _delta(self, eps: NDArray[np.float64]) -> NDArray[np.float64]:
         eps = np.atleast_1d(np.asarray(eps, dtype=float))
@@ -177,6 +178,18 @@ class CircleCurve(PrivacyCurve):
         for count in self._counts:
             total = total + count.delta(eps)
         return np.where(eps >= self._low, np.minimum(total, 1.0), 1.0)
+
+    def _epsilon(self, d: NDArray[np.float64]) -> NDArray[np.float64]:
+        """As every curve's (a bisection of :meth:`_delta`), each delta's once: the bracket at the target is
+        read before every later step of :func:`~.random_allocation.allocation_curve`, and each bisection sums
+        the counts' bounds some sixty times."""
+        out = np.empty(d.shape)
+        for i, target in enumerate(d):
+            key = float(target)
+            if key not in self._epsilons:
+                self._epsilons[key] = self._bisect(key)
+            out[i] = self._epsilons[key]
+        return out
 
 
 def thresholds(t: int, k: int, level: int = 0) -> tuple[float, ...]:

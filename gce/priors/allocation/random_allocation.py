@@ -21,7 +21,7 @@ from ...accounting.curves import PrivacyCurve
 from ...errors import InvalidParameterError, NumericalLimitError
 from ...validation import is_number
 from .bracket import (_STOPPED, _Least, _TAIL_SHARE, _WHICH, DEFAULT_RTOL, TAIL, AllocationCurve, LowerBound, _at, _check_count,
-                      _DirectionLower, _may_refine, _target_text, _width)
+                      _DirectionLower, _lower_at, _may_refine, _target_text, _width)
 from .circle import THRESHOLDS as CIRCLE_LEVELS
 from .circle import circle_curve
 from .circle import seconds as _circle_seconds
@@ -282,10 +282,10 @@ def _with_finer_sums(ratio, t: int, k: int, rtol: float, delta: float | None, ep
         effort.checkpoint()
         remove, add = _log_laws(ratio, t, k, r, dx, thetas)
         own = [(remove.curve(), 0.0, 0.0), (add.curve(), 0.0, 0.0)]
-        reading = _at(curve, LowerBound(own), delta, epsilon)[0]
+        reading = _lower_at(LowerBound(own), delta, epsilon)
         peak, falls = (reading, 0) if reading > peak else (peak, falls + 1)
         lower = LowerBound([(curve.lower, 0.0, 0.0)] + own)
-        value = _at(curve, lower, delta, epsilon)[0]
+        value = _lower_at(lower, delta, epsilon)
         if value > best_low:
             best, best_low = (lower, r), value
         if falls >= 2:
@@ -317,7 +317,7 @@ def _with_counts_below(ratio, t: int, k: int, rtol: float, delta: float | None, 
     if law is None:
         return curve
     lower = LowerBound([(curve.lower, 0.0, 0.0), (law.curve(), 0.0, 0.0)])
-    if _at(curve, lower, delta, epsilon)[0] <= low:
+    if _lower_at(lower, delta, epsilon) <= low:
         return curve
     text = (f"a rate per count of large ratios (sums of logarithms, cells {dx:g})" if dx == COUNT_CELLS[0] else
             f"the same on cells {dx:g}")
@@ -522,7 +522,7 @@ def _with_pairs(ratio, t: int, k: int, epochs: int, rtol: float, delta: float | 
             # the statistic reads e_1 and e_2 only: when it is no better than the decomposition's garbling by
             # the sum at the target (measured: 4 of 16 at sigma 3, 10 of 100 at sigma 1), finer grids of it
             # are not computed (a function of the numbers computed: deterministic)
-            if members_part is None or _at(curve, LowerBound([members_part]), delta, epsilon)[0] <= decomposition[0]:
+            if members_part is None or _lower_at(LowerBound([members_part]), delta, epsilon) <= decomposition[0]:
                 by_statistic = False
         if members_part is not None:
             parts.append(members_part)
