@@ -21,6 +21,7 @@ from scipy import integrate, optimize, special
 from gce import Invocation, Scenario, effort, solve
 from gce.accounting.guarantees import GaussianMechanism, PureDP, Subsampled
 from gce.bridges.accountant import GceAccountant
+from gce.errors import InvalidParameterError
 from gce.priors.allocation import gaussian_parts, poisson_curve
 from gce.priors.allocation import poisson as engine
 
@@ -442,3 +443,16 @@ def test_an_importance_sampled_monte_carlo_agrees_at_delta_1e_12():
     curve = poisson_curve([(mu, q, steps)], delta=1e-12)
     low, high = float(curve.lower.delta(eps)), float(curve.delta(eps))
     assert low - 4 * error <= mean <= high + 4 * error, (low, mean, error, high)
+
+
+@pytest.mark.parametrize("kwargs, field", [
+    ({"parts": []}, "parts"), ({"parts": [(1.0, 0.01)]}, "parts[0]"), ({"rtol": 2.0}, "rtol"),
+    ({"epsilon": -1.0}, "epsilon"), ({"epsilon": math.inf}, "epsilon"), ({"delta": 1.5}, "delta"),
+    ({"delta": 0.0}, "delta")])
+def test_bad_arguments_name_their_field(kwargs, field):
+    """Each bad argument of poisson_curve is refused naming its field (an epsilon, delta or rtol refused once
+    raised UnboundLocalError: the description's local name shadowed the quoting helper)."""
+    arguments = {"parts": [(1.0, 0.01, 100)], **kwargs}
+    with pytest.raises(InvalidParameterError) as caught:
+        poisson_curve(**arguments)
+    assert caught.value.field == field, caught.value

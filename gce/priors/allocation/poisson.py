@@ -1371,10 +1371,10 @@ def poisson_curve(parts: Sequence[tuple[float, float, int]], rtol: float = effor
         if stopped:
             return _closed_forms(clean, "the time limit leaves no room for the first grid")
         return _closed_forms(clean, f"no lattice fits ({limited})")
-    shown = ", ".join(f"{count} x (mu {ratio.mu:g} at rate {rate:g})" for ratio, rate, count in clean[:4])
+    listed = ", ".join(f"{count} x (mu {ratio.mu:g} at rate {rate:g})" for ratio, rate, count in clean[:4])
     more = ", ..." if len(clean) > 4 else ""
     width = _width(done.low, done.high)
-    text = (f"Poisson subsampling of {copies} Gaussian(s): {shown}{more}; lattice {done.h:.3g} "
+    text = (f"Poisson subsampling of {copies} Gaussian(s): {listed}{more}; lattice {done.h:.3g} "
             f"({done.cells:,} cells, windows of {max(done.sizes):,} points); "
             f"bracket {effort.describe_width(width)} wide")
     if stopped:
