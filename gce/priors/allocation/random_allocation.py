@@ -11,16 +11,14 @@ epochs (joint convexity: the prior is a mixture of k-sets), which coarse grids a
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 
 import numpy as np
-from numpy.typing import NDArray
 
 from ... import effort
 from ...accounting.curves import PrivacyCurve
 from ...errors import InvalidParameterError, NumericalLimitError
 from ...validation import is_number
-from .bracket import (_STOPPED, _Least, _TAIL_SHARE, _WHICH, DEFAULT_RTOL, TAIL, AllocationCurve, LowerBound, _at, _check_count,
+from .bracket import (_STOPPED, _Least, _WHICH, DEFAULT_RTOL, TAIL, AllocationCurve, LowerBound, _at, _check_count,
                       _DirectionLower, _lower_at, _may_refine, _target_text, _width)
 from .circle import THRESHOLDS as CIRCLE_LEVELS
 from .circle import circle_curve
