@@ -247,8 +247,8 @@ def test_below_circle_mu_the_circle_comes_first_where_many_members_decide_p_q():
     runs first; at one threshold (rtol 5%: the second takes 30 s) it certifies 7.430 (the blocks of two, computed first before: 7.572 in 8 s; an importance-
     sampled Monte Carlo near 7.38, test below). Not first: sigma 2.61, 19 of 45 (Q||P 5.020 near the top of
     [4.868, 5.049]: the blocks tighten both directions), sigma 1.61, 17 of 282 (a share of 6%), two members
-    (the blocks are the exact pair's recursion), large noise (sigma 2.2, below CIRCLE_FIRST_MU) and where the
-    circle already runs (mu >= CIRCLE_MU)."""
+    (the blocks are the exact pair's recursion) and large noise (sigma 2.2, below CIRCLE_FIRST_MU); from
+    CIRCLE_MU (sigma 1, 10 of 400) at any share."""
     curve = _decomposition(1.23, 16, 89, 1e-5)
     low, high = curve.epsilon_bracket(1e-5)
     assert 7.33 <= low <= 7.35 and 7.70 <= high <= 7.72 and float(curve.directions[1].epsilon(1e-5)) < low
@@ -258,10 +258,11 @@ def test_below_circle_mu_the_circle_comes_first_where_many_members_decide_p_q():
     assert 7.40 <= first.epsilon_bracket(1e-5)[1] <= 7.44 and "Cauchy's circle" in first.description
     late = random_allocation._with_circle(ratio, 89, 16, 0.05, 1e-5, None, 1e-9, curve, curve.directions)
     assert late is curve  # below CIRCLE_MU only when first
-    for sigma, k, t, delta in [(2.61, 19, 45, 1e-5), (1.61, 17, 282, 1e-6), (1.4, 2, 8, 1e-6), (1.0, 10, 40, 1e-6),
-                               (2.2, 4, 22, 1e-8)]:
+    for sigma, k, t, delta in [(2.61, 19, 45, 1e-5), (1.61, 17, 282, 1e-6), (1.4, 2, 8, 1e-6), (2.2, 4, 22, 1e-8)]:
         other = _decomposition(sigma, k, t, delta)
         assert not random_allocation._circle_first(GaussianRatio(1.0 / sigma), t, k, other, delta, None), (sigma, k, t)
+    other = _decomposition(1.0, 10, 400, 1e-6)  # from CIRCLE_MU, at any share of the databases
+    assert random_allocation._circle_first(GaussianRatio(1.0), 400, 10, other, 1e-6, None)
 
 
 @pytest.mark.slow  # about 10 s: the decomposition, the circle (1 s), a Monte Carlo of 400,000 draws
