@@ -122,7 +122,7 @@ def test_the_law_of_a_and_v_holds_a_direct_convolution():
 
 
 @pytest.mark.parametrize("mu, t, k, eps, most", [(1.0, 4, 2, 1.0, 1.7), (2.0, 4, 2, 3.0, 1.4), (3.0, 4, 3, 6.0, 1.15),
-                                                  (1.0, 3, 2, 1.0, 1.65), (0.6, 4, 3, 1.0, 1.9), (0.6, 5, 3, 0.8, 1.85)])
+                                                  (1.0, 3, 2, 1.0, 1.65), (0.6, 4, 3, 1.0, 1.9)])
 def test_above_the_quadrature_in_the_direction_p_q(mu, t, k, eps, most):
     """Never below the exact delta of the direction P||Q (the quadrature's value less its error), also below
     CIRCLE_MU (mu 0.6); at so few databases (1) is far from e_k (measured 1.13 to 1.84 times the exact
