@@ -380,6 +380,7 @@ def _rate_bounds(ratio, t: int, k: int, cuts, top: float, masses, target: float,
             moments[theta, b] = (float((w * a_nodes).sum()), float((w * v_nodes).sum())) if log_z > -math.inf else None
     spectra = {}
     bounds = {}
+    cells = None  # the cells of log G, the same for every count at this rate (:func:`_loss_cells`)
     for n in kept:
         effort.checkpoint()  # a count is short: a level that overran on a loaded machine stops here
         bands = (t - n[0],) + tuple(n[j] - n[j + 1] for j in range(len(n) - 1)) + (n[-1],)
@@ -407,7 +408,9 @@ def _rate_bounds(ratio, t: int, k: int, cuts, top: float, masses, target: float,
         scale = math.lgamma(t + 1) + sum(c * logs[b] - math.lgamma(c + 1) for b, c in enumerate(bands) if c)
         exponent = sum(c * log_spectra[b] for b, c in enumerate(bands) if c)
         law = np.maximum(_fft.irfft2(np.exp(exponent), (n_a, n_v)), 0.0)
-        bounds[n] = _collapse(law, noise, scale, theta, a_grid, log_g, target, masses[n], r, cell_a)
+        if cells is None:
+            cells = _loss_cells(a_grid, log_g, target, cell_a)
+        bounds[n] = _collapse(law, noise, scale, theta, a_grid, log_g, target, masses[n], r, cell_a, cells)
     return bounds, wrap
 
 
@@ -424,23 +427,40 @@ def _log_tilted(law: NDArray[np.float64], exponent: NDArray[np.float64]) -> tupl
     return weights / total, top + math.log(total)
 
 
-def _collapse(law, noise: float, scale: float, theta: float, a_grid, log_g, target: float, cap: float,
-              r: float, cell_a: float) -> _CountBound:
-    """A count's tilted law of (A, V) onto the grid of ``log G`` (rounded up), untilted: ``weight`` per cell
-    ``E_Q[G; cell]``, ``allowance`` the round-off's weight (module doc, "Floating point"). Losses below
-    ``target - LOSS_SPAN`` are dropped: the curve claims nothing below it."""
+@dataclass(frozen=True)
+class _LossCells:
+    """The cells of ``log G`` (rounded up) of the grid of (A, V) at one rate, the same for every count: the
+    first row with a loss at or above ``target - LOSS_SPAN``, each node's cell from there (``size``, one past
+    the last, for the nodes below: dropped) and the number of cells."""
+
+    first: int
+    index: NDArray[np.int64]
+    size: int
+
+
+def _loss_cells(a_grid, log_g, target: float, cell_a: float) -> _LossCells:
     low = target - LOSS_SPAN
     first = max(int(math.floor((low - float(log_g[0])) / cell_a)), 0)  # rows with some loss >= low
-    a_rows = a_grid[first:, None]
-    loss = a_rows + log_g[None, :]
-    index = np.ceil((loss - low) / CELL_LOSS)
+    index = np.ceil((a_grid[first:, None] + log_g[None, :] - low) / CELL_LOSS)
     keep = index >= 0
-    index = np.where(keep, index, 0).astype(np.int64)
+    size = int(index[keep].max()) + 1 if np.any(keep) else 1
+    return _LossCells(first, np.where(keep, index, size).astype(np.int64).ravel(), size)
+
+
+def _collapse(law, noise: float, scale: float, theta: float, a_grid, log_g, target: float, cap: float,
+              r: float, cell_a: float, cells: _LossCells | None = None) -> _CountBound:
+    """A count's tilted law of (A, V) onto the grid of ``log G`` (rounded up), untilted: ``weight`` per cell
+    ``E_Q[G; cell]``, ``allowance`` the round-off's weight (module doc, "Floating point"). Losses below
+    ``target - LOSS_SPAN`` are dropped: the curve claims nothing below it. ``cells``: :func:`_loss_cells`
+    of the rate, computed once for all its counts."""
+    low = target - LOSS_SPAN
+    cells = cells if cells is not None else _loss_cells(a_grid, log_g, target, cell_a)
+    first, size = cells.first, cells.size
+    a_rows = a_grid[first:, None]
     # E_Q[G; cell] = tilted mass e^{scale - theta A} e^{log G}
     with np.errstate(over="ignore"):
-        unit = np.exp(np.minimum(scale - theta * a_rows + loss, 700.0))
-    size = int(index.max()) + 1
-    weight = np.bincount(index.ravel(), weights=np.where(keep, law[first:] * unit, 0.0).ravel(), minlength=size)
+        unit = np.exp(np.minimum(scale - theta * a_rows + (a_rows + log_g[None, :]), 700.0))
+    weight = np.bincount(cells.index, weights=(law[first:] * unit).ravel(), minlength=size + 1)[:size]
     # the largest unit in a loss cell: A >= loss - log_g[0] there (log_g is largest at V = 0)
     top = low + CELL_LOSS * np.arange(size)
     a_least = np.maximum(top - CELL_LOSS - float(log_g[0]), 0.0)
