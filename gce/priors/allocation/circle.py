@@ -406,8 +406,14 @@ def _rate_bounds(ratio, t: int, k: int, cuts, top: float, masses, target: float,
                                   _noise(n_a * n_v, t, tilted))
         log_spectra, logs, noise = spectra[theta]
         scale = math.lgamma(t + 1) + sum(c * logs[b] - math.lgamma(c + 1) for b, c in enumerate(bands) if c)
-        exponent = sum(c * log_spectra[b] for b, c in enumerate(bands) if c)
-        law = np.maximum(_fft.irfft2(np.exp(exponent), (n_a, n_v)), 0.0)
+        exponent = None  # sum_b c_b log(spectrum_b), in place: the arrays are large
+        for b, c in enumerate(bands):
+            if c:
+                if exponent is None:
+                    exponent = c * log_spectra[b]
+                else:
+                    exponent += c * log_spectra[b]
+        law = np.maximum(_fft.irfft2(np.exp(exponent, out=exponent), (n_a, n_v)), 0.0)
         if cells is None:
             cells = _loss_cells(a_grid, log_g, target, cell_a)
         bounds[n] = _collapse(law, noise, scale, theta, a_grid, log_g, target, masses[n], r, cell_a, cells)
