@@ -243,12 +243,12 @@ def _decomposition(sigma: float, k: int, t: int, delta: float):
 
 def test_below_circle_mu_the_circle_comes_first_where_many_members_decide_p_q():
     """random_allocation._circle_first: sigma 1.23 (mu 0.81, below CIRCLE_MU), 16 of 89, delta 1e-5: the
-    decomposition's bracket is [7.340, 7.711], its direction Q||P 7.194 (below its lower end), so the circle
-    runs first; at one threshold (rtol 5%: the second takes 30 s) it certifies 7.430 (the blocks of two, computed first before: 7.572 in 8 s; an importance-
-    sampled Monte Carlo near 7.38, test below). Not first: sigma 2.61, 19 of 45 (Q||P 5.020 near the top of
-    [4.868, 5.049]: the blocks tighten both directions), sigma 1.61, 17 of 282 (a share of 6%), two members
-    (the blocks are the exact pair's recursion) and large noise (sigma 2.2, below CIRCLE_FIRST_MU); from
-    CIRCLE_MU (sigma 1, 10 of 400) at any share."""
+    decomposition's bracket is [7.340, 7.711], its direction Q||P 7.194 (below its lower end), so the circle runs
+    first; at one threshold (rtol 5%: the second takes 30 s) it certifies 7.430 (the blocks of two, computed first
+    before: 7.572 in 8 s; an importance-sampled Monte Carlo near 7.38, test below). Not first: sigma 2.61, 19 of 45
+    (Q||P 5.020 near the top of [4.868, 5.049]: the blocks tighten both directions), sigma 1.61, 17 of 282 (a share
+    of 6%), two members (the blocks are the exact pair's recursion) and large noise (sigma 2.2, below
+    CIRCLE_FIRST_MU); from CIRCLE_MU (sigma 1, 10 of 400) at any share."""
     curve = _decomposition(1.23, 16, 89, 1e-5)
     low, high = curve.epsilon_bracket(1e-5)
     assert 7.33 <= low <= 7.35 and 7.70 <= high <= 7.72 and float(curve.directions[1].epsilon(1e-5)) < low

@@ -330,24 +330,25 @@ CIRCLE_MU, CIRCLE_FIRST_MU, CIRCLE_SHARE = 0.9, 0.5, 0.1
 
 
 def _circle_first(ratio, t: int, k: int, curve: AllocationCurve, delta: float | None, epsilon: float | None) -> bool:
-    """Whether a Gaussian's circle is computed first (before the blocks of members), and below
-    :data:`CIRCLE_MU` at all: from :data:`CIRCLE_FIRST_MU`, at least three members, ``k >= CIRCLE_SHARE t``
-    below :data:`CIRCLE_MU`, and the decomposition's direction Q||P (which
-    the circle leaves as it is) in the lower half of its bracket (``curve``) at the target. There many
-    databases pass the cut and the circle's rate per count reads the saddle point that the blocks miss
-    (where Q||P is near the top, the blocks of two tighten both directions: sigma 2.61, 19 of 45, delta
-    1e-5, Q||P 5.020 in [4.868, 5.049], the blocks 4.952 and the circle first 5.020); measured within the default 5 s
-    (level 1, against the decomposition and the blocks of two computed first): sigma 1.23, 16 of 89, delta
-    1e-5, 7.430 in 1.0 s against 7.575 (the blocks, 8 s without a limit: 7.572; an importance-sampled Monte
-    Carlo puts the exact value near 7.38); sigma 1.48, 5 of 19, 1e-6, 4.119 against 4.163; sigma 2.61, 19 of
-    45, 1e-5, 4.934 against 4.952; sigma 1.8, 5 of 12, 1e-10, 5.494 against 5.511; sigma 1.25, 4 of 28, 1e-8,
-    4.254 against 4.281. At fewer members' share it was looser than the blocks (sigma 1.28, 25 of 341, 1e-8,
-    7.528 against 7.467; sigma 1.61, 17 of 282, 1e-6, 3.496 against 3.261), and at two members the blocks of
-    two are the exact pair's recursion (sigma 2.48, 2 of 8: 2.077 against 1.811); at large noise the circle
-    first then left the blocks no time (sigma 2.2, 4 of 22, 1e-8: 2.214 against 2.195; sigma 2.37, 3 of 17,
-    1e-10: 1.993 against 1.986). From CIRCLE_MU the circle decided the upper end wherever it was computed
-    (8 of 8 random cases); first, it fits where it did not after the others (sigma 0.71, 18 of 447, 1e-10:
-    [15.674, 16.039] -> [15.810, 16.039]; 16 cases: one 0.2% narrower, the others within 0.07%)."""
+    """Whether a Gaussian's circle is computed first, before the blocks of members (and below
+    :data:`CIRCLE_MU`, whether at all): from :data:`CIRCLE_FIRST_MU`, at least three members, below
+    :data:`CIRCLE_MU` at least :data:`CIRCLE_SHARE` of the databases members, and the decomposition's direction
+    Q||P (which the circle leaves as it is) in the lower half of its bracket ``curve`` at the target.
+
+    Measured within the default 5 s (2 cores, 2026-12; each against the decomposition and the blocks of two
+    computed first). Below CIRCLE_MU at a large share many databases pass the cut and the circle's rate per
+    count reads the saddle point that the blocks miss: sigma 1.23, 16 of 89, delta 1e-5, 7.430 in 1.0 s
+    against 7.575 (the blocks without a limit: 7.572 in 8 s; an importance-sampled Monte Carlo puts the exact
+    value near 7.38); sigma 1.48, 5 of 19, 1e-6, 4.119 against 4.163; sigma 1.25, 4 of 28, 1e-8, 4.254 against
+    4.281; sigma 1.8, 5 of 12, 1e-10, 5.494 against 5.511. Not first: at a smaller share the circle was looser
+    than the blocks (sigma 1.28, 25 of 341, 1e-8, 7.528 against 7.467; sigma 1.61, 17 of 282, 1e-6, 3.496
+    against 3.261); at two members the blocks of two are the exact pair's recursion (sigma 2.48, 2 of 8: 2.077
+    against 1.811); at large noise the circle left the blocks no time (sigma 2.2, 4 of 22, 1e-8: 2.214 against
+    2.195; sigma 2.37, 3 of 17, 1e-10: 1.993 against 1.986); where Q||P is near the top the blocks of two
+    tighten both directions (sigma 2.61, 19 of 45, 1e-5: Q||P 5.020 in [4.868, 5.049]; the blocks 4.952, the
+    circle first 5.020). From CIRCLE_MU the circle decided the upper end wherever it was computed (8 of 8
+    random cases), and first it fits where it did not after the others (sigma 0.71, 18 of 447, 1e-10:
+    [15.674, 16.039] -> [15.810, 16.039]; over 16 cases one 0.2% narrower, the others within 0.07%)."""
     if not (isinstance(ratio, GaussianRatio) and CIRCLE_FIRST_MU <= ratio.mu and k >= 3
             and (ratio.mu >= CIRCLE_MU or k >= CIRCLE_SHARE * t)):
         return False

@@ -61,19 +61,19 @@ products are direct convolutions of non-negative terms (relative round-off, :dat
 lengths times ``u``), except the products whose FFT errs by at most a share of the clamp's tail in all
 (:func:`_strided`: the pieces of two or more heavy terms, whose mass is far below the target, and which were
 half the time of a training run's epochs), each entry's error then charged (above: ``sqrt(size)`` times the
-L2 bound at the product's largest loss; below: entrywise); the heavy cells go to a coarser grid (at most :data:`_HEAVY_POINTS`, cells at most
-``c dx / 32``): above, each point split between its coarse neighbours keeping its mean (a spread of the spread:
-convex order holds), the member's P-masses recomputed as the Q-masses times the points; below, the cells
-merged (a coarser statistic: a garbling). Above, each light sum is raised by blocks (:func:`_raised`) before it
-is convolved: the raised law has larger upper tails than the true one, and a convolution with a non-negative
-law keeps that, so delta only rises; the binomial tail beyond :data:`_HEAVY_TERMS` heavy terms (at most the
-clamp's ``tail``) is charged at infinite loss. Below, the light sums enter entrywise lowered (P) and raised
-(Q), and Q's binomial tail beyond the terms composed is the lower law's ``slack_other`` (``sum (p - e^eps
-q)_+`` falls by at most ``e^eps`` times the Q-mass left out). Measured (1 of 10,000 at rtol 1%, one epoch, a
-loaded 2-core machine): sigma 3 at 1e-5 [0.0081521, 0.0081543] in 0.6 s (was [0.00791, 0.00878] in 24-56 s);
-sigma 1 at 1e-8 [0.060365, 0.060474] in 1.8 s (was 2.7% wide in 22-28 s); sigma 2 at 1e-10 [0.027714,
-0.027737] in 2.3 s (was 4.0%, 35 s); 10 epochs of sigma 1 at 1e-8 through :mod:`.epochs`: [0.19544, 0.19736]
-0.98% in 11 s (was 2.2%).
+L2 bound at the product's largest loss; below: entrywise); the heavy cells go to a coarser grid (at most
+:data:`_HEAVY_POINTS`, cells at most ``c dx / 32``): above, each point split between its coarse neighbours keeping
+its mean (a spread of the spread: convex order holds), the member's P-masses recomputed as the Q-masses times the
+points; below, the cells merged (a coarser statistic: a garbling). Above, each light sum is raised by blocks
+(:func:`_raised`) before it is convolved: the raised law has larger upper tails than the true one, and a
+convolution with a non-negative law keeps that, so delta only rises; the binomial tail beyond :data:`_HEAVY_TERMS`
+heavy terms (at most the clamp's ``tail``) is charged at infinite loss. Below, the light sums enter entrywise
+lowered (P) and raised (Q), and Q's binomial tail beyond the terms composed is the lower law's ``slack_other``
+(``sum (p - e^eps q)_+`` falls by at most ``e^eps`` times the Q-mass left out). Measured (1 of 10,000 at rtol 1%,
+one epoch, a loaded 2-core machine): sigma 3 at 1e-5 [0.0081521, 0.0081543] in 0.6 s (was [0.00791, 0.00878] in
+24-56 s); sigma 1 at 1e-8 [0.060365, 0.060474] in 1.8 s (was 2.7% wide in 22-28 s); sigma 2 at 1e-10 [0.027714,
+0.027737] in 2.3 s (was 4.0%, 35 s); 10 epochs of sigma 1 at 1e-8 through :mod:`.epochs`: [0.19544, 0.19736] 0.98%
+in 11 s (was 2.2%).
 
 The laws
 --------
