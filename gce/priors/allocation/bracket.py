@@ -191,15 +191,15 @@ def _brackets_at(upper: _Law, lower: _Law, targets) -> tuple[list[float], list[f
     return [lo for lo, _ in pairs], [hi for _, hi in pairs]
 
 
+def _reading(curve, delta: float | None, epsilon: float | None) -> float:
+    """A curve at the target: its epsilon at ``delta``, or its delta at ``epsilon`` when that is given."""
+    return float(curve.epsilon(delta)) if epsilon is None else float(curve.delta(epsilon))
+
+
 def _at(curve, lower, delta: float | None, epsilon: float | None) -> tuple[float, float]:
-    if epsilon is None:
-        return float(lower.epsilon(delta)), float(curve.epsilon(delta))
-    return float(lower.delta(epsilon)), float(curve.delta(epsilon))
-
-
-def _lower_at(lower, delta: float | None, epsilon: float | None) -> float:
-    """The lower end of :func:`_at` alone (the upper curve, a circle's say, can cost a bisection)."""
-    return float(lower.epsilon(delta)) if epsilon is None else float(lower.delta(epsilon))
+    """The bracket at the target: (``lower``'s reading, ``curve``'s); a step that needs only the lower end
+    reads it alone (:func:`_reading`: the upper curve, a circle's say, can cost a bisection)."""
+    return _reading(lower, delta, epsilon), _reading(curve, delta, epsilon)
 
 
 class _DirectionLower(PrivacyCurve):

@@ -382,7 +382,7 @@ def _rate_bounds(ratio, t: int, k: int, cuts, top: float, masses, target: float,
             moments[theta, b] = (float((w * a_nodes).sum()), float((w * v_nodes).sum())) if log_z > -math.inf else None
     spectra = {}
     bounds = {}
-    cells = None  # the cells of log G, the same for every count at this rate (:func:`_loss_cells`)
+    cells = _loss_cells(a_grid, log_g, target, cell_a)  # the same for every count at this rate
     for n in kept:
         effort.checkpoint()  # a count is short: a level that overran on a loaded machine stops here
         bands = (t - n[0],) + tuple(n[j] - n[j + 1] for j in range(len(n) - 1)) + (n[-1],)
@@ -416,9 +416,7 @@ def _rate_bounds(ratio, t: int, k: int, cuts, top: float, masses, target: float,
                 else:
                     exponent += c * log_spectra[b]
         law = np.maximum(_fft.irfft2(np.exp(exponent, out=exponent), (n_a, n_v)), 0.0)
-        if cells is None:
-            cells = _loss_cells(a_grid, log_g, target, cell_a)
-        bounds[n] = _collapse(law, noise, scale, theta, a_grid, log_g, target, masses[n], r, cell_a, cells)
+        bounds[n] = _collapse(law, noise, scale, theta, a_grid, log_g, target, masses[n], r, cells)
     return bounds, wrap
 
 
@@ -456,13 +454,12 @@ def _loss_cells(a_grid, log_g, target: float, cell_a: float) -> _LossCells:
 
 
 def _collapse(law, noise: float, scale: float, theta: float, a_grid, log_g, target: float, cap: float,
-              r: float, cell_a: float, cells: _LossCells | None = None) -> _CountBound:
+              r: float, cells: _LossCells) -> _CountBound:
     """A count's tilted law of (A, V) onto the grid of ``log G`` (rounded up), untilted: ``weight`` per cell
     ``E_Q[G; cell]``, ``allowance`` the round-off's weight (module doc, "Floating point"). Losses below
     ``target - LOSS_SPAN`` are dropped: the curve claims nothing below it. ``cells``: :func:`_loss_cells`
     of the rate, computed once for all its counts."""
     low = target - LOSS_SPAN
-    cells = cells if cells is not None else _loss_cells(a_grid, log_g, target, cell_a)
     first, size = cells.first, cells.size
     a_rows = a_grid[first:, None]
     # E_Q[G; cell] = tilted mass e^{scale - theta A} e^{log G}

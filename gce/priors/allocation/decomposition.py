@@ -38,8 +38,8 @@ from scipy import special
 from ...accounting import batch
 from ...accounting.curves import PrivacyCurve
 from ...errors import NumericalLimitError
-from .bracket import (_SETTLED, _STOPPED, _WHICH, AllocationCurve, LowerBound, _at, _DirectionLower, _lower_at, _fft_seconds, _Law,
-                      _may_refine, _width)
+from .bracket import (_SETTLED, _STOPPED, _WHICH, AllocationCurve, LowerBound, _at, _DirectionLower, _fft_seconds, _Law,
+                      _may_refine, _reading, _width)
 from .log_statistic import CELL as _LOG_CELL
 from .log_statistic import laws as _log_laws
 from .log_statistic import rates as _log_rates
@@ -226,7 +226,7 @@ def _k_of_t_lower(ratio, t: int, k: int, epochs: int, rtol: float, interval: flo
         elif _may_refine(_log_seconds(ratio, t, k, thetas=_sum_tilts(delta, epochs)), "allocation (the k-of-t pair garbled by sums of "
                          "logarithms)", delta, epsilon, _width(sum_low, high)):
             best = _log_statistic_part(ratio, t, k, epochs, interval, delta, epsilon)
-            if best is not None and _lower_at(LowerBound([best[0]]), delta, epsilon) > sum_low:
+            if best is not None and _reading(LowerBound([best[0]]), delta, epsilon) > sum_low:
                 parts.append(best[0])
                 how = (f"the {k}-of-{t} pair garbled by sum_i floor(log(1 + r W_i) / {_LOG_CELL:g}), "
                        f"r = {best[1]:.4g}" + (", composed" if epochs > 1 else ""))
@@ -272,7 +272,7 @@ def _log_statistic_part(ratio, t: int, k: int, epochs: int, interval: float, del
     for r in _log_rates(t, k):
         remove, add = _log_laws(ratio, t, k, r, thetas=_sum_tilts(delta, epochs))
         bound = LowerBound([(remove.curve(), 0.0, 0.0), (add.curve(), 0.0, 0.0)])
-        value = float(bound.epsilon(delta)) if epsilon is None else float(bound.delta(epsilon))
+        value = _reading(bound, delta, epsilon)
         if value > best_value:
             best, best_value, best_rate = (remove, add), value, r
     if best is None:

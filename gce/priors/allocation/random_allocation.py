@@ -19,7 +19,7 @@ from ...accounting.curves import PrivacyCurve
 from ...errors import InvalidParameterError, NumericalLimitError
 from ...validation import is_number
 from .bracket import (_STOPPED, _Least, _WHICH, DEFAULT_RTOL, TAIL, AllocationCurve, LowerBound, _at, _check_count,
-                      _DirectionLower, _lower_at, _may_refine, _target_text, _width)
+                      _DirectionLower, _may_refine, _reading, _target_text, _width)
 from .circle import THRESHOLDS as CIRCLE_LEVELS
 from .circle import circle_curve
 from .circle import seconds as _circle_seconds
@@ -148,17 +148,15 @@ def allocation_curve(mu: float, t: int, k: int = 1, epochs: int = 1, rtol: float
                 raise NumericalLimitError(f"random allocation: {why}") from None
             return _closed_forms(ratio.mu, t, k, epochs, str(why))
         decomposition = curve.directions
-        summed, circled = set(), False  # the cells of the finer sums computed; whether the circle ran
-        if epochs == 1 and decomposition is not None and 1 < k < t and _circle_first(ratio, t, k, curve, delta,
-                                                                                     epsilon):
-            circled = True
-            # the circle first, then the cheap finer sums below: the blocks of members seldom tighten these
+        # the circle first, then every finer sum below (cheap): the blocks of members seldom tighten these
+        circled = (epochs == 1 and decomposition is not None and 1 < k < t
+                   and _circle_first(ratio, t, k, curve, delta, epsilon))
+        if circled:
             curve = _overdue_kept(curve, "Cauchy's circle", delta, epsilon, _with_circle, ratio, t, k, rtol, delta,
                                   epsilon, tail, curve, decomposition, True)
             for dx in (*COUNT_CELLS[1:], FINEST_SUMS):
                 curve = _overdue_kept(curve, "sums of logarithms", delta, epsilon, _with_finer_sums, ratio, t, k,
                                       rtol, delta, epsilon, curve, dx)
-                summed.add(dx)
         if k > 1:
             curve = _overdue_kept(curve, "blocks of two", delta, epsilon, _with_pairs, ratio, t, k, epochs, rtol,
                                   delta, epsilon, tail, curve)
@@ -172,12 +170,12 @@ def allocation_curve(mu: float, t: int, k: int = 1, epochs: int = 1, rtol: float
                 curve = _overdue_kept(curve, "Cauchy's circle", delta, epsilon, _with_circle, ratio, t, k, rtol,
                                       delta, epsilon, tail, curve, decomposition)
             for dx in COUNT_CELLS[1:]:  # while wider than rtol (log_statistic, "The cell")
-                if dx not in summed:
+                if not circled:
                     curve = _overdue_kept(curve, "sums of logarithms", delta, epsilon, _with_finer_sums, ratio, t, k,
                                           rtol, delta, epsilon, curve, dx)
                 curve = _overdue_kept(curve, "a rate per count", delta, epsilon, _with_counts_below, ratio, t, k,
                                       rtol, delta, epsilon, curve, dx)
-            if FINEST_SUMS not in summed:
+            if not circled:
                 curve = _overdue_kept(curve, "sums of logarithms", delta, epsilon, _with_finer_sums, ratio, t, k,
                                       rtol, delta, epsilon, curve, FINEST_SUMS)
     if isinstance(ratio, GaussianRatio):
@@ -281,10 +279,10 @@ def _with_finer_sums(ratio, t: int, k: int, rtol: float, delta: float | None, ep
         effort.checkpoint()
         remove, add = _log_laws(ratio, t, k, r, dx, thetas)
         own = [(remove.curve(), 0.0, 0.0), (add.curve(), 0.0, 0.0)]
-        reading = _lower_at(LowerBound(own), delta, epsilon)
+        reading = _reading(LowerBound(own), delta, epsilon)
         peak, falls = (reading, 0) if reading > peak else (peak, falls + 1)
         lower = LowerBound([(curve.lower, 0.0, 0.0)] + own)
-        value = _lower_at(lower, delta, epsilon)
+        value = _reading(lower, delta, epsilon)
         if value > best_low:
             best, best_low = (lower, r), value
         if falls >= 2:
@@ -316,7 +314,7 @@ def _with_counts_below(ratio, t: int, k: int, rtol: float, delta: float | None, 
     if law is None:
         return curve
     lower = LowerBound([(curve.lower, 0.0, 0.0), (law.curve(), 0.0, 0.0)])
-    if _lower_at(lower, delta, epsilon) <= low:
+    if _reading(lower, delta, epsilon) <= low:
         return curve
     text = (f"a rate per count of large ratios (sums of logarithms, cells {dx:g})" if dx == COUNT_CELLS[0] else
             f"the same on cells {dx:g}")
@@ -353,9 +351,7 @@ def _circle_first(ratio, t: int, k: int, curve: AllocationCurve, delta: float | 
             and (ratio.mu >= CIRCLE_MU or k >= CIRCLE_SHARE * t)):
         return False
     low, high = _at(curve, curve.lower, delta, epsilon)
-    other = curve.directions[1]
-    reading = float(other.epsilon(delta)) if epsilon is None else float(other.delta(epsilon))
-    return math.isfinite(high) and reading <= low + (high - low) / 2.0
+    return math.isfinite(high) and _reading(curve.directions[1], delta, epsilon) <= low + (high - low) / 2.0
 
 
 def _with_circle(ratio, t: int, k: int, rtol: float, delta: float | None, epsilon: float | None, tail: float,
@@ -524,7 +520,7 @@ def _with_pairs(ratio, t: int, k: int, epochs: int, rtol: float, delta: float | 
             # the statistic reads e_1 and e_2 only: when it is no better than the decomposition's garbling by
             # the sum at the target (measured: 4 of 16 at sigma 3, 10 of 100 at sigma 1), finer grids of it
             # are not computed (a function of the numbers computed: deterministic)
-            if members_part is None or _lower_at(LowerBound([members_part]), delta, epsilon) <= decomposition[0]:
+            if members_part is None or _reading(LowerBound([members_part]), delta, epsilon) <= decomposition[0]:
                 by_statistic = False
         if members_part is not None:
             parts.append(members_part)
@@ -661,8 +657,7 @@ def _with_threes(ratio, t: int, k: int, epochs: int, rtol: float, delta: float |
         for blocks, sc in zip(tried, scales):
             done = _blocks_composed(ratio, blocks, epochs, level, tail, *sc, rtol, delta, epsilon)
             if done is not None:
-                results.append((float(done[0].epsilon(delta)) if epsilon is None else float(done[0].delta(epsilon)),
-                                blocks, done))
+                results.append((_reading(done[0], delta, epsilon), blocks, done))
         if not results:
             break
         _, chosen, (composed, grow) = min(results, key=lambda r: r[0])
