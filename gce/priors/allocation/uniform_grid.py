@@ -97,11 +97,19 @@ def _cells(ratio: GaussianRatio, grid: _Grid) -> tuple[NDArray[np.float64], NDAr
     return ratio.cells(edges)
 
 
+def _transform_error(size: int, terms: int, l2: float) -> float:
+    """Bound on the L2 norm of the error of the inverse transform (``size`` points) of a product of ``terms``
+    transformed laws of mass at most 1, the largest of their L2 norms ``l2`` (module doc, "Floating point";
+    Higham Sec. 24.1); for laws of masses ``m_i``, ``l2`` is the largest of their L2 norms times the others'
+    masses (the bound scales with the product of the masses)."""
+    return ROUND_OFF * np.finfo(float).eps * max(math.log2(size), 1.0) * (terms + 2) * l2
+
+
 def _noise(size: int, terms: int, laws: Sequence[NDArray[np.float64]]) -> float:
     """Estimated L1 error of the inverse transform of a product of ``terms`` transformed laws
-    (module doc, "Floating point")."""
+    (module doc, "Floating point"): :func:`_transform_error` times the root of the points."""
     l2 = max(float(np.linalg.norm(x)) for x in laws)
-    return ROUND_OFF * np.finfo(float).eps * max(math.log2(size), 1.0) * (terms + 2) * l2 * math.sqrt(size)
+    return _transform_error(size, terms, l2) * math.sqrt(size)
 
 
 def _power(spectra: Sequence[tuple[NDArray[np.complex128], int]]) -> NDArray[np.complex128]:

@@ -110,7 +110,7 @@ from ... import effort
 from ...accounting.batch import log_mgf_of
 from ...errors import NumericalLimitError
 from .bracket import ROUND_OFF, _fft_seconds, _Law
-from .uniform_grid import GRID_LIMIT, _cells, _Grid, _power, _spread
+from .uniform_grid import GRID_LIMIT, _cells, _Grid, _power, _spread, _transform_error
 
 #: Steps of the ladder of tilts, in standard deviations of the tilted sum (half-way between two rungs an entry's
 #: allowance is at most about e^(step^2 / 8) times its least), and the most rungs.
@@ -268,7 +268,7 @@ def _stitched(parts: Sequence[tuple[NDArray[np.float64], int]], dx: float, size:
             y = np.roll(y, -(start % size))
         # the L2 norm of the transform's error (Higham Sec. 24.1, times the power), and the tilted mass
         # outside the window that the cyclic sum folds in
-        eta = ROUND_OFF * np.finfo(float).eps * max(math.log2(size), 1.0) * (terms + 2) * l2
+        eta = _transform_error(size, terms, l2)
         tau = _outside(parts, dx, theta, start * dx, (start + size) * dx)
         scale = log_z - theta * s
         with np.errstate(divide="ignore", over="ignore"):
@@ -406,8 +406,8 @@ def _strided(sums: NDArray[np.float64], factor: NDArray[np.float64], stride: int
 
     Both are non-negative. Direct convolution (one per phase of ``sums``) has a relative round-off of the
     shorter length. The FFT of the two (``factor`` spread to unit cells) errs by at most ``eta`` in L2 norm,
-    the bound of :func:`_stitched` for two terms (Higham Sec. 24.1): ``ROUND_OFF u log2(n) 4 max(|a|_1 |b|_2,
-    |a|_2 |b|_1)``, so by at most ``eta`` in every entry and ``sqrt(size) eta`` in all (Cauchy and Schwarz).
+    :func:`~.uniform_grid._transform_error` for two terms (``ROUND_OFF u log2(n) 4 max(|a|_1 |b|_2, |a|_2
+    |b|_1)``), so by at most ``eta`` in every entry and ``sqrt(size) eta`` in all (Cauchy and Schwarz).
     It is used when what the caller charges is at most ``budget`` (a share of the clamp's tail: the pieces
     of many heavy terms, whose mass is far below the target): the total when ``charged``, else ``eta`` in
     each entry; otherwise the direct sums."""
@@ -416,7 +416,7 @@ def _strided(sums: NDArray[np.float64], factor: NDArray[np.float64], stride: int
         n = _fft.next_fast_len(size, real=True)
         a1, b1 = float(sums.sum()), float(factor.sum())
         a2, b2 = float(np.linalg.norm(sums)), float(np.linalg.norm(factor))
-        eta = ROUND_OFF * _U * max(math.log2(n), 1.0) * 4.0 * max(a1 * b2, a2 * b1)
+        eta = _transform_error(n, 2, max(a1 * b2, a2 * b1))
         if (math.sqrt(size) if charged else size) * eta <= budget:
             spread = np.zeros(stride * (factor.size - 1) + 1)
             spread[::stride] = factor
@@ -477,9 +477,9 @@ def _split(member: NDArray[np.float64] | None, term: NDArray[np.float64], m: int
             _entrywise(law, "up" if mode == "up" else "down")
         outside += float(factor.sum()) * _chernoff_tail(parts, dx, (start + n_window) * dx, start * dx)
         product, eta = _strided(sums, factor, stride, budget / len(pieces), charged=mode == "raised")
-        powers_error = (heavy_terms + 2) * heavy.size  # the heavy powers' direct sums
-        relative = max(relative, 2.0 * _U * (powers_error + (min(-(-sums.size // stride), factor.size) if eta == 0.0
-                                                             else 0)))
+        of_powers = (heavy_terms + 2) * heavy.size  # the lengths of the heavy powers' direct sums, and of this one's
+        direct = min(-(-sums.size // stride), factor.size) if eta == 0.0 else 0
+        relative = max(relative, 2.0 * _U * (of_powers + direct))
         if eta > 0.0 and mode == "raised":  # the transform's errors, at most sqrt(size) eta in all, charged at
             product[-1] += math.sqrt(product.size) * eta  # the product's largest sum (P||Q: its largest loss)
         elif eta > 0.0:  # the garbling's entrywise bounds: each entry's error is at most eta
