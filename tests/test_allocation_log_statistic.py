@@ -244,3 +244,17 @@ def test_finer_sums_raise_the_lower_end_within_the_limit():
         low, high = curve.epsilon_bracket(delta)
         assert least <= low <= high and "sums of logarithms on cells" in curve.description, (low, high,
                                                                                             curve.description)
+
+
+def test_a_rate_per_count_reads_targets_beyond_the_exponent_range():
+    """An epsilon target past e^709 (the largest double's exponent): the rate per count's reading caps the
+    factor e^eps instead of overflowing (it raised OverflowError at 710 and above, 2 of 10), and the whole
+    allocation at such a target is a bracket no wider than its own curve's at 700 (delta falls with epsilon)."""
+    from gce import effort
+
+    law = log_statistic.by_counts(GaussianRatio(1.0), 10, 2, 1e4, log_statistic.COUNT_CELLS[0])
+    assert law is not None and np.all(np.isfinite(law.mass)) and np.all(law.mass >= 0.0)
+    with effort.within(effort.Deadline(5.0)):
+        curve = allocation_curve(1.0, 10, 2, epsilon=1e4)
+    low, high = curve.delta_bracket(1e4)
+    assert 0.0 <= low <= high <= curve.delta_bracket(700.0)[1], (low, high)

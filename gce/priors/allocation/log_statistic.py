@@ -304,6 +304,10 @@ def _band_cells(ratio, r: float, dx: float, cut: float) -> dict[tuple[str, bool]
     return out
 
 
+#: e^this is near the largest double (a reading's factor e^eps is capped there).
+_LOG_LARGEST = 709.0
+
+
 def by_counts(ratio, t: int, k: int, target: float, dx: float = CELL, thetas: tuple[float, ...] = TILTS
               ) -> _Law | None:
     """The k-of-t pair garbled by ``(N, T_{r(N)})`` (module doc, "A rate per count"), direction P||Q: its law
@@ -335,7 +339,9 @@ def by_counts(ratio, t: int, k: int, target: float, dx: float = CELL, thetas: tu
                 if any(c > 0 and not np.any(m > 0) for m, c in terms):
                     continue
                 p_low += _convolved(terms, n_fft, dx, thetas)[0] * math.exp(_log_choose(k, j) + _log_choose(t - k, n - j))
-            value = float(np.sum(np.maximum(p_low - math.exp(target) * q_high, 0.0)))
+            # the count's reading at the target, which chooses its rate (any rate is a garbling: sound); e^target
+            # capped below the largest double (beyond it, only the outcomes without Q-mass count anyway)
+            value = float(np.sum(np.maximum(p_low - math.exp(min(target, _LOG_LARGEST)) * q_high, 0.0)))
             if n not in best or value > best[n][0]:
                 best[n] = (value, p_low, q_high)
     if not best:
