@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 
 from gce import resources
-from gce.constraints import AtMost, ConstraintSet, Patterns, Together, estimate_membership
+from gce.constraints import AtMost, ConstraintSet, Patterns, Together, estimate_membership, tables
 from gce.constraints.tables import MembershipTable, membership_statistics
 from gce.effort import Deadline, clock, slowed
 from gce.errors import InvalidParameterError, ResourceLimitError
@@ -394,7 +394,8 @@ def test_full_size_duckdb_queries(tmp_path, query):
     startup = _startup()
     done, wall, peak = _gce(["solve", path, "--time-limit", "5"])
     assert "stopped at the time limit" in _one_error_line(done)
-    assert wall < 5 + 1 + 2 * startup and peak < 2 * GIB
+    # DuckDB takes its interrupt at its own pace: 0.01 to 2.7 s on a quiet machine (tables._STOP_GRACE caps it)
+    assert wall < 5 + tables._STOP_GRACE + 1 + 2 * startup and peak < 2 * GIB
 
 
 @pytest.mark.slow
