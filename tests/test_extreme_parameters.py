@@ -215,3 +215,49 @@ def test_gaussian_curve_at_large_mu_is_the_tail_bound_and_meets_its_own_delta(mu
             exact = mpmath.findroot(lambda e: mpmath.ncdf(-e / m + m / 2) - mpmath.exp(e) * mpmath.ncdf(-e / m - m / 2)
                                     - mpmath.mpf("1e-6"), m * m / 2 + 4 * m)
             assert float(exact) <= float(curve.epsilon(1e-6)) <= float(exact) * (1 + 2e-6)
+
+
+@pytest.mark.parametrize("epsilon", [17.0, 60.0, 1e4, 1e308])
+def test_an_epsilon_target_whose_closed_form_delta_is_negligible_is_answered_by_the_closed_forms(epsilon):
+    """A target epsilon at which the members' Gaussians composed (an upper curve: joint convexity) give a delta
+    below NEGLIGIBLE_DELTA is not refined: grids sized to reach it were as large as the epsilon (1e308 raised
+    OverflowError in the circle's cells for k of t, and "epsilon ... got array([nan ...])" for Poisson; 2 of 10
+    at epsilon 50 took 17 s for [0, 9e-265]). The bracket is the closed forms', both ends below 1e-30."""
+    from gce.accounting.curves import GaussianCurve
+    from gce.priors.allocation import allocation_curve, poisson_curve
+    from gce.priors.allocation.bracket import NEGLIGIBLE_DELTA
+
+    for k in (1, 2):
+        curve = allocation_curve(1.0, 10, k, epsilon=epsilon)
+        assert "not refined" in curve.description
+        low, high = curve.delta_bracket(epsilon)
+        assert high == float(GaussianCurve(math.sqrt(k)).delta(epsilon)) < NEGLIGIBLE_DELTA and 0.0 <= low <= high
+        assert low == float(GaussianCurve(k / math.sqrt(10)).delta(epsilon))  # the sum of the outputs, below
+    poisson = poisson_curve([(0.3, 0.01, 10)], epsilon=epsilon)
+    assert "not refined" in poisson.description and "stopped" not in poisson.description
+    assert poisson.delta_bracket(epsilon) == (0.0, float(GaussianCurve(0.3 * math.sqrt(10)).delta(epsilon)))
+
+
+def test_an_epsilon_target_just_above_the_negligible_delta_is_refined():
+    """At 16.9 the composition of 2 Gaussians of mu 1 gives a delta above 1e-30, at 17.0 below: at 16.9 the grids
+    run (stopped at a time limit here: uncapped they take 3 minutes)."""
+    from gce import effort
+    from gce.accounting.curves import GaussianCurve
+    from gce.priors.allocation import allocation_curve
+
+    assert float(GaussianCurve(math.sqrt(2)).delta(16.9)) > 1e-30 > float(GaussianCurve(math.sqrt(2)).delta(17.0))
+    with effort.within(effort.Deadline(2.0)):
+        curve = allocation_curve(1.0, 10, 2, epsilon=16.9)
+    assert "not refined" not in curve.description
+
+
+@pytest.mark.parametrize("epsilon", ["x", -1.0, math.nan, math.inf, True])
+def test_a_bad_epsilon_target_names_the_field(epsilon):
+    from gce.errors import InvalidParameterError
+    from gce.priors.allocation import allocation_curve, poisson_curve
+
+    for call in (lambda: allocation_curve(1.0, 10, 2, epsilon=epsilon),
+                 lambda: poisson_curve([(1.0, 0.1, 10)], epsilon=epsilon)):
+        with pytest.raises(InvalidParameterError) as info:
+            call()
+        assert info.value.field == "epsilon" and "finite number >= 0" in str(info.value)

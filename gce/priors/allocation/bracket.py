@@ -38,6 +38,10 @@ DEFAULT_RTOL = 0.005
 TAIL = 1e-14
 #: With a target delta, the clamp's charge may reach this share of it (:func:`allocation_curve`).
 _TAIL_SHARE = 1e-4
+#: A target epsilon at which the closed-form upper curve (every member's Gaussian composed) already gives a
+#: delta below this is answered by the closed forms: no grid is sized for it (a grid reaching ``epsilon``
+#: would be as large as the epsilon asked, up to 1e308), and the bracket's ends are both below this delta.
+NEGLIGIBLE_DELTA = 1e-30
 #: Safety factor of the round-off allowance (:mod:`.uniform_grid` and :mod:`.geometric_grid`, "Floating point").
 ROUND_OFF = 8.0
 
@@ -249,6 +253,26 @@ _STOPPED = "; refinement stopped at the time limit (a wider bracket, still certi
 
 #: A direction's bracket within this many times its round-off allowance is not refined (:func:`_single`).
 _SETTLED = 16.0
+
+
+def _check_target(delta: object, epsilon: object) -> None:
+    """The target's own checks (before any grid is sized): ``epsilon`` a finite number >= 0, else ``delta`` a
+    number in (0, 1) (None for both: the default delta)."""
+    from ...validation import is_number
+
+    if epsilon is not None:
+        if not is_number(epsilon) or not 0.0 <= epsilon < math.inf:
+            raise InvalidParameterError("epsilon", f"must be a finite number >= 0, got {shown(epsilon)}")
+    elif delta is not None and (not is_number(delta) or not 0.0 < delta < 1.0):
+        raise InvalidParameterError("delta", f"must be a number in (0, 1), got {shown(delta)}")
+
+
+def _negligible(mu: float, epsilon: float | None) -> bool:
+    """Whether GDP ``mu`` (an upper curve in closed form) gives a delta below :data:`NEGLIGIBLE_DELTA` at a
+    target ``epsilon``."""
+    from ...accounting.curves import GaussianCurve
+
+    return epsilon is not None and float(GaussianCurve(mu).delta(float(epsilon))) < NEGLIGIBLE_DELTA
 
 
 def _check_count(value: object, name: str, low: int = 1) -> int:

@@ -138,7 +138,8 @@ from ...accounting import batch, kinds
 from ...accounting.curves import DiscreteLossCurve, PrivacyCurve, at_or_above
 from ...errors import InvalidParameterError, NumericalLimitError
 from ...validation import is_number, shown
-from .bracket import _STOPPED, _TAIL_SHARE, TAIL, AllocationCurve, LowerBound, _check_count, _may_refine, _width
+from .bracket import (_STOPPED, _TAIL_SHARE, NEGLIGIBLE_DELTA, TAIL, AllocationCurve, LowerBound, _check_count,
+                      _check_target, _may_refine, _negligible, _width)
 from .ratios import GaussianRatio
 
 #: Points of the first lattice over the composition's window (:func:`poisson_curve`).
@@ -1307,15 +1308,15 @@ def poisson_curve(parts: Sequence[tuple[float, float, int]], rtol: float = effor
         raise InvalidParameterError("rtol", f"must be a number in (0, 1), got {shown(rtol)}")
     if epsilon is None and delta is None:
         delta = 1e-6
-    if epsilon is not None and (not is_number(epsilon) or not 0.0 <= epsilon < math.inf):
-        raise InvalidParameterError("epsilon", f"must be a finite number >= 0, got {shown(epsilon)}")
-    if epsilon is None and (not is_number(delta) or not 0.0 < delta < 1.0):
-        raise InvalidParameterError("delta", f"must be a number in (0, 1), got {shown(delta)}")
+    _check_target(delta, epsilon)
     copies = sum(count for _, _, count in clean)
     if not clean:  # nobody can hold the target, or no database's output depends on it
         from ...accounting.curves import GaussianCurve
         curve = GaussianCurve(0.0)
         return AllocationCurve([curve], LowerBound([(curve, 0.0, 0.0)]), "no database depends on the target")
+    if _negligible(math.sqrt(sum(count * ratio.mu**2 for ratio, _, count in clean)), epsilon):
+        return _closed_forms(clean, f"delta at epsilon {epsilon:g} below {NEGLIGIBLE_DELTA:g} in closed form (not "
+                                    f"refined)", stopped=False)
     # The first lattice spans the larger direction's window in _FIRST_POINTS points: its size read on a
     # provisional lattice of _PROVISIONAL_CELLS cells per database (the window hardly depends on it).
     # The clamps' charges (the P-mass above, at infinite loss, N r times the tail; the Q-mass below a clamped
@@ -1385,7 +1386,7 @@ def poisson_curve(parts: Sequence[tuple[float, float, int]], rtol: float = effor
     return AllocationCurve([done.upper], done.lower, text)
 
 
-def _closed_forms(clean, why: str) -> AllocationCurve:
+def _closed_forms(clean, why: str, stopped: bool = True) -> AllocationCurve:
     """Bounds in closed form, for when no lattice fits: above, every database a member (joint convexity: the
     rates prior is a mixture of sets, each a composition of at most all the databases' Gaussians, GDP
     ``sqrt(sum mu_i^2)``, both directions); below, nothing (delta 0)."""
@@ -1393,4 +1394,4 @@ def _closed_forms(clean, why: str) -> AllocationCurve:
     mu = math.sqrt(sum(count * ratio.mu**2 for ratio, _, count in clean))
     return AllocationCurve([GaussianCurve(mu)], LowerBound([(GaussianCurve(0.0), 0.0, 0.0)]),
                            f"Poisson subsampling, {why}: above, every database a member (GDP mu {mu:g}); "
-                           f"below, delta 0{_STOPPED}")
+                           f"below, delta 0{_STOPPED if stopped else ''}")

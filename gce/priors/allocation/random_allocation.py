@@ -18,7 +18,8 @@ from ... import effort
 from ...accounting.curves import PrivacyCurve
 from ...errors import InvalidParameterError, NumericalLimitError
 from ...validation import is_number
-from .bracket import (_STOPPED, _Least, _WHICH, DEFAULT_RTOL, TAIL, AllocationCurve, LowerBound, _at, _check_count,
+from .bracket import (_STOPPED, _Least, _WHICH, DEFAULT_RTOL, NEGLIGIBLE_DELTA, TAIL, AllocationCurve, LowerBound, _at,
+                      _check_count, _check_target, _negligible,
                       _DirectionLower, _may_refine, _reading, _target_text, _width)
 from .circle import THRESHOLDS as CIRCLE_LEVELS
 from .circle import circle_curve
@@ -96,6 +97,7 @@ def allocation_curve(mu: float, t: int, k: int = 1, epochs: int = 1, rtol: float
     epochs = _check_count(epochs, "epochs")
     if k > t:
         raise InvalidParameterError("k", f"must be <= t = {t}, got {k}")
+    _check_target(delta, epsilon)
     if beyond:
         return _beyond_grids(float(mu), t, k, epochs)
     if not is_number(rtol) or not 0.0 < rtol < 1.0:
@@ -112,6 +114,9 @@ def allocation_curve(mu: float, t: int, k: int = 1, epochs: int = 1, rtol: float
         return _plain(ratio.mu, k, epochs)
     if ratio.trivial:
         return _plain(0.0, k, epochs)
+    if isinstance(ratio, GaussianRatio) and _negligible(ratio.mu * math.sqrt(k * epochs), epsilon):
+        return _closed_forms(ratio.mu, t, k, epochs, f"delta at epsilon {epsilon:g} below {NEGLIGIBLE_DELTA:g} in "
+                                                     f"closed form (not refined)")
     if isinstance(ratio, GaussianRatio) and not _first_step_fits(ratio, t, k, epochs, tail, delta, epsilon):
         return _closed_forms(ratio.mu, t, k, epochs, "the time limit leaves no room for the first grid")
     if k == 1 and epochs == 1:
