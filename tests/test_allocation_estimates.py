@@ -93,11 +93,13 @@ def test_each_k_of_t_step_takes_about_its_estimate():
     # within [0.1, 10] for every step of at least 0.3 s or estimated at 1 s or more: what the test guards
     # against is an estimate tens of times off (the decomposition's were 50 to 100 times), and on this
     # machine's two cores a busy neighbour inflated even the CPU seconds of a step up to six times (the
-    # first grid's estimate, shared with 1 of t, is tens of milliseconds off at most). The three cases take every
+    # first grid's estimate, shared with 1 of t, is tens of milliseconds off at most). The four cases take every
     # kind of step in turn: the decomposition's refinements (2 of 593), a rate per count (13 of 505), the
-    # blocks of two and the circle (5 of 12). Not the epochs engine's (the blocks at any delta): its
+    # circle (5 of 12) and the blocks of two (5 of 12, 3 of 17: 3.5 s; 13 of 505 leaves them out,
+    # random_allocation._pairs_may_tighten). Not the epochs engine's (the blocks at any delta): its
     # estimates are fitted to epochs of 1 of t and run 3.5 to 6 times over these small blocks.
-    cases = [(0.52, 2, 593, 1e-5, 8.0), (1.15, 13, 505, 1e-8, 10.0), (1.8, 5, 12, 1e-10, 8.0)]
+    cases = [(0.52, 2, 593, 1e-5, 8.0), (1.15, 13, 505, 1e-8, 10.0), (1.8, 5, 12, 1e-10, 8.0),
+             (2.37, 3, 17, 1e-10, 8.0)]
     checked = []
     for sigma, k, t, delta, cap in cases:
         steps = _traced(sigma, k, t, delta, cap)
