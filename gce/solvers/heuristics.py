@@ -77,31 +77,61 @@ def _greedy_set(problem: WeightProblem, banned: frozenset[int], deadline: Deadli
     the second value says that it did."""
     constraints = problem.constraints
     labels = constraints.block_labels()
-    if labels is None:
-        label, count = np.arange(problem.n), problem.n
+    banned_members = np.fromiter(banned, dtype=np.int64) if banned else None
+    if labels is None:  # every database its own block
+        weight = np.asarray(problem.weights, dtype=float)
+        usable = np.ones(problem.n, dtype=bool)
+        if banned_members is not None:
+            usable[banned_members] = False
+        order = _heaviest(weight, usable, blocks)
+        members, first, last = order, np.arange(order.size), np.arange(1, order.size + 1)
     else:
         label, count = labels
-    weight = np.bincount(label, weights=problem.weights, minlength=count)
-    usable = np.ones(count, dtype=bool)
-    if banned:
-        usable[label[np.fromiter(banned, dtype=np.int64)]] = False
-    order = np.argsort(-weight, kind="stable")
-    order = order[usable[order]]
-    members = np.argsort(label, kind="stable")
-    ends = np.cumsum(np.bincount(label, minlength=count))
-    order = order[:blocks]
+        weight = np.bincount(label, weights=problem.weights, minlength=count)
+        usable = np.ones(count, dtype=bool)
+        if banned_members is not None:
+            usable[label[banned_members]] = False
+        order = _heaviest(weight, usable, blocks)
+        # the members of the blocks in order only (one pass over the labels; a sort of all of them took
+        # most of this scan at 10 million databases)
+        wanted = np.zeros(count, dtype=bool)
+        wanted[order] = True
+        members = np.flatnonzero(wanted[label])
+        members = members[np.argsort(label[members], kind="stable")]
+        by_block = label[members]
+        first, last = np.searchsorted(by_block, order, "left"), np.searchsorted(by_block, order, "right")
     chosen, work = _EMPTY, 0
     for start in range(0, order.size, CLOCK_EVERY):
         if start and deadline is not None and deadline.expired():
             return chosen, True
-        for b in order[start:start + CLOCK_EVERY].tolist():
-            block = frozenset(members[(ends[b - 1] if b else 0):ends[b]].tolist())
+        for i in range(start, min(start + CLOCK_EVERY, order.size)):
+            block = frozenset(members[first[i]:last[i]].tolist())
             work += CHECK_COST + len(chosen) + len(block)
             if work > GREEDY_WORK:
                 return chosen, False
             if constraints._allows(chosen | block):  # in range by construction: no re-validation
                 chosen = chosen | block
     return chosen, False
+
+
+def _heaviest(weight: NDArray[np.float64], usable: NDArray[np.bool_], blocks: int) -> NDArray[np.int64]:
+    """The usable blocks, heaviest first (ties: smallest first), at most ``blocks`` of them: the first
+    ``blocks`` of ``argsort(-weight, kind="stable")`` that are usable, without sorting every block (those
+    below the ``blocks``-th heaviest weight are left out first, by ``np.partition``)."""
+    everyone = bool(usable.all())
+    size = usable.size if everyone else int(np.count_nonzero(usable))
+    if blocks <= 0 or size == 0:
+        return np.zeros(0, dtype=np.int64)
+    if size <= blocks:
+        candidates = np.arange(size) if everyone else np.flatnonzero(usable)
+    else:
+        values = weight if everyone else np.where(usable, weight, -np.inf)
+        cut = np.partition(values[usable] if not everyone else values, size - blocks)[size - blocks]
+        above = values > cut  # all of them among the first blocks; then the smallest of those at the cut
+        at_cut = np.flatnonzero(values == cut)[:blocks - int(np.count_nonzero(above))]
+        above[at_cut] = True
+        candidates = np.flatnonzero(above)
+    return candidates[np.argsort(-weight[candidates], kind="stable")][:blocks]
 
 
 def greedy_pair(problem: WeightProblem, deadline: Deadline | None = None, *,
