@@ -302,3 +302,21 @@ def test_a_conflict_structure_estimated_beyond_the_time_left_is_not_built(monkey
     assert result.stopped and problem.allowed_pair(*result.witness)
     assert 0 < result.value <= optimum <= result.upper_bound == 90
     assert "conflict structure not built (about 2.7e+02 s; " in cap.stops[0]
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_the_partition_bound_of_parts_beyond_the_sorted_size_is_the_bound_part_by_part(seed):
+    """Parts larger than packing._SORTED_PARTS take their heaviest by np.partition, the others by one sort:
+    at_most m of 20,000 databases (one large part) with exclusive groups of 3 and a together block beside it."""
+    from gce.solvers import packing
+
+    rng = np.random.default_rng(seed)
+    n = 5 * packing._SORTED_PARTS
+    groups = [tuple(range(i, i + 3)) for i in range(0, 600, 3)]
+    cs = ConstraintSet(n, (AtMost(int(rng.integers(2, 400))), *(Exclusive(g) for g in groups), Together((0, 1))))
+    structure = PackingStructure.of(cs)
+    assert max(g.members.size for g in structure.groups) > packing._SORTED_PARTS
+    weights = rng.choice([0.0, 0.5, 1.0, 2.0, 3.25, 7.0], size=n) * rng.random(n) ** (seed % 2)
+    for sides in (1, 2):
+        assert structure.partition_bound(weights, sides) == pytest.approx(
+            _partition_bound_by_parts(structure, weights, sides), rel=1e-12)
