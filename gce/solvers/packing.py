@@ -249,7 +249,7 @@ class PackingStructure:
             starts = np.cumsum(sizes) - sizes
             cut = keep < sizes
             bound = float(values[~cut[part]].sum())  # the parts kept whole
-            large = np.flatnonzero(cut & (sizes > _SORTED_PARTS))
+            large = np.flatnonzero(cut & (sizes > _SORTED_PARTS) & (keep > 0))  # (keep 0: nothing of the part)
             for j in large:  # a large part's heaviest in linear time (at_most m of millions of databases)
                 chunk = values[starts[j]:starts[j] + sizes[j]]
                 bound += float(np.partition(chunk, sizes[j] - keep[j])[sizes[j] - keep[j]:].sum())

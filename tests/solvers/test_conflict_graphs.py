@@ -320,3 +320,15 @@ def test_the_partition_bound_of_parts_beyond_the_sorted_size_is_the_bound_part_b
     for sides in (1, 2):
         assert structure.partition_bound(weights, sides) == pytest.approx(
             _partition_bound_by_parts(structure, weights, sides), rel=1e-12)
+
+
+def test_the_partition_bound_of_a_large_part_of_capacity_zero_is_zero():
+    """at_most 0 over more databases than packing._SORTED_PARTS: the part contributes nothing (np.partition
+    would be asked for the weight past its end)."""
+    from gce.solvers import packing
+
+    n = 2 * packing._SORTED_PARTS
+    structure = PackingStructure.of(ConstraintSet(n, (AtMost(0),)))
+    weights = np.linspace(1.0, 2.0, n)
+    assert structure.partition_bound(weights, 1) == structure.partition_bound(weights, 2) == 0.0
+    assert _partition_bound_by_parts(structure, weights, 2) == 0.0
