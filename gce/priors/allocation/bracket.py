@@ -27,9 +27,9 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ... import effort
-from ...accounting.curves import DiscreteLossCurve, PrivacyCurve, at_or_above
+from ...accounting.curves import DiscreteLossCurve, GaussianCurve, PrivacyCurve, at_or_above
 from ...errors import InvalidParameterError
-from ...validation import is_integer, shown
+from ...validation import is_integer, is_number, shown
 
 
 #: Default requested relative width of the epsilon (or delta) bracket at the target.
@@ -258,8 +258,6 @@ _SETTLED = 16.0
 def _check_target(delta: object, epsilon: object) -> None:
     """The target's own checks (before any grid is sized): ``epsilon`` a finite number >= 0, else ``delta`` a
     number in (0, 1) (None for both: the default delta)."""
-    from ...validation import is_number
-
     if epsilon is not None:
         if not is_number(epsilon) or not 0.0 <= epsilon < math.inf:
             raise InvalidParameterError("epsilon", f"must be a finite number >= 0, got {shown(epsilon)}")
@@ -270,8 +268,6 @@ def _check_target(delta: object, epsilon: object) -> None:
 def _negligible(mu: float, epsilon: float | None) -> bool:
     """Whether GDP ``mu`` (an upper curve in closed form) gives a delta below :data:`NEGLIGIBLE_DELTA` at a
     target ``epsilon``."""
-    from ...accounting.curves import GaussianCurve
-
     return epsilon is not None and float(GaussianCurve(mu).delta(float(epsilon))) < NEGLIGIBLE_DELTA
 
 

@@ -1314,7 +1314,7 @@ def poisson_curve(parts: Sequence[tuple[float, float, int]], rtol: float = effor
         from ...accounting.curves import GaussianCurve
         curve = GaussianCurve(0.0)
         return AllocationCurve([curve], LowerBound([(curve, 0.0, 0.0)]), "no database depends on the target")
-    if _negligible(math.sqrt(sum(count * ratio.mu**2 for ratio, _, count in clean)), epsilon):
+    if _negligible(_all_members(clean), epsilon):
         return _closed_forms(clean, f"delta at epsilon {epsilon:g} below {NEGLIGIBLE_DELTA:g} in closed form (not "
                                     f"refined)", stopped=False)
     # The first lattice spans the larger direction's window in _FIRST_POINTS points: its size read on a
@@ -1391,7 +1391,13 @@ def _closed_forms(clean, why: str, stopped: bool = True) -> AllocationCurve:
     rates prior is a mixture of sets, each a composition of at most all the databases' Gaussians, GDP
     ``sqrt(sum mu_i^2)``, both directions); below, nothing (delta 0)."""
     from ...accounting.curves import GaussianCurve
-    mu = math.sqrt(sum(count * ratio.mu**2 for ratio, _, count in clean))
+    mu = _all_members(clean)
     return AllocationCurve([GaussianCurve(mu)], LowerBound([(GaussianCurve(0.0), 0.0, 0.0)]),
                            f"Poisson subsampling, {why}: above, every database a member (GDP mu {mu:g}); "
                            f"below, delta 0{_STOPPED if stopped else ''}")
+
+
+def _all_members(clean) -> float:
+    """The GDP parameter of every database a member, ``sqrt(sum count mu^2)``: the closed-form upper curve of
+    :func:`_closed_forms`, also the one :func:`poisson_curve` reads a target epsilon on first."""
+    return math.sqrt(sum(count * ratio.mu**2 for ratio, _, count in clean))

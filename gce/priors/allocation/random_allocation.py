@@ -19,8 +19,8 @@ from ...accounting.curves import PrivacyCurve
 from ...errors import InvalidParameterError, NumericalLimitError
 from ...validation import is_number
 from .bracket import (_STOPPED, _Least, _WHICH, DEFAULT_RTOL, NEGLIGIBLE_DELTA, TAIL, AllocationCurve, LowerBound, _at,
-                      _check_count, _check_target, _negligible,
-                      _DirectionLower, _may_refine, _reading, _target_text, _width)
+                      _check_count, _check_target, _DirectionLower, _may_refine, _negligible, _reading, _target_text,
+                      _width)
 from .circle import THRESHOLDS as CIRCLE_LEVELS
 from .circle import circle_curve
 from .circle import seconds as _circle_seconds
@@ -162,10 +162,11 @@ def allocation_curve(mu: float, t: int, k: int = 1, epochs: int = 1, rtol: float
             for dx in (*COUNT_CELLS[1:], FINEST_SUMS):
                 curve = _overdue_kept(curve, "sums of logarithms", delta, epsilon, _with_finer_sums, ratio, t, k,
                                       rtol, delta, epsilon, curve, dx)
-        if k > 1 and _pairs_may_tighten(t, k, epochs):
+        pairs = _pairs_may_tighten(t, k, epochs)
+        if k > 1 and pairs:
             curve = _overdue_kept(curve, "blocks of two", delta, epsilon, _with_pairs, ratio, t, k, epochs, rtol,
                                   delta, epsilon, tail, curve)
-        if k > 2 and _pairs_may_tighten(t, k, epochs):
+        if k > 2 and pairs:
             curve = _overdue_kept(curve, "blocks of three", delta, epsilon, _with_threes, ratio, t, k, epochs, rtol,
                                   delta, epsilon, tail, curve)
         if 1 < k < t and epochs == 1:  # one allocation: below, the circle above, finer cells below
