@@ -125,11 +125,12 @@ def _heaviest(weight: NDArray[np.float64], usable: NDArray[np.bool_], blocks: in
     if size <= blocks:
         candidates = np.arange(size) if everyone else np.flatnonzero(usable)
     else:
-        values = weight if everyone else np.where(usable, weight, -np.inf)
-        cut = np.partition(values[usable] if not everyone else values, size - blocks)[size - blocks]
-        above = values > cut  # all of them among the first blocks; then the smallest of those at the cut
-        at_cut = np.flatnonzero(values == cut)[:blocks - int(np.count_nonzero(above))]
-        above[at_cut] = True
+        cut = np.partition(weight if everyone else weight[usable], size - blocks)[size - blocks]
+        above, level = weight > cut, weight == cut  # all above are among the first; then the smallest at the cut
+        if not everyone:
+            above &= usable
+            level &= usable
+        above[np.flatnonzero(level)[:blocks - int(np.count_nonzero(above))]] = True
         candidates = np.flatnonzero(above)
     return candidates[np.argsort(-weight[candidates], kind="stable")][:blocks]
 

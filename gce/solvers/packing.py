@@ -258,8 +258,8 @@ class PackingStructure:
                 chosen = small[part]
                 values, in_part = values[chosen], part[chosen]
                 order = np.lexsort((-values, in_part))
-                first = np.cumsum(np.bincount(in_part, minlength=capacity.size))
-                rank = np.arange(values.size) - (first - np.bincount(in_part, minlength=capacity.size))[in_part[order]]
+                counts = np.bincount(in_part, minlength=capacity.size)
+                rank = np.arange(values.size) - (np.cumsum(counts) - counts)[in_part[order]]
                 bound += float(values[order][rank < keep[in_part[order]]].sum())
         return bound + float(w[free].sum())
 
