@@ -248,8 +248,9 @@ def test_finer_sums_raise_the_lower_end_within_the_limit():
 
 def test_a_rate_per_count_reads_targets_beyond_the_exponent_range():
     """An epsilon target past e^709 (the largest double's exponent): the rate per count's reading caps the
-    factor e^eps instead of overflowing (it raised OverflowError at 710 and above, 2 of 10), and the whole
-    allocation at such a target is a bracket no wider than its own curve's at 700 (delta falls with epsilon)."""
+    factor e^eps instead of overflowing (it raised OverflowError at 710 and above, 2 of 10). The whole
+    allocation at such a target is now answered by the closed forms before any step runs (bracket.NEGLIGIBLE_DELTA):
+    a bracket no wider than its own curve's at 700 (delta falls with epsilon)."""
     from gce import effort
 
     law = log_statistic.by_counts(GaussianRatio(1.0), 10, 2, 1e4, log_statistic.COUNT_CELLS[0])
