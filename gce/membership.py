@@ -14,6 +14,7 @@ m databases), the share of memberships a truncation to m keeps, and the HDP epsi
 from __future__ import annotations
 
 import math
+import numbers
 import os
 from dataclasses import dataclass
 from typing import Any
@@ -26,7 +27,7 @@ from .accounting.figures import new_figure, plot_file
 from .report import json_number
 from .solving import solve
 from .solvers import DEFAULT_TIME_LIMIT
-from .validation import shown
+from .validation import shown, warn_renamed
 
 __all__ = ["PERCENTILES", "Candidate", "Coverage", "membership_coverage", "plot_coverage"]
 
@@ -166,8 +167,12 @@ def plot_coverage(coverage: Coverage, path: str | os.PathLike[str] | None = None
     """Draw the HDP epsilon against the share of individuals covered, one point per candidate m.
 
     ``path`` (save there), ``ax`` (draw on it; by default a new figure) and ``dpi`` as in
-    :func:`gce.plot.plot_curves`; returns the matplotlib Axes.
+    :func:`gce.plot.plot_curves`; returns the matplotlib Axes. The third positional argument was ``dpi``
+    before ``ax`` took its place: a number there is still read as ``dpi``, with a warning.
     """
+    if isinstance(ax, numbers.Real) and not isinstance(ax, bool):  # plot_coverage(coverage, path, 200)
+        warn_renamed("plot_coverage(coverage, path, dpi) with dpi third", "plot_coverage(coverage, path, dpi=dpi)")
+        ax, dpi = None, int(ax)
     target = None if path is None else plot_file(path)
     points = [c for c in coverage.candidates if c.epsilon is not None and math.isfinite(c.epsilon)]
     if not points:

@@ -232,3 +232,18 @@ def test_coverage_plot_labels_never_overlap(epsilons, covered):
     assert not any(a.overlaps(b) for i, a in enumerate(boxes) for b in boxes[i + 1:])
     if len(set(ms)) == 2:
         assert sorted(t.get_text() for t in ax.texts) == ["p90: m = 6", "p99, p99.9, max: m = 10"]
+
+
+def test_the_coverage_plots_old_positional_dpi_still_works_and_warns(tmp_path):
+    """``plot_coverage(coverage, path, 200)`` was the signature before ``ax`` took the third place: a number
+    there is read as ``dpi`` (a DeprecationWarning naming the keyword), an Axes as ``ax``."""
+    from gce.membership import membership_coverage, plot_coverage
+
+    coverage = membership_coverage(str(EXAMPLES / "store_members.csv"), scenario=EXAMPLES / "store_chain.toml")
+    old, new = tmp_path / "old.png", tmp_path / "new.png"
+    with pytest.warns(DeprecationWarning, match=r"use plot_coverage\(coverage, path, dpi=dpi\)"):
+        plot_coverage(coverage, old, 50)
+    plot_coverage(coverage, new, dpi=50)
+    assert old.read_bytes()[:4] == b"\x89PNG" and old.stat().st_size == new.stat().st_size
+    ax = plot_coverage(coverage)
+    assert plot_coverage(coverage, None, ax) is ax

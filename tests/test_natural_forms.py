@@ -206,6 +206,18 @@ def test_report_plot_on_given_axes(bracketed):
     assert report.plot(ax=ax) is ax and ax.get_xscale() == "log"
 
 
+def test_a_bare_report_plot_draws_on_a_new_figure(bracketed):
+    """``report.plot()`` with nothing else: a new figure with the curve, its bracket and the reported point."""
+    pytest.importorskip("matplotlib")
+    from gce.plot import BRACKET_LABEL, GCE_LABEL
+
+    _, report = bracketed
+    ax = report.plot()
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert labels[0] == GCE_LABEL and BRACKET_LABEL in labels and labels[-1].startswith("reported: epsilon")
+    assert report.plot() is not ax  # each call its own figure
+
+
 def test_report_plot_without_a_curve_names_the_report(bracketed):
     _, report = bracketed
     with pytest.raises(gce.InvalidParameterError, match="^report: must be a Report with its curve"):
