@@ -148,9 +148,10 @@ def test_bounded_pattern_pairs_are_refused_with_the_estimate():
 
 def test_block_labels_are_the_components_of_networkx():
     rng = random.Random(5)
-    for _ in range(20):
-        n = rng.randint(1, 40)
-        groups = [tuple(rng.sample(range(n), rng.randint(1, min(4, n)))) for _ in range(rng.randint(0, 6))]
+    for case in range(60):
+        n = rng.randint(1, 40 if case < 20 else 400)
+        size = min(4 if case < 20 else 30, n)
+        groups = [tuple(rng.sample(range(n), rng.randint(1, size))) for _ in range(rng.randint(0, 12))]
         cs = ConstraintSet(n, tuple(Together(g) for g in groups))
         graph = nx.Graph()
         graph.add_nodes_from(range(n))
@@ -159,6 +160,10 @@ def test_block_labels_are_the_components_of_networkx():
         expected = sorted((frozenset(c) for c in nx.connected_components(graph)), key=min)
         assert list(cs.iter_components()) == expected == list(cs.components())
         assert cs.block_count() == len(expected)
+        labels = cs.block_labels()
+        if labels is not None:  # each database numbered by its block's rank (by smallest member)
+            assert labels[1] == len(expected)
+            assert labels[0].tolist() == [next(j for j, b in enumerate(expected) if i in b) for i in range(n)]
 
 
 def test_components_tuple_is_refused_but_the_arrays_are_not():

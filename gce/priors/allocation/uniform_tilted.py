@@ -104,7 +104,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 from scipy import fft as _fft
-from scipy import stats
+from scipy import special
 
 from ... import effort
 from ...accounting.batch import log_mgf_of
@@ -365,7 +365,7 @@ def _heavy_count(term: NDArray[np.float64], c: int, m: int, tail: float) -> tupl
     if heavy <= 0.0:
         return 0, 0.0
     for n in range(min(_HEAVY_TERMS, m) + 1):
-        rest = float(stats.binom.sf(n, m, heavy / total)) * total**m if n < m else 0.0
+        rest = float(special.bdtrc(n, m, heavy / total)) * total**m if n < m else 0.0  # binomial P(> n)
         if rest <= tail or n == min(_HEAVY_TERMS, m):
             return n, rest
     raise AssertionError("unreachable")
