@@ -456,3 +456,37 @@ def test_bad_arguments_name_their_field(kwargs, field):
     with pytest.raises(InvalidParameterError) as caught:
         poisson_curve(**arguments)
     assert caught.value.field == field, caught.value
+
+
+# ---------------------------------------------------------------------------
+# Databases below the lattices' floors (a rate or a mu under 1e-12): at the floor above, left out below
+
+
+@pytest.mark.parametrize("parts", [[(1.0, 1e-300, 2)], [(1e-300, 0.01, 2)], [(1.0, 5e-324, 3)], [(1e-13, 0.5, 1)]])
+def test_databases_below_the_floors_alone_are_answered_at_the_floors(parts):
+    """Alone, such databases left no lattice (its width was 0: ZeroDivisionError from gce.solve); at the floors
+    each step's loss is below 1e-11, so the answer is 0 and the upper curve is the floors' own."""
+    curve = poisson_curve(parts, 0.01, delta=1e-6)
+    assert curve.epsilon_bracket(1e-6) == (0.0, 0.0) and "at that floor above, left out below" in curve.description
+    raised = [(max(mu, engine.MU_FLOOR), max(rate, engine.RATE_FLOOR), n) for mu, rate, n in parts]
+    eps = np.array([0.0, 1e-12, 1e-9])
+    assert np.array_equal(curve.delta(eps), poisson_curve(raised, 0.01, delta=1e-6).delta(eps))
+    assert 0.0 < float(curve.delta(0.0)) <= 2 * sum(n * max(r, engine.RATE_FLOOR) for _, r, n in parts)
+
+
+def test_a_database_below_the_floor_among_others_raises_the_upper_and_leaves_the_lower():
+    alone = poisson_curve([(1.0, 0.01, 1)], 0.01, delta=1e-5)
+    both = poisson_curve([(1.0, 0.01, 1), (1.0, 1e-300, 1)], 0.01, delta=1e-5)
+    raised = poisson_curve([(1.0, 0.01, 1), (1.0, engine.RATE_FLOOR, 1)], 0.01, delta=1e-5)
+    eps = np.linspace(0.0, 1.0, 11)
+    assert np.array_equal(both.lower.delta(eps), alone.lower.delta(eps))
+    assert np.array_equal(both.delta(eps), raised.delta(eps))
+    low, high = both.epsilon_bracket(1e-5)
+    assert low == alone.epsilon_bracket(1e-5)[0] and high == pytest.approx(alone.epsilon_bracket(1e-5)[1], rel=1e-4)
+
+
+def test_solve_of_steps_below_the_floor_answers_zero():
+    scenario = Scenario(databases=4, invocations=[Invocation(i, Subsampled(1e-300, GaussianMechanism(1.0)))
+                                                  for i in range(4)], delta=1e-6)
+    report = solve(scenario, time_limit=20)
+    assert report.epsilon == 0.0 and report.theorem == "poisson subsampling"

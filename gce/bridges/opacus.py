@@ -117,6 +117,7 @@ from ..errors import GCEError, InvalidParameterError
 from ..priors.allocation import MU_LIMIT, AllocationCurve, LowerBound, allocation_curve, poisson_curve
 from ..priors.allocation.bracket import _Least
 from ..priors.allocation.decomposition import _NoRoom
+from ..priors.allocation.poisson import MU_FLOOR, RATE_FLOOR
 from ..priors.allocation.epochs import compose_epochs, epochs_tail
 from ..priors.allocation.ratios import GaussianRatio
 from ..validation import is_integer, is_number, shown
@@ -130,13 +131,10 @@ Entry = tuple[float, float, int]
 
 #: The most steps a history may hold (as a scenario's ``repeat``: exact as a double, which the engines count in).
 MAX_STEPS = 2**53
-#: Below these a step's sample rate, or its ``mu = 1 / noise_multiplier``, is beyond the Poisson engine's grids
-#: (its answer there is 0 to every digit shown): the step is accounted at the floor above (a step at a smaller
-#: rate or mu is a post-processing of the step at a larger one: keep each output with probability q / q',
-#: else draw it afresh from N(0, 1); scale the output by mu / mu' and add independent noise) and left out
-#: below (a composition of fewer steps is a post-processing of the whole).
-RATE_FLOOR = 1e-12
-MU_FLOOR = 1e-12
+# RATE_FLOOR, MU_FLOOR (imported from the engine, which keeps them): below these a step's sample rate, or its
+# ``mu = 1 / noise_multiplier``, is beyond the Poisson engine's grids (its answer there is 0 to every digit
+# shown); the engine accounts the step at the floor above and leaves it out below
+# (:func:`gce.priors.allocation.poisson._at_floors`).
 #: Curves an accountant keeps (the most recently read; module doc, "Answers kept").
 _KEPT = 32
 #: The accuracy of the evaluations inside Opacus' ``get_noise_multiplier`` (:meth:`_HistoryAccountant._decided`).
@@ -532,20 +530,12 @@ def poisson_history(parts: Sequence[tuple[float, float, int]], rtol: float, delt
     high_mu = _gdp_total(parts)
     beyond = [(mu, rate, n) for mu, rate, n in parts if mu >= MU_LIMIT]
     within = [(mu, rate, n) for mu, rate, n in parts if mu < MU_LIMIT]
-    raised = [(max(mu, MU_FLOOR), max(rate, RATE_FLOOR), n) for mu, rate, n in within]
-    kept = [(mu, rate, n) for mu, rate, n in within if mu >= MU_FLOOR and rate >= RATE_FLOOR]
-    nothing = LowerBound([(GaussianCurve(0.0), 0.0, 0.0)])
     try:
         if not within:
-            curve = AllocationCurve([GaussianCurve(0.0)], nothing, "no step within the grids")
-        else:
-            curve = _engine(lambda: poisson_curve(raised, rtol=rtol, delta=delta, epsilon=epsilon))
-            if len(kept) < len(within):
-                lower = (_engine(lambda: poisson_curve(kept, rtol=rtol, delta=delta, epsilon=epsilon)).lower if kept
-                         else nothing)
-                curve = AllocationCurve(curve._upper, lower, f"{curve.description}; steps of sample rate below "
-                                                             f"{RATE_FLOOR:g} or mu below {MU_FLOOR:g}: at that floor "
-                                                             f"above, left out below")
+            curve = AllocationCurve([GaussianCurve(0.0)], LowerBound([(GaussianCurve(0.0), 0.0, 0.0)]),
+                                    "no step within the grids")
+        else:  # (steps below the floors: the engine's own rule, at the floor above and left out below)
+            curve = _engine(lambda: poisson_curve(within, rtol=rtol, delta=delta, epsilon=epsilon))
     except _EngineFailed as failure:
         if not closed:
             raise

@@ -1309,6 +1309,8 @@ def poisson_curve(parts: Sequence[tuple[float, float, int]], rtol: float = effor
     if epsilon is None and delta is None:
         delta = 1e-6
     _check_target(delta, epsilon)
+    if any(rate < RATE_FLOOR or ratio.mu < MU_FLOOR for ratio, rate, _ in clean):
+        return _at_floors(clean, rtol, delta, epsilon, tail)
     copies = sum(count for _, _, count in clean)
     if not clean:  # nobody can hold the target, or no database's output depends on it
         from ...accounting.curves import GaussianCurve
@@ -1384,6 +1386,31 @@ def poisson_curve(parts: Sequence[tuple[float, float, int]], rtol: float = effor
         text += (f", wider than the {rtol:.3g} asked: the grid limit stopped the refinement ({limited})" if limited
                  else f", wider than the {rtol:.3g} asked: the lattice reached its finest")
     return AllocationCurve([done.upper], done.lower, text)
+
+
+#: Below these a database's rate, or its Gaussian's ``mu``, is beyond the lattices (the loss of such a step spans
+#: less than the double's resolution of the others', and alone none fits: the lattice's width would be 0): the
+#: step is composed at the floor above and left out below (:func:`_at_floors`).
+RATE_FLOOR = 1e-12
+MU_FLOOR = 1e-12
+
+
+def _at_floors(clean, rtol: float, delta: float | None, epsilon: float | None, tail: float) -> AllocationCurve:
+    """The databases below :data:`RATE_FLOOR` or :data:`MU_FLOOR` at that floor above and left out below.
+
+    Above: a step at a rate ``r < r'`` is a post-processing of the step at ``r'`` (keep its output with
+    probability ``r / r'``, else draw it afresh from ``Q``), and a Gaussian of ``mu < mu'`` one of the Gaussian
+    of ``mu'`` (scale the output by ``mu / mu'`` and add independent noise), so the curve at the floors
+    dominates. Below: the composition without those steps is a post-processing of the whole (drop their
+    outputs), so its lower curve is one of the whole."""
+    from ...accounting.curves import GaussianCurve
+    raised = [(max(ratio.mu, MU_FLOOR), max(rate, RATE_FLOOR), count) for ratio, rate, count in clean]
+    kept = [(ratio.mu, rate, count) for ratio, rate, count in clean if rate >= RATE_FLOOR and ratio.mu >= MU_FLOOR]
+    upper = poisson_curve(raised, rtol, delta, epsilon, tail)
+    lower = (poisson_curve(kept, rtol, delta, epsilon, tail).lower if kept
+             else LowerBound([(GaussianCurve(0.0), 0.0, 0.0)]))
+    return AllocationCurve(upper._upper, lower, f"{upper.description}; databases of rate below {RATE_FLOOR:g} or "
+                                                f"mu below {MU_FLOOR:g}: at that floor above, left out below")
 
 
 def _closed_forms(clean, why: str, stopped: bool = True) -> AllocationCurve:
