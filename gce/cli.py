@@ -71,12 +71,14 @@ scenario file may be a pipe handed to gce: ``gce solve /dev/stdin``).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
 import os
 import re
 import sys
 import time
-from collections.abc import Sequence
+import warnings
+from collections.abc import Iterator, Sequence
 from typing import NoReturn
 
 from . import __version__
@@ -1066,6 +1068,24 @@ def _os_error(error: OSError) -> str:
     return f"{shown(error.filename, _PATH_SHOWN)}: {reason}" if error.filename is not None else reason
 
 
+@contextlib.contextmanager
+def _no_warnings() -> Iterator[None]:
+    """No warning reaches standard error (the contract: the answer, or one ``gce:`` line): Python's warnings
+    are ignored, and so are the messages matplotlib logs below an error (a glyph a database's name needs and
+    no font has, a configuration directory it cannot write). The library itself still warns its callers."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        import logging  # (only here: the command's start-up does not load it)
+
+        quiet = logging.getLogger("matplotlib")
+        level = quiet.level
+        quiet.setLevel(logging.ERROR)
+        try:
+            yield
+        finally:
+            quiet.setLevel(level)
+
+
 def _run(argv: Sequence[str] | None, outcome: _Outcome) -> int:
     """The command: parsed, run and answered (the contract: the module's docstring)."""
     if sys.stdout is None:  # closed (>&-): refused before anything is read or recorded
@@ -1083,7 +1103,7 @@ def _run(argv: Sequence[str] | None, outcome: _Outcome) -> int:
         args.outcome = outcome
         from .resources import limits
 
-        with limits(memory=_memory_limit(args)):
+        with limits(memory=_memory_limit(args)), _no_warnings():
             output = args.run(args)
         status = 0
         if isinstance(output, tuple):  # (text, status): a refused ledger request is an answer, not an error

@@ -289,6 +289,23 @@ def test_every_command_with_stdout_closed_full_or_ascii(space, command, conditio
     assert inputs(space) == given  # the scenario files and the table, byte for byte
 
 
+@needs_linux
+def test_a_plot_with_glyphs_no_font_has_and_no_config_directory_warns_nothing(tmp_path):
+    """matplotlib's warnings (a glyph of a CJK title missing from its fonts; a configuration directory it cannot
+    create, logged) never reach standard error: the command answers with its plot and nothing else there."""
+    pytest.importorskip("matplotlib")
+    scenario = tmp_path / "tokyo.toml"
+    scenario.write_text('title = "東京の病院"\ndatabases = ["東京", "京都"]\ndelta = 1e-6\n[[invocations]]\n'
+                        'databases = "all"\nmechanism = { kind = "gaussian", sigma = 1.0 }\n', encoding="utf-8")
+    blocked = tmp_path / "not-a-directory"
+    blocked.write_text("")
+    plot = tmp_path / "curve.png"
+    done = run(["curve", str(scenario), "--deltas", "1e-6", "1e-3", "--plot", str(plot)],
+               MPLCONFIGDIR=str(blocked / "matplotlib"))
+    assert (done.status, done.err) == (0, ""), done.err[-3000:]
+    assert plot.read_bytes()[:4] == b"\x89PNG" and done.out.endswith(f"plot written to {plot}\n")
+
+
 def inputs(space: SimpleNamespace) -> dict[str, bytes]:
     """The workspace's input files (scenarios, table) by name, their bytes."""
     return {name: pathlib.Path(getattr(space, name)).read_bytes() for name in ("scenario", "store", "members")}
