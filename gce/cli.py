@@ -256,7 +256,8 @@ def _ledger_parser(commands) -> None:
         if json_flag:
             action.add_argument("--json", action="store_true", help="print one JSON object")
         action.add_argument("--time-limit", type=float, default=None, metavar="S",
-                            help="seconds the worst-case search may take when cheap bounds do not decide")
+                            help="seconds the worst-case search may take when cheap bounds do not decide "
+                                 "(init: reading the scenario file, too)")
         action.set_defaults(run=run)
 
     init = actions.add_parser("init", help="create a ledger for a scenario's databases and constraints",
@@ -793,7 +794,7 @@ def _ledger_init(args: argparse.Namespace) -> str:
         raise _UsageError(f"--filter: must be one of {', '.join(FILTERS)}, got {shown(args.filter)}")
     time_limit = _ledger_time_limit(args)
     _ledger_path(args)
-    scenario = _load(args)
+    scenario = _load(args, time_limit)  # (the reading too: a file tomllib takes minutes to read is stopped)
     args.outcome.unchanged(_init_note(args.ledger, os.path.lexists(args.ledger)))
     with Accountant.create(args.ledger, scenario, budget_epsilon=args.budget_epsilon,
                            budget_delta=args.budget_delta, filter=args.filter, time_limit=time_limit) as ledger:

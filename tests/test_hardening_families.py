@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import math
 import random
+import time
 import warnings
 
 import attr
@@ -272,6 +273,25 @@ def test_the_ledger_takes_a_mechanism_within_the_depth(capsys, ledger):
     assert main(["ledger", "spend", "--ledger", ledger, "--databases", "all", "--mechanism",
                  fragment(MAX_DEPTH - 1)]) == 0
     assert entries(ledger) == before + 1
+
+
+def test_ledger_init_of_a_file_tomllib_reads_for_minutes_stops_at_the_time_limit(capsys, tmp_path):
+    """100,000 dotted keys (200 kB): tomllib takes minutes (its cost grows with the square of the depth); the
+    reading counts against ``--time-limit`` as a solve's does, and nothing is created."""
+    scenario = tmp_path / "dotted.toml"
+    scenario.write_text('databases = 3\ndelta = 1e-6\n[[invocations]]\ndatabases = "all"\n'
+                        'mechanism = { kind = "pure", epsilon = 0.1 }\n' + ".".join(["a"] * 100_000) + " = 1\n")
+    path = tmp_path / "new.sqlite"
+    capsys.readouterr()
+    started = time.monotonic()
+    assert main(["ledger", "init", str(scenario), "--budget-epsilon", "1", "--ledger", str(path),
+                 "--time-limit", "0.5"]) == 2
+    assert time.monotonic() - started < 3 * 0.5 + 5.0  # (3x the limit, and the alarm's own lateness)
+    captured = capsys.readouterr()
+    assert captured.err.count("\n") == 1 and captured.err.endswith(
+        "file: reading the scenario file (200 kB) and its data was stopped at the time limit of 0.5 s "
+        "(--time-limit)\n")
+    assert not path.exists()
 
 
 def test_a_ledger_entry_nested_beyond_what_json_reads_is_damage_not_a_recursion_error(ledger):
