@@ -412,6 +412,19 @@ def test_a_fragment_is_one_value_with_nothing_after_it(trailing):
             read_fragment(braced, "--mechanism", table=True)
 
 
+@pytest.mark.parametrize("text, why", [('kind = "pure", epsilon = 0.1 # a note', "a comment cannot follow a table"),
+                                       ('kind = "pure",\n epsilon = 0.1', "is written on one line"),
+                                       ('kind = "pure",\r\n epsilon = 0.1', "is written on one line"),
+                                       ('"pure"\n', None)])
+def test_a_comment_or_a_line_break_in_a_fragment_is_named(text, why):
+    """The two slips of a fragment typed or pasted on the command line are refused with the reason, not only
+    tomllib's words about the braces gce added ("Unclosed inline table")."""
+    with pytest.raises(InvalidScenarioError) as info:
+        read_fragment(text, "--mechanism", table=True)
+    assert info.value.field == "--mechanism"
+    assert (why in info.value.detail) if why else ("one line" not in info.value.detail)  # (a trailing newline: stripped)
+
+
 @pytest.mark.parametrize("text", ['kind = "pure", epsilon = 0.1', '{ kind = "pure", epsilon = 0.1 }',
                                   '  kind = "pure" , epsilon = 0.1  ', 'kind = "approx", epsilon = 1, delta = 1e-9',
                                   'kind="subsampled", rate=0.5, mechanism={kind="gaussian", sigma=1.0}'])

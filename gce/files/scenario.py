@@ -736,6 +736,10 @@ def read_fragment(text: object, name: str, *, table: bool = False, example: str 
             reason = str(error).split(" (at")[0]
             if documents or reason.startswith("Expected newline or end of document"):
                 raise follows from None
+            if "\n" in body or "\r" in body:  # TOML writes an inline table or a value on one line
+                reason = f"{reason}; a {what} given on its own is written on one line"
+            elif "#" in body and table and not text.strip().startswith("{"):  # the comment hid the added brace
+                reason = f"{reason}; a comment cannot follow a table given on its own"
             raise InvalidScenarioError(name, f"not a {what} ({_shortened(reason)}){hint}") from None
         except RecursionError:
             raise InvalidScenarioError(name, f"nests tables or arrays more than {MAX_DEPTH} levels deep") from None
