@@ -469,6 +469,8 @@ BAD_LEAVES = [
     (lambda: de.PoissonSampledDpEvent(2.0, de.GaussianDpEvent(1.0)), "sampling_probability", "got 2.0"),
     (lambda: de.SelfComposedDpEvent(de.GaussianDpEvent(1.0), -1), "count", "got -1"),
     (lambda: de.DiscreteLaplaceDpEvent(math.nan, 1), "noise_parameter", "got nan"),
+    (lambda: de.GaussianDpEvent(10**400), "noise_multiplier", "a double can hold, got <an integer of 1329 bits>"),
+    (lambda: de.PoissonSampledDpEvent(10**400, de.GaussianDpEvent(1.0)), "sampling_probability", "a double can hold"),
 ]
 
 

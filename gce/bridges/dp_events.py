@@ -138,11 +138,16 @@ def _name(event: object) -> str:
 
 def _number(event: object, attribute: str, field: str, low: float, high: float = math.inf) -> float:
     value = getattr(event, attribute, None)
-    if not is_number(value) or not low <= value <= high or math.isnan(value):
-        bounds = f"[{low:g}, {high:g}]" if math.isfinite(high) else f">= {low:g}"
+    bounds = f"[{low:g}, {high:g}]" if math.isfinite(high) else f">= {low:g}"
+    try:
+        number = float(value) if is_number(value) else math.nan
+    except OverflowError:  # an integer beyond a double's range (10**400)
+        bounds = "a double can hold"
+        number = math.nan
+    if not low <= number <= high:
         raise InvalidParameterError(f"{field}.{attribute}", f"{_name(event)}.{attribute} must be a number "
                                                             f"{bounds}, got {shown(value)}")
-    return float(value)
+    return number
 
 
 def _non_private(event: object, field: str, why: str) -> UnsupportedEventError:
