@@ -36,6 +36,7 @@ from dp_accounting import dp_event as de
 from dp_accounting import privacy_accountant as pa
 
 import tiers
+from gce import constraints as gce_constraints
 from gce import resources
 from gce.accounting.guarantees import GaussianMechanism, PureDP, Subsampled
 from gce.accounting.theorems import compose
@@ -616,6 +617,22 @@ def test_gce_accountant_at_extremes_answers_or_refuses_as_documented(event):
             short(error)
             return
     assert 0.0 <= low <= high
+
+
+@pytest.mark.parametrize("repeat", [1, 3])
+def test_a_laplace_of_a_denormal_scale_answers_without_a_warning(repeat):
+    """``LaplaceMechanism(1e-320)`` is epsilon inf: its canonical pairs' composition put ``0 * inf`` (nan) at the
+    balanced count, with a RuntimeWarning; that outcome has no loss (and no mass)."""
+    from gce import Invocation as Inv, LaplaceMechanism, Scenario, solve
+    from gce.accounting.theorems import _group
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        loss, log_mass, _ = _group(math.inf, 4)
+        report = solve(Scenario(4, [Inv(i, LaplaceMechanism(1e-320), repeat=repeat) for i in range(4)],
+                                gce_constraints.AtMost(2), delta=1e-6), time_limit=20)
+    assert loss.tolist() == [math.inf, math.inf, 0.0, -math.inf, -math.inf] and log_mass[0] == 0.0
+    assert report.epsilon == math.inf
 
 
 def test_counts_a_double_cannot_hold_are_refused():

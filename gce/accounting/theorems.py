@@ -152,8 +152,10 @@ def _group(epsilon: float, count: int) -> tuple[NDArray[np.float64], NDArray[np.
     log_p, log_q = binomial.log_softplus_pair(epsilon)
     win = binomial.window(count, log_p, log_q)
     l = win.counts()
-    with np.errstate(over="ignore"):  # (count - 2l) eps beyond 1.8e308: +-inf, handled by the caller
-        loss = (float(count) - 2.0 * l) * epsilon
+    balance = float(count) - 2.0 * l
+    with np.errstate(over="ignore", invalid="ignore"):  # beyond 1.8e308: +-inf, handled by the caller
+        loss = balance * epsilon
+    loss[balance == 0.0] = 0.0  # as many "-eps" outcomes as "+eps": no loss, at eps = inf too (not 0 inf = nan)
     return loss, binomial.log_pmf(l, count, log_p, log_q), win.log_outside
 
 
