@@ -35,7 +35,7 @@ import time
 from collections.abc import Callable, Iterator
 
 from .errors import InvalidParameterError
-from .validation import is_number, shown
+from .validation import as_float, is_number, shown
 
 __all__ = ["DEFAULT_RTOL", "MIN_RTOL", "MAX_RTOL", "check_rtol", "Deadline", "clock", "slowed", "current",
            "within", "relative_width", "describe_width", "Overdue", "interruptible", "checkpoint"]
@@ -71,7 +71,7 @@ def check_rtol(value: object, field: str = "rtol") -> float:
     """
     if not is_number(value):
         raise InvalidParameterError(field, f"must be a number (a relative accuracy such as 0.01), got {shown(value)}")
-    rtol = float(value)
+    rtol = as_float(value)
     if not MIN_RTOL <= rtol <= MAX_RTOL:  # NaN fails too
         raise InvalidParameterError(field, f"must be a relative accuracy in [{MIN_RTOL:g}, {MAX_RTOL:g}], "
                                            f"got {shown(value)}")

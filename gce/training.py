@@ -72,7 +72,7 @@ from .effort import Deadline, check_rtol, describe_width, relative_width, within
 from .errors import InvalidParameterError, NumericalLimitError
 from .progress import ProgressCallback
 from .report import json_number
-from .validation import is_integer, is_number, shown
+from .validation import as_float, is_integer, is_number, shown
 
 __all__ = ["NoiseCalibration", "calibrate_noise", "clt_sigma", "gdp_mu", "SAMPLINGS", "SIGMA_RTOL", "COARSE_RTOL",
            "MAX_EVALUATIONS"]
@@ -756,7 +756,7 @@ def calibrate_noise(
     """
     from .solvers.base import check_time_limit
 
-    if not is_number(target_epsilon) or not 0.0 < target_epsilon < math.inf:
+    if not is_number(target_epsilon) or not 0.0 < as_float(target_epsilon) < math.inf:
         raise InvalidParameterError("target_epsilon", f"must be finite and > 0, got {shown(target_epsilon)}")
     if not is_number(target_delta) or not 0.0 < target_delta < 1.0:
         raise InvalidParameterError("target_delta", f"must lie in (0, 1) (a Gaussian mechanism has no finite "

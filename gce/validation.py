@@ -52,6 +52,19 @@ def is_number(value: object) -> bool:
     return isinstance(value, numbers.Real) and not isinstance(value, bool)
 
 
+def as_float(value: object) -> float:
+    """``float(value)`` for a real number, an integer beyond a double's range as infinity of its sign (``10**400``
+    raises OverflowError in ``float``): the callers' own checks then refuse it as infinite, naming their field.
+
+    >>> as_float(10**400), as_float(-10**400), as_float(3)
+    (inf, -inf, 3.0)
+    """
+    try:
+        return float(value)  # type: ignore[arg-type]
+    except OverflowError:
+        return math.inf if value > 0 else -math.inf  # type: ignore[operator]
+
+
 # ---------------------------------------------------------------------------
 # Values in messages: one way to shorten them
 

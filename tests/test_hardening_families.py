@@ -619,6 +619,30 @@ def test_gce_accountant_at_extremes_answers_or_refuses_as_documented(event):
     assert 0.0 <= low <= high
 
 
+HUGE = 10**400  # an integer no double holds: float() raises OverflowError
+
+HUGE_CASES = {
+    "epsilon": lambda: PureDP(HUGE),
+    "sigma": lambda: GaussianMechanism(HUGE),
+    "target_epsilon": lambda: GceAccountant().compose(de.GaussianDpEvent(1.0)).get_delta(HUGE),
+    "target_epsilon ": lambda: __import__("gce").calibrate_noise(HUGE, 1e-5, steps_per_epoch=10, epochs=1,
+                                                                  sampling="poisson"),
+    "rtol": lambda: __import__("gce").calibrate_noise(1.0, 1e-5, steps_per_epoch=10, epochs=1, sampling="poisson",
+                                                        rtol=HUGE),
+    "time_limit": lambda: __import__("gce").solve(__import__("gce").Scenario(2, [Invocation(0, PureDP(1.0))]),
+                                                  time_limit=HUGE),
+    "event.noise_multiplier": lambda: from_dp_event(de.LaplaceDpEvent(HUGE)),
+}
+
+
+@pytest.mark.parametrize("field", list(HUGE_CASES))
+def test_an_integer_beyond_a_double_is_refused_naming_its_field(field):
+    """``10**400`` passes ``0 < x < inf`` (Python compares an int exactly) and then broke ``float()``."""
+    with pytest.raises(InvalidParameterError) as info:
+        HUGE_CASES[field]()
+    assert info.value.field == field.strip() and "<an integer of 1329 bits>" in str(info.value)
+
+
 @pytest.mark.parametrize("repeat", [1, 3])
 def test_a_laplace_of_a_denormal_scale_answers_without_a_warning(repeat):
     """``LaplaceMechanism(1e-320)`` is epsilon inf: its canonical pairs' composition put ``0 * inf`` (nan) at the

@@ -32,7 +32,7 @@ from numpy.typing import ArrayLike, NDArray
 from scipy import special
 
 from ..errors import InvalidParameterError
-from ..validation import shown
+from ..validation import as_float, shown
 
 __all__ = [
     "PrivacyCurve",
@@ -374,7 +374,7 @@ def _curve_parameter(name: str, value: float) -> tuple[float, float]:
     1 when it is infinite (no bound at all), else 0."""
     if not value >= 0:
         raise InvalidParameterError(name, f"must be >= 0, got {shown(value)}")
-    value = float(value)
+    value = as_float(value)
     return value, 1.0 if math.isinf(value) else 0.0
 
 

@@ -29,7 +29,7 @@ import numpy as np
 from typing import Union
 
 from ..errors import InvalidParameterError
-from ..validation import MAX_TABLE_NESTING, is_number, shown
+from ..validation import MAX_TABLE_NESTING, as_float, is_number, shown
 
 __all__ = [
     "PureDP",
@@ -47,13 +47,13 @@ __all__ = [
 def _finite_at_least(name: str, value: float, low: float, *, strict: bool = False) -> float:
     if not is_number(value):
         raise InvalidParameterError(name, f"must be a number, got {shown(value)}")
-    value = float(value)
-    if math.isnan(value) or math.isinf(value):
+    number = as_float(value)
+    if math.isnan(number) or math.isinf(number):
         raise InvalidParameterError(name, f"must be finite, got {shown(value)}")
-    if value < low or (strict and value == low):
+    if number < low or (strict and number == low):
         relation = ">" if strict else ">="
         raise InvalidParameterError(name, f"must be {relation} {low:g}, got {shown(value)}")
-    return value
+    return number
 
 
 def _delta(value: float) -> float:

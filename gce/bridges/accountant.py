@@ -74,7 +74,7 @@ from ..accounting.guarantees import GaussianDP, Guarantee
 from ..accounting.pld import DISCRETIZATION
 from ..accounting.theorems import compose_within
 from ..errors import InvalidParameterError, NumericalLimitError, UnsupportedCombinationError
-from ..validation import MAX_COUNT, is_integer, shown
+from ..validation import MAX_COUNT, as_float, is_integer, shown
 from ..accounting.curves import GaussianCurve
 from ..priors.allocation import MU_LIMIT, AllocationCurve, LowerBound, allocation_curve
 from ..priors.allocation.bracket import _Least
@@ -254,7 +254,7 @@ class GceAccountant(_pa.PrivacyAccountant):
     def get_delta_bracket(self, target_epsilon: float) -> tuple[float, float]:
         """``(lower, upper)``: the exact delta at ``target_epsilon`` of the guarantees composed lies between."""
         if not isinstance(target_epsilon, (int, float)) or isinstance(target_epsilon, bool) \
-                or not 0.0 <= target_epsilon < math.inf:
+                or not 0.0 <= as_float(target_epsilon) < math.inf:
             raise InvalidParameterError("target_epsilon", f"must be a finite number >= 0, got {shown(target_epsilon)}")
         return self._answer("delta", float(target_epsilon))
 

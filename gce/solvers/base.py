@@ -30,7 +30,7 @@ from numpy.typing import NDArray
 from ..constraints import ConstraintSet
 from ..constraints.neighborhood import NEIGHBORHOODS, check_neighborhood
 from ..errors import InvalidParameterError
-from ..validation import shown
+from ..validation import as_float, shown
 
 if TYPE_CHECKING:  # pragma: no cover - scipy.sparse is imported where used (start-up)
     import scipy.sparse as sp
@@ -52,7 +52,7 @@ def check_time_limit(value: object, field: str = "time_limit") -> float:
     """
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
         raise InvalidParameterError(field, f"must be a number of seconds, got {shown(value)}")
-    seconds = float(value)
+    seconds = as_float(value)
     if not 0.0 < seconds <= MAX_TIME_LIMIT:
         raise InvalidParameterError(field, f"must be a finite number of seconds in (0, {MAX_TIME_LIMIT:g}], "
                                            f"got {shown(value)}")
