@@ -932,7 +932,12 @@ def _ledger_truncate(args: argparse.Namespace) -> str:
     with _open_ledger(args) as ledger:
         args.outcome.unchanged("nothing was deleted (the ledger is unchanged)")
         with until_reported():
-            kept = ledger.truncate(args.after)
+            try:
+                kept = ledger.truncate(args.after)
+            except InvalidParameterError as error:  # (the ledger's own word for it is after)
+                if error.field != "after":
+                    raise
+                raise _UsageError(f"--after: {error.detail}") from None
             args.outcome.recorded(f"the entries after entry {args.after} were deleted")
     if args.json:
         return to_json(kept.to_dict())

@@ -295,6 +295,24 @@ def test_ledger_init_of_a_file_tomllib_reads_for_minutes_stops_at_the_time_limit
     assert not path.exists()
 
 
+@pytest.mark.parametrize("huge", [2**63, 10**100])
+def test_entry_numbers_beyond_the_stores_integers(capsys, ledger, huge):
+    """``--limit`` and ``--after`` past SQLite's 64-bit integers: every entry, and no such entry (named by its
+    flag), not OverflowError or a ledger called damaged ("datatype mismatch")."""
+    with Accountant(ledger) as accountant:
+        everything = accountant.history()
+        assert accountant.history(limit=huge) == everything
+        with pytest.raises(InvalidParameterError, match=f"^after: the ledger has no entry .* \\(its last is "
+                                                        f"{len(everything)}\\)$"):
+            accountant.truncate(huge)
+    capsys.readouterr()
+    assert main(["ledger", "history", "--limit", str(huge), "--ledger", ledger]) == 0
+    assert main(["ledger", "truncate", "--after", str(huge), "--ledger", ledger]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("gce: error: --after: the ledger has no entry ") and err.count("\n") == 1
+    assert entries(ledger) == len(everything)
+
+
 def test_a_ledger_entry_nested_beyond_what_json_reads_is_damage_not_a_recursion_error(ledger):
     with Accountant(ledger) as accountant:
         weights = accountant._expected_weights("[" * 100_000 + "]" * 100_000, 1)

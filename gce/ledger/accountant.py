@@ -396,6 +396,11 @@ def _charges(scenario: Scenario) -> list[tuple[Guarantee, int, list[int] | str]]
     return charges
 
 
+
+#: The largest integer SQLite and PostgreSQL store (a signed 64-bit one): a larger ``limit`` or ``after`` means
+#: every entry, and is read as this.
+_SQL_INTEGER_MAX = 2**63 - 1
+
 class Accountant:
     """An online privacy accountant over a ledger: :meth:`check`, :meth:`spend`, :meth:`status`,
     :meth:`history`, and :meth:`offline` beside them.
@@ -940,7 +945,7 @@ class Accountant:
         if limit is not None and (not is_integer(limit) or limit < 1):
             raise InvalidParameterError("limit", f"must be an integer >= 1, got {shown(limit)}")
         where, params = ("WHERE analyst = ?", [analyst]) if analyst is not None else ("", [])
-        tail = f" LIMIT {int(limit)}" if limit is not None else ""
+        tail = f" LIMIT {min(int(limit), _SQL_INTEGER_MAX)}" if limit is not None else ""  # (more: every entry)
         with self.store.transaction(write=False):
             self._walk()
             rows = self.store.rows(f"SELECT seq, at, analyst, databases, mechanism, repeat, admitted, answer FROM "
@@ -990,10 +995,11 @@ class Accountant:
                 components, n = len(self.filter.components), self.databases.n
                 sums = np.zeros((components, n))
                 previous, admitted = self._genesis, 0
-                rows = self.store.rows(f"SELECT {_COLUMNS} FROM gce_entries WHERE seq <= ? ORDER BY seq", (after,))
+                rows = self.store.rows(f"SELECT {_COLUMNS} FROM gce_entries WHERE seq <= ? ORDER BY seq",
+                                       (min(after, _SQL_INTEGER_MAX),))  # (beyond the store's integers: past all)
                 if len(rows) < after:
                     last = self.store.rows("SELECT MAX(seq) FROM gce_entries")[0][0] or 0
-                    raise InvalidParameterError("after", f"the ledger has no entry {after} (its last is {last})")
+                    raise InvalidParameterError("after", f"the ledger has no entry {shown(after)} (its last is {last})")
                 for i, row in enumerate(rows):
                     previous = self._chained(row, previous, i + 1)
                     record = self._parse(row, admitted)
