@@ -1052,6 +1052,7 @@ def _delivered(status: int, outcome: _Outcome, text: str | None = None) -> int:
     unless the ledger was changed."""
     from . import interrupts
 
+    interrupts.check()  # a Ctrl-C still owed (it came inside an import): the interruption, not the answer
     try:
         _write(sys.stdout, "" if text is None else _terminal_lines(text) + "\n")
         interrupts.stop()  # written: a Ctrl-C from now on changes nothing

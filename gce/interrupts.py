@@ -36,10 +36,11 @@ import contextlib
 import signal
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from typing import Any
 
-__all__ = ["install", "uninstall", "installed", "stop", "deferred", "committing", "until_reported"]
+__all__ = ["install", "uninstall", "installed", "stop", "check", "deferred", "committing", "until_reported"]
 
 
 class _State:
@@ -49,6 +50,7 @@ class _State:
         self.installed = False
         self.stopped = False  # the command is ending: a Ctrl-C is ignored
         self.pending = False  # a Ctrl-C waits for the end of a section
+        self.after_import = False  # a Ctrl-C came inside an import and has not been raised yet
         self.holding = 0  # deferred() sections open
         self.reporting = 0  # until_reported() sections open
         self.sticky = False  # a commit began inside an until_reported() section: hold until it ends
@@ -69,8 +71,10 @@ def _handler(signum: int, frame: object) -> None:
         _redeliver(0.001)
         return
     if _importing(frame):  # an extension module's initialisation may abort on it: once the import is done
+        _state.after_import = True
         _redeliver(_IMPORT_RETRY)
         return
+    _state.after_import = False
     raise KeyboardInterrupt
 
 
@@ -90,10 +94,24 @@ def _importing(frame: Any) -> bool:
 
 def _redeliver(seconds: float) -> None:
     """Trip SIGINT again from another thread ``seconds`` later, so that the main thread runs the handler at
-    its next check then, in the code it is running then."""
-    timer = threading.Timer(seconds, _thread.interrupt_main, (signal.SIGINT,))
-    timer.daemon = True
-    timer.start()
+    its next check then, in the code it is running then. (A bare thread: ``threading.Timer`` started inside a
+    handler lost some of them, the main thread then answering as if no Ctrl-C had come; :func:`check`
+    raises what is still owed before the answer is written.)"""
+    _thread.start_new_thread(_trip_later, (seconds,))
+
+
+def _trip_later(seconds: float) -> None:
+    time.sleep(seconds)
+    _thread.interrupt_main(signal.SIGINT)
+
+
+def check() -> None:
+    """Raise the Ctrl-C that came inside an import and was not raised since (its redelivery not run yet):
+    the command calls it before it writes its answer. A no-op unless :func:`install` ran, off the main
+    thread, inside a section that holds Ctrl-C, and once the command is ending."""
+    if _active() and _state.after_import and not _state.stopped and not _state.holding and not _state.sticky:
+        _state.after_import = False
+        raise KeyboardInterrupt
 
 
 def _unraisable(unraisable: Any) -> None:

@@ -589,6 +589,22 @@ def test_ctrl_c_inside_the_commit_waits_for_the_entry_and_says_it(space, capsys,
 
 
 @needs_main_thread
+def test_a_ctrl_c_inside_an_import_is_raised_before_the_answer_even_if_its_redelivery_never_comes(
+        space, capsys, monkeypatch):
+    """A Ctrl-C inside an import is redelivered from another thread once the import is done; if that never
+    happens before the answer is ready (a redelivery lost: ``gce ledger verify`` answered with exit 0 after
+    a Ctrl-C in 6 of 40 runs), the command still ends as interrupted, not with the answer."""
+    from gce import interrupts
+
+    monkeypatch.setattr(interrupts, "_importing", lambda frame: True)  # every Ctrl-C "inside an import"
+    monkeypatch.setattr(interrupts, "_redeliver", lambda seconds: None)  # and its redelivery lost
+    monkeypatch.setattr(Accountant, "verify", _ctrl_c(Accountant.verify))
+    status = main(COMMANDS["ledger verify"](space))
+    out, err = capsys.readouterr()
+    assert (status, out) == (EXIT_INTERRUPTED, "") and one_line(err) == "gce: interrupted"
+
+
+@needs_main_thread
 def test_ctrl_c_before_the_commit_rolls_the_spend_back_and_says_so(space, capsys, monkeypatch):
     """A SIGINT sent while the entry is being written, before the COMMIT: rolled back, and gce says so."""
     original = SQLiteStore._execute
