@@ -238,6 +238,27 @@ def test_an_epsilon_target_whose_closed_form_delta_is_negligible_is_answered_by_
     assert poisson.delta_bracket(epsilon) == (0.0, float(GaussianCurve(0.3 * math.sqrt(10)).delta(epsilon)))
 
 
+@pytest.mark.parametrize("delta", [1e-31, 1e-100, 1e-320, 5e-324])
+def test_a_delta_target_below_the_negligible_delta_is_answered_by_the_closed_forms(delta):
+    """epsilon at a delta below NEGLIGIBLE_DELTA: the clamps' charges (a share of delta) underflowed ("math
+    domain error" at 1e-320 over epochs); the closed forms answer, every member's Gaussians composed above."""
+    from gce.accounting.curves import GaussianCurve
+    from gce.priors.allocation import allocation_curve, poisson_curve
+
+    for k, epochs in ((1, 1), (1, 2), (2, 1)):
+        curve = allocation_curve(1.0, 100, k, epochs=epochs, delta=delta)
+        assert "not refined" in curve.description and f"epsilon at delta {delta:g}" in curve.description
+        low, high = curve.epsilon_bracket(delta)
+        assert high == float(GaussianCurve(math.sqrt(k * epochs)).epsilon(delta)) and 0.0 <= low <= high
+    poisson = poisson_curve([(1.0, 0.01, 200)], delta=delta)
+    assert "not refined" in poisson.description
+    assert poisson.epsilon_bracket(delta)[1] == float(GaussianCurve(math.sqrt(200)).epsilon(delta))
+    from gce import effort
+
+    with effort.within(effort.Deadline(1.0)):  # (above it the grids run: uncapped, minutes at 1e-29)
+        assert "not refined" not in allocation_curve(1.0, 100, delta=1e-29).description
+
+
 def test_an_epsilon_target_just_above_the_negligible_delta_is_refined():
     """At 16.9 the composition of 2 Gaussians of mu 1 gives a delta above 1e-30, at 17.0 below: at 16.9 the grids
     run (stopped at a time limit here: uncapped they take 3 minutes)."""

@@ -41,6 +41,7 @@ _TAIL_SHARE = 1e-4
 #: A target epsilon at which the closed-form upper curve (every member's Gaussian composed) already gives a
 #: delta below this is answered by the closed forms: no grid is sized for it (a grid reaching ``epsilon``
 #: would be as large as the epsilon asked, up to 1e308), and the bracket's ends are both below this delta.
+#: So is a target delta below it (down to 5e-324): the clamps' charges, a share of it, would underflow.
 NEGLIGIBLE_DELTA = 1e-30
 #: Safety factor of the round-off allowance (:mod:`.uniform_grid` and :mod:`.geometric_grid`, "Floating point").
 ROUND_OFF = 8.0
@@ -265,10 +266,16 @@ def _check_target(delta: object, epsilon: object) -> None:
         raise InvalidParameterError("delta", f"must be a number in (0, 1), got {shown(delta)}")
 
 
-def _negligible(mu: float, epsilon: float | None) -> bool:
-    """Whether GDP ``mu`` (an upper curve in closed form) gives a delta below :data:`NEGLIGIBLE_DELTA` at a
-    target ``epsilon``."""
-    return epsilon is not None and float(GaussianCurve(mu).delta(float(epsilon))) < NEGLIGIBLE_DELTA
+def _negligible(mu: float, epsilon: float | None, delta: float | None = None) -> str | None:
+    """Why the target is answered in closed form, not refined (None: it is refined): GDP ``mu`` (an upper
+    curve in closed form) gives a delta below :data:`NEGLIGIBLE_DELTA` at a target ``epsilon``, or the
+    target ``delta`` itself is below it."""
+    if epsilon is not None:
+        if float(GaussianCurve(mu).delta(float(epsilon))) < NEGLIGIBLE_DELTA:
+            return f"delta at epsilon {epsilon:g} below {NEGLIGIBLE_DELTA:g} in closed form (not refined)"
+    elif delta is not None and delta < NEGLIGIBLE_DELTA:
+        return f"epsilon at delta {delta:g}, below {NEGLIGIBLE_DELTA:g}, in closed form (not refined)"
+    return None
 
 
 def _check_count(value: object, name: str, low: int = 1) -> int:

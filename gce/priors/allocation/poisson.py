@@ -138,7 +138,7 @@ from ...accounting import batch, kinds
 from ...accounting.curves import DiscreteLossCurve, PrivacyCurve, at_or_above
 from ...errors import InvalidParameterError, NumericalLimitError
 from ...validation import is_number, shown
-from .bracket import (_STOPPED, _TAIL_SHARE, NEGLIGIBLE_DELTA, TAIL, AllocationCurve, LowerBound, _check_count,
+from .bracket import (_STOPPED, _TAIL_SHARE, TAIL, AllocationCurve, LowerBound, _check_count,
                       _check_target, _may_refine, _negligible, _width)
 from .ratios import GaussianRatio
 
@@ -1316,9 +1316,9 @@ def poisson_curve(parts: Sequence[tuple[float, float, int]], rtol: float = effor
         from ...accounting.curves import GaussianCurve
         curve = GaussianCurve(0.0)
         return AllocationCurve([curve], LowerBound([(curve, 0.0, 0.0)]), "no database depends on the target")
-    if _negligible(_all_members(clean), epsilon):
-        return _closed_forms(clean, f"delta at epsilon {epsilon:g} below {NEGLIGIBLE_DELTA:g} in closed form (not "
-                                    f"refined)", stopped=False)
+    negligible = _negligible(_all_members(clean), epsilon, delta)
+    if negligible:
+        return _closed_forms(clean, negligible, stopped=False)
     # The first lattice spans the larger direction's window in _FIRST_POINTS points: its size read on a
     # provisional lattice of _PROVISIONAL_CELLS cells per database (the window hardly depends on it).
     # The clamps' charges (the P-mass above, at infinite loss, N r times the tail; the Q-mass below a clamped
@@ -1339,6 +1339,8 @@ def poisson_curve(parts: Sequence[tuple[float, float, int]], rtol: float = effor
     tails = (min(tail, share / sum(count * rate for _, rate, count in clean)), min(tail, share / copies))
     h = max(span / _FIRST_POINTS, min(_predicted(first, provisional, rtol, delta, epsilon), span / _LEAST_POINTS))
     plain, h = h, _spread_first(first, provisional, h, rtol, delta)
+    if not plain > 0.0:  # the losses span less than a double resolves at this count (rates near 1e-12 a step,
+        return _closed_forms(clean, "no lattice is fine enough (the losses' span underflows)", stopped=False)
     if h < plain and not effort.current().fits(_seconds(clean, h, span, tails)):
         h = plain  # (the finer first lattice does not fit in the time left: the schedule's own, no stop recorded)
     done: _Step | None = None

@@ -18,7 +18,7 @@ from ... import effort
 from ...accounting.curves import PrivacyCurve
 from ...errors import InvalidParameterError, NumericalLimitError
 from ...validation import is_number
-from .bracket import (_STOPPED, _Least, _WHICH, DEFAULT_RTOL, NEGLIGIBLE_DELTA, TAIL, AllocationCurve, LowerBound, _at,
+from .bracket import (_STOPPED, _Least, _WHICH, DEFAULT_RTOL, TAIL, AllocationCurve, LowerBound, _at,
                       _check_count, _check_target, _DirectionLower, _may_refine, _negligible, _reading, _target_text,
                       _width)
 from .circle import THRESHOLDS as CIRCLE_LEVELS
@@ -114,9 +114,10 @@ def allocation_curve(mu: float, t: int, k: int = 1, epochs: int = 1, rtol: float
         return _plain(ratio.mu, k, epochs)
     if ratio.trivial:
         return _plain(0.0, k, epochs)
-    if isinstance(ratio, GaussianRatio) and _negligible(ratio.mu * math.sqrt(k * epochs), epsilon):
-        return _closed_forms(ratio.mu, t, k, epochs, f"delta at epsilon {epsilon:g} below {NEGLIGIBLE_DELTA:g} in "
-                                                     f"closed form (not refined)")
+    negligible = _negligible(ratio.mu * math.sqrt(k * epochs), epsilon, delta) if isinstance(ratio, GaussianRatio) \
+        else None
+    if negligible:
+        return _closed_forms(ratio.mu, t, k, epochs, negligible)
     if isinstance(ratio, GaussianRatio) and not _first_step_fits(ratio, t, k, epochs, tail, delta, epsilon):
         return _closed_forms(ratio.mu, t, k, epochs, "the time limit leaves no room for the first grid")
     if k == 1 and epochs == 1:
