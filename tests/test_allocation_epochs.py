@@ -234,3 +234,17 @@ def test_a_lower_law_is_trimmed_within_its_budget_and_only_lowered():
         before = float(np.sum(mass * np.maximum(1.0 - np.exp(eps - loss), 0.0)))
         after = float(np.sum(out.mass * np.maximum(1.0 - np.exp(eps - out.loss), 0.0)))
         assert before - 3e-15 <= after <= before
+
+
+@pytest.mark.parametrize("mu, t", [(1.0, 3), (0.5, 2)])
+def test_one_epoch_at_delta_1e_15_is_certified_within_one_percent_against_the_quadrature(mu, t):
+    """One epoch of 1 of t at delta 1e-15: the clamp was charged the default tail of 1e-14, all of the target, and
+    the upper end was infinite ([3.41, 8.17] after 10 s at sigma 1, 1 of 100); at most 1% of delta now
+    (epochs.epochs_tail), and the bracket holds the independent quadrature's epsilon."""
+    from allocation_reference import k_of_t_deltas
+
+    low, high = allocation_curve(mu, t, delta=1e-15).epsilon_bracket(1e-15)
+    assert high / low - 1 <= 0.01
+    at_high = max(d.value + d.error for d in k_of_t_deltas(mu, t, 1, high))
+    at_low = max(d.value - d.error for d in k_of_t_deltas(mu, t, 1, low))
+    assert at_high <= 1e-15 * (1 + 1e-6) and at_low >= 1e-15 * (1 - 1e-6), (low, at_low, high, at_high)

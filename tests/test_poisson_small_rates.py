@@ -490,3 +490,14 @@ def test_solve_of_steps_below_the_floor_answers_zero():
                                                   for i in range(4)], delta=1e-6)
     report = solve(scenario, time_limit=20)
     assert report.epsilon == 0.0 and report.theorem == "poisson subsampling"
+
+
+@pytest.mark.parametrize("q, sigma, copies", [(0.01, 1.0, 1), (0.1, 1.0, 2)])
+def test_at_delta_1e_15_the_bracket_holds_the_exact_value_within_rtol(q, sigma, copies):
+    """At delta 1e-15 the mass left below the composition's window (1e-15) was charged whole: the upper end was
+    infinite. It is now a share of the target, and the bracket holds the exact composition (quadrature)."""
+    exact = _Exact(q, 1.0 / sigma, copies)
+    truth = exact.epsilon(1e-15)
+    low, high = poisson_curve([(1.0 / sigma, q, copies)], delta=1e-15).epsilon_bracket(1e-15)
+    assert low <= truth * (1 + 1e-9) and truth <= high * (1 + 1e-9), (low, truth, high)
+    assert effort.relative_width(low, high) <= effort.DEFAULT_RTOL

@@ -99,16 +99,22 @@ _EPOCH_GROWTH = {"log": _GROWTH["log"], "tilted": _GROWTH["linear"]}
 
 def epochs_tail(delta: float | None, epochs: int, tail: float = TAIL) -> float:
     """The clamp's P-mass charged per epoch: with a delta target, ``max(tail, 1e-4 * delta)`` for one epoch
-    (:func:`~.random_allocation.allocation_curve`) and at most ``1e-4 * delta / epochs`` for several, so that
-    the epochs' charges together cost at most that share of the target.
+    (:func:`~.random_allocation.allocation_curve`), but never above :data:`_TAIL_MOST` of the target (below
+    delta 1e-12 the default ``tail`` of 1e-14 would be most of it: at 1e-15 all of it, and the upper end was
+    infinite), and at most ``1e-4 * delta / epochs`` for several, so that the epochs' charges together cost at
+    most that share of the target.
 
-    >>> epochs_tail(1e-12, 100), epochs_tail(1e-12, 1)
-    (1e-18, 1e-14)
+    >>> epochs_tail(1e-12, 100), epochs_tail(1e-12, 1), epochs_tail(1e-15, 1)
+    (1e-18, 1e-14, 1e-17)
     """
     if delta is None or not delta > 0:
         return tail
-    wide = max(tail, _TAIL_SHARE * delta)
+    wide = min(max(tail, _TAIL_SHARE * delta), _TAIL_MOST * delta)
     return wide if epochs == 1 else min(wide, _TAIL_SHARE * delta / epochs)
+
+
+#: The largest share of a target delta that one epoch's clamp may be charged (:func:`epochs_tail`).
+_TAIL_MOST = 1e-2
 
 
 class _Candidates:

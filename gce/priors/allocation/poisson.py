@@ -74,7 +74,7 @@ round-off relative to the pmf near the target. Its allowance in delta at ``eps``
 twice its largest value ``e^(-theta eps)`` above ``eps``); ``theta`` is the least order whose untilted
 allowance at the target is within :data:`_ROUND_SHARE` of the delta asked (the least distortion of the curve
 below the target), none when the untilted transform is accurate enough. The window starts where the
-untilted total's mass below is at most 1e-15 (what the cyclic transform wraps up from there is untilted by
+untilted total's mass below is at most 1e-15, or :data:`_ROUND_SHARE` of a smaller target (what the cyclic transform wraps up from there is untilted by
 a smaller factor than its own: at most that mass, subtracted below and charged above) and ends where the
 tilted total's mass above is at most 2^-60 (wrapped down, it lands above ``eps`` untilted by at most
 ``Z^N e^(-theta eps)``: part of the allowance).
@@ -704,9 +704,12 @@ def _compose(laws: Sequence[batch._Law], k_plain: NDArray[np.float64], h: float,
     hard_lo = sum(law.count * int(law.index[0]) for law in laws if law.index.size)
     hard_hi = sum(law.count * int(law.index[-1]) for law in laws if law.index.size)
     t = _SIGNED
-    x_lo = _chernoff(k_plain, t, math.log(batch.TAIL_BELOW), above=False)
+    # the mass left below the window, charged above: at most a share of the target (1e-15 was all of a target
+    # of 1e-15, and the upper end infinite)
+    tail_below = min(batch.TAIL_BELOW, _ROUND_SHARE * target) if target > 0.0 else batch.TAIL_BELOW
+    x_lo = _chernoff(k_plain, t, math.log(tail_below), above=False)
     lo = hard_lo if not x_lo / h > hard_lo else min(math.floor(x_lo / h), hard_hi)
-    below = 0.0 if lo == hard_lo else batch.TAIL_BELOW
+    below = 0.0 if lo == hard_lo else tail_below
     x_hi = _chernoff(k_plain, t, math.log(batch.TAIL), above=True)
     hi = hard_hi if not x_hi / h < hard_hi else max(math.ceil(x_hi / h), lo)
     plain = _round_off(laws, _fft.next_fast_len(hi - lo + 1, real=True))
