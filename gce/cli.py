@@ -82,7 +82,7 @@ from collections.abc import Iterator, Sequence
 from typing import NoReturn
 
 from . import __version__
-from .errors import GCEError, InvalidParameterError
+from .errors import GCEError, InvalidParameterError, UnsupportedCombinationError
 from .report import terminal_text, to_json
 from .solvers.base import MAX_TIME_LIMIT
 from .validation import shown
@@ -796,13 +796,31 @@ def _ledger_init(args: argparse.Namespace) -> str:
     _ledger_path(args)
     scenario = _load(args, time_limit)  # (the reading too: a file tomllib takes minutes to read is stopped)
     args.outcome.unchanged(_init_note(args.ledger, os.path.lexists(args.ledger)))
-    with Accountant.create(args.ledger, scenario, budget_epsilon=args.budget_epsilon,
-                           budget_delta=args.budget_delta, filter=args.filter, time_limit=time_limit) as ledger:
-        args.outcome.recorded(f"the ledger {ledger.location} was created")
-        status = ledger.status()
+    try:
+        with Accountant.create(args.ledger, scenario, budget_epsilon=args.budget_epsilon,
+                               budget_delta=args.budget_delta, filter=args.filter, time_limit=time_limit) as ledger:
+            args.outcome.recorded(f"the ledger {ledger.location} was created")
+            status = ledger.status()
+    except UnsupportedCombinationError as error:  # named by its invocation record: the file's table instead
+        raise UnsupportedCombinationError(_as_table(str(error), scenario)) from None
     if args.json:
         return to_json(status.to_dict())
     return f"created {status.location}\n{status}"
+
+
+def _as_table(message: str, scenario) -> str:
+    """A message that names an invocation record, ``invocations[j]...`` (the Python scenario's index: a table
+    of ``databases = "all"`` is n records), naming the file's ``[[invocations]]`` table instead: a file's
+    tables are the scenario's groups, one each, and the ledger names a group by its first record."""
+    found = re.match(r"invocations\[(\d+)\]", message)
+    if found is None:
+        return message
+    first = 0
+    for table, group in enumerate(scenario.invocations.groups):
+        if first == int(found.group(1)):
+            return f"invocations[{table}]{message[found.end():]}"
+        first += len(group)
+    return message
 
 
 def _init_note(location: str, existed: bool):

@@ -648,10 +648,12 @@ def _rtol_at(value: float) -> float:
 
 def _engine(sampling: str, t: int, epochs: int, target_delta: float) -> Callable[[float, float], tuple[float, float]]:
     """``(sigma, rtol) -> (lower, upper)``: epsilon at ``target_delta`` of the training run."""
-    from .priors.allocation import allocation_curve, poisson_curve
+    from .priors.allocation import MU_LIMIT, allocation_curve, poisson_curve
 
     def evaluate(sigma: float, rtol: float) -> tuple[float, float]:
         mu = 1.0 / sigma
+        if not mu < MU_LIMIT:  # beyond every grid (a huge target epsilon asks for almost no noise)
+            return _closed_bracket(sigma, t, epochs, sampling, target_delta)
         try:
             if sampling == "shuffled":
                 curve = allocation_curve(mu, t, epochs=epochs, rtol=rtol, delta=target_delta)

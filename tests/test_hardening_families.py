@@ -553,6 +553,22 @@ def test_opacus_refusals_name_opacus_fields(cls, values, field):
     short(info.value)
 
 
+def test_ledger_init_names_the_files_invocation_table(capsys, tmp_path):
+    """The ledger names a refused guarantee by its first invocation record (a table of ``databases = "all"``
+    is n of them); the command names the file's ``[[invocations]]`` table (it said invocations[4] of 2)."""
+    scenario = tmp_path / "s.toml"
+    scenario.write_text('databases = 4\n[[invocations]]\ndatabases = "all"\nmechanism = { kind = "pure", epsilon = 0.1 }'
+                        '\n[[invocations]]\ndatabases = [0, 1]\nmechanism = { kind = "pure", epsilon = 0.2 }\n'
+                        '[[invocations]]\ndatabases = 3\nmechanism = { kind = "zcdp", rho = 0.1 }\n')
+    capsys.readouterr()
+    assert main(["ledger", "init", str(scenario), "--budget-epsilon", "9", "--ledger", str(tmp_path / "l")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"gce: error: {scenario}: invocations[2].mechanism: the basic filter needs") and \
+        err.count("\n") == 1
+    with pytest.raises(GCEError, match=r"^invocations\[6\]\.mechanism: "):  # the Python scenario's record
+        Accountant.create(str(tmp_path / "m"), load_scenario(scenario), budget_epsilon=9.0)
+
+
 def test_scenario_refusals_name_the_files_keys():
     for table, field in (({"kind": "gaussian", "sigma": math.inf}, "m.sigma"),
                          ({"kind": "subsampled", "rate": 0.5, "mechanism": {"kind": "laplace", "scale": -1}},
