@@ -748,3 +748,17 @@ def test_the_walks_read_without_recursion_and_name_the_place():
     assert info.value.field == "a" + "[0]" * 7
     with pytest.raises(InvalidParameterError, match=r"^a\.b\[1\]: must not be None$"):
         walk_data({"a": {"b": [1, None]}}, "", lambda v: None if v is not None else "must not be None", limit=8)
+
+
+@pytest.mark.parametrize("sampling", ["poisson", "shuffled"])
+def test_a_target_epsilon_that_needs_almost_no_noise_is_answered(sampling, capsys):
+    """At a target of 1e308 the search reaches a noise beyond every grid (mu >= 40); that step is read in closed
+    form (the composition without amplification above), not refused as 'mu: must be in [0, 40)'."""
+    import gce
+
+    c = gce.calibrate_noise(1e308, 1e-5, steps_per_epoch=100, epochs=2, sampling=sampling)
+    assert 0.0 < c.sigma < 0.025 and c.epsilon_high <= 1e308
+    capsys.readouterr()
+    assert main(["calibrate", "--target-epsilon", "1e308", "--target-delta", "1e-5", "--steps-per-epoch", "100",
+                 "--epochs", "2", "--sampling", sampling]) == 0
+    assert capsys.readouterr().err == ""
