@@ -403,15 +403,19 @@ def _left(time_limit: float, started: float) -> float:
 
 
 def _memory_limit(args: argparse.Namespace) -> str | None:
-    """``--memory-limit``: a size (bytes, or with a unit), checked before any file is read."""
-    from .resources import parse_size
+    """``--memory-limit``: a size (bytes, or with a unit), checked before any file is read; without it, the
+    environment's ``GCE_MEMORY_LIMIT`` is checked then too (every command refuses a bad one, not only those
+    that come to read it)."""
+    from .resources import memory_limit, parse_size
 
     value = getattr(args, "memory_limit", None)
-    if value is not None:
-        try:
+    try:
+        if value is not None:
             parse_size(value, "--memory-limit")
-        except InvalidParameterError as error:
-            raise _UsageError(str(error)) from None
+        else:
+            memory_limit()
+    except InvalidParameterError as error:
+        raise _UsageError(str(error)) from None
     return value
 
 

@@ -25,6 +25,7 @@ runs representative cases (a few seconds); ``-m slow`` runs the whole sweeps.
 from __future__ import annotations
 
 import math
+import pathlib
 import random
 import time
 import warnings
@@ -762,3 +763,20 @@ def test_a_target_epsilon_that_needs_almost_no_noise_is_answered(sampling, capsy
     assert main(["calibrate", "--target-epsilon", "1e308", "--target-delta", "1e-5", "--steps-per-epoch", "100",
                  "--epochs", "2", "--sampling", sampling]) == 0
     assert capsys.readouterr().err == ""
+
+
+EXAMPLES = pathlib.Path(__file__).resolve().parent.parent / "examples"
+
+
+@pytest.mark.parametrize("value, says", [("abc", "must be a number of bytes"), ("0", "must be at least 1 MB"),
+                                         ("nan", "must be a number of bytes")])
+def test_every_command_refuses_a_bad_memory_limit_in_the_environment(capsys, monkeypatch, value, says):
+    """``GCE_MEMORY_LIMIT`` was read only by the commands that came to check memory (membership refused it,
+    solve ran on): every command checks it before it reads anything, as it checks ``--memory-limit``."""
+    monkeypatch.setenv("GCE_MEMORY_LIMIT", value)
+    for args in (["solve", str(EXAMPLES / "hospitals.toml")], ["curve", str(EXAMPLES / "hospitals.toml")]):
+        capsys.readouterr()
+        assert main(args) == 2
+        err = capsys.readouterr().err
+        assert err.startswith(f"gce: error: GCE_MEMORY_LIMIT: {says}") and err.count("\n") == 1
+    assert main(["solve", str(EXAMPLES / "hospitals.toml"), "--memory-limit", "2GB"]) == 0  # the flag overrides
