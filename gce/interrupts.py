@@ -36,7 +36,6 @@ import contextlib
 import signal
 import sys
 import threading
-import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -94,15 +93,11 @@ def _importing(frame: Any) -> bool:
 
 def _redeliver(seconds: float) -> None:
     """Trip SIGINT again from another thread ``seconds`` later, so that the main thread runs the handler at
-    its next check then, in the code it is running then. (A bare thread: ``threading.Timer`` started inside a
-    handler lost some of them, the main thread then answering as if no Ctrl-C had come; :func:`check`
-    raises what is still owed before the answer is written.)"""
-    _thread.start_new_thread(_trip_later, (seconds,))
-
-
-def _trip_later(seconds: float) -> None:
-    time.sleep(seconds)
-    _thread.interrupt_main(signal.SIGINT)
+    its next check then, in the code it is running then. (Some never came in time: the command answered as if
+    no Ctrl-C had come; :func:`check` raises what is still owed before the answer is written.)"""
+    timer = threading.Timer(seconds, _thread.interrupt_main, (signal.SIGINT,))
+    timer.daemon = True
+    timer.start()
 
 
 def check() -> None:
