@@ -847,8 +847,8 @@ def _ledger_request(args: argparse.Namespace):
     from .files.scenario import mechanism_from_dict, read_fragment
     from .validation import shown
 
-    if args.repeat < 1:
-        raise _UsageError(f"--repeat: must be an integer >= 1, got {args.repeat}")
+    if not 1 <= args.repeat <= 2**53:  # (the ledger's own bound: a count exact as a double)
+        raise _UsageError(f"--repeat: must be an integer in 1..2**53, got {shown(args.repeat)}")
     try:  # one TOML value, nothing after it (gce.files.scenario.read_fragment)
         table = read_fragment(args.mechanism, "--mechanism", table=True, example="'kind = \"pure\", epsilon = 0.1'")
         guarantee = mechanism_from_dict(table, "--mechanism")

@@ -780,3 +780,13 @@ def test_every_command_refuses_a_bad_memory_limit_in_the_environment(capsys, mon
         err = capsys.readouterr().err
         assert err.startswith(f"gce: error: GCE_MEMORY_LIMIT: {says}") and err.count("\n") == 1
     assert main(["solve", str(EXAMPLES / "hospitals.toml"), "--memory-limit", "2GB"]) == 0  # the flag overrides
+
+
+@pytest.mark.parametrize("repeat", ["0", "-3", str(2**53 + 1), str(10**400)])
+def test_a_repeat_out_of_range_is_named_by_its_flag(capsys, ledger, repeat):
+    """``--repeat`` beyond 2**53 was named ``repeat:`` (the ledger's word), below 1 ``--repeat:``: both the flag."""
+    capsys.readouterr()
+    assert main(["ledger", "check", "--databases", "0", "--mechanism", 'kind = "pure", epsilon = 0.1', "--repeat",
+                 repeat, "--ledger", ledger]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("gce: error: --repeat: must be an integer in 1..2**53, got ") and err.count("\n") == 1
