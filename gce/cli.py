@@ -747,7 +747,12 @@ def _membership(args: argparse.Namespace) -> str:
         coverage = membership_coverage(table, databases, scenario=args.scenario, time_limit=time_limit,
                                        progress=progress)
     if plot is not None:
-        plot_coverage(coverage, plot)
+        try:
+            plot_coverage(coverage, plot)
+        except InvalidParameterError as error:  # a file that cannot be written: named by the flag
+            if error.field != "path":
+                raise
+            raise _UsageError(f"--plot: {error.detail}") from None
     if args.json:
         return to_json(dict(coverage.to_dict(), plot=None if plot is None else str(plot)))
     return str(coverage) + ("" if plot is None else f"\nplot written to {plot}")

@@ -247,3 +247,17 @@ def test_the_coverage_plots_old_positional_dpi_still_works_and_warns(tmp_path):
     assert old.read_bytes()[:4] == b"\x89PNG" and old.stat().st_size == new.stat().st_size
     ax = plot_coverage(coverage)
     assert plot_coverage(coverage, None, ax) is ax
+
+
+def test_a_coverage_plot_that_cannot_be_written_is_named_by_its_flag(tmp_path, monkeypatch):
+    """As gce curve's: ``--plot: cannot write ...`` (it said ``path:``, plot_coverage's parameter)."""
+    from matplotlib.figure import Figure
+
+    def full(self, *args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(Figure, "savefig", full)
+    plot = tmp_path / "coverage.png"
+    status, out, err = run(["membership", str(EXAMPLES / "store_members.csv"), "--scenario",
+                            str(EXAMPLES / "store_chain.toml"), "--plot", str(plot)])
+    assert (status, out) == (2, "") and err == f"gce: error: --plot: cannot write '{plot}': No space left on device\n"
