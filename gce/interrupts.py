@@ -23,6 +23,9 @@ ignored, so that the one line it writes is never followed by a second. An interr
 not raise where the handler ran (inside a ``__del__`` or a callback: "Exception ignored in ...") is not
 printed but raised again at the next opportunity.
 
+SIGTERM (``kill``, a job scheduler's stop) is handled as a Ctrl-C while its action is the default one: the
+same line and status, a commit finished first.
+
 What must never change: without :func:`install` (a script, a notebook, a test, another thread), every
 function here is a no-op and Ctrl-C is Python's own; the library never installs a signal handler by itself,
 and :func:`install` never replaces a handler that is not Python's default (an ignored SIGINT stays ignored).
@@ -50,6 +53,7 @@ class _State:
         self.stopped = False  # the command is ending: a Ctrl-C is ignored
         self.pending = False  # a Ctrl-C waits for the end of a section
         self.after_import = False  # a Ctrl-C came inside an import and has not been raised yet
+        self.term = False  # SIGTERM is handled as SIGINT (it had its default action: ending the process)
         self.holding = 0  # deferred() sections open
         self.reporting = 0  # until_reported() sections open
         self.sticky = False  # a commit began inside an until_reported() section: hold until it ends
@@ -134,6 +138,9 @@ def install() -> bool:
         return False
     signal.signal(signal.SIGINT, _handler)
     _state.__init__()
+    if signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:  # ``kill``: ended as a Ctrl-C is (a commit first)
+        signal.signal(signal.SIGTERM, _handler)
+        _state.term = True
     _state.installed = True
     _state.unraisable = sys.unraisablehook
     sys.unraisablehook = _unraisable
@@ -146,6 +153,8 @@ def uninstall() -> None:
     if not _state.installed or threading.current_thread() is not threading.main_thread():
         return
     signal.signal(signal.SIGINT, signal.default_int_handler)
+    if _state.term:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
     if sys.unraisablehook is _unraisable:
         sys.unraisablehook = _state.unraisable or sys.__unraisablehook__
     _state.__init__()
@@ -165,6 +174,8 @@ def stop() -> None:
     _state.stopped = True
     _state.pending = False
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if _state.term:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
 
 
 def _release() -> None:

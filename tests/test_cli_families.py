@@ -604,6 +604,32 @@ def test_a_ctrl_c_inside_an_import_is_raised_before_the_answer_even_if_its_redel
     assert (status, out) == (EXIT_INTERRUPTED, "") and one_line(err) == "gce: interrupted"
 
 
+@needs_linux
+@pytest.mark.parametrize("seconds", [0.3, 0.8])
+def test_sigterm_ends_a_command_as_a_ctrl_c_does(space, seconds):
+    """``kill`` (SIGTERM) while a command runs: exit 130 and ``gce: interrupted``, as for Ctrl-C (it ended the
+    process with nothing written); a spend's ledger stays whole."""
+    process = gce(["calibrate", "--target-epsilon", "1", "--target-delta", "1e-10", "--steps-per-epoch", "1000",
+                   "--epochs", "10", "--sampling", "shuffled"])
+    time.sleep(seconds)
+    assert process.poll() is None
+    process.send_signal(signal.SIGTERM)
+    done = finished(process)
+    assert (done.status, done.out, one_line(done.err)) == (EXIT_INTERRUPTED, "", "gce: interrupted")
+
+
+@needs_main_thread
+def test_sigterm_is_left_alone_outside_the_command_line(space):
+    from gce import interrupts
+
+    assert interrupts.install()
+    try:
+        assert signal.getsignal(signal.SIGTERM) is interrupts._handler
+    finally:
+        interrupts.uninstall()
+    assert signal.getsignal(signal.SIGTERM) == signal.SIG_DFL and not interrupts.installed()
+
+
 @needs_main_thread
 def test_ctrl_c_before_the_commit_rolls_the_spend_back_and_says_so(space, capsys, monkeypatch):
     """A SIGINT sent while the entry is being written, before the COMMIT: rolled back, and gce says so."""
