@@ -396,10 +396,10 @@ def _charges(scenario: Scenario) -> list[tuple[Guarantee, int, list[int] | str]]
     return charges
 
 
-
 #: The largest integer SQLite and PostgreSQL store (a signed 64-bit one): a larger ``limit`` or ``after`` means
 #: every entry, and is read as this.
 _SQL_INTEGER_MAX = 2**63 - 1
+
 
 class Accountant:
     """An online privacy accountant over a ledger: :meth:`check`, :meth:`spend`, :meth:`status`,

@@ -74,8 +74,9 @@ round-off relative to the pmf near the target. Its allowance in delta at ``eps``
 twice its largest value ``e^(-theta eps)`` above ``eps``); ``theta`` is the least order whose untilted
 allowance at the target is within :data:`_ROUND_SHARE` of the delta asked (the least distortion of the curve
 below the target), none when the untilted transform is accurate enough. The window starts where the
-untilted total's mass below is at most 1e-15, or :data:`_ROUND_SHARE` of a smaller target (what the cyclic transform wraps up from there is untilted by
-a smaller factor than its own: at most that mass, subtracted below and charged above) and ends where the
+untilted total's mass below is at most 1e-15, or :data:`_ROUND_SHARE` of a smaller target (what the cyclic
+transform wraps up from there is untilted by a smaller factor than its own: at most that mass, subtracted
+below and charged above) and ends where the
 tilted total's mass above is at most 2^-60 (wrapped down, it lands above ``eps`` untilted by at most
 ``Z^N e^(-theta eps)``: part of the allowance).
 
@@ -1342,7 +1343,7 @@ def poisson_curve(parts: Sequence[tuple[float, float, int]], rtol: float = effor
     tails = (min(tail, share / sum(count * rate for _, rate, count in clean)), min(tail, share / copies))
     h = max(span / _FIRST_POINTS, min(_predicted(first, provisional, rtol, delta, epsilon), span / _LEAST_POINTS))
     plain, h = h, _spread_first(first, provisional, h, rtol, delta)
-    if not plain > 0.0:  # the losses span less than a double resolves at this count (rates near 1e-12 a step,
+    if not plain > 0.0:  # the losses span less than a double resolves (10^16 steps at rates of 1e-16)
         return _closed_forms(clean, "no lattice is fine enough (the losses' span underflows)", stopped=False)
     if h < plain and not effort.current().fits(_seconds(clean, h, span, tails)):
         h = plain  # (the finer first lattice does not fit in the time left: the schedule's own, no stop recorded)
