@@ -1103,13 +1103,17 @@ def _os_error(error: OSError) -> str:
 
 
 @contextlib.contextmanager
-def _no_warnings() -> Iterator[None]:
+def _no_warnings(plots: bool) -> Iterator[None]:
     """No warning reaches standard error (the contract: the answer, or one ``gce:`` line): Python's warnings
-    are ignored, and so are the messages matplotlib logs below an error (a glyph a database's name needs and
-    no font has, a configuration directory it cannot write). The library itself still warns its callers."""
+    are ignored, and so are the messages matplotlib logs below an error when the command ``plots`` (a glyph a
+    database's name needs and no font has, a configuration directory it cannot write). The library itself
+    still warns its callers."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        import logging  # (only here: the command's start-up does not load it)
+        if not plots:
+            yield
+            return
+        import logging  # (only for a plot: the other commands' start-up does not load it)
 
         quiet = logging.getLogger("matplotlib")
         level = quiet.level
@@ -1137,7 +1141,7 @@ def _run(argv: Sequence[str] | None, outcome: _Outcome) -> int:
         args.outcome = outcome
         from .resources import limits
 
-        with limits(memory=_memory_limit(args)), _no_warnings():
+        with limits(memory=_memory_limit(args)), _no_warnings(getattr(args, "plot", None) is not None):
             output = args.run(args)
         status = 0
         if isinstance(output, tuple):  # (text, status): a refused ledger request is an answer, not an error
