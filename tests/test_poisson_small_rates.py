@@ -501,3 +501,22 @@ def test_at_delta_1e_15_the_bracket_holds_the_exact_value_within_rtol(q, sigma, 
     low, high = poisson_curve([(1.0 / sigma, q, copies)], delta=1e-15).epsilon_bracket(1e-15)
     assert low <= truth * (1 + 1e-9) and truth <= high * (1 + 1e-9), (low, truth, high)
     assert effort.relative_width(low, high) <= effort.DEFAULT_RTOL
+
+
+@pytest.mark.parametrize("q, sigma, steps", [(0.01, 1.0, 100), (0.1, 2.0, 1000)])
+def test_at_delta_1e_20_the_bracket_is_within_rtol_and_below_the_renyi_bound(q, sigma, steps):
+    """At delta 1e-20 the composition's window ended where the tilted mass above was 2^-60, which untilted was
+    more than the target: the upper end was infinite at 100 steps of q 0.01. The window's tails are now a share
+    of the target at both ends. dp-accounting's PLD cannot be read there (its compositions drop 1e-15 of mass),
+    so the reference is its RDP accountant, a valid upper bound: both ends lie below it (5.036 and 5.056
+    against 5.490; 17.737 and 17.765 against 18.247)."""
+    from dp_accounting.rdp import rdp_privacy_accountant as rdp
+
+    low, high = poisson_curve([(1.0 / sigma, q, steps)], delta=1e-20).epsilon_bracket(1e-20)
+    assert effort.relative_width(low, high) <= effort.DEFAULT_RTOL
+    orders = list(np.concatenate([np.linspace(1.01, 10.0, 200), np.linspace(10.5, 500.0, 400)]))
+    accountant = rdp.RdpAccountant(orders=orders)
+    accountant.compose(dp_accounting.SelfComposedDpEvent(
+        dp_accounting.PoissonSampledDpEvent(q, dp_accounting.GaussianDpEvent(sigma)), steps))
+    renyi = accountant.get_epsilon(1e-20)
+    assert low <= high < renyi < 1.1 * high
