@@ -394,7 +394,9 @@ def interrupted(args: list[str], moment: tuple[str, float], space: SimpleNamespa
 def before_the_entry_point(err: str) -> bool:
     """Whether ``err`` is Python's report of a Ctrl-C that came before gce's entry point could install its
     handler: a ``KeyboardInterrupt`` whose every frame is the interpreter's start (runpy, the import system,
-    any ``<frozen ...>`` module of the standard library, an editable install's finder), the console script's first lines (its ``import re`` and ``import sys``, which
+    any ``<frozen ...>`` module of the standard library, an editable install's finder, setuptools' import hook
+    ``_distutils_hack`` that a virtual environment's path file puts before every import, the console script's
+    own included), the console script's first lines (its ``import re`` and ``import sys``, which
     run the standard library's modules, and ``from gce.__main__ import main``), ``import gce``
     (gce/__init__.py), or gce/__main__.py before :func:`gce.__main__.main`'s first line (its module body, or
     the call's own check for signals at the ``def`` line). A standard-library frame is one of those imports' own
@@ -413,7 +415,7 @@ def before_the_entry_point(err: str) -> bool:
     for file, line, function in frames:
         if file.startswith(stdlib) and "site-packages" not in file:
             continue
-        if file.startswith("<frozen ") or "__editable__" in file \
+        if file.startswith("<frozen ") or "__editable__" in file or f"{os.sep}_distutils_hack{os.sep}" in file \
                 or file.endswith(os.path.join("gce", "__init__.py")) or (file, function) == (str(SCRIPT), "<module>"):
             continue
         if file.endswith(os.path.join("gce", "__main__.py")) and (
@@ -450,6 +452,11 @@ def test_what_counts_as_before_the_entry_point():
     frozen_abc = '  File "<frozen abc>", line 107, in __new__\n'
     assert before_the_entry_point(head + import_re + enum_frame + frozen_abc + "KeyboardInterrupt\n")
     assert not before_the_entry_point(head + script + cli + frozen_abc + "KeyboardInterrupt\n")
+    # setuptools' import hook, run by the import of gce.__main__ itself (a fresh virtual environment has it; CI)
+    hook = ('  File "/v/lib/python3.11/site-packages/_distutils_hack/__init__.py", line 95, in find_spec\n'
+            "    method_name = 'spec_for_{fullname}'.format(**locals())\n")
+    assert before_the_entry_point(head + script + hook + "KeyboardInterrupt\n")
+    assert not before_the_entry_point(head + script + cli + hook + "KeyboardInterrupt\n")
     assert not before_the_entry_point(head + script + "ValueError: x\n")
     # importing the entry module from anything but the console script changes no handler
     assert signal.getsignal(signal.SIGINT) in (signal.default_int_handler, signal.SIG_IGN)
