@@ -254,6 +254,9 @@ CLAMP_SHARE = 1e-2
 #: The node laws' cells of ``log W`` start where ``r W = e^_LOWEST_X``: below, one cell from 0 (its ``a`` at
 #: most 1e-9, each database's term raised by at most that).
 _LOWEST_X = math.log(1e-9)
+#: Below ``r W = e^_SPARSE_X`` the node laws' cells of ``log W`` are :data:`_SPARSE_CELLS` times wider (each term
+#: is raised by at most ``p`` times its cell, and ``p < e^_SPARSE_X`` there).
+_SPARSE_X, _SPARSE_CELLS = -5.0, 10
 #: Cells of ``log W`` on which :func:`saddle_rate` reads the bands' tilted means (only a rate's choice).
 SADDLE_CELL = 0.01
 
@@ -351,7 +354,12 @@ def _node_laws(ratio, r: float, cuts: tuple[float, ...], top: float, grid: tuple
     lowest = _LOWEST_X - lr  # below, a = log(1 + r W) < 1e-9: one cell from 0 (each term raised by at most that)
     j_low = math.floor((lowest - first) / cell_u)
     j_high = max(math.floor((top - first) / cell_u) + 1, j_low + 1)  # the last edge above e^top
-    u = first + cell_u * np.arange(j_low, j_high + 1)
+    # cells _SPARSE_CELLS times wider where r W < e^_SPARSE_X (p below 0.7%: a term there is raised by at most p
+    # times its cell); every cut is an edge (a cell's band is that of its lower edge)
+    j_fine = min(max(math.floor((_SPARSE_X - lr - first) / cell_u), j_low), j_high)
+    u = np.unique(np.concatenate([first + cell_u * np.arange(j_low, j_fine, _SPARSE_CELLS),
+                                  first + cell_u * np.arange(j_fine, j_high + 1),
+                                  [c for c in cuts if first + cell_u * j_low < c < first + cell_u * j_high]]))
     q, _ = ratio.cells(np.concatenate([[0.0], np.exp(u)]))  # [0, e^u_0), [e^u_j, e^u_{j+1})
     x = u + lr  # log(r W) at each cell's upper edge
     a_high = np.logaddexp(0.0, x)
