@@ -181,17 +181,17 @@ def test_a_rate_per_count_at_ten_of_a_hundred():
 
 def test_deep_tilts_reach_the_decisive_cells_at_small_deltas():
     """sigma 1.71, 14 of 724, delta 1e-10 (cells 0.01, the largest rate): at the tilts 0 and 1 the decisive
-    cells lie near the transform's round-off and the garbling certifies 1.983 (1.666 when each cell was charged
-    the whole L1 allowance, before 2026-12); at the deep tilts 2.011 (measured), under the decomposition's
-    certified upper end (2.0312) and the Monte Carlo's interval (2.01 to 2.03, the slow tier's test below). The
-    tilts follow the target: deep below 1e-7 and for an epsilon target."""
+    cells lie under the transform's round-off allowance and the garbling certifies 1.666; at the deep tilts
+    2.011 (measured), under the decomposition's certified upper end (2.0312) and the Monte Carlo's interval
+    (2.01 to 2.03, the slow tier's test below). The tilts follow the target: deep below 1e-7 and for an
+    epsilon target."""
     assert log_statistic.tilts(1e-6) == log_statistic.TILTS == (0.0, 1.0)
     assert log_statistic.tilts(1e-8) == log_statistic.tilts(None) == log_statistic.DEEP_TILTS
     ratio, t, k = GaussianRatio(1 / 1.71), 724, 14
     r = log_statistic.rates(t, k)[0]
     shallow = float(log_statistic.laws(ratio, t, k, r, 0.01)[0].curve().epsilon(1e-10))
     deep = float(log_statistic.laws(ratio, t, k, r, 0.01, log_statistic.DEEP_TILTS)[0].curve().epsilon(1e-10))
-    assert 1.95 <= shallow < 1.99 < 2.0 <= deep <= 2.0312, (shallow, deep)
+    assert shallow < 1.7 and 2.0 <= deep <= 2.0312, (shallow, deep)
     # the estimate counts the transforms: five tilts cost two and a half times two
     assert log_statistic.seconds(ratio, t, k, 0.01, log_statistic.DEEP_TILTS) > 2.0 * log_statistic.seconds(
         ratio, t, k, 0.01)

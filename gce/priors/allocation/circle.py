@@ -139,13 +139,20 @@ LOSS_SPAN = 10.0
 #: :func:`seconds` 0.5 to 1.4 times the time taken (:data:`_FIXED_SECONDS` included; a busy neighbour on the
 #: other core). Again after the cells once per rate and the in-place sums, 15 first levels of 0.3 to 2.9 s (4 to
 #: 23 of 12 to 724, sigma 0.54 to 1.8; one quiet core): 0.58 to 1.72 times, median 1.26 (kept: the
-#: underestimates are at 1e-10, 11 of 310 the largest).
-_TRANSFORM_SECONDS = 2.2e-9
+#: underestimates are at 1e-10, 11 of 310 the largest). With the saddle points and the sparse cells of ``log W``
+#: (2026-12, one quiet core) :func:`seconds` was 1.1 to 2.2 times the time taken at 8 to 25 of 139 to 724
+#: (sigma 0.67 to 2.8): 1.5e-9 and :data:`_FIXED_SECONDS` 0.4 bring it to 0.75 to 1.5 (the level is interruptible).
+_TRANSFORM_SECONDS = 1.5e-9
+#: The second level's counts (two thresholds) per count of the first (module doc, "Which r": about 12).
+LEVEL_COUNTS = 12
+#: Seconds per ``t^3`` of the masses of the counts of two thresholds (``_count_masses``: a database at a time
+#: over a (t + 1)^2 table; 3.1 s at 827 databases, 2026-12, one core).
+_MASSES_SECONDS = 5.5e-9
 #: Seconds of a level's fixed work (the node laws, the counts' masses and saddle points, the curve read at the
 #: target): 0.2 until the saddle points and the cells of ``log W`` a fiftieth of A's (2026-12), then with these
 #: :func:`seconds` was 0.2 to 0.6 times the time taken at two to four members (0.41 s for 1.9 s at 4 of 13,
-#: sigma 0.62): 0.6 brings those to 0.4 to 1.0 and the others (8 to 25 of 139 to 724) to 0.6 to 1.5 times it.
-_FIXED_SECONDS = 0.6
+#: sigma 0.62), and 0.6 was kept until the node laws' sparse cells made the level about 1.6 times faster; now 0.4.
+_FIXED_SECONDS = 0.4
 
 
 def fine_grid(target: float, k: int, level: int = 0) -> tuple[float, float, float]:
@@ -387,12 +394,17 @@ def _node_laws(ratio, r: float, cuts: tuple[float, ...], top: float, grid: tuple
 def seconds(ratio, t: int, k: int, target: float, tail: float, level: int = 0) -> float:
     """Estimated seconds of :func:`circle_curve` (from the transforms' sizes at the rate ``k / (t - k)`` and
     the counts above the cut, never measured): :data:`_FIXED_SECONDS`, the coarse search (from each count's
-    saddle point, :data:`RISES` rates either way past its least) and the fine one (:data:`FINE_NEIGHBOURS` of the level on either side of each
-    count's coarse choice and of its saddle point); infinite when the fine transform would exceed
-    :data:`SIZE_LIMIT` there."""
-    counts = sum(1 for m in _count_masses(ratio, t, k, thresholds(t, k, level)).values() if m > tail)
-    reach = _reach(ratio, t, k, tail)
+    saddle point, :data:`RISES` rates either way past its least) and the fine one (:data:`FINE_NEIGHBOURS` of
+    the level on either side of each count's coarse choice and of its saddle point); at the second level the
+    counts of one threshold times :data:`LEVEL_COUNTS` and the masses of the counts of two
+    (:data:`_MASSES_SECONDS` times ``t^3``: they are not computed here, 3.1 s at 827 databases); infinite when
+    the fine transform would exceed :data:`SIZE_LIMIT` there."""
+    counts = sum(1 for m in _count_masses(ratio, t, k, thresholds(t, k, 0)).values() if m > tail)
     total = _FIXED_SECONDS
+    if level > 0:  # the counts of two thresholds, about 12 times one's, and their masses (t^3 steps)
+        counts *= LEVEL_COUNTS
+        total += _MASSES_SECONDS * float(t) ** 3
+    reach = _reach(ratio, t, k, tail)
     searched = (2 * RISES + 1) * (counts + 4)  # (from the saddle point both ways: :func:`_coarse_search`)
     fine_tries = 2 * (2 * FINE_NEIGHBOURS[level] + 1) * (counts + 4)  # the search's rate and the saddle point's
     for grid, evaluations in ((COARSE, searched), (fine_grid(target, k, level), fine_tries)):
