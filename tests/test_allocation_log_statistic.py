@@ -192,6 +192,9 @@ def test_deep_tilts_reach_the_decisive_cells_at_small_deltas():
     shallow = float(log_statistic.laws(ratio, t, k, r, 0.01)[0].curve().epsilon(1e-10))
     deep = float(log_statistic.laws(ratio, t, k, r, 0.01, log_statistic.DEEP_TILTS)[0].curve().epsilon(1e-10))
     assert shallow < 1.7 and 2.0 <= deep <= 2.0312, (shallow, deep)
+    # each cell's round-off at the L2 bound (per_cell: one allocation's steps) reaches them at the tilts 0 and 1
+    per_cell = float(log_statistic.laws(ratio, t, k, r, 0.01, per_cell=True)[0].curve().epsilon(1e-10))
+    assert 1.95 <= per_cell <= deep, per_cell
     # the estimate counts the transforms: five tilts cost two and a half times two
     assert log_statistic.seconds(ratio, t, k, 0.01, log_statistic.DEEP_TILTS) > 2.0 * log_statistic.seconds(
         ratio, t, k, 0.01)

@@ -270,7 +270,7 @@ def _log_statistic_part(ratio, t: int, k: int, epochs: int, interval: float, del
     no rate certifies anything at the target."""
     best, best_value, best_rate = None, 0.0, 0.0
     for r in _log_rates(t, k):
-        remove, add = _log_laws(ratio, t, k, r, thetas=_sum_tilts(delta, epochs))
+        remove, add = _log_laws(ratio, t, k, r, thetas=_sum_tilts(delta, epochs), per_cell=epochs == 1)
         bound = LowerBound([(remove.curve(), 0.0, 0.0), (add.curve(), 0.0, 0.0)])
         value = _reading(bound, delta, epsilon)
         if value > best_value:

@@ -173,19 +173,19 @@ def seconds(ratio, t: int, k: int, dx: float = CELL, thetas: tuple[float, ...] =
                                for n in (size(ratio, t, k, r, dx) for r in rates(t, k)))
 
 
-def laws(ratio, t: int, k: int, r: float, dx: float = CELL, thetas: tuple[float, ...] = TILTS
-         ) -> tuple[_Law, _Law]:
+def laws(ratio, t: int, k: int, r: float, dx: float = CELL, thetas: tuple[float, ...] = TILTS,
+         per_cell: bool = False) -> tuple[_Law, _Law]:
     """The k-of-t pair garbled by ``T_r`` (module doc): its laws in the directions P||Q and Q||P, their
-    round-off applied cell by cell (module doc, "Floating point"), the sums transformed at the tilts
-    ``thetas`` (:func:`tilts`)."""
+    round-off applied cell by cell (module doc, "Floating point"; ``per_cell``: each cell's at the L2 bound,
+    :func:`_convolved`), the sums transformed at the tilts ``thetas`` (:func:`tilts`)."""
     if not 1 <= k <= t:
         raise ValueError(f"k must be in [1, t], got k = {k}, t = {t}")
     if not (math.isfinite(r) and r > 0.0 and math.isfinite(dx) and dx > 0.0):
         raise ValueError(f"r and dx must be positive numbers, got r = {r!r}, dx = {dx!r}")
     q_cells, p_cells = _cells(ratio, r, dx)
     n = _size(t, q_cells.size)
-    q_low, q_high = _convolved([(q_cells, t)], n, dx, thetas)
-    p_low, p_high = _convolved([(p_cells, k), (q_cells, t - k)], n, dx, thetas)
+    q_low, q_high = _convolved([(q_cells, t)], n, dx, thetas, per_cell)
+    p_low, p_high = _convolved([(p_cells, k), (q_cells, t - k)], n, dx, thetas, per_cell)
     only_p = -math.expm1(k * math.log1p(-ratio.singular)) if ratio.singular > 0 else 0.0
     with np.errstate(divide="ignore"):
         keep = p_low > 0
@@ -195,14 +195,16 @@ def laws(ratio, t: int, k: int, r: float, dx: float = CELL, thetas: tuple[float,
     return remove, add
 
 
-def _convolved(terms, n: int, dx: float, thetas: tuple[float, ...] = TILTS) -> tuple[np.ndarray, np.ndarray]:
+def _convolved(terms, n: int, dx: float, thetas: tuple[float, ...] = TILTS, per_cell: bool = False
+               ) -> tuple[np.ndarray, np.ndarray]:
     """(lower, upper) bounds, cell by cell, on the law of a sum of independent terms (``(cell masses,
     count)`` each) wrapped around ``n`` cells, from the FFT of the terms tilted by ``e^(theta j dx)`` for
     each theta of ``thetas`` (:func:`tilts`): the sum's law is ``e^(-theta s dx) prod Z^count`` times the tilted sum's,
     whose round-off is at most the allowance of :func:`.uniform_grid._noise` in every cell (the L1 bound: the
     L2 bound of :func:`.uniform_grid._transform_error`, smaller by the root of the cells, also bounds each cell,
-    but charged so it moved the rate chosen for one allocation of 4 of 100 over 10 epochs at 1e-10 to one
-    that composes worse, 11.366 to 10.870 below: not kept), so each cell
+    and with ``per_cell`` it is charged instead: one allocation's steps below, :func:`by_counts` and the finer
+    sums; over several epochs it moved the rate chosen for one allocation of 4 of 100 over 10 epochs at 1e-10 to
+    one that composes worse, 11.366 to 10.870 below), so each cell
     keeps the tilt whose allowance, untilted, is least there (far in the upper tail: the steepest tilt).
     A sum that wraps around ``n`` (longer than it) is transformed plain only: its cells merge ``s`` and
     ``s + n``, a garbling, which a tilt would weigh wrongly."""
@@ -229,6 +231,8 @@ def _convolved(terms, n: int, dx: float, thetas: tuple[float, ...] = TILTS) -> t
             spectrum = factor if spectrum is None else spectrum * factor
         law = _fft.irfft(spectrum, n)
         noise = _noise(n, sum(count for _, count in terms), tilted)
+        if per_cell:  # every cell's round-off is at most the L2 bound of the whole (|x_j| <= ||x||_2)
+            noise /= math.sqrt(n)
         with np.errstate(over="ignore"):
             scale = np.exp(np.minimum(log_scale - theta * s, 700.0))
         here = scale * noise
@@ -312,8 +316,8 @@ def _band_cells(ratio, r: float, dx: float, cut: float) -> dict[tuple[str, bool]
 _LOG_LARGEST = 709.0
 
 
-def by_counts(ratio, t: int, k: int, target: float, dx: float = CELL, thetas: tuple[float, ...] = TILTS
-              ) -> _Law | None:
+def by_counts(ratio, t: int, k: int, target: float, dx: float = CELL, thetas: tuple[float, ...] = TILTS,
+              per_cell: bool = False) -> _Law | None:
     """The k-of-t pair garbled by ``(N, T_{r(N)})`` (module doc, "A rate per count"), direction P||Q: its law
     (every count's cells together, the round-off applied cell by cell), each count's rate the one of
     :func:`count_rates` whose contribution at ``target`` (an epsilon) is largest. None for a ratio with P-mass
@@ -335,14 +339,14 @@ def by_counts(ratio, t: int, k: int, target: float, dx: float = CELL, thetas: tu
             terms = [(cells["q", False], t - n), (cells["q", True], n)]
             if any(c > 0 and not np.any(m > 0) for m, c in terms):
                 continue  # a band of no mass: the count is impossible
-            q_high = _convolved(terms, n_fft, dx, thetas)[1] * math.exp(_log_choose(t, n))
+            q_high = _convolved(terms, n_fft, dx, thetas, per_cell)[1] * math.exp(_log_choose(t, n))
             p_low = np.zeros(n_fft)
             for j in range(max(0, n - (t - k)), min(k, n) + 1):
                 terms = [(cells["p", True], j), (cells["p", False], k - j), (cells["q", True], n - j),
                          (cells["q", False], t - k - n + j)]
                 if any(c > 0 and not np.any(m > 0) for m, c in terms):
                     continue
-                p_low += _convolved(terms, n_fft, dx, thetas)[0] * math.exp(_log_choose(k, j) + _log_choose(t - k, n - j))
+                p_low += _convolved(terms, n_fft, dx, thetas, per_cell)[0] * math.exp(_log_choose(k, j) + _log_choose(t - k, n - j))
             # the count's reading at the target, which chooses its rate (any rate is a garbling: sound); e^target
             # capped below the largest double (beyond it, only the outcomes without Q-mass count anyway)
             value = float(np.sum(np.maximum(p_low - math.exp(min(target, _LOG_LARGEST)) * q_high, 0.0)))

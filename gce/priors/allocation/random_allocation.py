@@ -305,7 +305,7 @@ def _with_finer_sums(ratio, t: int, k: int, rtol: float, delta: float | None, ep
     best, best_low, peak, falls = None, low, -math.inf, 0
     for r in _log_rates(t, k):  # from the largest rate down, until the reading has fallen twice in a row
         effort.checkpoint()
-        remove, add = _log_laws(ratio, t, k, r, dx, thetas)
+        remove, add = _log_laws(ratio, t, k, r, dx, thetas, per_cell=True)
         own = [(remove.curve(), 0.0, 0.0), (add.curve(), 0.0, 0.0)]
         reading = _reading(LowerBound(own), delta, epsilon)
         peak, falls = (reading, 0) if reading > peak else (peak, falls + 1)
@@ -338,7 +338,7 @@ def _with_counts_below(ratio, t: int, k: int, rtol: float, delta: float | None, 
                        f"count, cells {dx:g})", delta, epsilon, width):
         stopped = "" if _STOPPED in curve.description else _STOPPED
         return AllocationCurve(curve._upper, curve.lower, f"{curve.description}{stopped}", curve.directions)
-    law = _by_counts(ratio, t, k, target, dx, _log_tilts(delta))
+    law = _by_counts(ratio, t, k, target, dx, _log_tilts(delta), per_cell=True)
     if law is None:
         return curve
     lower = LowerBound([(curve.lower, 0.0, 0.0), (law.curve(), 0.0, 0.0)])
