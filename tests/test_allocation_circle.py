@@ -301,7 +301,7 @@ def test_no_node_of_the_transformed_sum_is_off_by_more_than_its_l2_bound():
     as the circle tilts them, powered in transform space and inverted, against the direct 2-D convolution of
     the same laws (exact but for its own round-off, far below): the largest node's error is within the bound,
     which is below the L1 allowance by the root of the nodes."""
-    from gce.priors.allocation.uniform_grid import _noise, _transform_error
+    from gce.priors.allocation.uniform_grid import _entry_noise, _noise, _transform_error
     ratio, t, k, r = GaussianRatio(2.0), 12, 3, 3 / 9
     grid = (0.005, 0.05, 0.1)
     cuts = circle.thresholds(t, k)
@@ -318,6 +318,7 @@ def test_no_node_of_the_transformed_sum_is_off_by_more_than_its_l2_bound():
     l2 = max(float(np.linalg.norm(w)) for w in tilted)
     per_node = _transform_error(shape[0] * shape[1], t, l2)
     assert float(np.max(np.abs(law - exact))) <= per_node
+    assert per_node == _entry_noise(shape[0] * shape[1], t, tilted)  # the charge the circle uses
     assert per_node * math.sqrt(shape[0] * shape[1]) == pytest.approx(_noise(shape[0] * shape[1], t, tilted))
 
 

@@ -103,7 +103,7 @@ from ... import effort
 from ...accounting.curves import PrivacyCurve
 from ...errors import NumericalLimitError
 from .log_statistic import _count_masses, _log_choose
-from .uniform_grid import _noise, _transform_error
+from .uniform_grid import _entry_noise, _noise
 
 #: The grid on which each count's rate is chosen (every rate tried).
 COARSE = (0.01, 0.1, 0.25)
@@ -268,8 +268,27 @@ _SPARSE_X, _SPARSE_CELLS = -5.0, 10
 SADDLE_CELL = 0.01
 
 
+def _bands(t: int, n: tuple[int, ...]) -> tuple[int, ...]:
+    """The databases in each band of ``log W`` (below the first cut, between cuts, above the last) for the
+    count vector ``n`` (the databases above each cut); a negative entry: the count is impossible."""
+    return (t - n[0],) + tuple(n[j] - n[j + 1] for j in range(len(n) - 1)) + (n[-1],)
+
+
+def saddle_laws(ratio, cuts: tuple[float, ...], top: float) -> list[tuple[NDArray[np.float64], NDArray[np.float64]]]:
+    """Per band of ``log W`` (as :func:`_bands`), one database's law on cells :data:`SADDLE_CELL` of ``log W``
+    up to ``top``: the cells' middles and the logarithms of their Q-masses (the cells of no mass left out), as
+    :func:`saddle_rate` reads them; the same for every count and rate."""
+    u = np.arange(min(cuts[0], -30.0), top + SADDLE_CELL, SADDLE_CELL)
+    q, _ = ratio.cells(np.concatenate([[0.0], np.exp(u[1:])]))
+    middle = np.concatenate([[u[0]], 0.5 * (u[1:-1] + u[2:])])
+    band = np.searchsorted(np.asarray(cuts), middle, side="right")
+    with np.errstate(divide="ignore"):
+        log_q = np.log(q)
+    return [(middle[here], log_q[here]) for here in ((band == b) & (q > 0) for b in range(len(cuts) + 1))]
+
+
 def saddle_rate(ratio, t: int, k: int, cuts: tuple[float, ...], top: float, n: tuple[int, ...], target: float,
-                log_choose: float) -> float | None:
+                log_choose: float, laws: list | None = None) -> float | None:
     """A count's rate at the saddle point of the outputs that decide the target (module doc, "Which r"): the
     ``r`` at which, under the exponential tilt ``e^{theta A}`` that puts the mean of ``log G`` at ``target``,
     the mean of ``sum_i p_i`` is ``k``. (1) is least in ``r`` where ``sum_i p_i = k`` (``d/d log r (A - k log
@@ -278,21 +297,15 @@ def saddle_rate(ratio, t: int, k: int, cuts: tuple[float, ...], top: float, n: t
     chooses. None when no rate in ``e^-3`` to ``e^1`` times ``k / (t - k)`` brackets it (the grid search then
     decides). Measured at the first level (sigma 1.23, 24 of 575, delta 1e-10; sigma 1.28, 25 of 341, delta
     1e-8): the rates 0.0349 and 0.0617, where the grid search's coarse choices were 0.0384 and 0.0698 (their
-    epsilons 6.580 and 7.528, at the saddle 6.46 and 7.344; importance-sampled Monte Carlos 6.406 and 7.295)."""
-    bands = (t - n[0],) + tuple(n[j] - n[j + 1] for j in range(len(n) - 1)) + (n[-1],)
+    epsilons 6.580 and 7.528, at the saddle 6.46 and 7.344; importance-sampled Monte Carlos 6.406 and 7.295).
+    ``laws``: :func:`saddle_laws` of ``ratio``, ``cuts`` and ``top``, computed here when not given."""
+    bands = _bands(t, n)
     if any(c < 0 for c in bands):
         return None
-    u = np.arange(min(cuts[0], -30.0), top + SADDLE_CELL, SADDLE_CELL)
-    q, _ = ratio.cells(np.concatenate([[0.0], np.exp(u[1:])]))
-    middle = np.concatenate([[u[0]], 0.5 * (u[1:-1] + u[2:])])
-    band = np.searchsorted(np.asarray(cuts), middle, side="right")
-    parts = []
-    for b, c in enumerate(bands):
-        here = (band == b) & (q > 0)
-        if c and not np.any(here):
-            return None
-        if c:
-            parts.append((c, middle[here], np.log(q[here])))
+    laws = saddle_laws(ratio, cuts, top) if laws is None else laws
+    if any(c and not x.size for c, (x, _) in zip(bands, laws)):
+        return None
+    parts = [(c, x, log_q) for c, (x, log_q) in zip(bands, laws) if c]
 
     def means(lr: float, theta: float) -> tuple[float, float, float, float]:
         """The tilted sums' means of A, V and sum p, and the variance of A."""
@@ -465,16 +478,19 @@ def circle_curve(ratio, t: int, k: int, target: float, tail: float, level: int =
     # apart, so that neighbouring counts share their transforms), both tried on the fine grid
     base, log_choose = math.log(k / (t - k)), _log_choose(t, k)
     steps = round(RATE_STEP / SADDLE_STEP)
-    chosen_at: dict[tuple[int, ...], set[int]] = {n: set() for n in kept}
     largest = max(masses[n] for n in kept) if kept else 0.0
+    laws = saddle_laws(ratio, cuts, math.log(clamp))
+    saddle_at: dict[tuple[int, ...], int] = {}  # a count's saddle point, an index on the lattice
     for n in sorted(kept):
-        r = saddle_rate(ratio, t, k, cuts, math.log(clamp), n, target, log_choose)
+        r = saddle_rate(ratio, t, k, cuts, math.log(clamp), n, target, log_choose, laws)
         if r is not None:  # the counts of the most mass on the lattice, the others on every other point of it
             every = 1 if masses[n] >= MAIN_COUNTS * largest else 2
-            chosen_at[n].add(every * round((math.log(r) - base) / (every * SADDLE_STEP)))
-    saddles = {n: (4 * steps - min(chosen_at[n])) / steps for n in kept if chosen_at[n]}
+            saddle_at[n] = every * round((math.log(r) - base) / (every * SADDLE_STEP))
+    # the lattice's index j is the coarse grid's 4 - j / steps: e^{(4 - i) RATE_STEP} k / (t - k) (:func:`rates`)
+    saddles = {n: 4 - j / steps for n, j in saddle_at.items()}
     coarse = _coarse_search(question, grid_rates, kept, saddles, target)
-    for n, (_, i) in coarse.items():  # the coarse grid's rates on the lattice: e^{(4 - i) RATE_STEP} k / (t - k)
+    chosen_at = {n: {saddle_at[n]} if n in saddle_at else set() for n in kept}
+    for n, (_, i) in coarse.items():
         if n not in saddles or abs(i - saddles[n]) > 1.0:  # within a step of it, the saddle point alone
             chosen_at[n].add((4 - i) * steps)
     # fine: the chosen rates and their neighbours on the lattice
@@ -584,7 +600,7 @@ def _rate_bounds(ratio, t: int, k: int, cuts, top: float, masses, target: float,
     cells = _loss_cells(a_grid, log_g, target, cell_a)  # the same for every count at this rate
     for n in kept:
         effort.checkpoint()  # a count is short: a level that overran on a loaded machine stops here
-        bands = (t - n[0],) + tuple(n[j] - n[j + 1] for j in range(len(n) - 1)) + (n[-1],)
+        bands = _bands(t, n)
         if any(c < 0 for c in bands):
             continue
 
@@ -603,9 +619,8 @@ def _rate_bounds(ratio, t: int, k: int, cuts, top: float, masses, target: float,
                 tilted.append(w)
                 logs.append(log_z)
             with np.errstate(divide="ignore"):  # powers as exp(c log z): one complex exp per count
-                l2 = max(float(np.linalg.norm(w)) for w in tilted)
                 spectra[theta] = ([np.log(_fft.rfft2(w, (n_a, n_v))) for w in tilted], logs,
-                                  _noise(n_a * n_v, t, tilted), _transform_error(n_a * n_v, t, l2))
+                                  _noise(n_a * n_v, t, tilted), _entry_noise(n_a * n_v, t, tilted))
         log_spectra, logs, noise, per_node = spectra[theta]
         scale = math.lgamma(t + 1) + sum(c * logs[b] - math.lgamma(c + 1) for b, c in enumerate(bands) if c)
         exponent = None  # sum_b c_b log(spectrum_b), in place: the arrays are large

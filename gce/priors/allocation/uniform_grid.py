@@ -107,9 +107,14 @@ def _transform_error(size: int, terms: int, l2: float) -> float:
 
 def _noise(size: int, terms: int, laws: Sequence[NDArray[np.float64]]) -> float:
     """Estimated L1 error of the inverse transform of a product of ``terms`` transformed laws
-    (module doc, "Floating point"): :func:`_transform_error` times the root of the points."""
-    l2 = max(float(np.linalg.norm(x)) for x in laws)
-    return _transform_error(size, terms, l2) * math.sqrt(size)
+    (module doc, "Floating point"): :func:`_entry_noise` times the root of the points."""
+    return _entry_noise(size, terms, laws) * math.sqrt(size)
+
+
+def _entry_noise(size: int, terms: int, laws: Sequence[NDArray[np.float64]]) -> float:
+    """Estimated error of each point of the same inverse transform: :func:`_transform_error`, the L2 bound,
+    which no point's error exceeds (``|x_j| <= ||x||_2``)."""
+    return _transform_error(size, terms, max(float(np.linalg.norm(x)) for x in laws))
 
 
 def _power(spectra: Sequence[tuple[NDArray[np.complex128], int]]) -> NDArray[np.complex128]:
