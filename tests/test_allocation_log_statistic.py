@@ -145,6 +145,10 @@ def test_a_rate_per_count_stays_below_the_quadrature(mu, t, k):
             law = log_statistic.by_counts(GaussianRatio(mu), t, k, eps, dx)
             below = float(law.curve().delta(eps))
             assert 0.97 * remove.value <= below <= remove.value + remove.error, (eps, dx, below, remove)
+        # each cell's round-off at the L2 bound (what one allocation's refinement charges), the finest cells
+        law = log_statistic.by_counts(GaussianRatio(mu), t, k, eps, log_statistic.COUNT_CELLS[-1], per_cell=True)
+        below = float(law.curve().delta(eps))
+        assert 0.97 * remove.value <= below <= remove.value + remove.error, (eps, below, remove)
 
 
 def test_a_rate_per_count_on_atoms_and_arguments():
@@ -215,17 +219,20 @@ def test_deep_tilts_stay_below_an_importance_sampled_monte_carlo():
     assert 0.8 * low <= below <= high, (below, low, high)
 
 
+@pytest.mark.parametrize("per_cell", [False, True])
 @pytest.mark.parametrize("mu, t, k, eps", [(2.0, 4, 2, 3.0), (3.0, 4, 3, 6.0)])
-def test_finer_cells_and_deep_tilts_stay_below_the_quadrature(mu, t, k, eps):
+def test_finer_cells_and_deep_tilts_stay_below_the_quadrature(mu, t, k, eps, per_cell):
     """The garbling on the finest cells of the one-allocation refinement (0.005) at the deep tilts: each
     direction at every rate at most the exact delta, and the best rate in P||Q within 3% of it (at four
-    databases the statistic's own gap decides, not the cells' blur: 2.4% at mu 1, 2 of 4, eps 1)."""
+    databases the statistic's own gap decides, not the cells' blur: 2.4% at mu 1, 2 of 4, eps 1); with each
+    cell's round-off at the L2 bound too (``per_cell``, what the refinement charges)."""
     from gce.priors.allocation.random_allocation import FINEST_SUMS
 
     remove_ref, add_ref = k_of_t_deltas(mu, t, k, eps)
     best = 0.0
     for r in log_statistic.rates(t, k):
-        remove, add = log_statistic.laws(GaussianRatio(mu), t, k, r, FINEST_SUMS, log_statistic.DEEP_TILTS)
+        remove, add = log_statistic.laws(GaussianRatio(mu), t, k, r, FINEST_SUMS, log_statistic.DEEP_TILTS,
+                                         per_cell=per_cell)
         below_remove, below_add = float(remove.curve().delta(eps)), float(add.curve().delta(eps))
         assert below_remove <= remove_ref.value + remove_ref.error, (r, below_remove, remove_ref)
         assert below_add <= add_ref.value + add_ref.error, (r, below_add, add_ref)
