@@ -283,16 +283,23 @@ def test_below_circle_mu_the_circle_holds_the_monte_carlo():
 
 def test_a_count_keeps_the_lesser_of_its_two_round_off_charges():
     """_CountBound.raw: the weights' sum of (1 - e^{eps - loss})_+ (the bound by (1)) plus the lesser of the
-    round-off charged in L1 (its largest allowance times the gap) and node by node (the sum of the entries
-    times the gap), by hand at losses 1.0, 1.002, 1.004 and eps 0.5."""
+    round-off charged in L1 (its largest allowance times the gap) and by Cauchy-Schwarz (the root of the sum of
+    the squares times the squared gap), by hand at losses 1.0, 1.002, 1.004 and eps 0.5; a square beyond the
+    doubles where the gap is 0 charges nothing, where it is not the L1 charge is kept."""
     bound = circle._CountBound(1.0, np.array([1e-3, 2e-3, 3e-3]), np.array([1e-4, 1e-5, 1e-6]),
-                               np.array([1e-6, 1e-6, 1e-6]), 1.0, 0.1)
+                               np.array([1e-12, 1e-12, 1e-12]), 1.0, 0.1)
     gap = 1.0 - np.exp(0.5 - (1.0 + circle.CELL_LOSS * np.arange(3)))
     weights = float(gap @ np.array([1e-3, 2e-3, 3e-3]))
-    assert float(bound.raw(np.array([0.5]))[0]) == pytest.approx(weights + float(gap.sum()) * 1e-6, rel=1e-12)
-    node_by_node = circle._CountBound(1.0, bound.weight, bound.allowance, np.array([1e-3, 1e-3, 1e-3]), 1.0, 0.1)
-    assert float(node_by_node.raw(np.array([0.5]))[0]) == pytest.approx(weights + float(gap[0]) * 1e-4, rel=1e-12)
+    cauchy_schwarz = math.sqrt(float((gap ** 2).sum()) * 1e-12)  # about 1.7e-6 < gap[0] 1e-4
+    assert cauchy_schwarz < float(gap.sum()) * 1e-6  # below the former node-by-node charge too
+    assert float(bound.raw(np.array([0.5]))[0]) == pytest.approx(weights + cauchy_schwarz, rel=1e-12)
+    l1 = circle._CountBound(1.0, bound.weight, bound.allowance, np.array([1e-6, 1e-6, 1e-6]), 1.0, 0.1)
+    assert float(l1.raw(np.array([0.5]))[0]) == pytest.approx(weights + float(gap[0]) * 1e-4, rel=1e-12)
     assert float(bound.delta(np.array([0.5]))[0]) <= 1.0 and float(bound.raw(np.array([5.0]))[0]) == 0.0
+    beyond = circle._CountBound(1.0, bound.weight, bound.allowance, np.array([1e-12, 1e-12, np.inf]), 1.0, 0.1)
+    assert float(beyond.raw(np.array([1.003]))[0]) == pytest.approx(  # the third cell alone past eps: L1
+        float(bound.weight[2] * (1.0 - math.exp(1.003 - 1.004))) + (1.0 - math.exp(1.003 - 1.004)) * 1e-6)
+    assert float(beyond.raw(np.array([1.005]))[0]) == 0.0  # no gap: the infinite square charges nothing
 
 
 def test_no_node_of_the_transformed_sum_is_off_by_more_than_its_l2_bound():
