@@ -380,3 +380,36 @@ def test_the_circle_at_large_noise_and_a_small_delta_holds_the_monte_carlo():
         assert float(curve.delta(eps)) >= mc_high, (eps, mc_low, mc_high)
         assert mc_high / mc_low < 1.1
     assert 6.406 <= float(curve.epsilon(1e-10)) <= 1.01 * 6.406
+
+
+def test_a_fine_grid_cut_by_the_time_limit_keeps_the_coarse_bounds(monkeypatch):
+    """The time limit passing during the fine grid (here: the second fine rate raises Overdue, as a checkpoint
+    does on a loaded machine) keeps what was done: the count of the most P-mass has its fine bound (its rate
+    comes first), the others their coarse ones (valid on their own), the cut is said in the description and
+    recorded on the deadline, and the curve lies between the complete circle's and the exact value (pure
+    3-DP, 4 of 30, at epsilon 5: a binomial count, pure_dp_k_of_t_delta; 17 fine rates, 19 counts)."""
+    from gce import effort
+
+    ratio, t, k, target = CanonicalRatio(3.0, 0.0), 30, 4, 5.0
+    whole = circle.circle_curve(ratio, t, k, target, 1e-12)
+    original, fine_calls = circle._rate_bounds, []
+
+    def cut(*args):
+        if args[-1] != circle.COARSE:
+            fine_calls.append(args[-3])
+            if len(fine_calls) > 1:
+                raise effort.Overdue
+        return original(*args)
+
+    monkeypatch.setattr(circle, "_rate_bounds", cut)
+    with effort.within(effort.Deadline(None)) as deadline:
+        salvaged = circle.circle_curve(ratio, t, k, target, 1e-12)
+    assert whole.complete and not salvaged.complete and len(fine_calls) == 2
+    assert "on the coarse grid (the time limit)" in salvaged.description and deadline.reached
+    exact = pure_dp_k_of_t_delta(3.0, t, k, target)
+    at_whole, at_cut = float(whole.delta(target)), float(salvaged.delta(target))
+    assert exact * (1 - 1e-9) <= at_whole < at_cut < 1.0, (exact, at_whole, at_cut)
+    # the first fine rate is that of the count of the most P-mass: its bound is the complete circle's
+    largest = max(whole._counts, key=lambda count: count.cap)
+    assert any(count.rate == largest.rate and count.cap == largest.cap and np.array_equal(count.weight, largest.weight)
+               for count in salvaged._counts)

@@ -198,7 +198,6 @@ class _CountBound:
 
     def raw(self, eps: NDArray[np.float64]) -> NDArray[np.float64]:
         """The bound by (1) alone, without the cap."""
-        effort.checkpoint()  # read many times while a level is chosen: a level that overran stops here
         loss = self.low + CELL_LOSS * np.arange(self.weight.size)
         gap = 1.0 - np.exp(np.minimum(eps[:, None] - loss[None, :], 0.0))
         # sums of products, not a matrix product: BLAS' threads cost milliseconds a call on a loaded machine
@@ -214,8 +213,9 @@ class CircleCurve(PrivacyCurve):
     bounds added up, with the charges (clamp, counts cut, the transforms' range). A valid bound on that
     direction only."""
 
-    def __init__(self, counts: list[_CountBound], charge: float, description: str):
+    def __init__(self, counts: list[_CountBound], charge: float, description: str, complete: bool = True):
         self._counts = tuple(counts)
+        self.complete = complete  # False: the time limit cut the fine grid (some counts kept their coarse bounds)
         self._charge = float(charge)
         self.description = description
         self.delta_floor = min(self._charge, 1.0)
@@ -497,7 +497,7 @@ def circle_curve(ratio, t: int, k: int, target: float, tail: float, level: int =
     saddles = {n: 4 - j / steps for n, j in saddle_at.items()}
     coarse = _coarse_search(question, grid_rates, kept, saddles, target)
     chosen_at = {n: {saddle_at[n]} if n in saddle_at else set() for n in kept}
-    for n, (_, i) in coarse.items():
+    for n, (_, i, _, _) in coarse.items():
         if n not in saddles or abs(i - saddles[n]) > 1.0:  # within a step of it, the saddle point alone
             chosen_at[n].add((4 - i) * steps)
     # fine: the chosen rates and their neighbours on the lattice
@@ -507,38 +507,55 @@ def circle_curve(ratio, t: int, k: int, target: float, tail: float, level: int =
         for i in chosen:
             for j in range(i - FINE_NEIGHBOURS[level] * steps, i + FINE_NEIGHBOURS[level] * steps + 1, steps):
                 tries.setdefault(j, set()).add(n)
-    best: dict[tuple[int, ...], tuple[float, _CountBound]] = {}
-    wraps: dict[float, float] = {}
-    for j in sorted(tries, reverse=True):  # the largest rate first, as the coarse grid
-        rate = math.exp(base + j * SADDLE_STEP)
-        built = _rate_bounds(*question, rate, sorted(tries[j]), fine)
-        if built is None:
-            continue
-        bounds, wraps[rate] = built
-        for n, bound in bounds.items():
-            value = float(bound.raw(np.array([target]))[0])
-            if n not in best or value < best[n][0]:
-                best[n] = (value, bound)
+    # each count's bound: the coarse grid's least (valid too), then the fine grid's where lower at the target;
+    # the charge beyond the transforms' range is each (grid, rate)'s that a chosen bound uses
+    best: dict[tuple[int, ...], tuple[float, _CountBound, tuple[bool, int]]] = {
+        n: (value, bound, (False, i)) for n, (value, i, bound, _) in coarse.items()}
+    wraps: dict[tuple[bool, int], float] = {(False, i): wrap for _, i, _, wrap in coarse.values()}
+    # the rates of the counts of the most P-mass first: where the time limit cuts the fine grid (an estimate
+    # short on a loaded machine), the counts that decide have their fine bounds and the others keep their
+    # coarse ones (module doc, "Which r")
+    order = sorted(tries, key=lambda j: (-max(masses[n] for n in tries[j]), -j))
+    complete = True
+    try:
+        for j in order:
+            rate = math.exp(base + j * SADDLE_STEP)
+            built = _rate_bounds(*question, rate, sorted(tries[j]), fine)
+            if built is None:
+                continue
+            bounds, wraps[True, j] = built
+            for n, bound in bounds.items():
+                effort.checkpoint()  # (a count's read is short: a level that overran stops here)
+                value = float(bound.raw(np.array([target]))[0])
+                if n not in best or value < best[n][0]:
+                    best[n] = (value, bound, (True, j))
+    except effort.Overdue:
+        complete = False
+        effort.current().stop("allocation (the direction P||Q by Cauchy's circle: the fine grid, some counts on "
+                              "the coarse one) at its loss target: a step overran its estimate")
     # a count without a bound (a band of no mass below the clamp, or no rate fits) is charged at its P-mass
     charge += sum(masses[n] for n in kept if n not in best)
     if not best:
         return None
-    chosen = [bound for _, bound in best.values()]
+    chosen = [bound for _, bound, _ in best.values()]
     used = sorted({bound.rate for bound in chosen})
-    charge += sum(wraps[r] for r in used)
+    charge += sum(wraps[key] for key in {key for _, _, key in best.values()})
+    coarse_left = sum(1 for _, _, (on_fine, _) in best.values() if not on_fine)
     return CircleCurve(chosen, charge, f"Cauchy's circle, {len(cuts)} threshold(s), {len(chosen)} counts, rates "
-                                       f"{used[0]:.3g} to {used[-1]:.3g}")
+                                       f"{used[0]:.3g} to {used[-1]:.3g}"
+                                       + ("" if complete else f", {coarse_left} on the coarse grid (the time "
+                                                              f"limit)"), complete)
 
 
 def _coarse_search(question, grid_rates: tuple[float, ...], kept, saddles: dict[tuple[int, ...], float],
-                   target: float) -> dict[tuple[int, ...], tuple[float, int]]:
-    """Each count's least value at the target over the rates of the coarse grid (:data:`COARSE`), and its
-    index: from the grid's rate nearest the count's saddle point (``saddles``, a fractional index) both ways,
+                   target: float) -> dict[tuple[int, ...], tuple[float, int, _CountBound, float]]:
+    """Each count's least value at the target over the rates of the coarse grid (:data:`COARSE`), its index,
+    its bound there (valid on its own) and that rate's charge beyond the transforms' range: from the grid's rate nearest the count's saddle point (``saddles``, a fractional index) both ways,
     or for a count without one from the largest rate down, a direction stopping once the value has risen
     :data:`RISES` times past the count's least (measured, sigma 0.76, 19 of 724, delta 1e-6: 13 rates of the
     grid down from the largest, 3.4 s in all, or 5 from the saddle points, the same choices). The rates of a
     round are computed together for the counts that ask for them."""
-    best: dict[tuple[int, ...], tuple[float, int]] = {}
+    best: dict[tuple[int, ...], tuple[float, int, _CountBound, float]] = {}
     walks = []  # (count, step, next index, rises)
     for n in kept:
         if n in saddles:
@@ -551,20 +568,22 @@ def _coarse_search(question, grid_rates: tuple[float, ...], kept, saddles: dict[
         for n, _, i, _ in walks:
             if 0 <= i < len(grid_rates):
                 asked.setdefault(i, []).append(n)
-        values: dict[tuple[tuple[int, ...], int], float] = {}
+        values: dict[tuple[tuple[int, ...], int], tuple[float, _CountBound, float]] = {}
         for i in sorted(asked):
             built = _rate_bounds(*question, grid_rates[i], sorted(set(asked[i])), COARSE)
             if built is None:
                 continue
             for n, bound in built[0].items():
-                values[n, i] = float(bound.raw(np.array([target]))[0])
+                effort.checkpoint()  # (a count's read is short: a level that overran stops here)
+                values[n, i] = (float(bound.raw(np.array([target]))[0]), bound, built[1])
         later = []
         for n, step, i, rises in walks:
             if not 0 <= i < len(grid_rates):
                 continue
             if (n, i) in values:
-                if n not in best or values[n, i] < best[n][0]:
-                    best[n], rises = (values[n, i], i), 0
+                if n not in best or values[n, i][0] < best[n][0]:
+                    value, bound, wrap = values[n, i]
+                    best[n], rises = (value, i, bound, wrap), 0
                 else:
                     rises += 1
             if rises < RISES:

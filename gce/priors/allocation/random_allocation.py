@@ -408,7 +408,7 @@ def _with_circle(ratio, t: int, k: int, rtol: float, delta: float | None, epsilo
     if target is None or (isinstance(ratio, GaussianRatio) and ratio.mu < CIRCLE_MU and not early):
         return curve
     width = _width(low, high)
-    best, done, stopped, beyond = curve, None, False, False
+    best, done, stopped, beyond, tried = curve, None, False, False, False
     for level in range(len(CIRCLE_LEVELS)):  # one threshold, then two, while wider than rtol
         seconds = _circle_seconds(ratio, t, k, target, tail, level)
         if not math.isfinite(seconds):  # beyond the transforms' size (small noise): not a stop of the clock
@@ -418,6 +418,7 @@ def _with_circle(ratio, t: int, k: int, rtol: float, delta: float | None, epsilo
                            f"by Cauchy's circle, level {level + 1})", delta, epsilon, width):
             stopped = _STOPPED not in curve.description
             break
+        tried = True
         try:  # (run by :func:`_overdue_kept`: a level that overruns keeps the last completed one)
             circle = circle_curve(ratio, t, k, target, tail, level)
             if circle is None:
@@ -428,20 +429,22 @@ def _with_circle(ratio, t: int, k: int, rtol: float, delta: float | None, epsilo
         except effort.Overdue:
             effort.current().stop(f"allocation (the direction P||Q by Cauchy's circle, level {level + 1}) at "
                                   f"{_target_text(delta, epsilon)}: a step overran its estimate")
-            stopped = _STOPPED not in curve.description
+            stopped, tried = _STOPPED not in curve.description, done is not None
             break
+        if not circle.complete:  # the time limit cut its fine grid (the stop is recorded): no further level
+            stopped = _STOPPED not in curve.description
         if new_high >= high:
             break
         best, done, high = tightened, circle, new_high
         width = _width(low, high)
-        if width <= rtol:
+        if width <= rtol or not circle.complete:
             break
     if done is not None:
         text = f"; P||Q tightened by {done.description}"
     elif beyond:
         text = "; P||Q by Cauchy's circle: its transforms beyond their size limit"
     else:
-        text = "" if stopped else "; beside it, P||Q by Cauchy's circle: no lower"
+        text = "; beside it, P||Q by Cauchy's circle: no lower" if tried and done is None else ""
     return AllocationCurve(best._upper, curve.lower, f"{curve.description}{text}{_STOPPED if stopped else ''}")
 
 
