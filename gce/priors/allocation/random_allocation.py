@@ -171,11 +171,13 @@ def allocation_curve(mu: float, t: int, k: int = 1, epochs: int = 1, rtol: float
             curve = _overdue_kept(curve, "blocks of three", delta, epsilon, _with_threes, ratio, t, k, epochs, rtol,
                                   delta, epsilon, tail, curve)
         if 1 < k < t and epochs == 1:  # one allocation: below, the circle above, finer cells below
+            early = (decomposition is not None and not circled
+                     and (not isinstance(ratio, GaussianRatio) or ratio.mu >= CIRCLE_EARLY_MU))
+            if early:  # the circle before the lower end's rate per count (its seconds decide more there)
+                curve = _overdue_kept(curve, "Cauchy's circle", delta, epsilon, _with_circle, ratio, t, k, rtol,
+                                      delta, epsilon, tail, curve, decomposition, True)
             curve = _overdue_kept(curve, "a rate per count", delta, epsilon, _with_counts_below, ratio, t, k, rtol,
                                   delta, epsilon, curve, COUNT_CELLS[0])
-            if decomposition is not None and not circled:
-                curve = _overdue_kept(curve, "Cauchy's circle", delta, epsilon, _with_circle, ratio, t, k, rtol,
-                                      delta, epsilon, tail, curve, decomposition)
             for dx in COUNT_CELLS[1:]:  # while wider than rtol (log_statistic, "The cell")
                 if not circled:
                     curve = _overdue_kept(curve, "sums of logarithms", delta, epsilon, _with_finer_sums, ratio, t, k,
@@ -185,8 +187,8 @@ def allocation_curve(mu: float, t: int, k: int = 1, epochs: int = 1, rtol: float
             if not circled:
                 curve = _overdue_kept(curve, "sums of logarithms", delta, epsilon, _with_finer_sums, ratio, t, k,
                                       rtol, delta, epsilon, curve, FINEST_SUMS)
-            if decomposition is not None and not circled and isinstance(ratio, GaussianRatio) and ratio.mu < CIRCLE_MU:
-                # below CIRCLE_MU, last: the circle once the lower end has had its steps (_with_circle)
+            if decomposition is not None and not circled and not early:
+                # at large noise, last: the circle once the lower end has had its steps (_with_circle)
                 curve = _overdue_kept(curve, "Cauchy's circle", delta, epsilon, _with_circle, ratio, t, k, rtol, delta,
                                       epsilon, tail, curve, decomposition, True)
     if isinstance(ratio, GaussianRatio):
@@ -353,6 +355,12 @@ def _with_counts_below(ratio, t: int, k: int, rtol: float, delta: float | None, 
 #: below it and from the second (sigma at most 2), allocations of at least three members and this share of the
 #: databases (:func:`_circle_first`).
 CIRCLE_MU, CIRCLE_FIRST_MU, CIRCLE_SHARE = 0.9, 0.5, 0.1
+#: Where the circle is not computed first (:func:`_circle_first`), from this ``mu`` it comes before the lower end's
+#: rate per count, below it last (:func:`_with_circle`).
+CIRCLE_EARLY_MU = 0.75
+#: The circle's first level starts when this share of its estimate fits the time left (:func:`_with_circle`): a
+#: fine grid cut by the limit keeps its coarse bounds where it did not reach (:func:`.circle.circle_curve`).
+CIRCLE_STARTS = 0.75
 
 
 def _circle_first(ratio, t: int, k: int, curve: AllocationCurve, delta: float | None, epsilon: float | None) -> bool:
@@ -388,8 +396,8 @@ def _with_circle(ratio, t: int, k: int, rtol: float, delta: float | None, epsilo
     """k of t, one allocation: the curve tightened in the direction P||Q by Cauchy's circle (:mod:`.circle`),
     the direction Q||P left to the decomposition (``decomposition``: its two directions' upper curves). Each
     direction's least upper curve is valid and the pair's curve is the larger of its two directions, so the
-    least of ``curve`` and that pair is valid. Computed last, when the bracket is still wider than ``rtol``
-    and the circle's estimate fits the time limit; each count's rate is chosen at the bracket's lower end (or
+    least of ``curve`` and that pair is valid. Computed when the bracket is still wider than ``rtol`` and the
+    circle's estimate fits the time limit; each count's rate is chosen at the bracket's lower end (or
     the target epsilon). Levels of :data:`~.circle.THRESHOLDS` while wider than ``rtol``, each estimated
     before it starts. It pays at many members (10 of 100 at sigma 0.5: 23.39, then 23.35, against 24.31 for
     the blocks of two at 15 minutes); at two or three the blocks of members are tighter. A Gaussian's circle
@@ -398,12 +406,15 @@ def _with_circle(ratio, t: int, k: int, rtol: float, delta: float | None, epsilo
     24 of 575, delta 1e-10, 6.61 against 6.51; sigma 1.61, 17 of 282, 1e-6, 3.49 against 3.26; sigma 1.71,
     14 of 724, 1e-10, 3.34 against 2.03; and below it, sigma 0.7 to 0.76, 18 to 23 of 74 to 724: 19.02
     against 20.60, 37.03 against 41.04, 8.33 against 8.62; sigma 1, 10 of 100, 1e-5: 5.88 against 5.99), and
-    its seconds go to the finer cells below. ``early``: below it, where :func:`_circle_first` holds, and last,
-    after every step of the lower end, where it does not: since each count also tries its saddle point
-    (:mod:`.circle`, 2026-12) the circle is tighter than the blocks there too (sigma 1.23, 24 of 575, delta
-    1e-10: 6.452 against 6.514; sigma 1.28, 25 of 341, 1e-8: 7.344 against 7.467), but at 2 to 4 s it fits the
-    default 5 s only after the lower end's steps (computed before them: 21 of 56 random cases within 2%,
-    against 27)."""
+    its seconds go to the finer cells below. ``early``: below it, where :func:`_circle_first` holds, from
+    :data:`CIRCLE_EARLY_MU` before the lower end's rate per count, and below that last, after every step of
+    the lower end: since each count also tries its saddle point (:mod:`.circle`, 2026-12) the circle is
+    tighter than the blocks there too (sigma 1.23, 24 of 575, delta 1e-10: 6.452 against 6.514; sigma 1.28, 25
+    of 341, 1e-8: 7.344 against 7.467), and with its round-off by Cauchy-Schwarz before the rate per count
+    (seeds 1 to 4 of the benchmark's grid within 5 s: 20 within 1% and 36 within 2% against 18 and 35; at
+    large noise and a small share it stays loose, sigma 1.71, 14 of 724, 1e-10: 2.577 against 2.031). The
+    first level starts when :data:`CIRCLE_STARTS` of its estimate fits (a fine grid cut by the limit keeps its
+    coarse bounds)."""
     low, high, target = _wide_at(curve, rtol, delta, epsilon)
     if target is None or (isinstance(ratio, GaussianRatio) and ratio.mu < CIRCLE_MU and not early):
         return curve
@@ -414,7 +425,9 @@ def _with_circle(ratio, t: int, k: int, rtol: float, delta: float | None, epsilo
         if not math.isfinite(seconds):  # beyond the transforms' size (small noise): not a stop of the clock
             beyond = True
             break
-        if not _may_refine(seconds, f"allocation (the direction P||Q "
+        # (its fine grid, the larger part, keeps what it did when the limit cuts it: the first level starts when
+        # CIRCLE_STARTS of its estimate fits)
+        if not _may_refine(seconds * (CIRCLE_STARTS if level == 0 else 1.0), f"allocation (the direction P||Q "
                            f"by Cauchy's circle, level {level + 1})", delta, epsilon, width):
             stopped = _STOPPED not in curve.description
             break
