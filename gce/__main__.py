@@ -16,7 +16,9 @@ itself (the standard library's ``importlib`` and ``os``, both loaded by then; a 
 A Ctrl-C that comes before this module runs is outside any program's reach: before the interpreter installed
 its own handler the process is ended by the signal (what a shell shows as status 130, with nothing written);
 while the interpreter starts (its standard streams, its ``site`` module) Python reports it itself; and in the
-millisecond of ``import gce`` it is Python's ``KeyboardInterrupt``.
+millisecond of ``import gce`` it is Python's ``KeyboardInterrupt``, or, when it falls inside the import
+system's module-lock callback (where no exception can propagate), Python's "Exception ignored" report on
+standard error, after which the command runs to its answer.
 """
 
 import _signal

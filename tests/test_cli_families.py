@@ -463,6 +463,34 @@ def test_what_counts_as_before_the_entry_point():
     assert gce.__main__._console_script() is False
 
 
+#: Python's report of a KeyboardInterrupt raised inside the import system's module-lock callback (a weakref
+#: callback: an exception there cannot propagate, so Python prints it and goes on).
+_IGNORED_IN_IMPORT = re.compile(r"Exception ignored in: <function _get_module_lock\.<locals>\.cb at 0x[0-9a-f]+>\n"
+                                r"Traceback \(most recent call last\):\n"
+                                r'  File "<frozen importlib\._bootstrap>", line \d+, in cb\n'
+                                r"KeyboardInterrupt: ?\n")
+
+
+def swallowed_by_the_import_system(err: str) -> bool:
+    """Whether standard error is only Python's report of a Ctrl-C swallowed by the import system (before gce's
+    entry point: no frame of gce's)."""
+    return _IGNORED_IN_IMPORT.fullmatch(err) is not None
+
+
+def test_what_counts_as_swallowed_by_the_import_system():
+    """The report seen in CI (2026-12-06, the console script interrupted 0.02 s after its start) and what is
+    not it: any other text, a frame of gce's, or more than the one report."""
+    seen = ("Exception ignored in: <function _get_module_lock.<locals>.cb at 0x7f2f137c2200>\n"
+            "Traceback (most recent call last):\n"
+            '  File "<frozen importlib._bootstrap>", line 198, in cb\n'
+            "KeyboardInterrupt: \n")
+    assert swallowed_by_the_import_system(seen)
+    assert not swallowed_by_the_import_system("")
+    assert not swallowed_by_the_import_system(seen + "gce: interrupted\n")
+    assert not swallowed_by_the_import_system(seen.replace("<frozen importlib._bootstrap>", "/x/gce/cli.py"))
+    assert not swallowed_by_the_import_system(seen.replace("KeyboardInterrupt", "ValueError"))
+
+
 def check_interrupted(done: SimpleNamespace, moment: tuple[str, float]) -> str | None:
     """The contract after a Ctrl-C: 130 and one ``gce: interrupted`` line (returned), or an answer (exit 0,
     nothing on stderr: the command ended, or was ending, when the signal came; None returned).
@@ -473,10 +501,13 @@ def check_interrupted(done: SimpleNamespace, moment: tuple[str, float]) -> str |
     the interpreter sets up its streams or imports its ``site`` module (the virtual environment's path files)
     Python reports it itself ("Fatal Python error: init_sys_streams" or "init_import_site", status 1); and
     in the script's first lines and ``import gce`` (a few milliseconds) it is Python's ``KeyboardInterrupt``
-    (:func:`before_the_entry_point`, status -2). From the entry point on (numpy, argparse and gce.cli
-    loading, reading, solving, the ledger) it is always 130."""
+    (:func:`before_the_entry_point`, status -2), unless it is raised inside the import system's module-lock
+    callback, where Python cannot raise it: it reports it as "Exception ignored" and the command runs to its
+    answer (status 0; :func:`swallowed_by_the_import_system`, seen in CI once, at 0.02 s). From
+    the entry point on (numpy, argparse and gce.cli loading, reading, solving, the ledger) it is always 130."""
     if done.status == 0:
-        assert done.err == "", done.err[-3000:]
+        assert done.err == "" or (moment[0] == "start" and swallowed_by_the_import_system(done.err)), \
+            done.err[-3000:]
         return None
     if moment[0] == "start" and done.status == -signal.SIGINT and (done.err == "" or
                                                                     before_the_entry_point(done.err)):
