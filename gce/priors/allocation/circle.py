@@ -559,8 +559,9 @@ def circle_curve(ratio, t: int, k: int, target: float, tail: float, level: int =
 def _coarse_search(question, grid_rates: tuple[float, ...], kept, saddles: dict[tuple[int, ...], float],
                    target: float) -> dict[tuple[int, ...], tuple[float, int, _CountBound, float]]:
     """Each count's least value at the target over the rates of the coarse grid (:data:`COARSE`), its index,
-    its bound there (valid on its own) and that rate's charge beyond the transforms' range: from the grid's rate nearest the count's saddle point (``saddles``, a fractional index) both ways,
-    or for a count without one from the largest rate down, a direction stopping once the value has risen
+    its bound there (valid on its own) and that rate's charge beyond the transforms' range: from the grid's
+    rate nearest the count's saddle point (``saddles``, a fractional index) both ways, or for a count without
+    one from the largest rate down, a direction stopping once the value has risen
     :data:`RISES` times past the count's least (measured, sigma 0.76, 19 of 724, delta 1e-6: 13 rates of the
     grid down from the largest, 3.4 s in all, or 5 from the saddle points, the same choices). The rates of a
     round are computed together for the counts that ask for them."""

@@ -442,7 +442,7 @@ def _with_circle(ratio, t: int, k: int, rtol: float, delta: float | None, epsilo
         except effort.Overdue:
             effort.current().stop(f"allocation (the direction P||Q by Cauchy's circle, level {level + 1}) at "
                                   f"{_target_text(delta, epsilon)}: a step overran its estimate")
-            stopped, tried = _STOPPED not in curve.description, done is not None
+            stopped, tried = _STOPPED not in curve.description, False
             break
         if not circle.complete:  # the time limit cut its fine grid (the stop is recorded): no further level
             stopped = _STOPPED not in curve.description
@@ -457,7 +457,7 @@ def _with_circle(ratio, t: int, k: int, rtol: float, delta: float | None, epsilo
     elif beyond:
         text = "; P||Q by Cauchy's circle: its transforms beyond their size limit"
     else:
-        text = "; beside it, P||Q by Cauchy's circle: no lower" if tried and done is None else ""
+        text = "; beside it, P||Q by Cauchy's circle: no lower" if tried else ""
     return AllocationCurve(best._upper, curve.lower, f"{curve.description}{text}{_STOPPED if stopped else ''}")
 
 
