@@ -267,25 +267,40 @@ def _log_statistic_part(ratio, t: int, k: int, epochs: int, interval: float, del
     """The k-of-t pair garbled by the sum of logarithms (:mod:`.log_statistic`) at the rate of
     :func:`~.log_statistic.rates` that reads highest at the target, as a part of a :class:`LowerBound`
     (composed over the epochs on the loss grid ``interval`` when there are several), and that rate; None when
-    no rate certifies anything at the target."""
-    best, best_value, best_rate = None, 0.0, 0.0
+    no rate certifies anything at the target. Over several epochs the :data:`_COMPOSED_RATES` rates that read
+    highest on one epoch are composed and the composition that reads highest is kept: one epoch's reading
+    does not order the compositions (sigma 1, 4 of 100, 10 epochs, delta 1e-10: one epoch read 3.923 at
+    the rate 0.0208 and 3.917 at 0.0417, whose compositions certify 10.874 and 11.366)."""
+    readings = []
     for r in _log_rates(t, k):
         remove, add = _log_laws(ratio, t, k, r, thetas=_sum_tilts(delta, epochs), per_cell=epochs == 1)
         bound = LowerBound([(remove.curve(), 0.0, 0.0), (add.curve(), 0.0, 0.0)])
         value = _reading(bound, delta, epsilon)
-        if value > best_value:
-            best, best_value, best_rate = (remove, add), value, r
-    if best is None:
+        if value > 0.0:
+            readings.append((value, r, (remove, add)))
+    if not readings:
         return None
+    readings.sort(key=lambda reading: -reading[0])
     if epochs == 1:
-        return (LowerBound([(law.curve(), 0.0, 0.0) for law in best]), 0.0, 0.0), best_rate
-    laws = [[batch.loss_law(law.loss, law.mass, epochs, interval, upper=False, infinite=law.infinite)]
-            for law in best]
-    try:
-        composed = batch.compose_laws(laws, laws, interval)
-    except NumericalLimitError:
-        return None
-    return (_DirectionLower(composed.lower), 0.0, 0.0), best_rate
+        _, rate, best = readings[0]
+        return (LowerBound([(law.curve(), 0.0, 0.0) for law in best]), 0.0, 0.0), rate
+    chosen, chosen_value = None, -math.inf
+    for _, rate, best in readings[:_COMPOSED_RATES]:
+        laws = [[batch.loss_law(law.loss, law.mass, epochs, interval, upper=False, infinite=law.infinite)]
+                for law in best]
+        try:
+            composed = batch.compose_laws(laws, laws, interval)
+        except NumericalLimitError:
+            continue
+        part = (_DirectionLower(composed.lower), 0.0, 0.0)
+        value = _reading(LowerBound([part]), delta, epsilon)
+        if value > chosen_value:
+            chosen, chosen_value = (part, rate), value
+    return chosen
+
+
+#: How many rates of the sums of logarithms are composed over the epochs (:func:`_log_statistic_part`).
+_COMPOSED_RATES = 3
 
 
 class _NoRoom(Exception):

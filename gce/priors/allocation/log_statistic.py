@@ -41,6 +41,24 @@ below its allowance), so a target delta under :data:`DEEP_DELTA` transforms at t
 724, delta 1e-10 (an importance-sampled Monte Carlo puts epsilon near 2.02): the best rate certified 1.666
 at the tilts 0 and 1, 2.011 at the five (cells 0.01); at delta 1e-5 and 1e-6 they move nothing.
 
+The sum's reach
+---------------
+A sum of ``t`` terms spans ``t`` times one term's cells (a member's ``log(1 + r W)`` reaches 10 or more: a
+million cells at ``t = 999`` and cells of 0.005), but its mass lies in a small part of that: by Chernoff,
+``P(S >= x) <= e^(-lambda x) E[e^(lambda S)]`` for every ``lambda > 0``, and ``E[e^(lambda S)]`` is the product
+of the terms' moments, so the cells past which a sum (tilted and normalised) has at most :data:`WRAP_MASS`
+are known before it is transformed (:func:`_reach`). The laws are read on the cells up to the plain sums'
+reach (:func:`_length`; the outcomes past it, at most 1e-20 of either measure, are left out: a sum of
+nonnegative terms ``(p - g q)_+`` over fewer outcomes is smaller, so a lower bound still), and each tilt is
+transformed on the cells up to its own reach: the cyclic FFT then adds what lies past them, at most
+:data:`WRAP_MASS` of the tilted sum, onto the cells read, which the allowance carries (lowered below,
+raised above, as the round-off). A tilt whose sum reaches past :data:`TILT_REACH` times the cells read is not
+transformed: its mass lies far past them. Measured (2 cores, 2026-12): sigma 1.01, 22 of 999, delta 1e-8, the
+garbling at every rate took 1.19 s on the whole range and 0.10 s to the reach, and within the default 5 s the
+lower end rose from 5.145 to 5.309 (an importance-sampled Monte Carlo puts epsilon near 5.32): the finer cells
+now fit. The round-off allowance shrinks with the transform: at sigma 1.71, 14 of 724, delta 1e-10 the
+tilts 0 and 1 certify 1.837 instead of 1.666.
+
 Which r
 -------
 Every ``r`` gives a lower bound, so the largest over a fixed set is one too: ``r = k / (t - k)`` (each
@@ -85,6 +103,7 @@ import math
 
 import numpy as np
 from scipy import fft as _fft
+from scipy import special
 
 from ... import effort
 from ...errors import NumericalLimitError
@@ -98,6 +117,13 @@ CELL = 0.05
 COUNT_CELLS = (0.05, 0.02, 0.01)
 #: Largest FFT of the statistic's sum (larger sums wrap: merged outcomes, still a lower bound).
 SIZE_LIMIT = 2**20
+#: A sum's mass past the cells it is transformed on, at most this (relative to its total; module doc, "The
+#: sum's reach"): an allowance of its own, far under the round-off's.
+WRAP_MASS = 1e-20
+#: The exponents of the Chernoff bound on a sum's reach (:func:`_reach`), per unit of ``log(1 + r W)``.
+_EXPONENTS = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0)
+#: A tilt whose sum reaches past this many times the cells read is not transformed (:func:`_convolved`).
+TILT_REACH = 4.0
 #: How many rates ``r`` are tried (module doc, "Which r").
 RATES = 8
 #: Tilts of the sums' transforms (module doc, "Floating point"): 0 for the bulk, 1 for the upper tail, where
@@ -113,6 +139,8 @@ DEEP_DELTA = 1e-7
 #: of 8 to 999, sigma 0.5 to 2.8) and :func:`by_counts` (42 steps, 0.1 to 36 s); the estimates were 3 to
 #: 7 times too large at 1e-8 (a rate per count at 10.77 s ran in 3.56 s), and stopped the steps that fit.
 _TRANSFORM_SECONDS = 1.5e-9
+#: Seconds of one transform's fixed work (its tilt's weights, the calls; short sums).
+_TRANSFORM_CALL_SECONDS = 5e-5
 #: Seconds of a call's fixed work (the cells of each rate, the laws' curves read at the target): measured 0.03
 #: to 0.05 s where the transforms are small.
 _CALL_SECONDS = 0.1
@@ -155,12 +183,56 @@ def _cells(ratio, r: float, dx: float) -> tuple[np.ndarray, np.ndarray]:
 
 
 def size(ratio, t: int, k: int, r: float, dx: float = CELL) -> int:
-    """The FFT size of the statistic's sum: its whole range (t times one term's), at most :data:`SIZE_LIMIT`."""
-    return _size(t, _cells(ratio, r, dx)[0].size)
+    """The statistic's cells read (the laws' length): as far as either sum's reach (:func:`_reach`), at most
+    :data:`SIZE_LIMIT`."""
+    q, p = _cells(ratio, r, dx)
+    return _length([[(q, t)], [(p, k), (q, t - k)]], dx)
 
 
 def _size(t: int, cells: int) -> int:
+    """The whole range of a sum of ``t`` terms of ``cells`` cells, at most :data:`SIZE_LIMIT` (a fast length)."""
     return _fft.next_fast_len(min(t * (cells - 1) + 1, SIZE_LIMIT), real=True)
+
+
+def _log_moments(masses: np.ndarray, dx: float, theta: float) -> tuple[np.ndarray, float]:
+    """One term's tilted law (its cells' masses times ``e^(theta j dx)``, normalised): the logarithms of its
+    moments ``E[e^(lambda j dx)]`` at each exponent of :data:`_EXPONENTS`, and its largest cell."""
+    with np.errstate(divide="ignore"):
+        logs = np.log(masses) + theta * np.arange(masses.size) * dx
+    logs = logs - special.logsumexp(logs)
+    exponents = np.asarray(_EXPONENTS)[:, None] * (np.arange(masses.size) * dx)[None, :]
+    return special.logsumexp(logs[None, :] + exponents, axis=1), masses.size - 1
+
+
+def _reach(terms, dx: float, theta: float, cache: dict | None = None) -> int:
+    """The cells ``n`` past which the sum of ``terms`` (``(cell masses, count)`` each), tilted by ``e^(theta s
+    dx)`` and normalised, has at most :data:`WRAP_MASS` (module doc, "The sum's reach"): by Chernoff,
+    ``P(S >= x) <= e^(-lambda x) E[e^(lambda S)]`` at the best exponent of :data:`_EXPONENTS`; the whole range
+    where that is shorter (nothing lies past it). ``cache``: the moments of each term's cells (keyed by the
+    array's identity and the tilt) across the calls of one computation, whose cells stay alive meanwhile."""
+    total, whole = np.zeros(len(_EXPONENTS)), 1
+    for masses, count in terms:
+        if count == 0:
+            continue
+        key = (id(masses), theta)
+        if cache is not None and key in cache:
+            moments, top = cache[key]
+        else:
+            moments, top = _log_moments(masses, dx, theta)
+            if cache is not None:
+                cache[key] = (moments, top)
+        total += count * moments
+        whole += count * top
+    x = float(np.min((total - math.log(WRAP_MASS)) / np.asarray(_EXPONENTS)))
+    return min(whole, int(math.ceil(x / dx)) + 1)
+
+
+def _length(term_sets, dx: float, cache: dict | None = None) -> int:
+    """The laws' length for sums of each of ``term_sets``: the largest reach of the plain sums (past it each
+    has at most :data:`WRAP_MASS`: outcomes left out, a lower bound still; module doc, "The sum's reach"), a
+    fast length, at most :data:`SIZE_LIMIT` (a longer sum then wraps: merged outcomes)."""
+    reach = max(_reach(terms, dx, 0.0, cache) for terms in term_sets)
+    return _fft.next_fast_len(min(reach, SIZE_LIMIT), real=True)
 
 
 def seconds(ratio, t: int, k: int, dx: float = CELL, thetas: tuple[float, ...] = TILTS) -> float:
@@ -169,8 +241,27 @@ def seconds(ratio, t: int, k: int, dx: float = CELL, thetas: tuple[float, ...] =
     one back), each :data:`_TRANSFORM_SECONDS` a point and log2(points), and :data:`_CALL_SECONDS` plus half
     of it (the decomposition's lower curve, not interruptible: 1.25 to 2.1 times the time taken, median 1.55,
     over 14 steps of 0.1 to 0.85 s on 2 cores, 2026-12)."""
-    return 1.5 * _CALL_SECONDS + sum(2 * len(thetas) * 5 * _TRANSFORM_SECONDS * n * math.log2(n)
-                               for n in (size(ratio, t, k, r, dx) for r in rates(t, k)))
+    return 1.5 * _CALL_SECONDS + 2 * sum(_transforms_seconds(ratio, t, k, r, dx, thetas) for r in rates(t, k))
+
+
+def _transforms_seconds(ratio, t: int, k: int, r: float, dx: float, thetas: tuple[float, ...]) -> float:
+    """Estimated seconds of the five transforms of :func:`laws` at the rate ``r``, each tilt at its sums'
+    reach (:func:`_convolved`: from the cells, never measured), :data:`_TRANSFORM_SECONDS` a point and
+    log2(points) and :data:`_TRANSFORM_CALL_SECONDS` each."""
+    q, p = _cells(ratio, r, dx)
+    cache: dict = {}
+    sets = [[(q, t)], [(p, k), (q, t - k)]]
+    n = _length(sets, dx, cache)
+    total = 0.0
+    for terms in sets:
+        wraps = _reach(terms, dx, 0.0, cache) > n
+        for theta in (0.0,) if wraps else thetas:
+            reach = n if wraps else _reach(terms, dx, theta, cache)
+            if theta > 0.0 and reach > TILT_REACH * n:
+                continue
+            size = max(reach, n)
+            total += (2.5 * _TRANSFORM_SECONDS * size * math.log2(max(size, 2))) + 2.5 * _TRANSFORM_CALL_SECONDS
+    return total
 
 
 def laws(ratio, t: int, k: int, r: float, dx: float = CELL, thetas: tuple[float, ...] = TILTS,
@@ -183,9 +274,10 @@ def laws(ratio, t: int, k: int, r: float, dx: float = CELL, thetas: tuple[float,
     if not (math.isfinite(r) and r > 0.0 and math.isfinite(dx) and dx > 0.0):
         raise ValueError(f"r and dx must be positive numbers, got r = {r!r}, dx = {dx!r}")
     q_cells, p_cells = _cells(ratio, r, dx)
-    n = _size(t, q_cells.size)
-    q_low, q_high = _convolved([(q_cells, t)], n, dx, thetas, per_cell)
-    p_low, p_high = _convolved([(p_cells, k), (q_cells, t - k)], n, dx, thetas, per_cell)
+    cache: dict = {}
+    n = _length([[(q_cells, t)], [(p_cells, k), (q_cells, t - k)]], dx, cache)
+    q_low, q_high = _convolved([(q_cells, t)], n, dx, thetas, per_cell, cache)
+    p_low, p_high = _convolved([(p_cells, k), (q_cells, t - k)], n, dx, thetas, per_cell, cache)
     only_p = -math.expm1(k * math.log1p(-ratio.singular)) if ratio.singular > 0 else 0.0
     with np.errstate(divide="ignore"):
         keep = p_low > 0
@@ -195,10 +287,10 @@ def laws(ratio, t: int, k: int, r: float, dx: float = CELL, thetas: tuple[float,
     return remove, add
 
 
-def _convolved(terms, n: int, dx: float, thetas: tuple[float, ...] = TILTS, per_cell: bool = False
-               ) -> tuple[np.ndarray, np.ndarray]:
+def _convolved(terms, n: int, dx: float, thetas: tuple[float, ...] = TILTS, per_cell: bool = False,
+               cache: dict | None = None) -> tuple[np.ndarray, np.ndarray]:
     """(lower, upper) bounds, cell by cell, on the law of a sum of independent terms (``(cell masses,
-    count)`` each) wrapped around ``n`` cells, from the FFT of the terms tilted by ``e^(theta j dx)`` for
+    count)`` each) in its first ``n`` cells, from the FFT of the terms tilted by ``e^(theta j dx)`` for
     each theta of ``thetas`` (:func:`tilts`): the sum's law is ``e^(-theta s dx) prod Z^count`` times the tilted sum's,
     whose round-off is at most the allowance of :func:`.uniform_grid._noise` in every cell (the L1 bound: the
     L2 bound of :func:`.uniform_grid._transform_error`, smaller by the root of the cells, also bounds each cell,
@@ -206,15 +298,29 @@ def _convolved(terms, n: int, dx: float, thetas: tuple[float, ...] = TILTS, per_
     sums; over several epochs it moved the rate chosen for one allocation of 4 of 100 over 10 epochs at 1e-10 to
     one that composes worse, 11.366 to 10.870 below), so each cell
     keeps the tilt whose allowance, untilted, is least there (far in the upper tail: the steepest tilt).
-    A sum that wraps around ``n`` (longer than it) is transformed plain only: its cells merge ``s`` and
-    ``s + n``, a garbling, which a tilt would weigh wrongly."""
+
+    Each tilt is transformed on as many cells as its sum reaches (:func:`_reach`, at least ``n``), and what
+    lies past them, at most :data:`WRAP_MASS` of the tilted sum, wraps onto the cells read: added to the
+    allowance (module doc, "The sum's reach"). A tilt that reaches past :data:`TILT_REACH` times ``n`` is
+    not transformed (its mass is far past the cells read). A plain sum that reaches past ``n`` (at most
+    :data:`SIZE_LIMIT`) is transformed plain only, wrapped around ``n``: its cells merge ``s`` and ``s + n``, a
+    garbling, which a tilt would weigh wrongly. ``cache``: :func:`_reach`'s."""
     s = np.arange(n) * dx
     best, error = np.zeros(n), np.full(n, np.inf)
-    # wrapped (a sum longer than n): s and s + n merge, which the untilting by e^(-theta s dx) would not
-    # know; only the plain transform's merged law is then a garbling
-    wraps = sum(count * (masses.size - 1) for masses, count in terms) + 1 > n
+    whole = sum(count * (masses.size - 1) for masses, count in terms) + 1
+    # wrapped (a plain sum longer than n): s and s + n merge, which the untilting by e^(-theta s dx) would
+    # not know; only the plain transform's merged law is then a garbling
+    wraps = _reach(terms, dx, 0.0, cache) > n
     for theta in (0.0,) if wraps else thetas:
         effort.checkpoint()  # a tilt's transforms are one part: a step that overran on a loaded machine stops here
+        if wraps:
+            size, past = n, 0.0
+        else:
+            reach = _reach(terms, dx, theta, cache)
+            if theta > 0.0 and reach > TILT_REACH * n:
+                continue
+            size = _fft.next_fast_len(max(reach, n), real=True)
+            past = WRAP_MASS if size < whole else 0.0
         spectrum, log_scale, tilted = None, 0.0, []
         for masses, count in terms:
             if count == 0:
@@ -227,10 +333,10 @@ def _convolved(terms, n: int, dx: float, thetas: tuple[float, ...] = TILTS, per_
             weights /= total
             log_scale += count * (top + math.log(total))
             tilted.append(weights)
-            factor = _fft.rfft(weights, n) ** count
+            factor = _fft.rfft(weights, size) ** count
             spectrum = factor if spectrum is None else spectrum * factor
-        law = _fft.irfft(spectrum, n)
-        noise = (_entry_noise if per_cell else _noise)(n, sum(count for _, count in terms), tilted)
+        law = _fft.irfft(spectrum, size)[:n]
+        noise = (_entry_noise if per_cell else _noise)(size, sum(count for _, count in terms), tilted) + past
         with np.errstate(over="ignore"):
             scale = np.exp(np.minimum(log_scale - theta * s, 700.0))
         here = scale * noise
@@ -250,8 +356,7 @@ def count_seconds(ratio, t: int, k: int, dx: float = CELL, thetas: tuple[float, 
     terms = sum(min(k, c) + 2 for c in _kept_counts(ratio, t, k))
     total = _CALL_SECONDS
     for r in count_rates(t, k):
-        n = size(ratio, t, k, r, dx)
-        total += terms * len(thetas) * 5 * _TRANSFORM_SECONDS * n * math.log2(n)
+        total += terms * _transforms_seconds(ratio, t, k, r, dx, thetas)
     return total
 
 
@@ -331,20 +436,20 @@ def by_counts(ratio, t: int, k: int, target: float, dx: float = CELL, thetas: tu
     best: dict[int, tuple[float, np.ndarray, np.ndarray]] = {}
     for r in count_rates(t, k):
         cells = _band_cells(ratio, r, dx, cut)
-        n_fft = _size(t, cells["q", False].size)
+        cache: dict = {}
         for n in counts:
             effort.checkpoint()  # a count is short: a step that overran on a loaded machine stops here
-            terms = [(cells["q", False], t - n), (cells["q", True], n)]
-            if any(c > 0 and not np.any(m > 0) for m, c in terms):
+            q_terms = [(cells["q", False], t - n), (cells["q", True], n)]
+            if any(c > 0 and not np.any(m > 0) for m, c in q_terms):
                 continue  # a band of no mass: the count is impossible
-            q_high = _convolved(terms, n_fft, dx, thetas, per_cell)[1] * math.exp(_log_choose(t, n))
+            p_terms = {j: [(cells["p", True], j), (cells["p", False], k - j), (cells["q", True], n - j),
+                           (cells["q", False], t - k - n + j)] for j in range(max(0, n - (t - k)), min(k, n) + 1)}
+            p_terms = {j: terms for j, terms in p_terms.items() if not any(c > 0 and not np.any(m > 0) for m, c in terms)}
+            n_fft = _length([q_terms, *p_terms.values()], dx, cache)
+            q_high = _convolved(q_terms, n_fft, dx, thetas, per_cell, cache)[1] * math.exp(_log_choose(t, n))
             p_low = np.zeros(n_fft)
-            for j in range(max(0, n - (t - k)), min(k, n) + 1):
-                terms = [(cells["p", True], j), (cells["p", False], k - j), (cells["q", True], n - j),
-                         (cells["q", False], t - k - n + j)]
-                if any(c > 0 and not np.any(m > 0) for m, c in terms):
-                    continue
-                p_low += _convolved(terms, n_fft, dx, thetas, per_cell)[0] * math.exp(_log_choose(k, j) + _log_choose(t - k, n - j))
+            for j, terms in p_terms.items():
+                p_low += _convolved(terms, n_fft, dx, thetas, per_cell, cache)[0] * math.exp(_log_choose(k, j) + _log_choose(t - k, n - j))
             # the count's reading at the target, which chooses its rate (any rate is a garbling: sound); e^target
             # capped below the largest double (beyond it, only the outcomes without Q-mass count anyway)
             value = float(np.sum(np.maximum(p_low - math.exp(min(target, _LOG_LARGEST)) * q_high, 0.0)))
