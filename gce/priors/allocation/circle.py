@@ -32,7 +32,8 @@ only raising the bound:
    ``E[(G(A^, V^) - c)_+] >= E[(G(A, V) - c)_+]`` (conditional Jensen).
 3. *Sums.* The node laws' sums by 2-D FFT. ``V`` wraps (``V^ >= N_V dv`` counted at ``V^ - N_V dv``: ``G``
    only larger); ``A`` does not: the part of ``E_Q[G]`` beyond the transform's range ``R`` is charged,
-   ``E_Q[e^A; A >= R] <= e^{-R} E_Q[e^{2 a}]^t`` (Chernoff), times ``r^-k / C(t, k)``.
+   ``E_Q[e^A; A >= R] <= e^{-lambda R} E_Q[e^{(1 + lambda) a}]^t`` (Chernoff, ``lambda > 0`` the exponent of a
+   few that gives the least range, :func:`_range`), times ``r^-k / C(t, k)``.
 
 Databases whose ``W`` lies beyond the clamp ``B`` (P-mass ``tail``) are charged: ``E_Q[(L - c)_+; some
 W_i > B] <= E_Q[L; ...] = P(some W_i > B) <= k P_1(W > B) + (t - k) Q(W > B)``.
@@ -457,8 +458,30 @@ def _reach(ratio, t: int, k: int, tail: float) -> float:
         return math.inf
     total = sum(_node_laws(ratio, r, thresholds(t, k), top, COARSE))
     a_nodes = COARSE[1] * np.arange(total.shape[0])[:, None]
-    log_second = _log_tilted(total, 2.0 * a_nodes)[1]
-    return max(t * log_second - k * math.log(r) - _log_choose(t, k) - math.log(tail), 1.0)
+    return _range(total, a_nodes, t, k * math.log(r) + _log_choose(t, k) + math.log(tail))[0]
+
+
+def _range(total: NDArray[np.float64], a_nodes: NDArray[np.float64], t: int, log_unit: float
+           ) -> tuple[float, float, float]:
+    """The range ``R`` of ``A`` past which ``E_Q[e^A; A >= R] r^-k / C(t, k)`` is at most ``tail`` (``log_unit =
+    k log r + log C(t, k) + log tail``), from one term's node law ``total`` (module doc, "The law of (A, V),
+    certified", step 3): for every ``lambda > 0``, ``E_Q[e^A; A >= R] <= e^{-lambda R} E_Q[e^{(1 + lambda) A}]
+    = e^{-lambda R} E[e^{(1 + lambda) a}]^t`` (Chernoff), at the exponent of :data:`_RANGE_EXPONENTS` that
+    gives the least ``R``: (R, lambda, log E[e^{(1 + lambda) a}]). Measured (the rate ``k / (t - k)``): at 10 of
+    393, sigma 1.17, delta 1e-10, 44.7 at ``lambda = 1`` (the only exponent before), 19.5 at 4; at 20 of 278,
+    sigma 0.54, delta 1e-5, 78.9 at 0.5, 83.9 at 1."""
+    best = None
+    marginal, a_column = total.sum(axis=1), a_nodes[:, 0]  # (the moments read A alone)
+    for exponent in _RANGE_EXPONENTS:
+        log_moment = _log_tilted(marginal, (1.0 + exponent) * a_column)[1]
+        reach = max((t * log_moment - log_unit) / exponent, 1.0)
+        if best is None or reach < best[0]:
+            best = (reach, exponent, log_moment)
+    return best
+
+
+#: The exponents of :func:`_range`'s Chernoff bound.
+_RANGE_EXPONENTS = (0.5, 1.0, 2.0, 4.0, 8.0)
 
 
 def _v_cells(t: int, k: int, grid: tuple[float, float, float]) -> int:
@@ -617,16 +640,15 @@ def _rate_bounds(ratio, t: int, k: int, cuts, top: float, masses, target: float,
     a_nodes = cell_a * np.arange(one[0])[:, None]
     v_nodes = cell_v * np.arange(one[1])[None, :]
     total = sum(laws)
-    log_second = _log_tilted(total, 2.0 * a_nodes)[1]
-    # range R: the charge e^{-R} E[e^{2a}]^t r^-k / C(t, k) at most tail
-    reach = max(t * log_second - k * lr - log_choose - math.log(tail), 1.0)
+    # range R: the charge e^{-lambda R} E[e^{(1 + lambda) a}]^t r^-k / C(t, k) at most tail (:func:`_range`)
+    reach, exponent, log_moment = _range(total, a_nodes, t, k * lr + log_choose + math.log(tail))
     n_v = _v_cells(t, k, grid)
     if not reach / cell_a * n_v <= SIZE_LIMIT:
         return None
     n_a = _fft.next_fast_len(int(math.ceil(reach / cell_a)), real=True)
     if n_a * n_v > SIZE_LIMIT:
         return None
-    wrap = math.exp(t * log_second - n_a * cell_a - k * lr - log_choose)
+    wrap = math.exp(t * log_moment - exponent * n_a * cell_a - k * lr - log_choose)
     a_grid = cell_a * np.arange(n_a)
     log_g = np.log(special.i0e(cell_v * np.arange(n_v))) - k * lr - log_choose  # log G = A + log_g
     moments = {}
