@@ -413,3 +413,30 @@ def test_a_fine_grid_cut_by_the_time_limit_keeps_the_coarse_bounds(monkeypatch):
     largest = max(whole._counts, key=lambda count: count.cap)
     assert any(count.rate == largest.rate and count.cap == largest.cap and np.array_equal(count.weight, largest.weight)
                for count in salvaged._counts)
+
+
+@pytest.mark.parametrize("sigma, t, k, tail", [(1.0, 8, 2, 1e-6), (0.6, 6, 3, 1e-9), (2.0, 12, 4, 1e-12)])
+def test_the_range_of_a_leaves_at_most_the_tail_past_it(sigma, t, k, tail):
+    """The Chernoff range of ``A`` (:func:`~.circle._range`): the exact ``E_Q[e^A; A >= R]`` of the node laws'
+    sum (its A-marginal convolved t times directly, in log space past the bulk) is at most ``r^k C(t, k)
+    tail``, and the range at the best exponent is no longer than at the exponent 1 alone (the rule before)."""
+    ratio, r = GaussianRatio(1.0 / sigma), k / (t - k)
+    grid = circle.COARSE
+    total = sum(circle._node_laws(ratio, r, circle.thresholds(t, k), math.log(ratio.clamp(tail)), grid))
+    a_nodes = grid[1] * np.arange(total.shape[0])[:, None]
+    log_unit = k * math.log(r) + math.lgamma(t + 1) - math.lgamma(k + 1) - math.lgamma(t - k + 1) + math.log(tail)
+    reach, exponent, _ = circle._range(total, a_nodes, t, log_unit)
+    original = circle._RANGE_EXPONENTS
+    try:
+        circle._RANGE_EXPONENTS = (1.0,)
+        assert reach <= circle._range(total, a_nodes, t, log_unit)[0]
+    finally:
+        circle._RANGE_EXPONENTS = original
+    marginal = total.sum(axis=1)
+    law = np.array([1.0])
+    for _ in range(t):
+        law = np.convolve(law, marginal)
+    a = grid[1] * np.arange(law.size)
+    with np.errstate(divide="ignore"):
+        past = special.logsumexp(np.log(law[a >= reach]) + a[a >= reach]) if np.any(a >= reach) else -math.inf
+    assert past <= log_unit + 1e-9, (past, log_unit, reach, exponent)
