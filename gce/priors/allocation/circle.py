@@ -47,12 +47,17 @@ by the count vector ``n`` (the law of ``(A, V)`` on ``{counts = n}`` is the mult
 the convolution of ``n_j`` terms from each band), and each ``n`` takes the rate of the grid
 (:data:`RATE_STEP` apart) with the least value at the target. Each is a bound on ``E_Q[(L - c)_+; counts =
 n]``, which is also at most ``P(counts = n)`` (``(L - c)_+ <= L``): the least of the two is kept, and a count
-of P-mass below the cut is charged at its mass. Two levels: one threshold, then two (about 12 times the
-counts; the caller takes the second while the bracket is wider than asked). Measured (delta 1e-5, sigma
-0.5, 10 of 100): one rate for all outputs 23.7, a rate per count of one threshold 23.39 (10 s; the threshold
-moved by -0.4 or 0.3: 23.40, 23.41), of two 23.35 (80 s), against an independent Monte Carlo of 23.18 (400,000
-draws tilted towards the decisive outputs, 99.9%: 23.16 to 23.20; (1) at each output's best rate would give
-23.26).
+of P-mass below the cut is charged at its mass. Two levels, one threshold each: the second halves the fine
+grid's nodes of ``A`` and ``V`` and its cells of ``log W`` (:func:`fine_grid`; the caller takes it while the
+bracket is wider than asked). Measured (delta 1e-5, sigma 0.5, 10 of 100): one rate for all outputs 23.7, a
+rate per count of one threshold 23.39 (10 s; the threshold moved by -0.4 or 0.3: 23.40, 23.41), of two 23.35
+(80 s), against an independent Monte Carlo of 23.18 (400,000 draws tilted towards the decisive outputs,
+99.9%: 23.16 to 23.20; (1) at each output's best rate would give 23.26). Two thresholds were the second level
+until 2026-12, but the grid's nodes cost more than the counts' coarseness where the circle decides (one quiet
+core, the level alone): sigma 1.17, 10 of 393, delta 1e-10, from 3.5278 to 3.5261 by two thresholds (3.7 s) and
+to 3.5134 by the halved grid (1.7 s; an importance-sampled Monte Carlo puts epsilon near 3.483); sigma 0.96,
+13 of 328, 1e-10, 7.2235 to 7.2166 (11.9 s) and 7.2104 (2.3 s); sigma 0.76, 19 of 724, 1e-6, to 8.2943 (2.4 s;
+the Monte Carlo near 8.25).
 
 Each count tries two rates on the fine grid: the coarse grid's choice (:func:`_coarse_search`) and the
 count's saddle point (:func:`saddle_rate`: the rate at which the mean of ``sum_i p_i`` is ``k`` under the
@@ -121,8 +126,9 @@ from .uniform_grid import _entry_noise, _noise
 
 #: The grid on which each count's rate is chosen (every rate tried).
 COARSE = (0.01, 0.1, 0.25)
-#: Thresholds of ``log W`` for the counts, relative to ``log((t - k) / k)``: the levels (module doc, "Which r").
-THRESHOLDS = ((0.0,), (-0.7, 0.8))
+#: Thresholds of ``log W`` for the counts, relative to ``log((t - k) / k)``, per level (module doc, "Which r":
+#: the second level halves the fine grid instead).
+THRESHOLDS = ((0.0,), (0.0,))
 #: Spacing of the rates' grid, in ``log r``.
 RATE_STEP = 0.125
 #: Spacing of the lattice of the rates chosen at the saddle point (:func:`saddle_rate`), in ``log r``: a count's
@@ -132,8 +138,9 @@ SADDLE_STEP = RATE_STEP / 4
 RISES = 2
 #: The fine grid tries each count's coarse choice of rate and this many neighbours on either side, per level
 #: (measured: sigma 0.74, 18 of 234, delta 1e-10, one on either side 18.9808 in 19.7 s, none 18.9848 in
-#: 9.0 s; sigma 1, 10 of 100, delta 1e-5, at the second level 5.874 against 5.881).
-FINE_NEIGHBOURS = (0, 1)
+#: 9.0 s; at the halved grid of the second level, one on either side took 2.4 times as long for at most 0.1%:
+#: sigma 0.74, 3 of 347, delta 1e-8, 3.9551 against 3.9602; sigma 1.17, 10 of 393, 1e-10, 3.5119 against 3.5134).
+FINE_NEIGHBOURS = (0, 0)
 #: Tilts of the transforms (module doc, "Floating point").
 TILTS = tuple(float(theta) for theta in np.arange(1.0, 8.01, 1.0))
 #: The range of ``V`` in the transforms, ``V_SPAN k + V_MARGIN`` (at most ``t / 4``): near the saddle point
@@ -160,11 +167,6 @@ LOSS_SPAN = 10.0
 #: times faster (10 of 393 at sigma 1.17, delta 1e-10: 1.55 s to 1.12 s): at 1.5e-9 :func:`seconds` was 1.3 to 2.2
 #: times the time taken at 3 to 22 of 138 to 999 (sigma 0.54 to 1.48, one quiet core); 1.1e-9 now.
 _TRANSFORM_SECONDS = 1.1e-9
-#: The second level's counts (two thresholds) per count of the first (module doc, "Which r": about 12).
-LEVEL_COUNTS = 12
-#: Seconds per ``t^3`` of the masses of the counts of two thresholds (``_count_masses``: a database at a time
-#: over a (t + 1)^2 table; 3.1 s at 827 databases, 2026-12, one core).
-_MASSES_SECONDS = 5.5e-9
 #: Seconds of a level's fixed work (the node laws, the counts' masses and saddle points, the curve read at the
 #: target): 0.2 until the saddle points and the cells of ``log W`` a fiftieth of A's (2026-12), then with these
 #: :func:`seconds` was 0.2 to 0.6 times the time taken at two to four members (0.41 s for 1.9 s at 4 of 13,
@@ -174,8 +176,8 @@ _FIXED_SECONDS = 0.4
 
 def fine_grid(target: float, k: int, level: int = 0) -> tuple[float, float, float]:
     """The grid of the answer: cells of ``log W`` (step 1, the monotone replacement), nodes of ``A`` and of
-    ``V`` (step 2); the nodes of ``A`` a 1000th of the target loss at the first level, a 2000th at the
-    second (the split's spread costs about a constant in ``log G``), from 0.005 to 0.02, the cells of ``log W``
+    ``V`` (step 2); the nodes of ``A`` a 1000th of the target loss, from 0.005 to 0.02, and half that at the
+    second level (the split's spread costs about a constant in ``log G``), the cells of ``log W``
     a fiftieth of them (step 1 raises each term by up to a cell of ``log W`` times its ``p``: about ``k`` cells
     in all; the cells cost only the node laws, not the transforms: from a tenth to a hundredth, sigma 2.8, 25 of
     139, delta 1e-8, 4.4032 to 4.3964, sigma 1.23, 16 of 89, delta 1e-5, 7.4254 to 7.4178). Measured (a
@@ -185,9 +187,10 @@ def fine_grid(target: float, k: int, level: int = 0) -> tuple[float, float, floa
     target 18.985 in 9.0 s, a 1000th 19.022 in 4.1 s (+0.2%: about half the time). The nodes of ``V`` a
     hundredth of ``k`` apart (``V`` is about ``k`` near the saddle point), from 0.1 to 0.2: at 0.2 instead of
     0.1, +0.01% to 0.06% in 0.3 to 0.75 times the time at 18 to 23 members (sigma 0.7 to 0.76, 74 to 724
-    databases, delta 1e-6 to 1e-10), but +0.6% at 2 of 10 (sigma 0.79, 1e-10)."""
-    cell_a = min(max(target / (1000.0 if level == 0 else 2000.0), 0.005), 0.02)
-    return cell_a / 50.0, cell_a, min(max(k / 100.0, 0.1), 0.2)
+    databases, delta 1e-6 to 1e-10), but +0.6% at 2 of 10 (sigma 0.79, 1e-10); halved at the second level
+    with the nodes of ``A`` (module doc, "Which r")."""
+    cell_a = min(max(target / 1000.0, 0.005), 0.02) / (1.0 + level)
+    return cell_a / 50.0, cell_a, min(max(k / 100.0, 0.1), 0.2) / (1.0 + level)
 
 
 @dataclass(frozen=True)
@@ -428,15 +431,11 @@ def seconds(ratio, t: int, k: int, target: float, tail: float, level: int = 0) -
     """Estimated seconds of :func:`circle_curve` (from the transforms' sizes at the rate ``k / (t - k)`` and
     the counts above the cut, never measured): :data:`_FIXED_SECONDS`, the coarse search (from each count's
     saddle point, :data:`RISES` rates either way past its least) and the fine one (:data:`FINE_NEIGHBOURS` of
-    the level on either side of each count's coarse choice and of its saddle point); at the second level the
-    counts of one threshold times :data:`LEVEL_COUNTS` and the masses of the counts of two
-    (:data:`_MASSES_SECONDS` times ``t^3``: they are not computed here, 3.1 s at 827 databases); infinite when
-    the fine transform would exceed :data:`SIZE_LIMIT` there."""
-    counts = sum(1 for m in _count_masses(ratio, t, k, thresholds(t, k, 0)).values() if m > tail)
+    the level on either side of each count's coarse choice and of its saddle point), on the level's fine grid;
+    infinite when the fine transform would exceed :data:`SIZE_LIMIT` there. Measured at the second level
+    (one quiet core, 2026-12): 0.7 to 1.45 times the time taken at 3 to 25 of 13 to 999 (sigma 0.54 to 2.8)."""
+    counts = sum(1 for m in _count_masses(ratio, t, k, thresholds(t, k, level)).values() if m > tail)
     total = _FIXED_SECONDS
-    if level > 0:  # the counts of two thresholds, about 12 times one's, and their masses (t^3 steps)
-        counts *= LEVEL_COUNTS
-        total += _MASSES_SECONDS * float(t) ** 3
     reach = _reach(ratio, t, k, tail)
     searched = (2 * RISES + 1) * (counts + 4)  # (from the saddle point both ways: :func:`_coarse_search`)
     fine_tries = 2 * (2 * FINE_NEIGHBOURS[level] + 1) * (counts + 4)  # the search's rate and the saddle point's

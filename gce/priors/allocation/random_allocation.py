@@ -157,9 +157,10 @@ def allocation_curve(mu: float, t: int, k: int = 1, epochs: int = 1, rtol: float
         # the circle first, then every finer sum below (cheap): the blocks of members seldom tighten these
         circled = (epochs == 1 and decomposition is not None and 1 < k < t
                    and _circle_first(ratio, t, k, curve, delta, epsilon))
+        first = (0,) if CIRCLE_SECOND_LAST else None  # (the second level after the lower end's steps)
         if circled:
             curve = _overdue_kept(curve, "Cauchy's circle", delta, epsilon, _with_circle, ratio, t, k, rtol, delta,
-                                  epsilon, tail, curve, decomposition, True)
+                                  epsilon, tail, curve, decomposition, True, first)
             for dx in (*COUNT_CELLS[1:], FINEST_SUMS):
                 curve = _overdue_kept(curve, "sums of logarithms", delta, epsilon, _with_finer_sums, ratio, t, k,
                                       rtol, delta, epsilon, curve, dx)
@@ -175,7 +176,7 @@ def allocation_curve(mu: float, t: int, k: int = 1, epochs: int = 1, rtol: float
                      and (not isinstance(ratio, GaussianRatio) or ratio.mu >= CIRCLE_EARLY_MU))
             if early:  # the circle before the lower end's rate per count (its seconds decide more there)
                 curve = _overdue_kept(curve, "Cauchy's circle", delta, epsilon, _with_circle, ratio, t, k, rtol,
-                                      delta, epsilon, tail, curve, decomposition, True)
+                                      delta, epsilon, tail, curve, decomposition, True, first)
             curve = _overdue_kept(curve, "a rate per count", delta, epsilon, _with_counts_below, ratio, t, k, rtol,
                                   delta, epsilon, curve, COUNT_CELLS[0])
             for dx in COUNT_CELLS[1:]:  # while wider than rtol (log_statistic, "The cell")
@@ -191,6 +192,9 @@ def allocation_curve(mu: float, t: int, k: int = 1, epochs: int = 1, rtol: float
                 # at large noise, last: the circle once the lower end has had its steps (_with_circle)
                 curve = _overdue_kept(curve, "Cauchy's circle", delta, epsilon, _with_circle, ratio, t, k, rtol, delta,
                                       epsilon, tail, curve, decomposition, True)
+            elif first is not None and _CIRCLE_TEXT in curve.description:  # its second level, after the lower end
+                curve = _overdue_kept(curve, "Cauchy's circle", delta, epsilon, _with_circle, ratio, t, k, rtol, delta,
+                                      epsilon, tail, curve, decomposition, True, tuple(range(1, len(CIRCLE_LEVELS))))
     if isinstance(ratio, GaussianRatio):
         return _no_worse_than_composition(curve, ratio.mu * math.sqrt(k * epochs), ratio.mu * k * math.sqrt(epochs / t))
     return curve
@@ -358,6 +362,13 @@ CIRCLE_MU, CIRCLE_FIRST_MU, CIRCLE_SHARE = 0.9, 0.5, 0.1
 #: Where the circle is not computed first (:func:`_circle_first`), from this ``mu`` it comes before the lower end's
 #: rate per count, below it last (:func:`_with_circle`).
 CIRCLE_EARLY_MU = 0.75
+#: Where the circle comes before the lower end's steps, its second level waits until after them (the lower
+#: end's rate per count costs less than the second level and decides more often: seeds 1 to 4 of the benchmark's
+#: grid within 5 s, with the second level at once, 13 of 328 at sigma 0.96, delta 1e-10, went from [7.160, 7.223]
+#: to [7.096, 7.210]: the rate per count no longer fitted).
+CIRCLE_SECOND_LAST = True
+#: How the circle's tightening reads in a curve's description (:func:`_with_circle`).
+_CIRCLE_TEXT = "P||Q tightened by Cauchy's circle"
 #: The circle's first level starts when this share of its estimate fits the time left (:func:`_with_circle`): a
 #: fine grid cut by the limit keeps its coarse bounds where it did not reach (:func:`.circle.circle_curve`).
 CIRCLE_STARTS = 0.75
@@ -392,7 +403,7 @@ def _circle_first(ratio, t: int, k: int, curve: AllocationCurve, delta: float | 
 
 def _with_circle(ratio, t: int, k: int, rtol: float, delta: float | None, epsilon: float | None, tail: float,
                  curve: AllocationCurve, decomposition: tuple[PrivacyCurve, PrivacyCurve],
-                 early: bool = False) -> AllocationCurve:
+                 early: bool = False, levels: tuple[int, ...] | None = None) -> AllocationCurve:
     """k of t, one allocation: the curve tightened in the direction P||Q by Cauchy's circle (:mod:`.circle`),
     the direction Q||P left to the decomposition (``decomposition``: its two directions' upper curves). Each
     direction's least upper curve is valid and the pair's curve is the larger of its two directions, so the
@@ -414,13 +425,15 @@ def _with_circle(ratio, t: int, k: int, rtol: float, delta: float | None, epsilo
     (seeds 1 to 4 of the benchmark's grid within 5 s: 20 within 1% and 36 within 2% against 18 and 35; at
     large noise and a small share it stays loose, sigma 1.71, 14 of 724, 1e-10: 2.577 against 2.031). The
     first level starts when :data:`CIRCLE_STARTS` of its estimate fits (a fine grid cut by the limit keeps its
-    coarse bounds)."""
+    coarse bounds). ``levels``: those of :data:`~.circle.THRESHOLDS` to try (all by default); where the circle
+    comes before the lower end's steps the caller takes the first there and the second after them
+    (:data:`CIRCLE_SECOND_LAST`)."""
     low, high, target = _wide_at(curve, rtol, delta, epsilon)
     if target is None or (isinstance(ratio, GaussianRatio) and ratio.mu < CIRCLE_MU and not early):
         return curve
     width = _width(low, high)
-    best, done, stopped, beyond, tried = curve, None, False, False, False
-    for level in range(len(CIRCLE_LEVELS)):  # one threshold, then two, while wider than rtol
+    best, done, stopped, beyond, tried, done_level = curve, None, False, False, False, 0
+    for level in range(len(CIRCLE_LEVELS)) if levels is None else levels:  # the fine grid, then halved
         seconds = _circle_seconds(ratio, t, k, target, tail, level)
         if not math.isfinite(seconds):  # beyond the transforms' size (small noise): not a stop of the clock
             beyond = True
@@ -448,12 +461,12 @@ def _with_circle(ratio, t: int, k: int, rtol: float, delta: float | None, epsilo
             stopped = _STOPPED not in curve.description
         if new_high >= high:
             break
-        best, done, high = tightened, circle, new_high
+        best, done, high, done_level = tightened, circle, new_high, level
         width = _width(low, high)
         if width <= rtol or not circle.complete:
             break
     if done is not None:
-        text = f"; P||Q tightened by {done.description}"
+        text = f"; P||Q tightened by {done.description}" + (f" (level {done_level + 1})" if done_level else "")
     elif beyond:
         text = "; P||Q by Cauchy's circle: its transforms beyond their size limit"
     else:
