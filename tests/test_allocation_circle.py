@@ -131,6 +131,18 @@ def test_above_the_quadrature_in_the_direction_p_q(mu, t, k, eps, most):
     curve = circle.circle_curve(GaussianRatio(mu), t, k, eps, 1e-14)
     value = float(curve.delta(eps))
     assert remove.value - remove.error <= value <= most * remove.value, (value, remove)
+    # the second level (the fine grid halved) too, and no looser than the first but for its round-off
+    second = float(circle.circle_curve(GaussianRatio(mu), t, k, eps, 1e-14, level=1).delta(eps))
+    assert remove.value - remove.error <= second <= value * (1 + 1e-6) + 1e-12, (second, value, remove)
+
+
+def test_the_second_level_halves_the_fine_grid():
+    """The second level's grid: every spacing half the first's (one threshold at both levels)."""
+    for target, k in ((0.3, 2), (3.5, 10), (26.5, 20)):
+        first, second = circle.fine_grid(target, k, 0), circle.fine_grid(target, k, 1)
+        assert all(math.isclose(b, a / 2) for a, b in zip(first, second)), (first, second)
+    assert circle.fine_grid(3.5, 10, 0) == (0.005 / 50, 0.005, 0.1)
+    assert circle.thresholds(100, 10, 0) == circle.thresholds(100, 10, 1) == (math.log(9.0),)
 
 
 @pytest.mark.parametrize("eps", [0.1, 1.0, 2.0])
@@ -140,12 +152,13 @@ def test_pure_dp_atoms_against_the_counts(eps):
     clamp's atom is in the cells, not charged again (the charge stays at the tail)."""
     for k in (2, 3):
         for t in range(k + 1, 11):
-            curve = circle.circle_curve(CanonicalRatio(eps, 0.0), t, k, 0.5 * eps, 1e-14)
-            at = 0.5 * eps
-            exact = pure_dp_k_of_t_delta(eps, t, k, at)
-            value = float(curve.delta(at))
-            assert math.isfinite(value) and exact * (1 - 1e-9) <= value <= 1.0, (t, k, value, exact)
-            assert curve._charge <= 1e-12
+            for level in (0, 1):
+                curve = circle.circle_curve(CanonicalRatio(eps, 0.0), t, k, 0.5 * eps, 1e-14, level)
+                at = 0.5 * eps
+                exact = pure_dp_k_of_t_delta(eps, t, k, at)
+                value = float(curve.delta(at))
+                assert math.isfinite(value) and exact * (1 - 1e-9) <= value <= 1.0, (t, k, level, value, exact)
+                assert curve._charge <= 1e-12
 
 
 def test_laplace_pairs_and_arguments():
