@@ -161,7 +161,7 @@ def allocation_curve(mu: float, t: int, k: int = 1, epochs: int = 1, rtol: float
         if circled:
             curve = _overdue_kept(curve, "Cauchy's circle", delta, epsilon, _with_circle, ratio, t, k, rtol, delta,
                                   epsilon, tail, curve, decomposition, True, first)
-            for dx in (*COUNT_CELLS[1:], FINEST_SUMS):
+            for dx in dict.fromkeys((*COUNT_CELLS[1:], FINEST_SUMS)):
                 curve = _overdue_kept(curve, "sums of logarithms", delta, epsilon, _with_finer_sums, ratio, t, k,
                                       rtol, delta, epsilon, curve, dx)
         pairs = _pairs_may_tighten(t, k, epochs)
@@ -177,15 +177,16 @@ def allocation_curve(mu: float, t: int, k: int = 1, epochs: int = 1, rtol: float
             if early:  # the circle before the lower end's rate per count (its seconds decide more there)
                 curve = _overdue_kept(curve, "Cauchy's circle", delta, epsilon, _with_circle, ratio, t, k, rtol,
                                       delta, epsilon, tail, curve, decomposition, True, first)
+            chosen: dict[int, int] = {}  # the counts' rates, chosen by one step for the next (log_statistic)
             curve = _overdue_kept(curve, "a rate per count", delta, epsilon, _with_counts_below, ratio, t, k, rtol,
-                                  delta, epsilon, curve, COUNT_CELLS[0])
+                                  delta, epsilon, curve, COUNT_CELLS[0], chosen)
             for dx in COUNT_CELLS[1:]:  # while wider than rtol (log_statistic, "The cell")
                 if not circled:
                     curve = _overdue_kept(curve, "sums of logarithms", delta, epsilon, _with_finer_sums, ratio, t, k,
                                           rtol, delta, epsilon, curve, dx)
                 curve = _overdue_kept(curve, "a rate per count", delta, epsilon, _with_counts_below, ratio, t, k,
-                                      rtol, delta, epsilon, curve, dx)
-            if not circled:
+                                      rtol, delta, epsilon, curve, dx, chosen)
+            if not circled and FINEST_SUMS not in COUNT_CELLS:
                 curve = _overdue_kept(curve, "sums of logarithms", delta, epsilon, _with_finer_sums, ratio, t, k,
                                       rtol, delta, epsilon, curve, FINEST_SUMS)
             if decomposition is not None and not circled and not early:
@@ -328,23 +329,24 @@ def _with_finer_sums(ratio, t: int, k: int, rtol: float, delta: float | None, ep
 
 
 def _with_counts_below(ratio, t: int, k: int, rtol: float, delta: float | None, epsilon: float | None,
-                       curve: AllocationCurve, dx: float) -> AllocationCurve:
+                       curve: AllocationCurve, dx: float, chosen: dict[int, int] | None = None) -> AllocationCurve:
     """k of t, one allocation: the lower curve raised by the garbling ``(N, T_{r(N)})`` on cells ``dx`` (a
     rate of the sum of logarithms per count of large ratios, :func:`~.log_statistic.by_counts`, direction
     P||Q), when the bracket is wider than ``rtol`` and its estimate fits the time limit; the rates chosen at
     the bracket's lower end (or the target epsilon). The coarsest cell before the circle above, whose rates
     are then chosen nearer the truth (sigma 0.5, 10 of 100: 23.08 to 23.15, an importance-sampled Monte
     Carlo 23.18 +- 0.02); the finer ones after it, while still wider (sigma 1: 5.781 to 5.818, the Monte
-    Carlo 5.823)."""
+    Carlo 5.823). ``chosen``: the counts' rates chosen by an earlier step (:func:`~.log_statistic.by_counts`),
+    one computation's."""
     low, high, target = _wide_at(curve, rtol, delta, epsilon)
     if target is None:
         return curve
     width = _width(low, high)
-    if not _may_refine(_count_seconds(ratio, t, k, dx, _log_tilts(delta)), f"allocation (the k-of-t pair garbled by a rate per "
+    if not _may_refine(_count_seconds(ratio, t, k, dx, _log_tilts(delta), chosen), f"allocation (the k-of-t pair garbled by a rate per "
                        f"count, cells {dx:g})", delta, epsilon, width):
         stopped = "" if _STOPPED in curve.description else _STOPPED
         return AllocationCurve(curve._upper, curve.lower, f"{curve.description}{stopped}", curve.directions)
-    law = _by_counts(ratio, t, k, target, dx, _log_tilts(delta), per_cell=True)
+    law = _by_counts(ratio, t, k, target, dx, _log_tilts(delta), per_cell=True, chosen=chosen)
     if law is None:
         return curve
     lower = LowerBound([(curve.lower, 0.0, 0.0), (law.curve(), 0.0, 0.0)])
