@@ -75,7 +75,10 @@ target, from a grid ``RATE_STEP`` apart): a function of the output again, so a g
 ``{N = n}``: under ``Q`` the multinomial coefficient ``C(t, n)`` times the convolution of ``n`` terms
 above the cut and ``t - n`` below; under ``P`` (the members first) the sum over ``j`` members above of
 ``C(k, j) C(t - k, n - j)`` times the convolution of the members' and the others' terms on each side. The
-direction P||Q only (the larger of the directions is at least it). Measured (sigma 0.5, 10 of 100, delta
+direction P||Q only (the larger of the directions is at least it). The rates are read on every other point of
+the lattice (``2 RATE_STEP`` apart) on cells of :data:`CHOOSING_CELL` and coarser; finer cells read each count's
+choice there and its neighbours on the whole lattice (the coarse cells' blur moves the best rate by a step or
+two; :data:`CHOOSING_CELL`). Measured (sigma 0.5, 10 of 100, delta
 1e-5): 23.08 (one rate) to 23.15; against the quadrature at 2 of 4 to 3 of 5 within 0.1-2% of the exact
 delta (one rate: 0.4-2.4%).
 
