@@ -209,16 +209,18 @@ def test_ten_of_a_hundred_at_sigma_one():
 @pytest.mark.slow  # about 7 min: the circle (10 s), the whole allocation twice (150 s each), a Monte Carlo
 def test_ten_of_a_hundred_at_sigma_half():
     """sigma 0.5, 10 of 100, delta 1e-5: the circle certifies 23.39 at one threshold (the decomposition 26.44,
-    blocks of two at 15 minutes 24.31); the whole allocation's bracket is [23.15, 23.35] (0.85%: two
-    thresholds above, a rate per count below), the same on a clock ten times slower. Both ends against an
-    importance-sampled Monte Carlo (400,000 draws: 23.18, 99.9% 23.16 to 23.20): the lower end 0.13% below
-    the truth, the upper 0.72% above."""
+    blocks of two at 15 minutes 24.31); the whole allocation's bracket is [23.16, 23.386] (0.97%: the circle's
+    second level above, its fine grid halved, and a rate per count below; [23.15, 23.35] when the second level
+    took two thresholds, which pays here at small noise but less than the halved grid where the benchmark's
+    grid decides: module doc of :mod:`~gce.priors.allocation.circle`), the same on a clock ten times slower.
+    Both ends against an importance-sampled Monte Carlo (400,000 draws: 23.18, 99.9% 23.16 to 23.20): the
+    lower end 0.1% below the truth, the upper 0.9% above."""
     from gce import effort
     curve = circle.circle_curve(GaussianRatio(2.0), 100, 10, 23.08, 1e-9)
     assert 23.3 <= float(curve.epsilon(1e-5)) <= 23.45
     whole = allocation_curve(2.0, 100, 10, delta=1e-5, rtol=0.01)
     low, high = whole.epsilon_bracket(1e-5)
-    assert 23.13 <= low <= 23.17 and 23.3 <= high <= 23.38 and "Cauchy's circle, 2 threshold(s)" in whole.description
+    assert 23.13 <= low <= 23.17 and 23.3 <= high <= 23.39 and "Cauchy's circle" in whole.description
     assert high / low - 1 <= 0.01
     epsilons = (23.15, 23.2, 23.35)
     for eps, (mc_low, mc_high) in zip(epsilons, delta_pq(2.0, 100, 10, epsilons, 400_000, *_TILTS[2.0], seed=5)):
