@@ -311,13 +311,16 @@ def _upper_pair(ratio, t: int, s: NDArray[np.float64], e: NDArray[np.float64], b
     state = np.zeros((n_s, n_e))
     state[0, 0] = 1.0
     charge = charge_q = 0.0
+    spreads: dict[int, tuple] = {}
     for step in range(t):
         effort.checkpoint()  # a database's step is short: a level that overran on a loaded machine stops here
         new = _Accumulator(n_s * n_e)
         rest = t - step - 1  # databases after this one: E[S'] = rest, E[E'] = C(rest, 2)
         for j in np.nonzero(state.any(axis=1))[0]:
             here = s[j]
-            weights, shifts, rows, overflow = _spread_weights(ratio, s[j:] - here, b)
+            if j not in spreads:  # (a row's cells of w are the same at every step)
+                spreads[j] = _spread_weights(ratio, s[j:] - here, b)
+            weights, shifts, rows, overflow = spreads[j]
             cols = np.nonzero(state[j])[0]
             # states whose cells of w are narrower along E (far out, or at E = 0): :func:`_e_segment`
             if cut and here > 0.0 and j + 1 < n_s:
@@ -480,6 +483,7 @@ def _lower_pair(ratio, t: int, s: NDArray[np.float64], e: NDArray[np.float64], b
     dropped_q = dropped_p = 0.0
     state = np.zeros((members + 1, n_s, n_e))  # Q-measures with 0, 1, ..., members among those processed
     state[0, 0, 0] = 1.0
+    nearest: dict[int, tuple] = {}
     for step in range(t):
         effort.checkpoint()
         new = [_Accumulator(n_s * n_e) for _ in range(members + 1)]
@@ -487,10 +491,12 @@ def _lower_pair(ratio, t: int, s: NDArray[np.float64], e: NDArray[np.float64], b
         reach = np.array([math.comb(t - step - 1, members - m) for m in range(members + 1)], dtype=float) / c
         for j in np.nonzero(state.any(axis=(0, 2)))[0]:
             here = s[j]
-            off = s[j:] - here
-            mid = 0.5 * (off[1:] + off[:-1])
-            k = int(np.searchsorted(mid, b, side="right"))
-            q, p = ratio.cells(np.concatenate(([0.0], mid[:k], [np.inf])))  # to rows j..j+k (nearest)
+            if j not in nearest:  # (a row's cells of w are the same at every step)
+                off = s[j:] - here
+                mid = 0.5 * (off[1:] + off[:-1])
+                k = int(np.searchsorted(mid, b, side="right"))
+                nearest[j] = (k, off[:k + 1], *ratio.cells(np.concatenate(([0.0], mid[:k], [np.inf]))))  # j..j+k
+            k, shifts, q, p = nearest[j]
             cols = np.nonzero(state[:, j].any(axis=0))[0]
             # the statistic rounds E first where its cells of w are narrower (far out, or at E = 0)
             if cut and here > 0.0 and j + 1 < n_s:
@@ -501,7 +507,7 @@ def _lower_pair(ratio, t: int, s: NDArray[np.float64], e: NDArray[np.float64], b
                     cols = cols[~along_e]
                     if not cols.size:
                         continue
-            x = np.minimum(e[cols][None, :] + (off[:k + 1] * here)[:, None], e[-1])
+            x = np.minimum(e[cols][None, :] + (shifts * here)[:, None], e[-1])
             where = np.broadcast_to(((j + np.arange(k + 1)) * n_e)[:, None], x.shape)
             rows = state[:, j, cols]
             if floor > 0.0:  # each move alone: its mass in every measure (to target i from column c)
