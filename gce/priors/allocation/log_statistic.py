@@ -190,18 +190,6 @@ def _cells(ratio, r: float, dx: float) -> tuple[np.ndarray, np.ndarray]:
     return q, p
 
 
-def size(ratio, t: int, k: int, r: float, dx: float = CELL) -> int:
-    """The statistic's cells read (the laws' length): as far as either sum's reach (:func:`_reach`), at most
-    :data:`SIZE_LIMIT`."""
-    q, p = _cells(ratio, r, dx)
-    return _length([[(q, t)], [(p, k), (q, t - k)]], dx)
-
-
-def _size(t: int, cells: int) -> int:
-    """The whole range of a sum of ``t`` terms of ``cells`` cells, at most :data:`SIZE_LIMIT` (a fast length)."""
-    return _fft.next_fast_len(min(t * (cells - 1) + 1, SIZE_LIMIT), real=True)
-
-
 def _log_moments(masses: np.ndarray, dx: float, theta: float) -> tuple[np.ndarray, float]:
     """One term's tilted law (its cells' masses times ``e^(theta j dx)``, normalised): the logarithms of its
     moments ``E[e^(lambda j dx)]`` at each exponent of :data:`_EXPONENTS`, and its largest cell."""
@@ -260,16 +248,19 @@ def _transforms_seconds(ratio, t: int, k: int, r: float, dx: float, thetas: tupl
     cache: dict = {}
     sets = [[(q, t)], [(p, k), (q, t - k)]]
     n = _length(sets, dx, cache)
-    total = 0.0
-    for terms in sets:
-        wraps = _reach(terms, dx, 0.0, cache) > n
-        for theta in (0.0,) if wraps else thetas:
-            reach = n if wraps else _reach(terms, dx, theta, cache)
-            if theta > 0.0 and reach > TILT_REACH * n:
-                continue
-            size = max(reach, n)
-            total += (2.5 * _TRANSFORM_SECONDS * size * math.log2(max(size, 2))) + 2.5 * _TRANSFORM_CALL_SECONDS
-    return total
+    return sum(2.5 * _TRANSFORM_SECONDS * size * math.log2(max(size, 2)) + 2.5 * _TRANSFORM_CALL_SECONDS
+               for terms in sets for _, size in _tilt_reaches(terms, n, dx, thetas, cache))
+
+
+def _tilt_reaches(terms, n: int, dx: float, thetas: tuple[float, ...], cache: dict | None = None
+                  ) -> list[tuple[float, int]]:
+    """The tilts :func:`_convolved` transforms a sum on when it reads ``n`` cells, each with the cells its
+    sum reaches (at least ``n``): the plain transform alone, on ``n`` cells, when the plain sum reaches past
+    them (wrapped); else each tilt of ``thetas`` but those reaching past :data:`TILT_REACH` times ``n``."""
+    if _reach(terms, dx, 0.0, cache) > n:
+        return [(0.0, n)]
+    reaches = [(theta, max(_reach(terms, dx, theta, cache), n)) for theta in thetas]
+    return [(theta, reach) for theta, reach in reaches if theta == 0.0 or reach <= TILT_REACH * n]
 
 
 def laws(ratio, t: int, k: int, r: float, dx: float = CELL, thetas: tuple[float, ...] = TILTS,
@@ -319,15 +310,12 @@ def _convolved(terms, n: int, dx: float, thetas: tuple[float, ...] = TILTS, per_
     # wrapped (a plain sum longer than n): s and s + n merge, which the untilting by e^(-theta s dx) would
     # not know; only the plain transform's merged law is then a garbling
     wraps = _reach(terms, dx, 0.0, cache) > n
-    for theta in (0.0,) if wraps else thetas:
+    for theta, reach in _tilt_reaches(terms, n, dx, thetas, cache):
         effort.checkpoint()  # a tilt's transforms are one part: a step that overran on a loaded machine stops here
         if wraps:
             size, past = n, 0.0
         else:
-            reach = _reach(terms, dx, theta, cache)
-            if theta > 0.0 and reach > TILT_REACH * n:
-                continue
-            size = _fft.next_fast_len(max(reach, n), real=True)
+            size = _fft.next_fast_len(reach, real=True)
             past = WRAP_MASS if size < whole else 0.0
         spectrum, log_scale, tilted = None, 0.0, []
         for masses, count in terms:
