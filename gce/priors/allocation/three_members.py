@@ -98,7 +98,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from .bracket import _Law
-from .two_members import _block_laws, _cells_from, _e_ratio, _grids, _l_grid, _locate, _noise, _spread_weights
+from .two_members import _block_laws, _cells_from, _e_ratio, _grids, _l_grid, _locate, _noise, _Rows
 
 #: Most bytes of the flat accumulation of one step (four measures below): a level beyond is refused.
 MEMORY_LIMIT = 3.0e9
@@ -170,7 +170,7 @@ def _upper_three(ratio, t: int, s: NDArray[np.float64], e: NDArray[np.float64], 
     cut_floor = drop * _CUT_SHARE / t
     keys, mass = np.zeros(1, dtype=np.int64), np.ones(1)
     charge = charge_q = 0.0
-    spreads: dict[int, tuple] = {}
+    moves = _Rows(ratio, s, b)
     for step in range(t):
         rest = t - step - 1
         r2, r3 = math.comb(rest, 2), math.comb(rest, 3)
@@ -198,9 +198,7 @@ def _upper_three(ratio, t: int, s: NDArray[np.float64], e: NDArray[np.float64], 
                     ev, fv, m = ev[~along_f], fv[~along_f], m[~along_f]
                     if not m.size:
                         continue
-            if j not in spreads:  # (a row's cells of w are the same at every step)
-                spreads[j] = _spread_weights(ratio, s[j:] - here, b)
-            weights, shifts, rows, overflow = spreads[j]
+            weights, shifts, rows, overflow = moves.spread(j)
             charge += float(m.sum()) * overflow * r2 / c  # beyond the last point of S: S lowered
             xe = ev[None, :] + (shifts * here)[:, None]
             xf = fv[None, :] + shifts[:, None] * ev[None, :]
@@ -309,7 +307,7 @@ def _lower_three(ratio, t: int, s: NDArray[np.float64], e: NDArray[np.float64], 
     floor = drop / (t * n_s * n_s)
     dropped_q = dropped_p = 0.0
     keys, mass = np.zeros(1, dtype=np.int64), np.array([[1.0], [0.0], [0.0], [0.0]])
-    nearest: dict[int, tuple] = {}
+    moves = _Rows(ratio, s, b)
     for step in range(t):
         rest = t - step - 1
         reach = np.array([math.comb(rest, 3 - m) for m in range(4)], dtype=float) / c
@@ -318,13 +316,8 @@ def _lower_three(ratio, t: int, s: NDArray[np.float64], e: NDArray[np.float64], 
             here = float(s[j])
             within = keys[lo:hi] % plane
             ev, fv, rows = e[within // n_f], f[within % n_f], mass[:, lo:hi]
-            if j not in nearest:  # (a row's cells of w are the same at every step)
-                off = s[j:] - here
-                mid = 0.5 * (off[1:] + off[:-1])
-                k = int(np.searchsorted(mid, b, side="right"))
-                q, p = ratio.cells(np.concatenate(([0.0], mid[:k], [np.inf])))  # to the points j..j+k (nearest)
-                nearest[j] = (k, np.maximum(q, 0.0), np.maximum(p, 0.0), off[:k + 1])
-            k, q, p, shifts = nearest[j]
+            k, shifts, q, p = moves.nearest(j)  # to the points j..j+k (nearest)
+            q, p = np.maximum(q, 0.0), np.maximum(p, 0.0)
             if floor > 0.0:
                 moved = q[:, None] * rows.sum(axis=0)[None, :] + p[:, None] * rows[:-1].sum(axis=0)[None, :]
                 small = moved < floor

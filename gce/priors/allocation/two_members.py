@@ -267,6 +267,32 @@ def _locate(grid: NDArray[np.float64], x: NDArray[np.float64]) -> NDArray[np.int
     return np.clip(np.searchsorted(grid, x, side="right") - 1, 0, grid.size - 2)
 
 
+class _Rows:
+    """The moves of S from each point ``j`` of the grid ``s``, which depend on the point alone, not on the step:
+    computed once a recursion (the cells of w are a normal CDF each). :meth:`spread`: :func:`_spread_weights`
+    from ``s[j]``; :meth:`nearest`: (k, the shifts to the points j..j+k, their cells' Q- and P-masses) of the
+    points nearest ``s[j] + w`` (the garbling's cells of w cut at the midpoints, up to the clamp ``b``)."""
+
+    def __init__(self, ratio, s: NDArray[np.float64], b: float):
+        self._ratio, self._s, self._b = ratio, s, b
+        self._spread: dict[int, tuple] = {}
+        self._nearest: dict[int, tuple] = {}
+
+    def spread(self, j: int) -> tuple:
+        if j not in self._spread:
+            self._spread[j] = _spread_weights(self._ratio, self._s[j:] - self._s[j], self._b)
+        return self._spread[j]
+
+    def nearest(self, j: int) -> tuple:
+        if j not in self._nearest:
+            off = self._s[j:] - self._s[j]
+            mid = 0.5 * (off[1:] + off[:-1])
+            k = int(np.searchsorted(mid, self._b, side="right"))
+            q, p = self._ratio.cells(np.concatenate(([0.0], mid[:k], [np.inf])))
+            self._nearest[j] = (k, off[:k + 1], q, p)
+        return self._nearest[j]
+
+
 def _spread_weights(ratio, off: NDArray[np.float64], b: float):
     """From a state of S, the weights of the next S on the grid points ``S + off`` (``off[0] = 0``), the
     segment's mean kept (module doc), W clamped at ``b``: (weights, offsets of E's shift / S, overflow)
@@ -311,16 +337,14 @@ def _upper_pair(ratio, t: int, s: NDArray[np.float64], e: NDArray[np.float64], b
     state = np.zeros((n_s, n_e))
     state[0, 0] = 1.0
     charge = charge_q = 0.0
-    spreads: dict[int, tuple] = {}
+    moves = _Rows(ratio, s, b)
     for step in range(t):
         effort.checkpoint()  # a database's step is short: a level that overran on a loaded machine stops here
         new = _Accumulator(n_s * n_e)
         rest = t - step - 1  # databases after this one: E[S'] = rest, E[E'] = C(rest, 2)
         for j in np.nonzero(state.any(axis=1))[0]:
             here = s[j]
-            if j not in spreads:  # (a row's cells of w are the same at every step)
-                spreads[j] = _spread_weights(ratio, s[j:] - here, b)
-            weights, shifts, rows, overflow = spreads[j]
+            weights, shifts, rows, overflow = moves.spread(j)
             cols = np.nonzero(state[j])[0]
             # states whose cells of w are narrower along E (far out, or at E = 0): :func:`_e_segment`
             if cut and here > 0.0 and j + 1 < n_s:
@@ -483,7 +507,7 @@ def _lower_pair(ratio, t: int, s: NDArray[np.float64], e: NDArray[np.float64], b
     dropped_q = dropped_p = 0.0
     state = np.zeros((members + 1, n_s, n_e))  # Q-measures with 0, 1, ..., members among those processed
     state[0, 0, 0] = 1.0
-    nearest: dict[int, tuple] = {}
+    moves = _Rows(ratio, s, b)
     for step in range(t):
         effort.checkpoint()
         new = [_Accumulator(n_s * n_e) for _ in range(members + 1)]
@@ -491,12 +515,7 @@ def _lower_pair(ratio, t: int, s: NDArray[np.float64], e: NDArray[np.float64], b
         reach = np.array([math.comb(t - step - 1, members - m) for m in range(members + 1)], dtype=float) / c
         for j in np.nonzero(state.any(axis=(0, 2)))[0]:
             here = s[j]
-            if j not in nearest:  # (a row's cells of w are the same at every step)
-                off = s[j:] - here
-                mid = 0.5 * (off[1:] + off[:-1])
-                k = int(np.searchsorted(mid, b, side="right"))
-                nearest[j] = (k, off[:k + 1], *ratio.cells(np.concatenate(([0.0], mid[:k], [np.inf]))))  # j..j+k
-            k, shifts, q, p = nearest[j]
+            k, shifts, q, p = moves.nearest(j)  # to rows j..j+k (nearest)
             cols = np.nonzero(state[:, j].any(axis=0))[0]
             # the statistic rounds E first where its cells of w are narrower (far out, or at E = 0)
             if cut and here > 0.0 and j + 1 < n_s:
