@@ -201,6 +201,13 @@ def allocation_curve(mu: float, t: int, k: int = 1, epochs: int = 1, rtol: float
     return curve
 
 
+#: Beyond two members, a level of the blocks of two starts only when this many times its estimate fits in the
+#: time left (:func:`_with_pairs`): their partition is itself a loss there, and a level took the time of the
+#: steps after it. Measured within the default 5 s (2026-12, the blocks' moves computed once): sigma 1.8, 5 of
+#: 12, delta 1e-10, the ratio 1.014 took 2.2 s and left the rate per count and the circle's second level no
+#: time, [5.366, 5.486] against [5.375, 5.480] without it (an importance-sampled Monte Carlo puts epsilon near
+#: 5.37); sigma 0.7, 5 of 20, 1e-10, the ratio 1.03 took 2.3 s: [16.251, 16.731] against [16.409, 16.707].
+PAIRS_FINER_SHARE = 2.0
 #: One allocation of at least this many members, and databases at least :data:`PAIRS_SPREAD` times as many,
 #: leaves out the blocks of two and three (:func:`_pairs_may_tighten`).
 PAIRS_MEMBERS, PAIRS_SPREAD = 5, 5
@@ -495,10 +502,13 @@ def _with_pairs(ratio, t: int, k: int, epochs: int, rtol: float, delta: float | 
     the question only), from the first level to the coarsest predicted within ``rtol`` (:func:`_next_level`;
     a level beyond the work limit or the time left falls back towards the last computed one); each level's
     cost is estimated from its grids' sizes and a level that would not fit in the running computation's time
-    limit is not started (the curve then keeps the last completed level). Moves of the recursions below
-    the clamp's tail (``tail``, at most 1e-4 of a target delta) are dropped and charged (two_members' module
-    doc, "Negligible moves"); a block's grid of E is placed for its own epsilon, about the whole's over the
-    root of the number of blocks composed.
+    limit is not started (the curve then keeps the last completed level); beyond two members only when twice
+    its estimate fits (:data:`PAIRS_FINER_SHARE`), and without the k-of-t garbling by the recursion's statistic
+    when only that fits. A finer level is computed only where the blocks' own width, taken to fall as the square
+    of the grid's spacing, is predicted below the bracket's. Moves of the blocks of three
+    below the clamp's tail (``tail``, at most 1e-4 of a target delta) are dropped and charged (three_members'
+    module doc); a block's grid of E is placed for its own epsilon, about the whole's over the root of the
+    number of blocks composed.
     """
     from ...accounting import batch
     from .decomposition import _block_laws
@@ -528,50 +538,70 @@ def _with_pairs(ratio, t: int, k: int, epochs: int, rtol: float, delta: float | 
             garbling = _members_seconds(ratio, t, k, level, tail, scale, min(scale, 1.5))
             by_statistic = garbling <= 2.0 * seconds
             seconds += garbling if by_statistic else 0.0
+        # beyond two members a level leaves the steps after it their share (:data:`PAIRS_FINER_SHARE`)
+        share = PAIRS_FINER_SHARE if k > 2 else 1.0
         # a jump (:func:`_next_level`) beyond the route's share of work or the time left falls back a level
-        if at > after and (seconds > PAIR_WORK_LIMIT or not effort.current().fits(seconds)):
+        if at > after and (seconds > PAIR_WORK_LIMIT or not effort.current().fits(share * seconds)):
+            if seconds <= PAIR_WORK_LIMIT:  # the time left, not the route's work, decided: the stop recorded
+                effort.current().stop(f"allocation refinement (blocks of two, grid ratio {level:g}) at "
+                                      f"{_target_text(delta, epsilon)}")
+                stopped = True
             at -= 1
             continue
         if seconds > PAIR_WORK_LIMIT:  # beyond the route's share of work (from the question alone, as rtol)
             break
+        fits = effort.current().fits
+        if by_statistic and not fits(share * seconds) and fits(share * (seconds - garbling)):
+            # the blocks without the statistic's garbling (the lower end left to the other steps), the stop recorded
+            effort.current().stop(f"allocation refinement (blocks of two, grid ratio {level:g}, the garbling by "
+                                  f"the recursion's statistic) at {_target_text(delta, epsilon)}")
+            seconds, by_statistic, stopped = seconds - garbling, False, True
         cut = True
-        if not effort.current().fits(seconds):  # the level without the cut by E (cheaper, coarser far out), the
-            plain = seconds - sum(_pair_seconds(ratio, size, level, tail, block_scale, e_scale)  # stop recorded
+        if not fits(share * seconds):  # the level without the cut by E (cheaper, coarser far out), the stop recorded
+            plain = seconds - sum(_pair_seconds(ratio, size, level, tail, block_scale, e_scale)
                                   - _pair_seconds(ratio, size, level, tail, block_scale, e_scale, cut=False)
                                   for size, members, _ in blocks if members == 2)
-            if plain < seconds and effort.current().fits(plain):
+            if plain < seconds and fits(share * plain):
                 effort.current().stop(f"allocation refinement (blocks of two, grid ratio {level:g}, cut by E) at "
                                       f"{_target_text(delta, epsilon)}")
                 seconds, cut, stopped = plain, False, True
-        if not _may_refine(seconds, f"allocation refinement (blocks of two, grid ratio {level:g})", delta, epsilon,
-                           _width(low, high)):
+        if level_done is not None and own_width * ((level - 1.0) / (level_done - 1.0)) ** 2 > _width(low, high):
+            break  # not predicted to narrow the bracket (the blocks' own width falls as the square of the spacing)
+        if not _may_refine(share * seconds, f"allocation refinement (blocks of two, grid ratio {level:g})", delta,
+                           epsilon, _width(low, high)):
             stopped = True
             break
         laws = []
         for size, members, count in blocks:
             if members == 2:
-                laws.append((_pair_laws(ratio, size, level, tail, block_scale, drop=tail, e_high=e_scale, cut=cut),
+                laws.append((_pair_laws(ratio, size, level, tail, block_scale, e_high=e_scale, cut=cut),
                              count))
             else:
                 laws.append((_block_laws(ratio, size, 2**16, tail), count))
-        copies = [(up, count * epochs) for (up, _), count in laws]
-        interval = _loss_interval(copies, rtol, delta, epsilon)
-        ups = [[batch.loss_law(up[d].loss, up[d].mass, count * epochs, interval, upper=True, infinite=up[d].infinite)
-                for (up, _), count in laws] for d in range(2)]
-        lows = [[batch.loss_law(lo[d].loss, lo[d].mass, count * epochs, interval, upper=False,
-                                infinite=lo[d].infinite) for (_, lo), count in laws] for d in range(2)]
-        try:
-            composed = batch.compose_laws(ups, lows, interval)
-        except NumericalLimitError:
-            break
-        slack = max(lo[d].slack for (_, lo), _ in laws for d in range(2))
-        n = sum(count for _, count in laws) * epochs
-        grow = n * (1.0 + slack) ** max(n - 1, 0)
+        if len(laws) == 1 and laws[0][1] * epochs == 1:  # 2 of t once: the pair's own laws, not composed (the
+            (up, lo), _ = laws[0]  # composition's uniform loss grid would add its absolute round-off)
+            own = [(law.curve(), law.slack, law.slack_other) for law in lo]
+            composed = AllocationCurve([law.curve() for law in up], LowerBound(own), "")
+        else:
+            copies = [(up, count * epochs) for (up, _), count in laws]
+            interval = _loss_interval(copies, rtol, delta, epsilon)
+            ups = [[batch.loss_law(up[d].loss, up[d].mass, count * epochs, interval, upper=True,
+                                   infinite=up[d].infinite) for (up, _), count in laws] for d in range(2)]
+            lows = [[batch.loss_law(lo[d].loss, lo[d].mass, count * epochs, interval, upper=False,
+                                    infinite=lo[d].infinite) for (_, lo), count in laws] for d in range(2)]
+            try:
+                composed = batch.compose_laws(ups, lows, interval)
+            except NumericalLimitError:
+                break
+            slack = max(lo[d].slack for (_, lo), _ in laws for d in range(2))
+            n = sum(count for _, count in laws) * epochs
+            grow = n * (1.0 + slack) ** max(n - 1, 0)
+            own = [(_DirectionLower(composed.lower), slack * grow, slack * grow)]
         parts = [(best.lower, 0.0, 0.0)]  # every level's lower curve is valid: the best of them is kept
         if k == 2:  # one block: its garbled pair composed over the epochs bounds the allocation below
-            parts.append((_DirectionLower(composed.lower), slack * grow, slack * grow))
+            parts.extend(own)
         elif by_statistic:  # the k-of-t allocation garbled by the recursion's statistic, composed over the epochs
-            garbled = _members_lower(ratio, t, k, level, tail, scale, drop=tail, e_high=min(scale, 1.5))
+            garbled = _members_lower(ratio, t, k, level, tail, scale, e_high=min(scale, 1.5))
             below = [[batch.loss_law(law.loss, law.mass, epochs, interval, upper=False, infinite=law.infinite)]
                      for law in garbled]
             try:
@@ -591,8 +621,8 @@ def _with_pairs(ratio, t: int, k: int, epochs: int, rtol: float, delta: float | 
         best = AllocationCurve([_Least([curve, composed])], LowerBound(parts), curve.description)
         level_done = level
         low, high = _at(best, best.lower, delta, epsilon)
-        own_low, own_high = _at(composed, LowerBound([(_DirectionLower(composed.lower), slack * grow, slack * grow)]),
-                                delta, epsilon)
+        own_low, own_high = _at(composed, LowerBound(own), delta, epsilon)
+        own_width = _width(own_low, own_high)
         if _width(low, high) <= rtol or _width(own_low, own_high) <= rtol / 8:
             break
         if not math.isfinite(own_high):  # the blocks' own upper end unbounded at the first levels (measured:
@@ -657,7 +687,7 @@ def _blocks_composed(ratio, blocks: list[tuple[int, int, int]], epochs: int, lev
         if members == 3:
             laws.append((_three_laws(ratio, size, level, tail, scale, drop=tail, e_high=e_scale), count))
         elif members == 2:
-            laws.append((_pair_laws(ratio, size, level, tail, scale, drop=tail, e_high=e_scale), count))
+            laws.append((_pair_laws(ratio, size, level, tail, scale, e_high=e_scale), count))
         else:
             laws.append((_block_laws(ratio, size, 2**16, tail), count))
     interval = _loss_interval([(up, count * epochs) for (up, _), count in laws], rtol, delta, epsilon)
@@ -709,6 +739,10 @@ def _with_threes(ratio, t: int, k: int, epochs: int, rtol: float, delta: float |
             scales.append((block_scale, block_scale if single else min(block_scale, 1.5)))
         seconds = sum(_blocks_seconds(ratio, blocks, level, tail, *sc) for blocks, sc in zip(tried, scales))
         if at > after and (seconds > THREE_WORK_LIMIT or not effort.current().fits(seconds)):
+            if seconds <= THREE_WORK_LIMIT:  # the time left, not the route's work, decided: the stop recorded
+                effort.current().stop(f"allocation refinement (blocks of three, grid ratio {level:g}) at "
+                                      f"{_target_text(delta, epsilon)}")
+                stopped = True
             at -= 1
             continue
         if seconds > THREE_WORK_LIMIT:
@@ -777,7 +811,9 @@ def _no_worse_than_composition(curve: AllocationCurve, mu: float, below: float) 
 #: that the same levels are computed without a time limit (the same decisions on 45 levels of 8 to 30
 #: databases, sigma 0.3 to 3, the nearest 78.0 and 80.3 s before, 39.0 and 40.2 s now: 2 of 20 at sigma 1
 #: and delta 1e-5 still reaches the grid ratio 1.014, 0.70% wide); 2 of 20 at sigma 1, grid ratio 1.01
-#: (the cut by E placed at 2): estimated 242 s, taken 209 s.
+#: (the cut by E placed at 2): estimated 242 s, taken 209 s. Since the moves are computed once and applied at
+#: every step (two_members, "One map, every step"; 2026-12), the same limit takes finer levels: about 5 times
+#: the work at 10 databases, more at more, each level also within :data:`~.two_members.MEMORY_LIMIT`.
 PAIR_WORK_LIMIT = 40.0
 
 #: Most estimated seconds of one level of the blocks of three members (:func:`_with_threes`), as

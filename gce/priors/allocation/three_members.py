@@ -64,11 +64,16 @@ showed it" (P-mass ``1 - (1 - delta)^3``, Q-mass 0).
 
 Negligible moves
 ----------------
-As in :mod:`.two_members` ("Negligible moves"): a move whose Q-mass plus P-mass (the mass times
-``E[L | its end]``, ``(F + E r + S C(r, 2) + C(r, 3)) / C`` at the true end, before any lowering: at least the
-spread process's) is below ``drop / (t n_S^2)`` is not made; above, both masses are charged at infinite loss
-(the add and the remove direction); below, the measures' lost masses (a unit of measure ``m`` after step ``i``
-ends as at most ``C(r, 3 - m)`` units of the last) are added to the allowance subtracted.
+A move of the recursion (a state's mass sent to one point of the grid) whose Q-mass plus P-mass (the mass
+times ``E[L | its end]``, ``(F + E r + S C(r, 2) + C(r, 3)) / C`` at the true end, ``r`` the databases after
+it, each later ``W`` of mean 1; before any lowering: at least the spread process's) is below ``drop / (t
+n_S^2)`` is not made. *Above*, both masses are charged at infinite loss (the add and the remove direction): a
+mass contributes at most its P-mass to ``E_Q[(L - c)_+]`` and at most its Q-mass to ``E_Q[(1 - e^eps L)_+]``,
+and the moves that are made keep their spreads. *Below*, the measures lose what the move carried: every final
+outcome's masses ``p``, ``q`` become ``p' <= p``, ``q' <= q``, and ``(p' - g q')_+ <= (p - g q)_+ + g (q -
+q')``, so the lost masses (a unit of measure ``m`` after step ``i`` ends as at most ``C(r, 3 - m)`` units of
+the last) are added to the allowance subtracted. (The blocks of two apply each state's moves as one map
+instead, cheap enough to make every move: :mod:`.two_members`, "One map, every step".)
 
 Floating point
 --------------

@@ -84,28 +84,32 @@ of k of t and its divergences are lower bounds. It is not sufficient for k > 2 (
 
 Floating point
 --------------
-Every mass is a sum of nonnegative terms (``np.bincount``); the spread's weights are clipped at 0. The
-round-off is covered by an allowance (:data:`~.bracket.ROUND_OFF` times the unit round-off, the steps and
-the logarithm of the state count), charged at infinite loss above and subtracted below, as for the grids of
-:mod:`.uniform_grid` (an estimate checked by the tests against quadrature, not a proof).
+Every mass is a sum of nonnegative terms (a sparse product by columns, in a fixed order); the spread's weights
+are clipped at 0. *Above*, the round-off is covered by an allowance (:data:`~.bracket.ROUND_OFF` times the unit
+round-off, the steps and the logarithm of the state count) charged at infinite loss, as for the grids of
+:mod:`.uniform_grid` (an estimate checked by the tests against quadrature, not a proof). *Below*, every mass
+of the garbled pair is a sum over paths of products of cell masses, with no subtraction but the cells' own (a
+difference of a distribution function, within its condition number of unit round-offs: :func:`_condition`),
+so each is within a factor ``1 +- g`` of the computed one, ``g`` from the steps, the cells' condition and the
+terms of the longest sum (:func:`_relative_noise`); the remove direction's laws are read with ``p >= p^ /
+(1 + g)`` and ``q <= q^ / (1 - g)`` (the add direction's likewise). An absolute allowance times ``e^eps``
+swamps the small deltas where the tail is read (2 of 10 at sigma 0.79, delta 1e-10: the garbled pair's
+epsilon 8.11 with it, 8.81 with the relative one, the exact value near 8.81 by an importance-sampled Monte
+Carlo); where a cell's condition makes ``g`` over 1e-6 the absolute allowance is kept.
 
-Negligible moves
-----------------
-A move of the recursion (a state's mass sent to one point of ``S``, at one point of ``E``) whose mass is
-below a floor (``drop / (t n_S^2)``, ``drop`` the clamp's tail: :func:`~.random_allocation._with_pairs`) is
-not made. *Above*, its Q-mass ``m`` and its P-mass ``E_Q[L; move] = m E[L | its end]`` are charged at infinite
-loss (the add and the remove direction): the future of ``L`` from a state ``(S, E)`` after step ``i`` has
-mean ``(E + S (t - i - 1) + C(t - i - 1, 2)) / C`` (each later ``W`` has mean 1), and a mass whose
-contribution to ``E_Q[(L - c)_+]`` is at most its P-mass, to ``E_Q[(1 - e^eps L)_+]`` at most its Q-mass,
-charged as that much mass at infinite loss, only raises both directions (the moves that are made keep their
-spreads, so the rest of the argument holds). *Below*, the recursion's measures lose what the move carried:
-every final outcome's masses ``p``, ``q`` become ``p' <= p``, ``q' <= q``, and ``(p' - g q')_+ <= (p - g q)_+
-+ g (q - q')``, so the garbled pair's divergence read from the kept masses is at most the true one plus
-``g`` times the Q-mass lost (and the P-mass lost for the other direction): both totals (a unit of measure
-``m`` after step ``i`` ends as at most ``C(t - i - 1, k - m)`` units of the last) are added to the allowance
-subtracted. Both charges are computed, not assumed small. Measured: at 2 of 20, sigma 1, ratio 1.02,
-``drop = 1e-9``, the upper's time falls from 6.3 s to 2.9 s, the lower's by a fifth, the charges grow by
-4e-10 and the epsilons move by under 1e-5.
+One map, every step
+-------------------
+The step's moves from a state (its cells of ``w``, its ends, their spreads and the charges per unit of its
+mass) depend on the state and the grids only, never on the step (the charges' ``E[S'] <= rest`` enters as
+``alpha + rest beta`` per unit of mass). So each state's moves are computed once, when it is first reached
+(:class:`_Transitions`), and every step applies them all at once as a sparse product: the work of one step
+of the former recursion, which computed them afresh at every step, plus ``t`` products. Measured (one quiet
+core, upper and lower): 2 of 10 at sigma 0.79, grid ratio 1.03, 4.4 s to 0.9 s; at 1.014, 28 s to 5.0 s; 2 of
+50 at sigma 1.74, ratio 1.03, 10.9 s to 1.5 s. The same laws as the recursion step by step (to the last
+digits' round-off above; below, far out where a statistic's last point of ``E`` is now its own, not its
+row's: the divergences to 1e-17). The moves are held in memory (about 12 bytes a move above, 20 below), so
+a level is also refused by its estimated size (:data:`MEMORY_LIMIT`). Moves of negligible mass were dropped
+and charged until 2026-12, to save time; the map costs too little for that to pay.
 
 Refinement
 ----------
@@ -164,29 +168,35 @@ _S_LOW = 1e-2
 #: spreading costs nothing), geometric up to ``C(t, 2) e^(high + 7)`` (the clamp's charge beyond is below the
 #: remove direction's delta at ``high + 7``), ``high`` the block's epsilon at the target (about).
 _L_BELOW, _L_ABOVE = 0.05, 7.0
-#: Estimated seconds per unit of work (:func:`_pair_seconds`), upper and lower together: 4.8e-8 fitted with
-#: :data:`_ROW_SECONDS` and :data:`_E_ROW_SECONDS` over 14 levels of 0.15 to 20 s (5 to 36 databases, sigma
-#: 0.8 to 2.6, grid ratios 1.03 to 1.014, with and without the cut by E; 2 cores, 2026-12), with a margin of
-#: 1.3: a level of the blocks of two (the k-of-t garbling, the composition and the bracket read included)
-#: then takes 0.54 to 1.4 times its estimate, median 0.93, over 21 levels of 0.4 to 20 s (2 to 25 of 8 to 418,
-#: sigma 0.8 to 2.6; it was 0.23 to 1.35, median 0.44, at 1.3e-7 a unit and 1.6e-4 a row). Only decides
-#: whether a level fits (the level is interruptible, but a level cut at the limit is time lost).
-_UNIT_SECONDS = 6.2e-8
-#: The work of a state moved along the segment cut by E (:func:`_e_segment`, :func:`_e_garble`), a point of E
-#: above it, in units of a move along S (:func:`_pair_seconds`): the cells of w are read for each state
-#: (measured 3.8 at sigma 0.5 and 5.2 at sigma 1, 2 of 20, against the moves along S on the same machine).
-_E_CELL_WEIGHT = 5.0
-#: The cells of w are cut by the grid of E (:func:`_e_segment`, :func:`_e_garble`) only where those of S are
+#: Estimated seconds per unit of work (:func:`_pair_seconds`) to compute the moves (once, :class:`_Transitions`),
+#: upper and lower together: 6.2e-8 fitted with the constants below over 42 levels of 0.3 to 7 s (8 to 300
+#: databases, sigma 0.5 to 2.6, grid ratios 1.03 to 1.014, with and without the cut by E; one quiet core,
+#: 2026-12), which then take 0.64 to 1.76 times the fit (more at large noise, less at small); with a margin of
+#: 1.4. Only decides whether a level fits (a level past the limit is stopped at a step and lost).
+_UNIT_SECONDS = 8.7e-8
+#: Estimated seconds per unit of work and step to apply the moves (the sparse products): 3.6e-9 fitted.
+_APPLY_SECONDS = 5e-9
+#: The work of a state moved along the segment cut by E (:func:`_e_segment_moves`, :func:`_e_garble_moves`), a
+#: point of E above it, in units of a move along S (:func:`_pair_seconds`): the cells of w are read for each
+#: state (fitted 7.5).
+_E_CELL_WEIGHT = 7.5
+#: The cells of w are cut by the grid of E (:func:`_e_segment_moves`, :func:`_e_garble_moves`) only where those of S are
 #: wider than this (W has mean 1 under Q): where S is far out, the spacing of S is the lumpy part; and from
 #: the states at E = 0 (there the cut by S keeps E = 0 at the cell's left end, step after step: Q-mass at
 #: L = 0, the add direction unbounded; measured 1e-6 of it at sigma 0.5, 2 of 20 without this).
 _E_CUT_FROM = 1.0
-#: Estimated seconds a point of S and a step (the loop over the points, upper and lower): 2.9e-5 fitted
-#: (:data:`_UNIT_SECONDS`), with its margin.
-_ROW_SECONDS = 3.8e-5
-#: Estimated seconds a point of S with states moved along the cut by E, and a step (the cells of w from each:
-#: :func:`_e_segment`, :func:`_e_garble`): 2e-4 fitted (:data:`_UNIT_SECONDS`), with its margin.
-_E_ROW_SECONDS = 2.6e-4
+#: Estimated seconds a point of S and a step (the states reached, row by row, and the rows' products): 4.9e-5
+#: fitted (:data:`_UNIT_SECONDS`), with its margin.
+_ROW_SECONDS = 6.8e-5
+#: Estimated seconds a point of S with states moved along the cut by E, and a step: 4.0e-5 fitted, with its
+#: margin.
+_E_ROW_SECONDS = 5.6e-5
+#: Most bytes of a level's moves (:class:`_Transitions`, 12 a move above and 20 below, each unit of
+#: :func:`_pair_seconds`'s work two moves above and one below, twice while chunks are joined; the upper's are
+#: freed before the lower's are made): a level beyond is refused.
+MEMORY_LIMIT = 3.0e9
+#: Bytes per unit of work (:data:`MEMORY_LIMIT`): the larger of the two recursions', joined.
+_UNIT_BYTES = 2.0 * max(2 * 12, 20)
 
 
 def _s_top(t: int, b: float) -> float:
@@ -233,19 +243,20 @@ def _l_grid(c: float, rho: float, high: float) -> NDArray[np.float64]:
 
 def _pair_seconds(ratio, t: int, level: float, tail: float, high: float, e_high: float | None = None,
                   cut: bool = True) -> float:
-    """Estimated seconds of :func:`_pair_laws` at ``level`` (from the grids' sizes, never measured): each
-    step moves every state ``(S, E)`` to the points of S up to ``S + B``, and E lies in
-    ``[(S^2 - S min(S, B)) / 2, S^2 / 2]`` (``e_2 = (e_1^2 - sum W^2) / 2``, each W at most B), so the work of a
-    step is the sum over the points of S of the points reachable times the points of E in that range, plus a
-    fixed cost a point of S (the loop over them). With ``cut``, the states moved along the cut by E
-    (:func:`_e_segment`) read instead the points of E above them up to ``E + B S``, each
-    :data:`_E_CELL_WEIGHT` units, and each point of S with such states :data:`_E_ROW_SECONDS`."""
+    """Estimated seconds of :func:`_pair_laws` at ``level`` (from the grids' sizes, never measured); infinite
+    when its moves would exceed :data:`MEMORY_LIMIT` (the level is then refused). Each state ``(S, E)`` moves
+    to the points of S up to ``S + B``, and E lies in ``[(S^2 - S min(S, B)) / 2, S^2 / 2]`` (``e_2 = (e_1^2 -
+    sum W^2) / 2``, each W at most B), so the work is the sum over the points of S of the points reachable
+    times the points of E in that range: computed once (:data:`_UNIT_SECONDS`) and applied at every step
+    (:data:`_APPLY_SECONDS`), plus a cost a point of S and a step. With ``cut``, the states moved along the cut
+    by E (:func:`_e_segment_moves`) read instead the points of E above them up to ``E + B S``, each
+    :data:`_E_CELL_WEIGHT` units, and each point of S with such states :data:`_E_ROW_SECONDS` a step."""
     s, e, b = _grids(ratio, t, level, tail, high, e_high)
     reach = np.searchsorted(s, s + b, side="right") - np.arange(s.size)
     # E = (S^2 - sum W^2) / 2 with every W <= min(S, B) (clamped): E in [(S^2 - S min(S, B)) / 2, S^2 / 2]
     top = np.minimum(np.searchsorted(e, 0.5 * s * s, side="right") + 1, e.size)
     bottom = np.searchsorted(e, 0.5 * s * (s - np.minimum(s, b)), side="left")
-    # the states moved along the segment cut by E (:func:`_e_segment`): each reads the points of E above it
+    # the states moved along the segment cut by E (:func:`_e_segment_moves`): each reads the points of E above it
     gaps = np.diff(e)
     along_e = np.zeros(s.size)
     work_e = np.zeros(s.size)
@@ -258,8 +269,12 @@ def _pair_seconds(ratio, t: int, level: float, tail: float, high: float, e_high:
         if sel.size:  # each reads the points of E above it up to the first beyond the row's E + b S
             reach_e = min(e.size, int(np.searchsorted(e, e[sel[-1]] + b * s[j], side="right")) + 1)
             work_e[j] = float(np.sum(reach_e - sel))
-    work = float(np.sum(reach * (top - bottom - along_e))) + _E_CELL_WEIGHT * float(np.sum(work_e))
-    return t * (_UNIT_SECONDS * work + _ROW_SECONDS * s.size + _E_ROW_SECONDS * int(np.count_nonzero(along_e)))
+    work = float(np.sum(reach * (top - bottom - along_e)))
+    if _UNIT_BYTES * (work + float(np.sum(work_e))) > MEMORY_LIMIT:
+        return math.inf
+    return (_UNIT_SECONDS * (work + _E_CELL_WEIGHT * float(np.sum(work_e)))
+            + t * (_APPLY_SECONDS * (work + float(np.sum(work_e))) + _ROW_SECONDS * s.size
+                   + _E_ROW_SECONDS * int(np.count_nonzero(along_e))))
 
 
 def _locate(grid: NDArray[np.float64], x: NDArray[np.float64]) -> NDArray[np.int64]:
@@ -326,94 +341,116 @@ def _spread_weights(ratio, off: NDArray[np.float64], b: float):
     return weights, np.append(off, b), rows, max(m_over - off[-1] * q_over, 0.0)
 
 
-def _upper_pair(ratio, t: int, s: NDArray[np.float64], e: NDArray[np.float64], b: float,
-                drop: float = 0.0, cut: bool = True) -> tuple[_Law, _Law]:
-    """The spread process's law of L under Q (module doc): (remove, add) laws of the dominating pair. Moves
-    whose Q-mass plus P-mass is below ``drop / (t n_S^2)`` are not made and charged (module doc, "Negligible
-    moves"). ``cut``: whether states far out move along the cells cut by E (module doc; either is sound)."""
-    c = t * (t - 1) / 2.0
+class _Transitions:
+    """The recursion's step as a linear map on the flat states (``s`` index times ``e`` index), which does not
+    depend on the step: each state's moves are computed once, when the state is first reached (module doc,
+    "One map, every step"), and every step applies them to the masses, a sparse product (sums of nonnegative
+    terms in a fixed order). ``values`` weights per move (one for the spread above; the Q- and P-masses
+    below). The moves are kept in chunks, each a matrix from its own source states (in the order reached) to
+    the states, merged two at a time while the later is at least half the earlier (a few chunks, each move
+    copied a few times). The charges per unit of a state's mass, ``alpha + rest beta`` (``rest`` the
+    databases after the step), are kept beside them."""
+
+    def __init__(self, size: int, values: int = 1):
+        self.size, self.values = size, values
+        self.built = np.zeros(size, dtype=bool)
+        self.alpha, self.beta = np.zeros(size), np.zeros(size)
+        self.moves = 0  # moves held
+        self.condition = 0.0  # the largest condition number of a weight (:func:`_condition`)
+        self._chunks: list[tuple] = []  # (sources, indptr, targets, [weights of each value])
+        self._new: list[tuple] = []  # chunks of the states built since the last merge
+        self._matrices: list[list] | None = None
+
+    def add(self, src: NDArray[np.int64], dst: NDArray[np.int64], *w: NDArray[np.float64]) -> None:
+        """Moves from the flat states ``src`` to ``dst`` with the weights ``w`` (one array per value); each
+        state's moves consecutive, and all of them in one call."""
+        src = np.asarray(src).ravel()
+        if not src.size:
+            return
+        starts = np.flatnonzero(np.diff(src, prepend=-1))
+        self._new.append((src[starts], np.append(starts, src.size), np.asarray(dst, dtype=np.int32).ravel(),
+                          [np.ascontiguousarray(x, dtype=float).ravel() for x in w]))
+        self.moves += src.size
+
+    def ready(self) -> None:
+        """The chunks added since the last call made one, then merged (class doc)."""
+        if not self._new:
+            return
+        self._chunks.append(_joined(self._new, self.values))
+        self._new = []
+        while len(self._chunks) >= 2 and 2 * self._chunks[-1][2].size >= self._chunks[-2][2].size:
+            self._chunks[-2:] = [_joined(self._chunks[-2:], self.values)]
+        self._matrices = None
+
+    def terms(self) -> int:
+        """The most moves into one state: the terms of the longest sum of a step."""
+        into = np.zeros(self.size, dtype=np.int64)
+        for chunk in self._chunks + self._new:
+            into += np.bincount(chunk[2], minlength=self.size)
+        return int(into.max()) if self.moves else 0
+
+    def apply(self, state: NDArray[np.float64], value: int = 0) -> NDArray[np.float64]:
+        """The masses after a step from ``state`` (flat; or states by columns, one per measure), by the moves'
+        weights ``value``."""
+        if self._matrices is None:
+            from scipy import sparse
+            self._matrices = [[sparse.csc_matrix((w[v], dst, indptr), shape=(self.size, sources.size))
+                               for sources, indptr, dst, w in self._chunks] for v in range(self.values)]
+        out = np.zeros(state.shape)
+        for (sources, _, _, _), matrix in zip(self._chunks, self._matrices[value]):
+            out += matrix @ state[sources]
+        return out
+
+
+def _joined(chunks: list[tuple], values: int) -> tuple:
+    """Chunks of moves (:class:`_Transitions`) with disjoint sources as one."""
+    if len(chunks) == 1:
+        return chunks[0]
+    offsets = np.cumsum([0] + [c[1][-1] for c in chunks[:-1]])
+    return (np.concatenate([c[0] for c in chunks]),
+            np.concatenate([chunks[0][1][:1]] + [c[1][1:] + o for c, o in zip(chunks, offsets)]),
+            np.concatenate([c[2] for c in chunks]),
+            [np.concatenate([c[3][v] for c in chunks]) for v in range(values)])
+
+
+def _upper_moves(ratio, s: NDArray[np.float64], e: NDArray[np.float64], b: float, c: float, j: int,
+                 cols: NDArray[np.int64], moves: "_Rows", cut: bool, maps: _Transitions) -> None:
+    """The spread process's moves (module doc, "Upper") from the states ``(s[j], e[cols])`` into ``maps``, with
+    their charges per unit of mass."""
     n_s, n_e = s.size, e.size
-    floor = drop / (t * n_s * n_s)
-    state = np.zeros((n_s, n_e))
-    state[0, 0] = 1.0
-    charge = charge_q = 0.0
-    moves = _Rows(ratio, s, b)
-    for step in range(t):
-        effort.checkpoint()  # a database's step is short: a level that overran on a loaded machine stops here
-        new = _Accumulator(n_s * n_e)
-        rest = t - step - 1  # databases after this one: E[S'] = rest, E[E'] = C(rest, 2)
-        for j in np.nonzero(state.any(axis=1))[0]:
-            here = s[j]
-            weights, shifts, rows, overflow = moves.spread(j)
-            cols = np.nonzero(state[j])[0]
-            # states whose cells of w are narrower along E (far out, or at E = 0): :func:`_e_segment`
-            if cut and here > 0.0 and j + 1 < n_s:
-                along_e = (cols < n_e - 1) & ((s[j + 1] - here > _E_CUT_FROM) | (cols == 0))
-                along_e[along_e] = (s[j + 1] - here) * here > e[cols[along_e] + 1] - e[cols[along_e]]
-                if np.any(along_e):
-                    extra = _e_segment(ratio, s, e, b, here, cols[along_e], state[j, cols[along_e]], rest, c, new)
-                    charge += extra
-                    cols = cols[~along_e]
-                    if not cols.size:
-                        continue
-            row = state[j, cols]
-            total = float(row.sum())
-            charge += total * overflow * rest / c
-            if floor > 0.0:  # a move's Q-mass and its P-mass E_Q[L; move] = mass E[L | its end] (the future)
-                q_move = weights * total
-                p_move = weights * (float(row @ e[cols]) + total * (shifts * here
-                                                                    + (here + shifts) * rest + 0.5 * rest * (rest - 1))) / c
-                keep = q_move + p_move >= floor
-                if not np.all(keep):
-                    charge += float(p_move[~keep].sum())
-                    charge_q += float(q_move[~keep].sum())
-                    weights, shifts, rows = weights[keep], shifts[keep], rows[keep]
-                    if not weights.size:
-                        continue
-            x = e[cols][None, :] + (shifts * here)[:, None]
-            mass = weights[:, None] * row[None, :]
-            where = np.broadcast_to(((j + rows) * n_e)[:, None], x.shape)
-            if floor > 0.0:  # each move alone (a point of E): its Q-mass and its P-mass
-                p_mass = mass * (x + ((here + shifts) * rest + 0.5 * rest * (rest - 1))[:, None]) / c
-                keep = mass + p_mass >= floor
-                if not np.all(keep):
-                    charge += float(p_mass[~keep].sum())
-                    charge_q += float(mass[~keep].sum())
-                    x, mass, where = x[keep], mass[keep], where[keep]
-            over = x > e[-1]
-            if np.any(over):
-                charge += float(np.sum(mass[over] * (x[over] - e[-1]))) / c
-                x = np.minimum(x, e[-1])
-            idx = _locate(e, x)
-            f = np.clip((x - e[idx]) / (e[idx + 1] - e[idx]), 0.0, 1.0)
-            where = where + idx
-            upper = mass * f
-            new.add(where, mass - upper)
-            new.add(where + 1, upper)
-        state = new.total().reshape(n_s, n_e)
-    q = state.sum(axis=0)
-    noise = _noise(t, n_s * n_e)
-    return _block_laws(e / c, q, 2, ratio.excess(b), charge, charge_q, noise)
+    here = s[j]
+    src = j * n_e + cols
+    if cut and here > 0.0 and j + 1 < n_s:  # states whose cells of w are narrower along E (far out, or at E = 0)
+        along_e = (cols < n_e - 1) & ((s[j + 1] - here > _E_CUT_FROM) | (cols == 0))
+        along_e[along_e] = (s[j + 1] - here) * here > e[cols[along_e] + 1] - e[cols[along_e]]
+        if np.any(along_e):
+            _e_segment_moves(ratio, s, e, b, c, j, cols[along_e], maps)
+            cols, src = cols[~along_e], src[~along_e]
+            if not cols.size:
+                return
+    weights, shifts, rows, overflow = moves.spread(j)
+    maps.beta[src] += overflow / c  # the mean beyond the last point of S: E[S'] <= rest
+    x = e[cols][None, :] + (shifts * here)[:, None]
+    over = np.maximum(x - e[-1], 0.0)
+    maps.alpha[src] += (weights @ over) / c  # E lowered to the last point of E
+    x = np.minimum(x, e[-1])
+    idx = _locate(e, x)
+    f = np.clip((x - e[idx]) / (e[idx + 1] - e[idx]), 0.0, 1.0)
+    where = (((j + rows) * n_e)[:, None] + idx).T
+    mass = np.broadcast_to(weights[None, :], where.shape)
+    upper = mass * f.T
+    maps.add(np.broadcast_to(src[:, None, None], where.shape + (2,)), np.stack((where, where + 1), axis=2),
+             np.stack((mass - upper, upper), axis=2))
 
 
-def _block_laws(lr: NDArray[np.float64], q: NDArray[np.float64], members: int, excess: float, charge: float,
-                charge_q: float, noise: float) -> tuple[_Law, _Law]:
-    """(remove, add) laws of a block of ``members`` members from the likelihood ratio ``lr`` at each point of the
-    last coordinate's grid and its Q-mass ``q``: P's mass beyond the clamp (``1 - (1 - excess)^members``), the
-    moves charged and the round-off ``noise`` at +inf; Q's mass where the ratio is 0 at +inf in the add direction."""
-    singular = -math.expm1(members * math.log1p(-excess)) if excess < 1.0 else 1.0
-    pos = (lr > 0) & (q > 0)
-    remove = _Law(np.log(lr[pos]), lr[pos] * q[pos], min(singular + charge + noise, 1.0))
-    add = _Law(-np.log(lr[pos]), q[pos], min(float(q[~pos].sum()) + charge_q + noise, 1.0))
-    return remove, add
-
-
-def _e_segment(ratio, s: NDArray[np.float64], e: NDArray[np.float64], b: float, here: float,
-               cols: NDArray[np.int64], row: NDArray[np.float64], rest: int, c: float, new: "_Accumulator") -> float:
-    """One step from the states ``(here, e[cols])`` with masses ``row``, the cells of ``w`` cut by the grid of E
-    (module doc, "Along the segment, cut by E"): returns the charge (P-mass at infinite loss) of what lands
-    beyond the last point of E (lowered to it) or of S (lowered to it)."""
+def _e_segment_moves(ratio, s: NDArray[np.float64], e: NDArray[np.float64], b: float, c: float, j: int,
+                     cols: NDArray[np.int64], maps: _Transitions) -> None:
+    """The moves from the states ``(s[j], e[cols])`` along the cells of ``w`` cut by the grid of E (module doc,
+    "Along the segment, cut by E"), with the charges of what lands beyond the last point of E (lowered to it)
+    or of S (lowered to it), per unit of mass."""
     n_s, n_e = s.size, e.size
+    here = s[j]
+    src = j * n_e + cols
     # the points of E up to the first beyond every state's E + b S (past it the cells of w are empty)
     e = e[:min(n_e, int(np.searchsorted(e, e[cols].max() + b * here, side="right")) + 1)]
     # the points of w from each state: u_m = (e_m - E) / S (0 for the points at or below the state's E); the
@@ -442,127 +479,196 @@ def _e_segment(ratio, s: NDArray[np.float64], e: NDArray[np.float64], b: float, 
     over_q = q[free, e.size - 1] + q[free, e.size]
     over_p = p[free, e.size - 1] + b * q[free, e.size]
     weights[free, e.size - 1] += over_q
-    charge = float(np.sum(row[free] * np.maximum(over_p - u[free, -1] * over_q, 0.0))) * (here + rest) / c
+    lost = np.maximum(over_p - u[free, -1] * over_q, 0.0) / c
+    maps.alpha[src[free]] += lost * here
+    maps.beta[src[free]] += lost
     # the ends (here + u_m, e_m): spread along S at fixed E onto the grid of S (beyond its top: lowered, charged)
-    mass = weights * row[:, None]
-    keep = mass > 0.0
+    keep = weights > 0.0
     s_end = here + u[keep]
-    m_end = mass[keep]
-    e_idx = np.broadcast_to(np.arange(e.size)[None, :], mass.shape)[keep]
+    m_end = weights[keep]
+    e_idx = np.broadcast_to(np.arange(e.size)[None, :], weights.shape)[keep]
+    sources = np.broadcast_to(src[:, None], weights.shape)[keep]
     above = s_end > s[-1]
     if np.any(above):
-        charge += float(np.sum(m_end[above] * (s_end[above] - s[-1]))) * rest / c
+        np.add.at(maps.beta, sources[above], m_end[above] * (s_end[above] - s[-1]) / c)
         s_end = np.minimum(s_end, s[-1])
     idx = _locate(s, s_end)
     f = np.clip((s_end - s[idx]) / (s[idx + 1] - s[idx]), 0.0, 1.0)
     upper = m_end * f
-    new.add(idx * n_e + e_idx, m_end - upper)
-    new.add((idx + 1) * n_e + e_idx, upper)
-    return charge
+    maps.add(np.stack((sources, sources), axis=1), np.stack((idx * n_e + e_idx, (idx + 1) * n_e + e_idx), axis=1),
+             np.stack((m_end - upper, upper), axis=1))
 
 
-class _Accumulator:
-    """Masses added at flat indices of a state of ``size`` points, summed by one ``np.bincount`` per
-    :data:`_CHUNK` terms (every term nonnegative: the order of the sums only moves the round-off, which the
-    allowance covers; the order is fixed, so the numbers are the same on every run)."""
-
-    def __init__(self, size: int):
-        self.size, self.sum = size, np.zeros(size)
-        self.where: list[NDArray[np.int64]] = []
-        self.mass: list[NDArray[np.float64]] = []
-        self.count = 0
-
-    def add(self, where: NDArray[np.int64], mass: NDArray[np.float64]) -> None:
-        self.where.append(where.ravel())
-        self.mass.append(mass.ravel())
-        self.count += where.size
-        if self.count >= _CHUNK:
-            self._flush()
-
-    def _flush(self) -> None:
-        if self.where:
-            self.sum += np.bincount(np.concatenate(self.where), np.concatenate(self.mass), minlength=self.size)
-        self.where, self.mass, self.count = [], [], 0
-
-    def total(self) -> NDArray[np.float64]:
-        self._flush()
-        return self.sum
+def _upper_pair(ratio, t: int, s: NDArray[np.float64], e: NDArray[np.float64], b: float,
+                cut: bool = True) -> tuple[_Law, _Law]:
+    """The spread process's law of L under Q (module doc): (remove, add) laws of the dominating pair.
+    ``cut``: whether states far out move along the cells cut by E (module doc; either is sound)."""
+    c = t * (t - 1) / 2.0
+    n_s, n_e = s.size, e.size
+    state = np.zeros(n_s * n_e)
+    state[0] = 1.0
+    charge = 0.0
+    maps = _Transitions(n_s * n_e)
+    moves = _Rows(ratio, s, b)
+    for step in range(t):
+        effort.checkpoint()  # a database's step is short: a level that overran on a loaded machine stops here
+        _build(state, maps, n_e, lambda j, cols: _upper_moves(ratio, s, e, b, c, j, cols, moves, cut, maps))
+        rest = t - step - 1  # databases after this one: E[S'] = rest, E[E'] = C(rest, 2)
+        charge += float(maps.alpha @ state) + rest * float(maps.beta @ state)
+        state = maps.apply(state)
+    q = state.reshape(n_s, n_e).sum(axis=0)
+    noise = _noise(t, n_s * n_e)
+    return _block_laws(e / c, q, 2, ratio.excess(b), charge, 0.0, noise)
 
 
-#: Terms summed by one bincount (:class:`_Accumulator`): a few tens of MB at once.
-_CHUNK = 1 << 21
+def _build(state: NDArray[np.float64], maps: _Transitions, n_e: int, moves) -> None:
+    """The moves of the states with mass not yet in ``maps`` (``moves(j, cols)``, row of S by row), then merged."""
+    reached = np.flatnonzero(state if state.ndim == 1 else state.any(axis=1))
+    new = reached[~maps.built[reached]]
+    if new.size:
+        rows = new // n_e
+        starts = np.flatnonzero(np.diff(rows, prepend=-1))
+        for a, z in zip(starts, np.append(starts[1:], new.size)):
+            effort.checkpoint()
+            moves(int(rows[a]), new[a:z] - rows[a] * n_e)
+        maps.built[new] = True
+    maps.ready()
+
+
+def _lower_moves(ratio, s: NDArray[np.float64], e: NDArray[np.float64], b: float, j: int, cols: NDArray[np.int64],
+                 moves: "_Rows", cut: bool, maps: _Transitions) -> None:
+    """The garbling's moves (module doc, "Lower") from the statistics ``(s[j], e[cols])``: to the nearest points,
+    with the cells' Q- and P-masses."""
+    n_s, n_e = s.size, e.size
+    here = s[j]
+    src = j * n_e + cols
+    if cut and here > 0.0 and j + 1 < n_s:  # the statistic rounds E first where its cells of w are narrower
+        along_e = (cols < n_e - 1) & ((s[j + 1] - here > _E_CUT_FROM) | (cols == 0))
+        along_e[along_e] = (s[j + 1] - here) * here > e[cols[along_e] + 1] - e[cols[along_e]]
+        if np.any(along_e):
+            _e_garble_moves(ratio, s, e, b, j, cols[along_e], maps)
+            cols, src = cols[~along_e], src[~along_e]
+            if not cols.size:
+                return
+    k, shifts, q, p = moves.nearest(j)  # to rows j..j+k (nearest)
+    maps.condition = max(maps.condition, _condition(q), _condition(p))
+    x = np.minimum(e[cols][None, :] + (shifts * here)[:, None], e[-1])
+    idx = _locate(e, x)
+    idx = idx + ((x - e[idx]) > (e[idx + 1] - x)).astype(np.int64)  # the nearest point
+    where = (((j + np.arange(k + 1)) * n_e)[:, None] + idx).T
+    shape = where.shape
+    maps.add(np.broadcast_to(src[:, None], shape), where, np.broadcast_to(q[None, :], shape),
+             np.broadcast_to(p[None, :], shape))
+
+
+def _e_garble_moves(ratio, s: NDArray[np.float64], e: NDArray[np.float64], b: float, j: int,
+                    cols: NDArray[np.int64], maps: _Transitions) -> None:
+    """The garbling's moves from the statistics ``(s[j], e[cols])`` rounding E first: the next ``m`` the point of E
+    nearest to ``E + W S`` up to the first point beyond ``E + b S`` (W beyond the clamp ends there), the next
+    ``a`` the point of S nearest to ``S + (e_m - E) / S`` (module doc, "Lower", cut by E): a function of the
+    statistic and of ``W``."""
+    n_e = e.size
+    here = s[j]
+    e = e[:min(n_e, int(np.searchsorted(e, e[cols].max() + b * here, side="right")) + 1)]
+    mid = 0.5 * (e[1:] + e[:-1])
+    bounds = np.maximum(mid[None, :] - e[cols][:, None], 0.0) / here
+    edges = np.concatenate((np.zeros((cols.size, 1)), bounds, np.full((cols.size, 1), np.inf)), axis=1)
+    q, p = _cells_from(ratio, edges, cols)  # cell m: to the point m of E
+    maps.condition = max(maps.condition, _condition(q), _condition(p))
+    # each statistic's own last point, whatever the others' (the cells past it merged into it)
+    last = np.minimum(np.searchsorted(e, e[cols] + b * here, side="right"), e.size - 1)
+    past = np.arange(e.size)[None, :] > last[:, None]
+    rows = np.arange(cols.size)
+    q[rows, last] += np.where(past, q, 0.0).sum(axis=1)
+    p[rows, last] += np.where(past, p, 0.0).sum(axis=1)
+    q[past], p[past] = 0.0, 0.0
+    x = np.minimum(here + np.maximum(e[None, :] - e[cols][:, None], 0.0) / here, s[-1])
+    idx = _locate(s, x)
+    idx = idx + ((x - s[idx]) > (s[idx + 1] - x)).astype(np.int64)
+    keep = (q > 0.0) | (p > 0.0)
+    where = (idx * n_e + np.arange(e.size)[None, :])[keep]
+    sources = np.broadcast_to((j * n_e + cols)[:, None], q.shape)[keep]
+    maps.add(sources, where, q[keep], p[keep])
 
 
 def _lower_pair(ratio, t: int, s: NDArray[np.float64], e: NDArray[np.float64], b: float,
-                members: int = 2, drop: float = 0.0, cut: bool = True) -> tuple[_Law, _Law]:
+                members: int = 2, cut: bool = True) -> tuple[_Law, _Law]:
     """The garbled pair (module doc) of ``members`` of ``t``: its (remove, add) laws, with the round-off to
     subtract. For 2 members the final statistic is E alone (L is a function of it); for more, the final
-    (S, E) (the statistic is not sufficient then, still a garbling: "More members, below"). Moves whose mass
-    (all measures) is below ``drop / (t n_S^2)`` are not made, their share of the final measures
-    subtracted (module doc, "Negligible moves"). ``cut``: whether the statistics far out round E first
-    (module doc, "Lower"; either rule is a garbling)."""
+    (S, E) (the statistic is not sufficient then, still a garbling: "More members, below"). ``cut``: whether
+    the statistics far out round E first (module doc, "Lower"; either rule is a garbling)."""
     c = float(math.comb(t, members))
     n_s, n_e = s.size, e.size
-    floor = drop / (t * n_s * n_s)
-    dropped_q = dropped_p = 0.0
-    state = np.zeros((members + 1, n_s, n_e))  # Q-measures with 0, 1, ..., members among those processed
-    state[0, 0, 0] = 1.0
+    state = np.zeros((n_s * n_e, members + 1))  # Q-measures with 0, 1, ..., members among those processed
+    state[0, 0] = 1.0
+    maps = _Transitions(n_s * n_e, values=2)
     moves = _Rows(ratio, s, b)
-    for step in range(t):
+    for _ in range(t):
         effort.checkpoint()
-        new = [_Accumulator(n_s * n_e) for _ in range(members + 1)]
-        # a unit of measure m after this step ends as at most C(rest, members - m) units of the last measure
-        reach = np.array([math.comb(t - step - 1, members - m) for m in range(members + 1)], dtype=float) / c
-        for j in np.nonzero(state.any(axis=(0, 2)))[0]:
-            here = s[j]
-            k, shifts, q, p = moves.nearest(j)  # to rows j..j+k (nearest)
-            cols = np.nonzero(state[:, j].any(axis=0))[0]
-            # the statistic rounds E first where its cells of w are narrower (far out, or at E = 0)
-            if cut and here > 0.0 and j + 1 < n_s:
-                along_e = (cols < n_e - 1) & ((s[j + 1] - here > _E_CUT_FROM) | (cols == 0))
-                along_e[along_e] = (s[j + 1] - here) * here > e[cols[along_e] + 1] - e[cols[along_e]]
-                if np.any(along_e):
-                    _e_garble(ratio, s, e, b, here, cols[along_e], state[:, j, cols[along_e]], new)
-                    cols = cols[~along_e]
-                    if not cols.size:
-                        continue
-            x = np.minimum(e[cols][None, :] + (shifts * here)[:, None], e[-1])
-            where = np.broadcast_to(((j + np.arange(k + 1)) * n_e)[:, None], x.shape)
-            rows = state[:, j, cols]
-            if floor > 0.0:  # each move alone: its mass in every measure (to target i from column c)
-                moved = q[:, None] * rows.sum(axis=0)[None, :] + p[:, None] * rows[:-1].sum(axis=0)[None, :]
-                small = moved < floor
-                ti, ci = np.nonzero(~small)
-                x, where = x[ti, ci], where[ti, ci]
-                if np.any(small):  # the dropped mass of each measure, summed term by term (all nonnegative)
-                    lost = q @ (small @ rows.T)
-                    lost[1:] += p @ (small @ rows[:-1].T)
-                    dropped_q += float(lost[0])
-                    dropped_p += float(lost @ reach)
-            else:
-                ti, ci = (a.ravel() for a in np.indices(x.shape))
-                x, where = x.ravel(), where.ravel()
-            idx = _locate(e, x)
-            idx = idx + ((x - e[idx]) > (e[idx + 1] - x)).astype(np.int64)  # the nearest point
-            where = where + idx
-            qi, pi = q[ti], p[ti]
-            for m in range(members + 1):
-                weights = qi * rows[m][ci]
-                if m > 0:
-                    weights += pi * rows[m - 1][ci]
-                new[m].add(where, weights)
-        state = np.stack([acc.total() for acc in new]).reshape(members + 1, n_s, n_e)
+        _build(state, maps, n_e, lambda j, cols: _lower_moves(ratio, s, e, b, j, cols, moves, cut, maps))
+        by_p = maps.apply(state[:, :-1], 1)  # a member here: its cell's P-mass
+        state = maps.apply(state, 0)
+        state[:, 1:] += by_p
+    state = state.T.reshape(members + 1, n_s, n_e)
     if members == 2:
         q_law, p_law = state[0].sum(axis=0), state[2].sum(axis=0) / c
     else:
         q_law, p_law = state[0].ravel(), state[members].ravel() / c
-    noise = _noise(t, n_s * n_e) + max(dropped_q, dropped_p)
     only_p = -math.expm1(members * math.log1p(-ratio.singular)) if ratio.singular > 0 else 0.0
     both = (p_law > 0) & (q_law > 0)
     with np.errstate(divide="ignore"):
         loss = np.log(p_law[both]) - np.log(q_law[both])
+    relative = _relative_noise(t, maps.condition, maps.terms(), n_s)
+    if relative <= _RELATIVE_AT_MOST:  # each mass within a factor 1 +- relative of the computed one ("Floating point")
+        shift = math.log1p(relative) - math.log1p(-relative)  # p >= p^ / (1 + g), q <= q^ / (1 - g)
+        remove = _Law(loss - shift, p_law[both] / (1.0 + relative),
+                      only_p + float(p_law[(p_law > 0) & (q_law == 0)].sum()) / (1.0 + relative))
+        add = _Law(-loss - shift, q_law[both] / (1.0 + relative),
+                   float(q_law[(q_law > 0) & (p_law == 0)].sum()) / (1.0 + relative))
+        return remove, add
+    noise = _noise(t, n_s * n_e)
     remove = _Law(loss, p_law[both], only_p + float(p_law[(p_law > 0) & (q_law == 0)].sum()), noise, noise)
     add = _Law(-loss, q_law[both], float(q_law[(q_law > 0) & (p_law == 0)].sum()), noise, noise)
+    return remove, add
+
+
+#: The garbled pair's masses are read with a relative allowance (:func:`_relative_noise`) while it is at most
+#: this; beyond (a cell's mass lost to cancellation), with the absolute one (:func:`_noise`).
+_RELATIVE_AT_MOST = 1e-6
+
+
+def _condition(cells: NDArray[np.float64]) -> float:
+    """The largest condition number of nonzero cell masses computed as differences of a distribution function
+    (``cells`` over edges from 0 to infinity, by rows): each cell's two tails (the lesser of the masses below
+    and above its edges, each read from the cells) over its mass. A cell's relative round-off is about this
+    times the unit round-off."""
+    cells = np.atleast_2d(cells)
+    below = np.cumsum(cells, axis=1)
+    above = np.cumsum(cells[:, ::-1], axis=1)[:, ::-1]
+    # the cell [e_i, e_{i+1}): below its edges sum_{<i} and sum_{<=i}; above them sum_{>=i} and sum_{>i}
+    tails = np.minimum(2.0 * below - cells, 2.0 * above - cells)
+    nonzero = cells > 0
+    return float(np.max(tails[nonzero] / cells[nonzero])) if np.any(nonzero) else 0.0
+
+
+def _relative_noise(t: int, condition: float, terms: int, final: int) -> float:
+    """A relative bound on the round-off of every mass of the garbled pair (module doc, "Floating point"): each
+    mass is a sum over paths of products of ``t`` cell masses, each within ``condition`` unit round-offs of
+    its own, summed ``terms`` at a time, step by step, then ``final`` at a time (over the grid of S), and
+    divided and logged: ``t (condition + terms + 1) + final + 2`` unit round-offs, with
+    :data:`~.bracket.ROUND_OFF`'s margin."""
+    return ROUND_OFF * np.finfo(float).eps * (t * (condition + terms + 1) + final + 2)
+
+
+def _block_laws(lr: NDArray[np.float64], q: NDArray[np.float64], members: int, excess: float, charge: float,
+                charge_q: float, noise: float) -> tuple[_Law, _Law]:
+    """(remove, add) laws of a block of ``members`` members from the likelihood ratio ``lr`` at each point of the
+    last coordinate's grid and its Q-mass ``q``: P's mass beyond the clamp (``1 - (1 - excess)^members``), the
+    moves charged and the round-off ``noise`` at +inf; Q's mass where the ratio is 0 at +inf in the add direction."""
+    singular = -math.expm1(members * math.log1p(-excess)) if excess < 1.0 else 1.0
+    pos = (lr > 0) & (q > 0)
+    remove = _Law(np.log(lr[pos]), lr[pos] * q[pos], min(singular + charge + noise, 1.0))
+    add = _Law(-np.log(lr[pos]), q[pos], min(float(q[~pos].sum()) + charge_q + noise, 1.0))
     return remove, add
 
 
@@ -583,38 +689,12 @@ def _cells_from(ratio, edges: NDArray[np.float64], first: NDArray[np.int64]) -> 
     return q, p
 
 
-def _e_garble(ratio, s: NDArray[np.float64], e: NDArray[np.float64], b: float, here: float,
-              cols: NDArray[np.int64], rows: NDArray[np.float64], new: list) -> None:
-    """One step of the garbling from the statistics ``(here, e[cols])`` with the measures ``rows`` (members + 1
-    by the columns): the next ``m`` the point of E nearest to ``E + W S``, the next ``a`` the point of S nearest
-    to ``S + (e_m - E) / S`` (module doc, "Lower", cut by E): a function of the statistic and of ``W``."""
-    n_e = e.size
-    # the points of E up to the first beyond every statistic's E + b S: W beyond b (the clamp's tail) ends at it
-    e = e[:min(n_e, int(np.searchsorted(e, e[cols].max() + b * here, side="right")) + 1)]
-    mid = 0.5 * (e[1:] + e[:-1])
-    bounds = np.maximum(mid[None, :] - e[cols][:, None], 0.0) / here
-    edges = np.concatenate((np.zeros((cols.size, 1)), bounds, np.full((cols.size, 1), np.inf)), axis=1)
-    q, p = _cells_from(ratio, edges, cols)  # cell m: to the point m of E
-    x = np.minimum(here + np.maximum(e[None, :] - e[cols][:, None], 0.0) / here, s[-1])
-    idx = _locate(s, x)
-    idx = idx + ((x - s[idx]) > (s[idx + 1] - x)).astype(np.int64)
-    keep = (q > 0.0) | (p > 0.0)
-    where = (idx * n_e + np.arange(e.size)[None, :])[keep]
-    ci = np.broadcast_to(np.arange(cols.size)[:, None], q.shape)[keep]
-    qk, pk = q[keep], p[keep]
-    for m in range(len(new)):
-        weights = qk * rows[m][ci]
-        if m > 0:
-            weights += pk * rows[m - 1][ci]
-        new[m].add(where, weights)
-
-
-def _members_lower(ratio, t: int, k: int, level: float, tail: float, high: float, drop: float = 0.0,
+def _members_lower(ratio, t: int, k: int, level: float, tail: float, high: float,
                    e_high: float | None = None) -> tuple[_Law, _Law]:
     """(remove, add) laws of the garbling of k of ``t`` by the recursion's statistic (module doc, "More
     members, below"), on the grids of ``level``."""
     s, e, b = _grids(ratio, t, level, tail, high, e_high)
-    return _lower_pair(ratio, t, s, e, b, k, drop)
+    return _lower_pair(ratio, t, s, e, b, k)
 
 
 def _members_seconds(ratio, t: int, k: int, level: float, tail: float, high: float,
@@ -641,11 +721,10 @@ def _pair_blocks(t: int, k: int) -> list[tuple[int, int, int]]:
     return [(size, m, count) for (size, m), count in sorted(out.items())]
 
 
-def _pair_laws(ratio, t: int, level: float, tail: float, high: float, drop: float = 0.0,
-               e_high: float | None = None, cut: bool = True) -> tuple[tuple[_Law, _Law], tuple[_Law, _Law]]:
+def _pair_laws(ratio, t: int, level: float, tail: float, high: float, e_high: float | None = None,
+               cut: bool = True) -> tuple[tuple[_Law, _Law], tuple[_Law, _Law]]:
     """((upper remove, upper add), (lower remove, lower add)) of 2 of ``t`` at grid ratio ``level``, the grid
-    of E placed for an epsilon about ``high`` (:func:`_grids`; any value is sound), moves of mass below
-    ``drop / (t n_S^2)`` each dropped and charged (module doc, "Negligible moves"), far out the cut by E
+    of E placed for an epsilon about ``high`` (:func:`_grids`; any value is sound), far out the cut by E
     unless ``cut`` is False."""
     s, e, b = _grids(ratio, t, level, tail, high, e_high)
-    return _upper_pair(ratio, t, s, e, b, drop, cut), _lower_pair(ratio, t, s, e, b, drop=drop, cut=cut)
+    return _upper_pair(ratio, t, s, e, b, cut), _lower_pair(ratio, t, s, e, b, cut=cut)
