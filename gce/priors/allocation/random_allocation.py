@@ -208,6 +208,11 @@ def allocation_curve(mu: float, t: int, k: int = 1, epochs: int = 1, rtol: float
 #: time, [5.366, 5.486] against [5.375, 5.480] without it (an importance-sampled Monte Carlo puts epsilon near
 #: 5.37); sigma 0.7, 5 of 20, 1e-10, the ratio 1.03 took 2.3 s: [16.251, 16.731] against [16.409, 16.707].
 PAIRS_FINER_SHARE = 2.0
+#: At two members (the blocks are then the pair itself), a level starts when this many times its estimate fits:
+#: the estimates run up to 1.8 times short at large noise (:data:`~.two_members._UNIT_SECONDS`), and a level
+#: that overruns the limit is lost with the lower end's steps after it (sigma 1.82, 2 of 17, delta 1e-10: the
+#: ratio 1.01, estimated 3.2 s with 3.4 s left, took 3.5 s: [1.808, 1.926] against [1.849, 1.864] at 1.014).
+PAIRS_SHARE = 1.25
 #: One allocation of at least this many members, and databases at least :data:`PAIRS_SPREAD` times as many,
 #: leaves out the blocks of two and three (:func:`_pairs_may_tighten`).
 PAIRS_MEMBERS, PAIRS_SPREAD = 5, 5
@@ -539,7 +544,7 @@ def _with_pairs(ratio, t: int, k: int, epochs: int, rtol: float, delta: float | 
             by_statistic = garbling <= 2.0 * seconds
             seconds += garbling if by_statistic else 0.0
         # beyond two members a level leaves the steps after it their share (:data:`PAIRS_FINER_SHARE`)
-        share = PAIRS_FINER_SHARE if k > 2 else 1.0
+        share = PAIRS_FINER_SHARE if k > 2 else PAIRS_SHARE
         # a jump (:func:`_next_level`) beyond the route's share of work or the time left falls back a level
         if at > after and (seconds > PAIR_WORK_LIMIT or not effort.current().fits(share * seconds)):
             if seconds <= PAIR_WORK_LIMIT:  # the time left, not the route's work, decided: the stop recorded
@@ -556,68 +561,65 @@ def _with_pairs(ratio, t: int, k: int, epochs: int, rtol: float, delta: float | 
             effort.current().stop(f"allocation refinement (blocks of two, grid ratio {level:g}, the garbling by "
                                   f"the recursion's statistic) at {_target_text(delta, epsilon)}")
             seconds, by_statistic, stopped = seconds - garbling, False, True
-        cut = True
-        if not fits(share * seconds):  # the level without the cut by E (cheaper, coarser far out), the stop recorded
-            plain = seconds - sum(_pair_seconds(ratio, size, level, tail, block_scale, e_scale)
-                                  - _pair_seconds(ratio, size, level, tail, block_scale, e_scale, cut=False)
-                                  for size, members, _ in blocks if members == 2)
-            if plain < seconds and fits(share * plain):
-                effort.current().stop(f"allocation refinement (blocks of two, grid ratio {level:g}, cut by E) at "
-                                      f"{_target_text(delta, epsilon)}")
-                seconds, cut, stopped = plain, False, True
         if level_done is not None and own_width * ((level - 1.0) / (level_done - 1.0)) ** 2 > _width(low, high):
             break  # not predicted to narrow the bracket (the blocks' own width falls as the square of the spacing)
         if not _may_refine(share * seconds, f"allocation refinement (blocks of two, grid ratio {level:g})", delta,
                            epsilon, _width(low, high)):
             stopped = True
             break
-        laws = []
-        for size, members, count in blocks:
-            if members == 2:
-                laws.append((_pair_laws(ratio, size, level, tail, block_scale, e_high=e_scale, cut=cut),
-                             count))
+        try:  # a level that overruns its estimate past the limit is abandoned, the last completed one kept
+            laws = []
+            for size, members, count in blocks:
+                if members == 2:
+                    laws.append((_pair_laws(ratio, size, level, tail, block_scale, e_high=e_scale),
+                                 count))
+                else:
+                    laws.append((_block_laws(ratio, size, 2**16, tail), count))
+            if len(laws) == 1 and laws[0][1] * epochs == 1:  # 2 of t once: the pair's own laws, not composed (the
+                (up, lo), _ = laws[0]  # composition's uniform loss grid would add its absolute round-off)
+                own = [(law.curve(), law.slack, law.slack_other) for law in lo]
+                composed = AllocationCurve([law.curve() for law in up], LowerBound(own), "")
             else:
-                laws.append((_block_laws(ratio, size, 2**16, tail), count))
-        if len(laws) == 1 and laws[0][1] * epochs == 1:  # 2 of t once: the pair's own laws, not composed (the
-            (up, lo), _ = laws[0]  # composition's uniform loss grid would add its absolute round-off)
-            own = [(law.curve(), law.slack, law.slack_other) for law in lo]
-            composed = AllocationCurve([law.curve() for law in up], LowerBound(own), "")
-        else:
-            copies = [(up, count * epochs) for (up, _), count in laws]
-            interval = _loss_interval(copies, rtol, delta, epsilon)
-            ups = [[batch.loss_law(up[d].loss, up[d].mass, count * epochs, interval, upper=True,
-                                   infinite=up[d].infinite) for (up, _), count in laws] for d in range(2)]
-            lows = [[batch.loss_law(lo[d].loss, lo[d].mass, count * epochs, interval, upper=False,
-                                    infinite=lo[d].infinite) for (_, lo), count in laws] for d in range(2)]
-            try:
-                composed = batch.compose_laws(ups, lows, interval)
-            except NumericalLimitError:
-                break
-            slack = max(lo[d].slack for (_, lo), _ in laws for d in range(2))
-            n = sum(count for _, count in laws) * epochs
-            grow = n * (1.0 + slack) ** max(n - 1, 0)
-            own = [(_DirectionLower(composed.lower), slack * grow, slack * grow)]
-        parts = [(best.lower, 0.0, 0.0)]  # every level's lower curve is valid: the best of them is kept
-        if k == 2:  # one block: its garbled pair composed over the epochs bounds the allocation below
-            parts.extend(own)
-        elif by_statistic:  # the k-of-t allocation garbled by the recursion's statistic, composed over the epochs
-            garbled = _members_lower(ratio, t, k, level, tail, scale, e_high=min(scale, 1.5))
-            below = [[batch.loss_law(law.loss, law.mass, epochs, interval, upper=False, infinite=law.infinite)]
-                     for law in garbled]
-            try:
-                composed_below = batch.compose_laws(below, below, interval).lower
-                g_slack = max(law.slack for law in garbled)
-                g_grow = epochs * (1.0 + g_slack) ** max(epochs - 1, 0)
-                members_part = (_DirectionLower(composed_below), g_slack * g_grow, g_slack * g_grow)
-            except NumericalLimitError:
-                members_part = None
-            # the statistic reads e_1 and e_2 only: when it is no better than the decomposition's garbling by
-            # the sum at the target (measured: 4 of 16 at sigma 3, 10 of 100 at sigma 1), finer grids of it
-            # are not computed (a function of the numbers computed: deterministic)
-            if members_part is None or _reading(LowerBound([members_part]), delta, epsilon) <= decomposition[0]:
-                by_statistic = False
-        if members_part is not None:
-            parts.append(members_part)
+                copies = [(up, count * epochs) for (up, _), count in laws]
+                interval = _loss_interval(copies, rtol, delta, epsilon)
+                ups = [[batch.loss_law(up[d].loss, up[d].mass, count * epochs, interval, upper=True,
+                                       infinite=up[d].infinite) for (up, _), count in laws] for d in range(2)]
+                lows = [[batch.loss_law(lo[d].loss, lo[d].mass, count * epochs, interval, upper=False,
+                                        infinite=lo[d].infinite) for (_, lo), count in laws] for d in range(2)]
+                try:
+                    composed = batch.compose_laws(ups, lows, interval)
+                except NumericalLimitError:
+                    break
+                slack = max(lo[d].slack for (_, lo), _ in laws for d in range(2))
+                n = sum(count for _, count in laws) * epochs
+                grow = n * (1.0 + slack) ** max(n - 1, 0)
+                own = [(_DirectionLower(composed.lower), slack * grow, slack * grow)]
+            parts = [(best.lower, 0.0, 0.0)]  # every level's lower curve is valid: the best of them is kept
+            if k == 2:  # one block: its garbled pair composed over the epochs bounds the allocation below
+                parts.extend(own)
+            elif by_statistic:  # the k-of-t allocation garbled by the recursion's statistic, composed over the epochs
+                garbled = _members_lower(ratio, t, k, level, tail, scale, e_high=min(scale, 1.5))
+                below = [[batch.loss_law(law.loss, law.mass, epochs, interval, upper=False, infinite=law.infinite)]
+                         for law in garbled]
+                try:
+                    composed_below = batch.compose_laws(below, below, interval).lower
+                    g_slack = max(law.slack for law in garbled)
+                    g_grow = epochs * (1.0 + g_slack) ** max(epochs - 1, 0)
+                    members_part = (_DirectionLower(composed_below), g_slack * g_grow, g_slack * g_grow)
+                except NumericalLimitError:
+                    members_part = None
+                # the statistic reads e_1 and e_2 only: when it is no better than the decomposition's garbling by
+                # the sum at the target (measured: 4 of 16 at sigma 3, 10 of 100 at sigma 1), finer grids of it
+                # are not computed (a function of the numbers computed: deterministic)
+                if members_part is None or _reading(LowerBound([members_part]), delta, epsilon) <= decomposition[0]:
+                    by_statistic = False
+            if members_part is not None:
+                parts.append(members_part)
+        except effort.Overdue:
+            effort.current().stop(f"allocation refinement (blocks of two, grid ratio {level:g}) at "
+                                  f"{_target_text(delta, epsilon)}: a level overran its estimate")
+            stopped = True
+            break
         best = AllocationCurve([_Least([curve, composed])], LowerBound(parts), curve.description)
         level_done = level
         low, high = _at(best, best.lower, delta, epsilon)
