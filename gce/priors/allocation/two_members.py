@@ -704,8 +704,15 @@ def _members_lower(ratio, t: int, k: int, level: float, tail: float, high: float
 
 def _members_seconds(ratio, t: int, k: int, level: float, tail: float, high: float,
                      e_high: float | None = None) -> float:
-    """Estimated seconds of :func:`_members_lower` (its measures: ``k + 1`` against the pair's 4)."""
-    return _pair_seconds(ratio, t, level, tail, high, e_high) * (k + 1) / 4.0
+    """Estimated seconds of :func:`_members_lower`: :data:`_MEMBERS_SHARE` of the pair's (upper and lower)
+    for each of its ``k + 1`` measures against the pair's lower's 4."""
+    return _MEMBERS_SHARE * _pair_seconds(ratio, t, level, tail, high, e_high) * (k + 1) / 4.0
+
+
+#: The garbled pair's share of :func:`_pair_seconds` (:func:`_members_seconds`), a measure: measured 0.37 to
+#: 0.49 (4 and 5 of 12 to 28, sigma 0.7 to 1.8, grid ratio 1.03; at the former share 1 the estimate was 2.0 to
+#: 2.7 times the time taken; one quiet core, 2026-12), with a margin.
+_MEMBERS_SHARE = 0.6
 
 
 def _noise(t: int, states: int) -> float:
