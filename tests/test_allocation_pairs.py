@@ -240,3 +240,13 @@ def test_the_cut_by_e_is_used_and_sandwiches_brute_force(monkeypatch, ratio, t):
         up, low = _deltas(laws, eps)
         for d, ref in enumerate(_brute(ratio.epsilon, ratio.delta, t, eps)):
             assert low[d] <= ref * (1 + 1e-9) + 1e-13 and up[d] >= ref * (1 - 1e-9) - 1e-13, (eps, d, ref, low, up)
+
+
+def test_a_level_beyond_the_memory_limit_is_refused_from_its_estimate(monkeypatch):
+    # the moves are held in memory (two_members._Transitions): a level whose estimated moves exceed the limit
+    # is never started (its estimate infinite, beyond any work limit), and within it the estimate is finite
+    from gce.priors.allocation import two_members
+    ratio = GaussianRatio(1.0)
+    assert math.isfinite(two_members._pair_seconds(ratio, 10, RATIOS[0], 1e-12, 2.0))
+    monkeypatch.setattr(two_members, "MEMORY_LIMIT", 1e5)
+    assert two_members._pair_seconds(ratio, 10, RATIOS[0], 1e-12, 2.0) == math.inf
