@@ -243,17 +243,15 @@ def _l_grid(c: float, rho: float, high: float) -> NDArray[np.float64]:
                                                                 / math.log(rho))) + 2)))
 
 
-def _pair_seconds(ratio, t: int, level: float, tail: float, high: float, e_high: float | None = None,
-                  cut: bool = True) -> float:
+def _pair_seconds(ratio, t: int, level: float, tail: float, high: float, e_high: float | None = None) -> float:
     """Estimated seconds of :func:`_pair_laws` at ``level`` (from the grids' sizes, never measured); infinite
     when its moves would exceed :data:`MEMORY_LIMIT` (the level is then refused). Each state ``(S, E)`` moves
     to the points of S up to ``S + B``, and E lies in ``[(S^2 - S min(S, B)) / 2, S^2 / 2]`` (``e_2 = (e_1^2 -
     sum W^2) / 2``, each W at most B), so the work is the sum over the points of S of the points reachable
     times the points of E in that range: computed once (:data:`_UNIT_SECONDS`) and applied at every step
     (:data:`_APPLY_SECONDS`), plus a cost a point of S and a step. The states moved along the cut by E
-    (:func:`_e_segment_moves`: far out with ``cut``, and at E = 0 always) read instead the points of E above
-    them up to ``E + B S``, each :data:`_E_CELL_WEIGHT` units, and each point of S with such states
-    :data:`_E_ROW_SECONDS` a step."""
+    (:func:`_e_segment_moves`: far out, and at E = 0) read instead the points of E above them up to ``E + B
+    S``, each :data:`_E_CELL_WEIGHT` units, and each point of S with such states :data:`_E_ROW_SECONDS` a step."""
     s, e, b = _grids(ratio, t, level, tail, high, e_high)
     reach = np.searchsorted(s, s + b, side="right") - np.arange(s.size)
     # E = (S^2 - sum W^2) / 2 with every W <= min(S, B) (clamped): E in [(S^2 - S min(S, B)) / 2, S^2 / 2]
@@ -265,7 +263,7 @@ def _pair_seconds(ratio, t: int, level: float, tail: float, high: float, e_high:
     work_e = np.zeros(s.size)
     for j in range(1, s.size - 1):
         sel = np.arange(bottom[j], min(top[j], e.size - 1))
-        if not cut or s[j + 1] - s[j] <= _E_CUT_FROM:  # only the state at E = 0 (:data:`_E_CUT_FROM`)
+        if s[j + 1] - s[j] <= _E_CUT_FROM:  # only the state at E = 0 (:data:`_E_CUT_FROM`)
             sel = sel[:1] if bottom[j] == 0 else sel[:0]
         sel = sel[(s[j + 1] - s[j]) * s[j] > gaps[sel]]
         along_e[j] = sel.size
@@ -289,12 +287,14 @@ class _Rows:
     """The moves of S from each point ``j`` of the grid ``s``, which depend on the point alone, not on the step:
     computed once a recursion (the cells of w are a normal CDF each). :meth:`spread`: :func:`_spread_weights`
     from ``s[j]``; :meth:`nearest`: (k, the shifts to the points j..j+k, their cells' Q- and P-masses) of the
-    points nearest ``s[j] + w`` (the garbling's cells of w cut at the midpoints, up to the clamp ``b``)."""
+    points nearest ``s[j] + w`` (the garbling's cells of w cut at the midpoints, up to the clamp ``b``), and
+    :meth:`condition`, their cells' condition."""
 
     def __init__(self, ratio, s: NDArray[np.float64], b: float):
         self._ratio, self._s, self._b = ratio, s, b
         self._spread: dict[int, tuple] = {}
         self._nearest: dict[int, tuple] = {}
+        self._condition: dict[int, float] = {}
 
     def spread(self, j: int) -> tuple:
         if j not in self._spread:
@@ -309,6 +309,13 @@ class _Rows:
             q, p = self._ratio.cells(np.concatenate(([0.0], mid[:k], [np.inf])))
             self._nearest[j] = (k, off[:k + 1], q, p)
         return self._nearest[j]
+
+    def condition(self, j: int) -> float:
+        """The largest condition number of :meth:`nearest`'s cell masses (:func:`_condition`)."""
+        if j not in self._condition:
+            _, _, q, p = self.nearest(j)
+            self._condition[j] = max(_condition(q), _condition(p))
+        return self._condition[j]
 
 
 def _spread_weights(ratio, off: NDArray[np.float64], b: float):
@@ -416,21 +423,32 @@ def _joined(chunks: list[tuple], values: int) -> tuple:
             [np.concatenate([c[3][v] for c in chunks]) for v in range(values)])
 
 
+def _along_e(s: NDArray[np.float64], e: NDArray[np.float64], j: int, cols: NDArray[np.int64],
+             cut: bool) -> NDArray[np.bool_]:
+    """Which states ``(s[j], e[cols])`` move along the cells of ``w`` cut by the grid of E (above) or round E
+    first (below): those at E = 0, and with ``cut`` those far out (their cell of S wider than
+    :data:`_E_CUT_FROM`), whose cell of S seen in E is wider than their cell of E (module doc)."""
+    here = s[j]
+    if not (here > 0.0 and j + 1 < s.size):
+        return np.zeros(cols.size, dtype=bool)
+    along_e = (cols < e.size - 1) & ((cut and s[j + 1] - here > _E_CUT_FROM) | (cols == 0))
+    along_e[along_e] = (s[j + 1] - here) * here > e[cols[along_e] + 1] - e[cols[along_e]]
+    return along_e
+
+
 def _upper_moves(ratio, s: NDArray[np.float64], e: NDArray[np.float64], b: float, c: float, j: int,
                  cols: NDArray[np.int64], moves: "_Rows", cut: bool, maps: _Transitions) -> None:
     """The spread process's moves (module doc, "Upper") from the states ``(s[j], e[cols])`` into ``maps``, with
     their charges per unit of mass."""
-    n_s, n_e = s.size, e.size
+    n_e = e.size
     here = s[j]
     src = j * n_e + cols
-    if here > 0.0 and j + 1 < n_s:  # states whose cells of w are narrower along E (far out, or at E = 0)
-        along_e = (cols < n_e - 1) & ((cut and s[j + 1] - here > _E_CUT_FROM) | (cols == 0))
-        along_e[along_e] = (s[j + 1] - here) * here > e[cols[along_e] + 1] - e[cols[along_e]]
-        if np.any(along_e):
-            _e_segment_moves(ratio, s, e, b, c, j, cols[along_e], maps)
-            cols, src = cols[~along_e], src[~along_e]
-            if not cols.size:
-                return
+    along_e = _along_e(s, e, j, cols, cut)  # states whose cells of w are narrower along E
+    if np.any(along_e):
+        _e_segment_moves(ratio, s, e, b, c, j, cols[along_e], maps)
+        cols, src = cols[~along_e], src[~along_e]
+        if not cols.size:
+            return
     weights, shifts, rows, overflow = moves.spread(j)
     maps.beta[src] += overflow / c  # the mean beyond the last point of S: E[S'] <= rest
     x = e[cols][None, :] + (shifts * here)[:, None]
@@ -543,19 +561,17 @@ def _lower_moves(ratio, s: NDArray[np.float64], e: NDArray[np.float64], b: float
                  moves: "_Rows", cut: bool, maps: _Transitions) -> None:
     """The garbling's moves (module doc, "Lower") from the statistics ``(s[j], e[cols])``: to the nearest points,
     with the cells' Q- and P-masses."""
-    n_s, n_e = s.size, e.size
+    n_e = e.size
     here = s[j]
     src = j * n_e + cols
-    if here > 0.0 and j + 1 < n_s:  # the statistic rounds E first where its cells of w are narrower
-        along_e = (cols < n_e - 1) & ((cut and s[j + 1] - here > _E_CUT_FROM) | (cols == 0))
-        along_e[along_e] = (s[j + 1] - here) * here > e[cols[along_e] + 1] - e[cols[along_e]]
-        if np.any(along_e):
-            _e_garble_moves(ratio, s, e, b, j, cols[along_e], maps)
-            cols, src = cols[~along_e], src[~along_e]
-            if not cols.size:
-                return
+    along_e = _along_e(s, e, j, cols, cut)  # the statistic rounds E first where its cells of w are narrower
+    if np.any(along_e):
+        _e_garble_moves(ratio, s, e, b, j, cols[along_e], maps)
+        cols, src = cols[~along_e], src[~along_e]
+        if not cols.size:
+            return
     k, shifts, q, p = moves.nearest(j)  # to rows j..j+k (nearest)
-    maps.condition = max(maps.condition, _condition(q), _condition(p))
+    maps.condition = max(maps.condition, moves.condition(j))
     x = np.minimum(e[cols][None, :] + (shifts * here)[:, None], e[-1])
     idx = _locate(e, x)
     idx = idx + ((x - e[idx]) > (e[idx + 1] - x)).astype(np.int64)  # the nearest point
