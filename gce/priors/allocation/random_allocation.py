@@ -516,7 +516,6 @@ def _with_pairs(ratio, t: int, k: int, epochs: int, rtol: float, delta: float | 
     number of blocks composed.
     """
     from ...accounting import batch
-    from .decomposition import _block_laws
     blocks = _pair_blocks(t, k)
     low, high = _at(curve, curve.lower, delta, epsilon)
     if _width(low, high) <= rtol:
@@ -528,7 +527,7 @@ def _with_pairs(ratio, t: int, k: int, epochs: int, rtol: float, delta: float | 
     # a guess when several are composed, so its grid of E is then never coarser than at 1.5 (:func:`_e_ratio`)
     block_scale = scale / math.sqrt(sum(count for _, _, count in blocks) * epochs)
     e_scale = block_scale if len(blocks) == 1 and blocks[0][2] * epochs == 1 else min(block_scale, 1.5)
-    best, level_done, stopped = curve, None, False
+    best, level_done, stopped, own_width = curve, None, False, math.inf
     decomposition = (low, high)
     # the k-of-t garbling below by the recursion's statistic: computed while it reads more than the sum's, and
     # only while it costs at most twice the blocks (it reads e_1 and e_2 only, and its k + 1 measures run over
@@ -568,32 +567,10 @@ def _with_pairs(ratio, t: int, k: int, epochs: int, rtol: float, delta: float | 
             stopped = True
             break
         try:  # a level that overruns its estimate past the limit is abandoned, the last completed one kept
-            laws = []
-            for size, members, count in blocks:
-                if members == 2:
-                    laws.append((_pair_laws(ratio, size, level, tail, block_scale, e_high=e_scale),
-                                 count))
-                else:
-                    laws.append((_block_laws(ratio, size, 2**16, tail), count))
-            if len(laws) == 1 and laws[0][1] * epochs == 1:  # 2 of t once: the pair's own laws, not composed (the
-                (up, lo), _ = laws[0]  # composition's uniform loss grid would add its absolute round-off)
-                own = [(law.curve(), law.slack, law.slack_other) for law in lo]
-                composed = AllocationCurve([law.curve() for law in up], LowerBound(own), "")
-            else:
-                copies = [(up, count * epochs) for (up, _), count in laws]
-                interval = _loss_interval(copies, rtol, delta, epsilon)
-                ups = [[batch.loss_law(up[d].loss, up[d].mass, count * epochs, interval, upper=True,
-                                       infinite=up[d].infinite) for (up, _), count in laws] for d in range(2)]
-                lows = [[batch.loss_law(lo[d].loss, lo[d].mass, count * epochs, interval, upper=False,
-                                        infinite=lo[d].infinite) for (_, lo), count in laws] for d in range(2)]
-                try:
-                    composed = batch.compose_laws(ups, lows, interval)
-                except NumericalLimitError:
-                    break
-                slack = max(lo[d].slack for (_, lo), _ in laws for d in range(2))
-                n = sum(count for _, count in laws) * epochs
-                grow = n * (1.0 + slack) ** max(n - 1, 0)
-                own = [(_DirectionLower(composed.lower), slack * grow, slack * grow)]
+            done = _blocks_composed(ratio, blocks, epochs, level, tail, block_scale, e_scale, rtol, delta, epsilon)
+            if done is None:
+                break
+            composed, own, interval = done
             parts = [(best.lower, 0.0, 0.0)]  # every level's lower curve is valid: the best of them is kept
             if k == 2:  # one block: its garbled pair composed over the epochs bounds the allocation below
                 parts.extend(own)
@@ -681,7 +658,10 @@ def _blocks_seconds(ratio, blocks: list[tuple[int, int, int]], level: float, tai
 def _blocks_composed(ratio, blocks: list[tuple[int, int, int]], epochs: int, level: float, tail: float,
                      scale: float, e_scale: float, rtol: float, delta: float | None, epsilon: float | None):
     """A partition's blocks at ``level``, composed over the blocks and the epochs: (the composed curves, the
-    allowance of its lower curve), or None when the composition exceeds its limits."""
+    parts of its lower curve (:class:`~.bracket.LowerBound`), the composition's loss grid), or None when the
+    composition exceeds its limits. One block once is its own laws, not composed (the composition's uniform
+    loss grid would add its absolute round-off, which swamps small deltas: 2 of 10 at sigma 0.79, delta 1e-10,
+    the pair's own lower end 8.81, composed 8.11); its loss grid is then None."""
     from ...accounting import batch
     from .decomposition import _block_laws
     laws = []
@@ -692,6 +672,10 @@ def _blocks_composed(ratio, blocks: list[tuple[int, int, int]], epochs: int, lev
             laws.append((_pair_laws(ratio, size, level, tail, scale, e_high=e_scale), count))
         else:
             laws.append((_block_laws(ratio, size, 2**16, tail), count))
+    if len(laws) == 1 and laws[0][1] * epochs == 1:
+        (up, lo), _ = laws[0]
+        own = [(law.curve(), law.slack, law.slack_other) for law in lo]
+        return AllocationCurve([law.curve() for law in up], LowerBound(own), ""), own, None
     interval = _loss_interval([(up, count * epochs) for (up, _), count in laws], rtol, delta, epsilon)
     ups = [[batch.loss_law(up[d].loss, up[d].mass, count * epochs, interval, upper=True, infinite=up[d].infinite)
             for (up, _), count in laws] for d in range(2)]
@@ -704,7 +688,7 @@ def _blocks_composed(ratio, blocks: list[tuple[int, int, int]], epochs: int, lev
     slack = max(lo[d].slack for (_, lo), _ in laws for d in range(2))
     n = sum(count for _, count in laws) * epochs
     grow = slack * n * (1.0 + slack) ** max(n - 1, 0)
-    return composed, grow
+    return composed, [(_DirectionLower(composed.lower), grow, grow)], interval
 
 
 def _with_threes(ratio, t: int, k: int, epochs: int, rtol: float, delta: float | None, epsilon: float | None,
@@ -760,13 +744,12 @@ def _with_threes(ratio, t: int, k: int, epochs: int, rtol: float, delta: float |
                 results.append((_reading(done[0], delta, epsilon), blocks, done))
         if not results:
             break
-        _, chosen, (composed, grow) = min(results, key=lambda r: r[0])
-        own = (_DirectionLower(composed.lower), grow, grow)
-        parts = [(curve.lower, 0.0, 0.0)] + ([own] if k == 3 else [])
+        _, chosen, (composed, own, _) = min(results, key=lambda r: r[0])
+        parts = [(curve.lower, 0.0, 0.0)] + (own if k == 3 else [])
         best = AllocationCurve([_Least([curve, composed])], LowerBound(parts), curve.description)
         level_done = level
         low, high = _at(best, best.lower, delta, epsilon)
-        own_low, own_high = _at(composed, LowerBound([own]), delta, epsilon)
+        own_low, own_high = _at(composed, LowerBound(own), delta, epsilon)
         if _width(low, high) <= rtol or _width(own_low, own_high) <= rtol / 8:
             break
         if not math.isfinite(own_high):

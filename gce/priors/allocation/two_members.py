@@ -469,7 +469,7 @@ def _e_segment_moves(ratio, s: NDArray[np.float64], e: NDArray[np.float64], b: f
     """The moves from the states ``(s[j], e[cols])`` along the cells of ``w`` cut by the grid of E (module doc,
     "Along the segment, cut by E"), with the charges of what lands beyond the last point of E (lowered to it)
     or of S (lowered to it), per unit of mass."""
-    n_s, n_e = s.size, e.size
+    n_e = e.size
     here = s[j]
     src = j * n_e + cols
     # the points of E up to the first beyond every state's E + b S (past it the cells of w are empty)
