@@ -9,7 +9,7 @@ import math
 
 import numpy as np
 import pytest
-from scipy import signal, special, stats
+from scipy import integrate, signal, special, stats
 
 from allocation_monte_carlo import delta_pq
 from allocation_reference import k_of_t_deltas, pure_dp_k_of_t_delta
@@ -28,15 +28,25 @@ def _log_e_k(log_w: np.ndarray, k: int) -> float:
     return float(le[k])
 
 
-def _right_side(log_w: np.ndarray, k: int, r: float) -> float:
+def _modulus(v: float, t: int) -> float:
+    """h_t(v) by adaptive quadrature (the circle's own sum is a left Riemann sum)."""
+    value, error = integrate.quad(lambda th: max(1.0 - 2.0 * v / t * (1.0 - math.cos(th)), 0.0) ** (t / 2), 0.0,
+                                  math.pi, epsabs=1e-14, epsrel=1e-12, limit=200)
+    return value / math.pi
+
+
+def _right_side(log_w: np.ndarray, k: int, r: float, bessel: bool = False) -> float:
     x = log_w + math.log(r)
     p = special.expit(x)
-    return float(np.logaddexp(0.0, x).sum() - k * math.log(r) + math.log(special.i0e(np.sum(p * (1 - p)))))
+    v = float(np.sum(p * (1 - p)))
+    factor = special.i0e(v) if bessel else _modulus(v, log_w.size)
+    return float(np.logaddexp(0.0, x).sum() - k * math.log(r) + math.log(factor))
 
 
 def test_inequality_one_holds_for_every_output_and_rate():
-    """log e_k(W) <= sum log(1 + r W_i) - k log r + log i0e(V), for lognormal outputs of several spreads,
-    outputs with zeros and one huge ratio, every k and rates from 1e-4 to 1e4."""
+    """log e_k(W) <= sum log(1 + r W_i) - k log r + log h_t(V) <= the same with i0e(V), for lognormal outputs
+    of several spreads, outputs with zeros and one huge ratio, every k and rates from 1e-4 to 1e4; and with
+    all ``p_i`` equal, h_t is the modulus itself (no loss but the phase's)."""
     rng = np.random.default_rng(1)
     for trial in range(300):
         t = int(rng.integers(2, 25))
@@ -50,7 +60,30 @@ def test_inequality_one_holds_for_every_output_and_rate():
         if not np.isfinite(_log_e_k(log_w, k)):
             continue
         for r in np.exp(rng.uniform(math.log(1e-4), math.log(1e4), 5)):
-            assert _log_e_k(log_w, k) <= _right_side(log_w, k, float(r)) + 1e-9, (trial, t, k, r)
+            tight, bessel = _right_side(log_w, k, float(r)), _right_side(log_w, k, float(r), bessel=True)
+            assert _log_e_k(log_w, k) <= tight + 1e-9 <= bessel + 2e-9, (trial, t, k, r)
+    # equal p_i: prod_i |1 - p + p e^{i theta}| = (1 - 2 v (1 - cos theta))^(t / 2) exactly, and at t = 6,
+    # p = 1/2, k = 3 its integral is 5/16 against P(N_p = 3) = 20/64 = 5/16: the phase costs nothing there
+    assert math.isclose(_modulus(6 * 0.25, 6), 5 / 16, rel_tol=1e-10)
+
+
+def test_the_modulus_is_a_convex_falling_upper_sum():
+    """log_modulus: above the quadrature by at most 1 / MODULUS_POINTS (its left Riemann sum), at most log i0e,
+    falling in V, 0 at V = 0; and h_t itself convex in V (the Jensen step needs it: module doc), also past
+    t / 4, where the sum's nodes can fall (second differences of the quadrature, 0.1 apart)."""
+    for t in (2, 3, 6, 17, 40, 300):
+        cell_v = 0.05
+        n_v = int(0.25 * t / cell_v) + 5  # past t / 4, where h_t is 1 / MODULUS_POINTS (the first point's)
+        logs = circle.log_modulus(t, cell_v, n_v)
+        h = np.exp(logs)
+        assert logs[0] == pytest.approx(0.0, abs=1e-11)
+        assert np.all(logs <= np.log(special.i0e(cell_v * np.arange(n_v))) + 1e-12)
+        assert np.all(np.diff(h) <= 1e-15), t
+        exact = np.array([_modulus(v, t) for v in np.arange(0.0, 0.25 * t + 1.0, 0.1)])
+        assert np.all(np.diff(exact) <= 1e-13) and np.all(np.diff(exact, 2) >= -1e-11), t
+        for j in range(0, n_v, max(n_v // 7, 1)):
+            exact = _modulus(cell_v * j, t)
+            assert exact * (1 - 1e-12) <= h[j] <= exact + 1.0 / circle.MODULUS_POINTS + 1e-12, (t, j, h[j], exact)
 
 
 def test_inequality_one_is_tight_at_the_saddle_point():
@@ -92,7 +125,7 @@ def test_count_masses_are_the_members_and_the_others_laws():
 def test_the_law_of_a_and_v_holds_a_direct_convolution():
     """2 of 4 at mu 1, one rate: each count's bound from the tilted transforms, untilted and collapsed onto
     the loss cells, is at least the same node laws convolved directly (no transform) and weighed by (G -
-    e^eps)_+, and above it by no more than the loss cells' rounding (0.002, up) can cost (measured: up to 1.7%
+    e^eps)_+, and above it by no more than the loss cells' rounding (0.002, up) can cost (measured: up to 2.8%
     at eps 0.2, where G is near e^eps)."""
     ratio, t, k, r = GaussianRatio(1.0), 4, 2, 0.5
     grid = (0.01, 0.05, 0.1)
@@ -110,7 +143,7 @@ def test_the_law_of_a_and_v_holds_a_direct_convolution():
         law *= math.comb(t, n)
         a = grid[1] * np.arange(law.shape[0])[:, None]
         v = grid[2] * np.arange(law.shape[1])[None, :]
-        g = np.exp(a - k * math.log(r) - log_choose) * special.i0e(v)
+        g = np.exp(a - k * math.log(r) - log_choose + circle.log_modulus(t, grid[2], law.shape[1])[None, :])
         for eps in (0.2, 1.0, 2.0):
             direct = float(np.sum(law * np.maximum(g - math.exp(eps), 0.0)))
             value = float(bound.raw(np.array([eps]))[0])
@@ -118,15 +151,15 @@ def test_the_law_of_a_and_v_holds_a_direct_convolution():
             rounding = math.exp(eps) * -math.expm1(-circle.CELL_LOSS) * float(np.sum(law[g > math.exp(eps)]))
             assert direct * (1 - 1e-9) - 1e-15 <= value <= direct + rounding * (1 + 1e-6) + 1e-12, (n, eps, direct,
                                                                                                     value, rounding)
-            assert value <= 1.02 * direct + 1e-12
+            assert value <= 1.03 * direct + 1e-12
 
 
-@pytest.mark.parametrize("mu, t, k, eps, most", [(1.0, 4, 2, 1.0, 1.7), (2.0, 4, 2, 3.0, 1.4), (3.0, 4, 3, 6.0, 1.15),
-                                                  (1.0, 3, 2, 1.0, 1.65), (0.6, 4, 3, 1.0, 1.9)])
+@pytest.mark.parametrize("mu, t, k, eps, most", [(1.0, 4, 2, 1.0, 1.2), (2.0, 4, 2, 3.0, 1.25), (3.0, 4, 3, 6.0, 1.15),
+                                                  (1.0, 3, 2, 1.0, 1.22), (0.6, 4, 3, 1.0, 1.24)])
 def test_above_the_quadrature_in_the_direction_p_q(mu, t, k, eps, most):
     """Never below the exact delta of the direction P||Q (the quadrature's value less its error), also below
-    CIRCLE_MU (mu 0.6); at so few databases (1) is far from e_k (measured 1.13 to 1.84 times the exact
-    delta)."""
+    CIRCLE_MU (mu 0.6); at so few databases (1) is still some way from e_k (measured 1.11 to 1.22 times the
+    exact delta; with i0e(V) in place of h_t(V), 1.13 to 1.84)."""
     remove, _ = k_of_t_deltas(mu, t, k, eps)
     curve = circle.circle_curve(GaussianRatio(mu), t, k, eps, 1e-14)
     value = float(curve.delta(eps))
@@ -186,7 +219,7 @@ _TILTS = {2.0: (2.0, math.exp(-1.0) * 10 / 90), 1.0: (3.0, 10 / 90)}
 
 @pytest.mark.slow  # about 3 min: the circle (8 s), the rate per count (25 s), a Monte Carlo (10 s), the whole (2 min)
 def test_ten_of_a_hundred_at_sigma_one():
-    """sigma 1, 10 of 100, delta 1e-5: the circle (one threshold, 5.880) above and the rate per count on cells
+    """sigma 1, 10 of 100, delta 1e-5: the circle (one threshold, 5.858; 5.880 with i0e(V) for h_t(V)) above and the rate per count on cells
     0.01 (5.818) below an importance-sampled Monte Carlo (400,000 draws: 5.823, 99.9% 5.817 to 5.829) where
     each is tight; the whole allocation's bracket [5.806, 5.864] (0.99%: the circle above, its counts' rates at
     their saddle points too, within 1% with the sums of logarithms below before the rate per count on finer cells
@@ -194,7 +227,7 @@ def test_ten_of_a_hundred_at_sigma_one():
     curve = circle.circle_curve(GaussianRatio(1.0), 100, 10, 5.8, 1e-9)
     law = log_statistic.by_counts(GaussianRatio(1.0), 100, 10, 5.78, log_statistic.COUNT_CELLS[-1])
     below = LowerBound([(law.curve(), 0.0, 0.0)])
-    assert 5.86 <= float(curve.epsilon(1e-5)) <= 5.89 and 5.81 <= float(below.epsilon(1e-5)) <= 5.825
+    assert 5.85 <= float(curve.epsilon(1e-5)) <= 5.865 and 5.81 <= float(below.epsilon(1e-5)) <= 5.825
     whole = allocation_curve(1.0, 100, 10, delta=1e-5, rtol=0.01)
     low, high = whole.epsilon_bracket(1e-5)
     assert 5.80 <= low <= high <= 5.87 and high / low - 1 <= 0.01 and "Cauchy's circle" in whole.description
@@ -369,7 +402,7 @@ def test_the_saddle_rate_sets_the_members_and_is_near_the_least_bound():
     for _ in range(60):
         theta = 0.5 * (low + high)
         mean_a, mean_v, _ = tilted_sum(theta)
-        low, high = (theta, high) if mean_a - k * math.log(r) - log_choose + math.log(special.i0e(mean_v)) < target \
+        low, high = (theta, high) if mean_a - k * math.log(r) - log_choose + circle._log_modulus_at(t, mean_v) < target \
             else (low, theta)
     assert tilted_sum(low)[2] == pytest.approx(k, rel=0.01)
     masses = circle._count_masses(ratio, t, k, cuts)

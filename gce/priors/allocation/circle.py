@@ -5,18 +5,25 @@ The bound
 Under ``Q`` the databases' likelihood ratios ``W_1, ..., W_t`` are independent and the k-of-t pair's ratio
 is ``L = e_k(W) / C(t, k)``. For ``r > 0``, ``prod_i (1 + r W_i z) = sum_j e_j(W) r^j z^j``, so Cauchy's
 formula on ``|z| = 1`` gives ``e_k(W) r^k = (1 / 2 pi) int prod_i (1 + r W_i e^{i theta}) e^{-i k theta}
-d theta``, and with ``p_i = r W_i / (1 + r W_i)``, ``|1 + r W_i e^{i theta}| = (1 + r W_i) (1 - 4 v_i
-sin^2(theta / 2))^(1/2)``, ``v_i = p_i (1 - p_i)``, and ``1 - x <= e^-x``::
+d theta``, and with ``p_i = r W_i / (1 + r W_i)``, ``|1 + r W_i e^{i theta}| = (1 + r W_i) (1 - 2 v_i (1 -
+cos theta))^(1/2)``, ``v_i = p_i (1 - p_i)``. For each ``theta`` the logarithm of the last factor is concave in
+``v_i``, so its sum over the ``t`` databases is at most ``t`` times its value at their mean ``V / t`` (Jensen;
+equal at equal ``v_i``)::
 
-    L <= G(A, V) = exp(A - k log r) i0e(V) / C(t, k),   A = sum_i log(1 + r W_i),   V = sum_i v_i      (1)
+    L <= G(A, V) = exp(A - k log r) h_t(V) / C(t, k),   A = sum_i log(1 + r W_i),   V = sum_i v_i,       (1)
+    h_t(V) = (1 / pi) int_0^pi (1 - 2 (V / t) (1 - cos theta))_+^(t / 2) d theta  <=  i0e(V)
 
 with ``i0e(V) = e^-V I_0(V) = (1 / pi) int_0^pi e^{-V (1 - cos theta)} d theta`` (Watson, "A Treatise on the
-Theory of Bessel Functions", 1944, 3.71). At the saddle point of ``W`` (the ``r`` with ``sum_i p_i = k``)
-the right side is the saddle-point approximation of ``e_k``, ``i0e(V) ~ (2 pi V)^(-1/2)`` (Good, "Saddle-
-point methods for the multinomial distribution", Ann. Math. Stat. 1957). Then ``delta_PQ(eps) = E_Q[(L -
-e^eps)_+] <= E_Q[(G - e^eps)_+]``: a bound on the direction P||Q only (the other direction is left to the
-decomposition, whose upper curve bounds it too), and on one allocation (``G`` is not a pair's ratio, so it
-does not compose).
+Theory of Bessel Functions", 1944, 3.71; ``1 - x <= e^-x``), the limit of ``h_t`` as ``t`` grows. At the saddle
+point of ``W`` (the ``r`` with ``sum_i p_i = k``) the right side is about the saddle-point approximation of
+``e_k``, ``i0e(V) ~ (2 pi V)^(-1/2)`` (Good, "Saddle-point methods for the multinomial distribution", Ann. Math.
+Stat. 1957). ``h_t`` in place of ``i0e`` is tighter at few databases, where a handful of large ``p_i`` hold
+``V`` (measured at level 1, against importance-sampled Monte Carlos: sigma 1.8, 5 of 12, delta 1e-10, 5.486 to
+5.396, the truth near 5.37; sigma 0.97, 4 of 18, 1e-10, 8.726 to 8.658, near 8.54; sigma 0.74, 3 of 6, 1e-10,
+14.509 to 14.465, near 14.22; sigma 2.37, 3 of 17, 1e-10, 2.066 to 2.008; at 10 of 393 unchanged). Then
+``delta_PQ(eps) = E_Q[(L - e^eps)_+] <= E_Q[(G - e^eps)_+]``: a bound on the direction P||Q only (the other
+direction is left to the decomposition, whose upper curve bounds it too), and on one allocation (``G`` is
+not a pair's ratio, so it does not compose).
 
 The law of (A, V), certified
 ----------------------------
@@ -26,10 +33,14 @@ only raising the bound:
 1. *Monotone.* ``G`` grows with ``A`` and falls with ``V``. Each term is replaced by ``a`` at the upper end
    of its cell of ``log W`` and ``v`` at its least over the cell (``v`` is unimodal).
 2. *Jensen.* Each replaced point is split between the four nodes of the ``(A, V)`` grid around
-   it with bilinear weights, which keep its mean in both coordinates. ``i0e`` is completely monotone (a
-   mixture of ``e^{-s V}``, ``s >= 0``), so ``G`` is a mixture of exponentials of linear functions of ``(A,
-   V)``: jointly convex, and so is ``(G - c)_+``. Given the outputs the split sum has mean ``(A, V)``, so
-   ``E[(G(A^, V^) - c)_+] >= E[(G(A, V) - c)_+]`` (conditional Jensen).
+   it with bilinear weights: two independent splits, one of ``a`` and one of ``v``, each keeping its mean.
+   ``(G - c)_+`` is convex in ``A`` at fixed ``V`` and in ``V`` at fixed ``A`` (each integrand of ``h_t``,
+   ``(1 - 2 (V / t) (1 - cos theta))_+^(t / 2)``, is convex in ``V`` for ``t >= 2``), so given the outputs and
+   the split of ``V``, Jensen in ``A``, then in ``V``: ``E[(G(A^, V^) - c)_+] >= E[(G(A, V^) - c)_+] >=
+   (G(A, V) - c)_+``. (Joint convexity is not needed, and fails: at ``t = 2``, ``h_2(V) = 1 - V`` near 0.)
+   ``h_t`` is read at the nodes of ``V`` as a left Riemann sum (:func:`log_modulus`: the integrand falls in
+   ``theta``, so an upper bound, and never above ``i0e``); only ``h_t`` itself has to be convex, the nodes'
+   values only above it.
 3. *Sums.* The node laws' sums by 2-D FFT. ``V`` wraps (``V^ >= N_V dv`` counted at ``V^ - N_V dv``: ``G``
    only larger); ``A`` does not: the part of ``E_Q[G]`` beyond the transform's range ``R`` is charged,
    ``E_Q[e^A; A >= R] <= e^{-lambda R} E_Q[e^{(1 + lambda) a}]^t`` (Chernoff, ``lambda > 0`` the exponent of a
@@ -110,6 +121,7 @@ points); Jensen's inequality (convex order).
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -352,7 +364,7 @@ def saddle_rate(ratio, t: int, k: int, cuts: tuple[float, ...], top: float, n: t
         at least 0), and that tilt."""
         for _ in range(_NEWTON_STEPS):
             a, v, p, var = means(lr, theta)
-            miss = a - k * lr - log_choose + math.log(special.i0e(v)) - target
+            miss = a - k * lr - log_choose + _log_modulus_at(t, v) - target
             if abs(miss) < 1e-3 or var <= 0.0:
                 break
             theta = max(theta - miss / var, 0.0)
@@ -649,7 +661,7 @@ def _rate_bounds(ratio, t: int, k: int, cuts, top: float, masses, target: float,
         return None
     wrap = math.exp(t * log_moment - exponent * n_a * cell_a - k * lr - log_choose)
     a_grid = cell_a * np.arange(n_a)
-    log_g = np.log(special.i0e(cell_v * np.arange(n_v))) - k * lr - log_choose  # log G = A + log_g
+    log_g = log_modulus(t, cell_v, n_v) - k * lr - log_choose  # log G = A + log_g
     moments = {}
     for theta in TILTS:
         for b, law in enumerate(laws):
@@ -667,7 +679,7 @@ def _rate_bounds(ratio, t: int, k: int, cuts, top: float, masses, target: float,
         def gap(theta):
             mean_a = sum(c * moments[theta, b][0] for b, c in enumerate(bands) if c)
             mean_v = sum(c * moments[theta, b][1] for b, c in enumerate(bands) if c)
-            return abs(mean_a - (target + log_choose + k * lr - math.log(special.i0e(mean_v))))
+            return abs(mean_a - (target + log_choose + k * lr - _log_modulus_at(t, mean_v)))
 
         if any(c and moments[TILTS[0], b] is None for b, c in enumerate(bands)):
             continue  # a band of no mass: the count is impossible (its P-mass is 0 too)
@@ -693,6 +705,37 @@ def _rate_bounds(ratio, t: int, k: int, cuts, top: float, masses, target: float,
         law = np.maximum(_fft.irfft2(_exp_complex(exponent), (n_a, n_v)), 0.0)
         bounds[n] = _collapse(law, noise, per_node, scale, theta, a_grid, log_g, target, masses[n], r, cells)
     return bounds, wrap
+
+
+#: Points of the left Riemann sum of :func:`log_modulus` (its integrand falls along ``theta``, so the sum is
+#: an upper bound, above by at most ``1 / MODULUS_POINTS``).
+MODULUS_POINTS = 2**15
+
+
+@functools.lru_cache(maxsize=64)
+def log_modulus(t: int, cell_v: float, n_v: int) -> NDArray[np.float64]:
+    """``log h_t(V)`` at the nodes ``V = j cell_v``, ``j < n_v`` (module doc, (1)): an upper bound on
+    ``(1 / pi) int_0^pi (1 - 2 (V / t) (1 - cos theta))_+^(t / 2) d theta`` by the left Riemann sum on
+    :data:`MODULUS_POINTS` points (the integrand falls in ``theta``), and never above ``log i0e(V)`` (a bound
+    too: ``(1 - x / t)^(t / 2) <= e^{-x / 2}``). Cached: the same for every rate and count of one ``t``."""
+    theta = np.arange(MODULUS_POINTS) * (math.pi / MODULUS_POINTS)
+    one_minus_cos = 1.0 - np.cos(theta)
+    v = cell_v * np.arange(n_v)
+    out = np.empty(n_v)
+    for start in range(0, n_v, 64):  # (64 rows of the sum at a time)
+        base = np.maximum(1.0 - np.outer(2.0 * v[start:start + 64] / t, one_minus_cos), 0.0)
+        out[start:start + 64] = (base ** (0.5 * t)).mean(axis=1)
+    with np.errstate(divide="ignore"):
+        out = np.minimum(np.log(out) * (1.0 - 1e-12) + 1e-12, np.log(special.i0e(v)))  # (round-off, upward)
+    out.setflags(write=False)
+    return out
+
+
+def _log_modulus_at(t: int, v: float) -> float:
+    """``log h_t(v)`` as :func:`log_modulus` (one value: only a rate's or a tilt's choice)."""
+    theta = np.arange(1024) * (math.pi / 1024)
+    base = np.maximum(1.0 - (2.0 * v / t) * (1.0 - np.cos(theta)), 0.0)
+    return min(math.log(float((base ** (0.5 * t)).mean())), math.log(special.i0e(v)))
 
 
 def _log_complex(z: NDArray[np.complex128]) -> NDArray[np.complex128]:
