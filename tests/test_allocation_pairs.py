@@ -16,7 +16,7 @@ import pytest
 
 from allocation_reference import k_of_t_deltas
 
-from gce.priors.allocation import CanonicalRatio, GaussianRatio, allocation_curve
+from gce.priors.allocation import CanonicalRatio, GaussianRatio, LaplaceRatio, allocation_curve
 from gce.priors.allocation.random_allocation import _next_level
 from gce.priors.allocation.two_members import RATIOS, _members_lower, _pair_blocks, _pair_laws
 
@@ -250,3 +250,15 @@ def test_a_level_beyond_the_memory_limit_is_refused_from_its_estimate(monkeypatc
     assert math.isfinite(two_members._pair_seconds(ratio, 10, RATIOS[0], 1e-12, 2.0))
     monkeypatch.setattr(two_members, "MEMORY_LIMIT", 1e5)
     assert two_members._pair_seconds(ratio, 10, RATIOS[0], 1e-12, 2.0) == math.inf
+
+
+def test_the_estimate_follows_the_noise():
+    # a Gaussian's level is estimated at 0.74 sigma^0.28 (times a margin of 1.1) of the grids' work, within
+    # [0.55, 1.05]: rising with the noise, the same for every other ratio (two_members._noise_factor)
+    from gce.priors.allocation import two_members
+    factors = [two_members._noise_factor(GaussianRatio(1.0 / sigma)) for sigma in (0.3, 0.5, 1.0, 2.0, 5.0)]
+    assert factors[2] == pytest.approx(1.1 * 0.74) and factors[0] == pytest.approx(1.1 * 0.55)
+    assert factors[-1] == pytest.approx(1.1 * 1.05) and all(a < b for a, b in zip(factors, factors[1:]))
+    assert two_members._noise_factor(LaplaceRatio(1.0)) == 1.0
+    base = two_members._pair_seconds(GaussianRatio(1.0), 10, RATIOS[0], 1e-12, 2.0) / factors[2]
+    assert base > 0.0 and math.isfinite(base)

@@ -325,8 +325,11 @@ _SINGLE_SHARE = 16.0
 _LAW_SECONDS = (2e-8, 4e-8)
 _LAW_CELLS = 2**14
 #: The same for the garbled k-of-t pair's laws of a direction (:func:`_lower_seconds`: the laws below only, half
-#: a block's): measured 0.8e-8 to 1.9e-8 over 28 cases (2 to 25 of 8 to 999, sigma 0.5 to 2.8), 2 cores, 2026-12.
-_GARBLED_SECONDS = 2.5e-8
+#: a block's): measured 0.8e-8 to 1.9e-8 over 28 cases (2 to 25 of 8 to 999, sigma 0.5 to 2.8), 2 cores, 2026-12;
+#: then 2.5e-8 left the whole step 2 to 5 times under its estimate, and at 6 of 827 (sigma 2.41, delta 1e-5; 0.96 s
+#: estimated at 4.54 s) it did not fit in the default 5 s, which cost the bracket 1.5%. Measured again (one quiet
+#: core, 2026-12): 3.2e-9 to 9.5e-9 over 8 cases (2 to 25 of 12 to 999, sigma 0.5 to 2.8, 0.13 to 3 million points).
+_GARBLED_SECONDS = 1.2e-8
 #: Seconds per atom of the blocks' laws put on the loss grid (:func:`gce.accounting.batch.loss_law`, the
 #: window's moments and the folding before the transform): about 7e-8, measured with :data:`_COMPOSE_SECONDS`.
 _ATOM_SECONDS = 8e-8
