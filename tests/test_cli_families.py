@@ -400,7 +400,10 @@ def before_the_entry_point(err: str) -> bool:
     run the standard library's modules, and ``from gce.__main__ import main``), ``import gce``
     (gce/__init__.py), or gce/__main__.py before :func:`gce.__main__.main`'s first line (its module body, or
     the call's own check for signals at the ``def`` line). A standard-library frame is one of those imports' own
-    work: one below a frame of gce's past the entry point (gce.cli loading argparse) is refused at that frame."""
+    work: one below a frame of gce's past the entry point (gce.cli loading argparse) is refused at that frame.
+    So is a ``<string>`` frame right below a standard-library one: code the library compiled itself
+    (``collections.namedtuple``'s ``eval(code, namespace)``, under the script's ``import re``: seen in CI once,
+    at 0.01 s)."""
     import inspect
     import sysconfig
 
@@ -412,9 +415,14 @@ def before_the_entry_point(err: str) -> bool:
     frames = re.findall(r'File "([^"]+)", line (\d+), in (\S+)', err)
     if not err.rstrip().endswith("KeyboardInterrupt") or not frames:
         return False
+    library = False  # whether the frame above was the standard library's
     for file, line, function in frames:
         if file.startswith(stdlib) and "site-packages" not in file:
+            library = True
             continue
+        if file == "<string>" and library:  # code the standard library compiled itself (namedtuple's eval)
+            continue
+        library = False
         if file.startswith("<frozen ") or "__editable__" in file or f"{os.sep}_distutils_hack{os.sep}" in file \
                 or file.endswith(os.path.join("gce", "__init__.py")) or (file, function) == (str(SCRIPT), "<module>"):
             continue
@@ -452,6 +460,14 @@ def test_what_counts_as_before_the_entry_point():
     frozen_abc = '  File "<frozen abc>", line 107, in __new__\n'
     assert before_the_entry_point(head + import_re + enum_frame + frozen_abc + "KeyboardInterrupt\n")
     assert not before_the_entry_point(head + script + cli + frozen_abc + "KeyboardInterrupt\n")
+    # code compiled by the standard library (namedtuple's eval) under the script's ``import re``; not under gce's
+    import collections
+    named = (f'  File "{collections.__file__}", line 403, in namedtuple\n    __new__ = eval(code, namespace)\n'
+             '  File "<string>", line 0, in <module>\n')
+    assert before_the_entry_point(head + import_re + enum_frame + named + "KeyboardInterrupt\n")
+    assert not before_the_entry_point(head + script + cli + named + "KeyboardInterrupt\n")
+    assert not before_the_entry_point(head + script + '  File "<string>", line 0, in <module>\n'
+                                      "KeyboardInterrupt\n")
     # setuptools' import hook, run by the import of gce.__main__ itself (a fresh virtual environment has it; CI)
     hook = ('  File "/v/lib/python3.11/site-packages/_distutils_hack/__init__.py", line 95, in find_spec\n'
             "    method_name = 'spec_for_{fullname}'.format(**locals())\n")
