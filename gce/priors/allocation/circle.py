@@ -733,26 +733,30 @@ MODULUS_POINTS = 2**15
 def log_modulus(t: int, cell_v: float, n_v: int) -> NDArray[np.float64]:
     """``log h_t(V)`` at the nodes ``V = j cell_v``, ``j < n_v`` (module doc, (1)): an upper bound on
     ``(1 / pi) int_0^pi (1 - 2 (V / t) (1 - cos theta))_+^(t / 2) d theta`` by the left Riemann sum on
-    :data:`MODULUS_POINTS` points (the integrand falls in ``theta``), and never above ``log i0e(V)`` (a bound
-    too: ``(1 - x / t)^(t / 2) <= e^{-x / 2}``). Cached: the same for every rate and count of one ``t``."""
-    theta = np.arange(MODULUS_POINTS) * (math.pi / MODULUS_POINTS)
-    one_minus_cos = 1.0 - np.cos(theta)
+    :data:`MODULUS_POINTS` points (:func:`_modulus_sums`), and never above ``log i0e(V)`` (a bound too: ``(1 -
+    x / t)^(t / 2) <= e^{-x / 2}``). Cached: the same for every rate and count of one ``t``."""
     v = cell_v * np.arange(n_v)
-    out = np.empty(n_v)
-    for start in range(0, n_v, 64):  # (64 rows of the sum at a time)
-        base = np.maximum(1.0 - np.outer(2.0 * v[start:start + 64] / t, one_minus_cos), 0.0)
-        out[start:start + 64] = (base ** (0.5 * t)).mean(axis=1)
     with np.errstate(divide="ignore"):
-        out = np.minimum(np.log(out) * (1.0 - 1e-12) + 1e-12, np.log(special.i0e(v)))  # (round-off, upward)
+        out = np.minimum(np.log(_modulus_sums(t, v, MODULUS_POINTS)) * (1.0 - 1e-12) + 1e-12,
+                         np.log(special.i0e(v)))  # (round-off, upward)
     out.setflags(write=False)
     return out
 
 
 def _log_modulus_at(t: int, v: float) -> float:
-    """``log h_t(v)`` as :func:`log_modulus` (one value: only a rate's or a tilt's choice)."""
-    theta = np.arange(1024) * (math.pi / 1024)
-    base = np.maximum(1.0 - (2.0 * v / t) * (1.0 - np.cos(theta)), 0.0)
-    return min(math.log(float((base ** (0.5 * t)).mean())), math.log(special.i0e(v)))
+    """``log h_t(v)`` as :func:`log_modulus`, on 1,024 points (one value: only a rate's or a tilt's choice)."""
+    return min(math.log(float(_modulus_sums(t, np.array([v]), 1024)[0])), math.log(special.i0e(v)))
+
+
+def _modulus_sums(t: int, v: NDArray[np.float64], points: int) -> NDArray[np.float64]:
+    """The left Riemann sums on ``points`` points of ``h_t`` at each of ``v`` (module doc, (1)): upper bounds, the
+    integrand falling in ``theta``, above by at most ``1 / points``."""
+    one_minus_cos = 1.0 - np.cos(np.arange(points) * (math.pi / points))
+    out = np.empty(v.size)
+    for start in range(0, v.size, 64):  # (64 rows of the sum at a time)
+        base = np.maximum(1.0 - np.outer(2.0 * v[start:start + 64] / t, one_minus_cos), 0.0)
+        out[start:start + 64] = (base ** (0.5 * t)).mean(axis=1)
+    return out
 
 
 def _log_complex(z: NDArray[np.complex128]) -> NDArray[np.complex128]:
