@@ -50,6 +50,15 @@ def log_elementary(log_w: np.ndarray, k: int) -> np.ndarray:
     return np.log(e[:, k]) + k * top[:, 0]
 
 
+def add_draws(log_l: np.ndarray, log_weight: np.ndarray, epsilons, sums: np.ndarray, squares: np.ndarray) -> None:
+    """Adds a chunk of draws' importance-sampled terms ``(L - e^eps)_+ dQ/dproposal`` (``log L`` and ``log
+    dQ/dproposal`` per draw) to each epsilon's running sum and sum of squares."""
+    for j, eps in enumerate(epsilons):
+        x = np.where(log_l > eps, np.exp(log_l + log_weight) - np.exp(eps + log_weight), 0.0)
+        sums[j] += x.sum()
+        squares[j] += (x * x).sum()
+
+
 def delta_pq(mu: float, t: int, k: int, epsilons, n: int, theta: float, rho: float, seed: int
              ) -> list[tuple[float, float]]:
     """99.9% intervals of ``delta_PQ(eps)`` of k of t Gaussians of parameter ``mu``, one per epsilon, from
@@ -75,10 +84,7 @@ def delta_pq(mu: float, t: int, k: int, epsilons, n: int, theta: float, rho: flo
         z = edges[cell] + CELL * rng.random((m, t))
         log_weight = (-0.5 * z * z - 0.5 * math.log(2 * math.pi) - log_density[cell]).sum(axis=1)
         log_l = log_elementary(mu * z - mu * mu / 2, k) - log_choose
-        for j, eps in enumerate(epsilons):
-            x = np.where(log_l > eps, np.exp(log_l + log_weight) - np.exp(eps + log_weight), 0.0)
-            sums[j] += x.sum()
-            squares[j] += (x * x).sum()
+        add_draws(log_l, log_weight, epsilons, sums, squares)
         drawn += m
     mean = sums / n
     error = 3.29 * np.sqrt(np.maximum(squares / n - mean * mean, 0.0) / (n - 1))

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from scipy import integrate, signal, special, stats
 
-from allocation_monte_carlo import delta_pq, log_elementary
+from allocation_monte_carlo import add_draws, delta_pq, log_elementary
 from allocation_reference import k_of_t_deltas, pure_dp_k_of_t_delta
 
 from gce.priors.allocation import allocation_curve, circle, log_statistic, random_allocation
@@ -520,10 +520,7 @@ def test_three_of_six_at_a_large_loss_above_a_monte_carlo():
         np.put_along_axis(z, chosen, np.take_along_axis(z, chosen, 1) + m, 1)
         log_weight = log_choose - log_elementary(m * z - m * m / 2, k)
         log_l = log_elementary(mu * z - mu * mu / 2, k) - log_choose
-        for j, eps in enumerate(epsilons):
-            x = np.where(log_l > eps, np.exp(log_l + log_weight) - np.exp(eps + log_weight), 0.0)
-            sums[j] += x.sum()
-            squares[j] += (x * x).sum()
+        add_draws(log_l, log_weight, epsilons, sums, squares)
     mean = sums / n
     spread = 3.3 * np.sqrt(np.maximum(squares / n - mean**2, 0.0) / n)
     assert np.all(spread < 0.1 * mean)  # sharp enough to decide

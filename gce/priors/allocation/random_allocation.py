@@ -21,6 +21,7 @@ from ...validation import is_number
 from .bracket import (_STOPPED, _Least, _WHICH, DEFAULT_RTOL, TAIL, AllocationCurve, LowerBound, _at,
                       _check_count, _check_target, _DirectionLower, _may_refine, _negligible, _reading, _target_text,
                       _width)
+from .circle import FEW_DATABASES
 from .circle import THRESHOLDS as CIRCLE_LEVELS
 from .circle import circle_curve
 from .circle import seconds as _circle_seconds
@@ -34,6 +35,7 @@ from .log_statistic import laws as _log_laws
 from .log_statistic import rates as _log_rates
 from .log_statistic import seconds as _log_seconds
 from .one_of_t import _single
+from .power_sums import applies as _power_sums_apply
 from .three_members import _three_laws, _three_seconds
 from .two_members import RATIOS, _members_lower, _members_seconds, _pair_blocks, _pair_laws, _pair_seconds
 from .ratios import _RATIOS, GaussianRatio
@@ -405,11 +407,16 @@ def _circle_first(ratio, t: int, k: int, curve: AllocationCurve, delta: float | 
     against 1.811); at large noise the circle left the blocks no time (sigma 2.2, 4 of 22, 1e-8: 2.214 against
     2.195; sigma 2.37, 3 of 17, 1e-10: 1.993 against 1.986); where Q||P is near the top the blocks of two
     tighten both directions (sigma 2.61, 19 of 45, 1e-5: Q||P 5.020 in [4.868, 5.049]; the blocks 4.952, the
-    circle first 5.020). From CIRCLE_MU the circle decided the upper end wherever it was computed (8 of 8
+    circle first 5.020). With the power sums on its counts of few large ratios (:mod:`.power_sums`, two and three
+    members, 2026-12) it comes first at large noise too (below CIRCLE_EARLY_MU, more than FEW_DATABASES databases
+    a member), where it was last: sigma 1.82, 2 of 17, 1e-10, 1.861 in 0.35 s against the blocks of two's 1.872
+    in 2.8 s; sigma 2.37, 3 of 17, 1e-10, 1.963 (the blocks 1.981). Not at four members, where the two blocks of
+    two were the tighter (sigma 2.2, 4 of 22, 1e-8: 2.1950 first, 2.1875 last). From CIRCLE_MU the circle decided the upper end wherever it was computed (8 of 8
     random cases), and first it fits where it did not after the others (sigma 0.71, 18 of 447, 1e-10:
     [15.674, 16.039] -> [15.810, 16.039]; over 16 cases one 0.2% narrower, the others within 0.07%)."""
-    if not (isinstance(ratio, GaussianRatio) and CIRCLE_FIRST_MU <= ratio.mu and k >= 3
-            and (ratio.mu >= CIRCLE_MU or k >= CIRCLE_SHARE * t)):
+    summed = _power_sums_apply(ratio, k, 0) and k <= 3 and ratio.mu < CIRCLE_EARLY_MU and t > FEW_DATABASES * k
+    if not summed and not (isinstance(ratio, GaussianRatio) and CIRCLE_FIRST_MU <= ratio.mu and k >= 3
+                           and (ratio.mu >= CIRCLE_MU or k >= CIRCLE_SHARE * t)):
         return False
     low, high = _at(curve, curve.lower, delta, epsilon)
     return math.isfinite(high) and _reading(curve.directions[1], delta, epsilon) <= low + (high - low) / 2.0
