@@ -479,7 +479,8 @@ def seconds(ratio, t: int, k: int, target: float, tail: float, level: int = 0) -
     the level on either side of each count's coarse choice and of its saddle point), on the level's fine grid;
     infinite when the fine transform would exceed :data:`SIZE_LIMIT` there. Measured at the second level
     (one quiet core, 2026-12): 0.7 to 1.45 times the time taken at 3 to 25 of 13 to 999 (sigma 0.54 to 2.8)."""
-    counts = sum(1 for m in _count_masses(ratio, t, k, thresholds(t, k, level, target)).values() if m > tail)
+    cuts = thresholds(t, k, level, target)
+    counts = sum(1 for m in _count_masses(ratio, t, k, cuts).values() if m > tail)
     total = _FIXED_SECONDS
     reach = _reach(ratio, t, k, tail)
     searched = (2 * RISES + 1) * (counts + 4)  # (from the saddle point both ways: :func:`_coarse_search`)
@@ -489,7 +490,7 @@ def seconds(ratio, t: int, k: int, target: float, tail: float, level: int = 0) -
         if n > SIZE_LIMIT:
             return math.inf
         total += evaluations * _TRANSFORM_SECONDS * n * math.log2(n)
-    if len(thresholds(t, k, level, target)) == 1 and _power_sums_apply(ratio, k, 0):
+    if len(cuts) == 1 and _power_sums_apply(ratio, k, 0):
         total += (_MOST_LARGE + 1) * _POWER_SECONDS
     return total
 
@@ -617,11 +618,12 @@ def circle_curve(ratio, t: int, k: int, target: float, tail: float, level: int =
     # the counts of few large ratios: power sums where they are lower at the target (:mod:`.power_sums`)
     summed = 0
     if complete and len(cuts) == 1 and _power_sums_apply(ratio, k, 0):
+        wraps[True, None] = 0.0  # (a power sum's own charges go into the curve's as it is chosen)
         try:
             for n in sorted(n for n in kept if n[0] <= _MOST_LARGE):
                 effort.checkpoint()
                 found = _power_sum_bound(ratio, t, k, cuts[0], n[0], target, tail, clamp,
-                                               target - LOSS_SPAN, CELL_LOSS)
+                                         target - LOSS_SPAN, CELL_LOSS)
                 if found is None:
                     continue
                 bound = _CountBound(found.low, found.weight, np.full(found.weight.size, _NO_L1), found.squares,
@@ -629,7 +631,7 @@ def circle_curve(ratio, t: int, k: int, target: float, tail: float, level: int =
                 value = float(bound.raw(np.array([target]))[0]) + found.charge
                 if n not in best or value < best[n][0]:
                     best[n] = (value, bound, (True, None))
-                    wraps[True, None] = wraps.get((True, None), 0.0) + found.charge
+                    charge += found.charge
                     summed += 1
         except effort.Overdue:  # the counts done keep their power sums, the others the circle's bounds
             complete = False

@@ -207,8 +207,9 @@ def _wrap_charge(single: NDArray[np.float64], terms: int, h1: float, h2: float, 
                  coefficients: NDArray[np.float64]) -> float:
     """``E[L~(sum); p_1 >= R_1 or p_2 >= R_2]`` of the spread sum of ``terms`` small ratios (``R`` the
     lattice's ranges), the sums that wrap (module doc, "Charges"): ``L~ <= sum_i c_i E+_i`` with ``E+_i =
-    p_1^i / i!`` (and ``+ tau p_2 / 3`` for ``i = 3``), each monomial's tail by Chernoff, ``X^i 1{Z >= R} <=
-    (i / (e nu))^i e^{nu X + lambda (Z - R)}``, on the lattice law's own generating function."""
+    p_1^i / i!`` for ``i <= 2``, ``p_1^3 / 6 + tau p_2 / 3`` and ``p_1^4 / 24 + 5 p_2^2 / 12 + tau^2 p_1^2 / 6``
+    (above ``E_3`` and ``E_4``), each monomial's tail by Chernoff, ``X^i 1{Z >= R} <= (i / (e nu))^i e^{nu X +
+    lambda (Z - R)}``, on the lattice law's own generating function."""
     ranges = (single.shape[0] * h1, single.shape[1] * h2)
     scales = (tau, tau * tau)
     i1, i2 = np.nonzero(single > 0.0)
