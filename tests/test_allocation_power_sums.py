@@ -127,14 +127,43 @@ def test_the_count_bound_holds_a_direct_convolution():
                                            pytest.param(0.7, 5, 4, 1.0, marks=pytest.mark.slow)])  # (90 s)
 def test_the_circle_with_power_sums_holds_the_quadrature(mu, t, k, eps, monkeypatch):
     """Never below the exact delta of the direction P||Q at 3 and 4 databases (the quadrature's value less its
-    error), also with a range so short that most sums wrap (the wrap charged on the spread law itself)."""
+    error), also with a range so short that most sums wrap: widened (the lattices laid again) and not (the wrap
+    charged on the spread law itself)."""
     remove, _ = k_of_t_deltas(mu, t, k, eps)
     curve = circle.circle_curve(GaussianRatio(mu), t, k, eps, 1e-14)
     assert "power sums" in curve.description
     assert remove.value - remove.error <= float(curve.delta(eps)), (curve.delta(eps), remove)
     monkeypatch.setattr(power_sums, "RANGE_SD", 0.5)
+    widened = circle.circle_curve(GaussianRatio(mu), t, k, eps, 1e-14)
+    assert remove.value - remove.error <= float(widened.delta(eps)), (widened.delta(eps), remove)
+    monkeypatch.setattr(power_sums, "WIDENINGS", 0)
     short = circle.circle_curve(GaussianRatio(mu), t, k, eps, 1e-14)
     assert remove.value - remove.error <= float(short.delta(eps)), (short.delta(eps), remove)
+
+
+def test_a_range_is_widened_until_its_wrap_is_within_its_share(monkeypatch):
+    """sigma 1.48, 4 of 138, delta 1e-10, one large ratio: the tilt centred near the small ratios' mean leaves
+    p_2 too little range, and the sums that wrap were charged 1.5e-11 (a sixth of the target); the range of p_2
+    widened (twice), the charge is within a quarter of DROP_SHARE tails per axis plus the dropped nodes' share,
+    and the count's bound at the target is below the unwidened one by more than that charge's difference."""
+    ratio, t, k, n, target, delta = GaussianRatio(1.0 / 1.48), 138, 4, 1, 1.66, 1e-10
+    tail = 1e-4 * delta
+    cut = circle.thresholds(t, k, 0, target)[0]
+    clamp = ratio.clamp(circle.CLAMP_SHARE * tail)
+    low = target - circle.LOSS_SPAN
+
+    def at_target():
+        found = power_sums.count_bound(ratio, t, k, cut, n, target, tail, clamp, low, circle.CELL_LOSS)
+        bound = circle._CountBound(found.low, found.weight, np.full(found.weight.size, 1e300), found.squares, 1.0,
+                                   0.0)
+        return found.charge, float(bound.raw(np.array([target]))[0]) + found.charge
+
+    charge, value = at_target()
+    monkeypatch.setattr(power_sums, "WIDENINGS", 0)
+    narrow_charge, narrow_value = at_target()
+    assert narrow_charge > 1e-11
+    assert charge <= (0.5 + 1.0) * power_sums.DROP_SHARE * tail
+    assert value < narrow_value - 0.9 * (narrow_charge - charge)
 
 
 def test_only_gaussians_of_two_to_four_members():

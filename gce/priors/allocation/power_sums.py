@@ -49,7 +49,8 @@ Charges, each added to the count's bound:
 * *Range.* Spread sums beyond the lattice's range (``p_1 >= R_1`` or ``p_2 >= R_2``) wrap to smaller ones, which
   only adds mass; what they lose is at most ``E[L~(spread); p_1 >= R_1 or p_2 >= R_2]``, charged with ``L~ <=
   sum_i c_i E+_i`` (``E+_i`` monomials of ``p_1`` and ``p_2`` above ``E_i``) and each monomial's tail by Chernoff
-  on the spread law's own generating function (:func:`_wrap_charge`).
+  on the spread law's own generating function (:func:`_wrap_charge`). While the part along ``p_1`` or ``p_2``
+  passes its share, that axis' range is widened (:data:`WIDEN`) and the lattice laid again.
 * *Round-off.* Each node of the inverse transform is off by at most the L2 bound of
   :func:`.uniform_grid._transform_error` (tilted units, an estimate checked by the tests, as everywhere in the
   package; times ``||A||_2 <= 2 (f_1 f_2)^(1/2)`` after the coarser lattice's split ``A``). Charged by
@@ -99,6 +100,11 @@ RANGE_SD = 14.0
 #: Nodes, then configurations of large ratios, are dropped (and charged) while their sum stays below this
 #: multiple of the caller's tail (half each; the tail is about a ten-thousandth of the target delta).
 DROP_SHARE = 10.0
+#: The lattice's range along ``p_1`` or ``p_2`` is widened by this factor, at most :data:`WIDENINGS` times, while
+#: the sums that wrap along it are charged more than a quarter of :data:`DROP_SHARE` times the caller's tail (sigma
+#: 1.48, 4 of 138, delta 1e-10: with one large ratio the tilt centred near the sum's mean left ``p_2`` 1.5 ``tau^2``
+#: of range, and the wrap's charge was 1.5e-11, a sixth of the target; widened twice, 1.2e-14).
+WIDEN, WIDENINGS = 1.3, 3
 #: Seconds of one count's bound (an estimate, for :func:`.circle.seconds`): measured 0.04 to 0.25 s at 2 and 3
 #: of 10 to 593 (sigma 0.52 to 1.82, delta 1e-5 to 1e-10; one core, 2026-12).
 SECONDS = 0.2
@@ -204,12 +210,13 @@ def _log_mgf(x1: NDArray[np.float64], x2: NDArray[np.float64], log_mass: NDArray
 
 
 def _wrap_charge(single: NDArray[np.float64], terms: int, h1: float, h2: float, k: int, tau: float,
-                 coefficients: NDArray[np.float64]) -> float:
+                 coefficients: NDArray[np.float64]) -> tuple[float, float]:
     """``E[L~(sum); p_1 >= R_1 or p_2 >= R_2]`` of the spread sum of ``terms`` small ratios (``R`` the
     lattice's ranges), the sums that wrap (module doc, "Charges"): ``L~ <= sum_i c_i E+_i`` with ``E+_i =
     p_1^i / i!`` for ``i <= 2``, ``p_1^3 / 6 + tau p_2 / 3`` and ``p_1^4 / 24 + 5 p_2^2 / 12 + tau^2 p_1^2 / 6``
     (above ``E_3`` and ``E_4``), each monomial's tail by Chernoff, ``X^i 1{Z >= R} <= (i / (e nu))^i e^{nu X +
-    lambda (Z - R)}``, on the lattice law's own generating function."""
+    lambda (Z - R)}``, on the lattice law's own generating function: (the part for ``p_1 >= R_1``, for ``p_2 >=
+    R_2``), their sum the charge."""
     ranges = (single.shape[0] * h1, single.shape[1] * h2)
     scales = (tau, tau * tau)
     i1, i2 = np.nonzero(single > 0.0)
@@ -218,7 +225,7 @@ def _wrap_charge(single: NDArray[np.float64], terms: int, h1: float, h2: float, 
     monomials = {0: [(1.0, 0, 0)], 1: [(1.0, 0, 1)], 2: [(0.5, 0, 2)], 3: [(1.0 / 6.0, 0, 3), (tau / 3.0, 1, 1)],
                  4: [(1.0 / 24.0, 0, 4), (5.0 / 12.0, 1, 2), (tau * tau / 6.0, 0, 2)]}
     ladder = np.geomspace(1e-3, 40.0, 24)
-    total = 0.0
+    total = [0.0, 0.0]
     for i, c in enumerate(coefficients):
         if c <= 0.0:
             continue
@@ -232,8 +239,8 @@ def _wrap_charge(single: NDArray[np.float64], terms: int, h1: float, h2: float, 
                         log_bound = (power * math.log(power / (math.e * nu)) if power else 0.0) - lam * ranges[event] \
                             + terms * _log_mgf(x1, x2, log_mass, a, b)
                         best = min(best, log_bound)
-                total += c * factor * math.exp(min(best, 700.0))
-    return total
+                total[event] += c * factor * math.exp(min(best, 700.0))
+    return total[0], total[1]
 
 
 def _small_law(mu: float, tau: float, h1: float, h2: float) -> tuple[NDArray[np.int64], NDArray[np.int64],
@@ -339,14 +346,33 @@ def count_bound(ratio: GaussianRatio, t: int, k: int, cut: float, n: int, target
     reach1 = max(terms * m1 + RANGE_SD * math.sqrt(terms * v1), 1.5 * tau)
     reach2 = max(terms * m2 + RANGE_SD * math.sqrt(terms * v2), 1.5 * tau * tau)
     n1, n2 = P1_POINTS, P2_POINTS
-    h1, h2 = reach1 / n1, reach2 / n2
-    effort.checkpoint()
-    # one small ratio's law, tilted by e^{theta p_1}, normalised
-    i, j, mass = _small_law(mu, tau, h1, h2)
-    plain = np.zeros((n1, n2))  # (the lattice holds one term: at most tau + h_1 and tau^2 + h_2)
-    np.add.at(plain, (i, j), mass)
-    if not np.any(plain > 0.0):
+    # the large ratios' configurations (times the ways to choose which n databases are large)
+    ends, big = _large_nodes(mu, tau, clamp, LARGE_STEP)
+    e_large, beta = _configurations(n, k, ends, big)
+    keep = beta > 0.0
+    e_large, beta = e_large[keep], beta[keep] * math.exp(math.lgamma(t + 1) - math.lgamma(n + 1)
+                                                         - math.lgamma(t - n + 1))
+    if beta.size == 0:
         return None
+    choose = math.exp(log_choose)
+    mean_large = beta @ e_large
+    # the lattice's range, widened along each axis whose wrap charge passes its share (module doc, "Charges")
+    widths = [reach1, reach2]
+    for widening in range(WIDENINGS + 1):
+        h1, h2 = widths[0] / n1, widths[1] / n2
+        effort.checkpoint()
+        i, j, mass = _small_law(mu, tau, h1, h2)
+        plain = np.zeros((n1, n2))  # (the lattice holds one term: at most tau + h_1 and tau^2 + h_2)
+        np.add.at(plain, (i, j), mass)
+        if not np.any(plain > 0.0):
+            return None
+        wraps = _wrap_charge(plain, terms, h1, h2, k, tau, mean_large[::-1] / choose)
+        over = [wrap > 0.25 * DROP_SHARE * tail for wrap in wraps]
+        if not any(over) or widening == WIDENINGS:
+            break
+        widths = [width * WIDEN if wide else width for width, wide in zip(widths, over)]
+    charge = wraps[0] + wraps[1]
+    # one small ratio's law, tilted by e^{theta p_1}, normalised
     with np.errstate(divide="ignore"):
         logs = np.log(plain) + theta * (np.arange(n1) * h1)[:, None]
     top = float(np.max(logs))
@@ -372,19 +398,8 @@ def count_bound(ratio: GaussianRatio, t: int, k: int, cut: float, n: int, target
     p1 = (np.arange(masses.shape[0]) * f1 * h1)[:, None] * np.ones((1, masses.shape[1]))
     p2 = np.ones((masses.shape[0], 1)) * (np.arange(masses.shape[1]) * f2 * h2)[None, :]
     forms = _forms(p1.ravel(), p2.ravel(), k, tau, terms)
-    # the large ratios' configurations (times the ways to choose which n databases are large)
-    ends, big = _large_nodes(mu, tau, clamp, LARGE_STEP)
-    e_large, beta = _configurations(n, k, ends, big)
-    keep = beta > 0.0
-    e_large, beta = e_large[keep], beta[keep] * math.exp(math.lgamma(t + 1) - math.lgamma(n + 1)
-                                                         - math.lgamma(t - n + 1))
-    if beta.size == 0:
-        return None
     # E_b[L~] at each node, and the most L~ there
     reversed_forms = forms[::-1]  # row j: E_{k - j}
-    choose = math.exp(log_choose)
-    mean_large = beta @ e_large
-    charge = _wrap_charge(plain, terms, h1, h2, k, tau, mean_large[::-1] / choose)
     positive = np.maximum(reversed_forms, 0.0)  # (L~ - c)_+ <= sum_j e_j(large) max(E_{k - j}, 0)
     mean_l = mean_large @ positive / choose
     most_l = np.max(e_large, axis=0) @ positive / choose
