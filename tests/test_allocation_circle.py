@@ -463,6 +463,39 @@ def test_a_fine_grid_cut_by_the_time_limit_keeps_the_coarse_bounds(monkeypatch):
                for count in salvaged._counts)
 
 
+def test_a_later_level_cut_by_the_time_limit_keeps_the_earlier_counts(monkeypatch):
+    """The second level started from the first's counts (``earlier``) and cut after its first fine rate (as a
+    checkpoint does when the limit passes) is never looser than the first at the target, where the same level
+    cut without them is (its counts fall back to the coarse grid); both stay above the exact value (pure 3-DP, 4
+    of 30, epsilon 5, pure_dp_k_of_t_delta), and the complete second level is tighter still."""
+    from gce import effort
+
+    ratio, t, k, target = CanonicalRatio(3.0, 0.0), 30, 4, 5.0
+    first = circle.circle_curve(ratio, t, k, target, 1e-12)
+    second = circle.circle_curve(ratio, t, k, target, 1e-12, 1, first)
+    original, fine_calls = circle._rate_bounds, []
+
+    def cut(*args):
+        if args[-1] != circle.COARSE:
+            fine_calls.append(args[-3])
+            if len(fine_calls) % 2 == 0:
+                raise effort.Overdue
+        return original(*args)
+
+    monkeypatch.setattr(circle, "_rate_bounds", cut)
+    with effort.within(effort.Deadline(None)):
+        kept = circle.circle_curve(ratio, t, k, target, 1e-12, 1, first)
+        lost = circle.circle_curve(ratio, t, k, target, 1e-12, 1)
+    assert not kept.complete and not lost.complete
+    exact = pure_dp_k_of_t_delta(3.0, t, k, target)
+    at = {name: float(c.delta(target)) for name, c in
+          (("first", first), ("second", second), ("kept", kept), ("lost", lost))}
+    assert exact * (1 - 1e-9) <= at["second"] < at["first"], at
+    assert at["kept"] <= at["first"] * (1 + 1e-9) < at["lost"], at
+    for eps in (target - 0.5, target + 0.5):
+        assert float(kept.delta(eps)) >= pure_dp_k_of_t_delta(3.0, t, k, eps) * (1 - 1e-9)
+
+
 @pytest.mark.parametrize("sigma, t, k, tail", [(1.0, 8, 2, 1e-6), (0.6, 6, 3, 1e-9), (2.0, 12, 4, 1e-12)])
 def test_the_range_of_a_leaves_at_most_the_tail_past_it(sigma, t, k, tail):
     """The Chernoff range of ``A`` (:func:`~.circle._range`): the exact ``E_Q[e^A; A >= R]`` of the node laws'

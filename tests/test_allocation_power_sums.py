@@ -133,6 +133,13 @@ def test_the_circle_with_power_sums_holds_the_quadrature(mu, t, k, eps, monkeypa
     curve = circle.circle_curve(GaussianRatio(mu), t, k, eps, 1e-14)
     assert "power sums" in curve.description
     assert remove.value - remove.error <= float(curve.delta(eps)), (curve.delta(eps), remove)
+    # the second level takes the first's power sums over (not computed again: none is called)
+    calls = []
+    monkeypatch.setattr(circle, "_power_sum_bound", lambda *args: calls.append(args))
+    again = circle.circle_curve(GaussianRatio(mu), t, k, eps, 1e-14, 1, curve)
+    assert "power sums" in again.description and not calls
+    assert remove.value - remove.error <= float(again.delta(eps)) <= float(curve.delta(eps)) * (1 + 1e-9)
+    monkeypatch.undo()
     monkeypatch.setattr(power_sums, "RANGE_SD", 0.5)
     widened = circle.circle_curve(GaussianRatio(mu), t, k, eps, 1e-14)
     assert remove.value - remove.error <= float(widened.delta(eps)), (widened.delta(eps), remove)

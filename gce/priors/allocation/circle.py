@@ -101,7 +101,10 @@ target. The fine rates run in the order of their counts' largest P-mass, so when
 limit passes during them (a checkpoint, :mod:`gce.effort`) the counts that decide have their fine bounds and
 the others keep their coarse ones: the curve is returned, marked incomplete, and the stop is recorded (at
 sigma 0.54, 20 of 278, delta 1e-5, a level that finished 0.02 s past the default 5 s was thrown away: 29.45,
-the decomposition's, against 26.67).
+the decomposition's, against 26.67). The second level starts from the first's bounds count by count (and its
+power sums, which do not depend on the level), so that cut it is never looser than the first at the target;
+it then starts when half its estimate fits (sigma 1.06, 11 of 310, delta 1e-10: it had 2.1 s left for an
+estimate of 2.8 s, took 1.9 s, and brought [5.190, 5.243] to [5.190, 5.237] within the default 5 s).
 
 Floating point
 --------------
@@ -258,8 +261,16 @@ class CircleCurve(PrivacyCurve):
     bounds added up, with the charges (clamp, counts cut, the transforms' range). A valid bound on that
     direction only."""
 
-    def __init__(self, counts: list[_CountBound], charge: float, description: str, complete: bool = True):
+    def __init__(self, counts: list[_CountBound], charge: float, description: str, complete: bool = True,
+                 parts: dict[tuple[int, ...], tuple[_CountBound, float]] | None = None,
+                 cuts: tuple[float, ...] = (), sums: dict | None = None):
         self._counts = tuple(counts)
+        # each count's bound with a charge that covers it alone (its transform's range, or its power sums'
+        # charges), the thresholds, and every count's power sums computed (None: no bound there), chosen or
+        # not: what a later level starts from (:func:`circle_curve`, ``earlier``)
+        self.parts = dict(parts or {})
+        self.cuts = tuple(cuts)
+        self.sums = dict(sums or {})
         self.complete = complete  # False: the time limit cut the fine grid (some counts kept their coarse bounds)
         self._charge = float(charge)
         self.description = description
@@ -472,13 +483,14 @@ def _node_laws(ratio, r: float, cuts: tuple[float, ...], top: float, grid: tuple
     return laws
 
 
-def seconds(ratio, t: int, k: int, target: float, tail: float, level: int = 0) -> float:
+def seconds(ratio, t: int, k: int, target: float, tail: float, level: int = 0, summed: bool = False) -> float:
     """Estimated seconds of :func:`circle_curve` (from the transforms' sizes at the rate ``k / (t - k)`` and
     the counts above the cut, never measured): :data:`_FIXED_SECONDS`, the coarse search (from each count's
     saddle point, :data:`RISES` rates either way past its least) and the fine one (:data:`FINE_NEIGHBOURS` of
     the level on either side of each count's coarse choice and of its saddle point), on the level's fine grid;
     infinite when the fine transform would exceed :data:`SIZE_LIMIT` there. Measured at the second level
-    (one quiet core, 2026-12): 0.7 to 1.45 times the time taken at 3 to 25 of 13 to 999 (sigma 0.54 to 2.8)."""
+    (one quiet core, 2026-12): 0.7 to 1.45 times the time taken at 3 to 25 of 13 to 999 (sigma 0.54 to 2.8).
+    ``summed``: an earlier level's power sums are taken over (:func:`circle_curve`, ``earlier``)."""
     cuts = thresholds(t, k, level, target)
     counts = sum(1 for m in _count_masses(ratio, t, k, cuts).values() if m > tail)
     total = _FIXED_SECONDS
@@ -490,7 +502,7 @@ def seconds(ratio, t: int, k: int, target: float, tail: float, level: int = 0) -
         if n > SIZE_LIMIT:
             return math.inf
         total += evaluations * _TRANSFORM_SECONDS * n * math.log2(n)
-    if len(cuts) == 1 and _power_sums_apply(ratio, k, 0):
+    if len(cuts) == 1 and _power_sums_apply(ratio, k, 0) and not summed:
         total += (_MOST_LARGE + 1) * _POWER_SECONDS
     return total
 
@@ -537,13 +549,19 @@ def _v_cells(t: int, k: int, grid: tuple[float, float, float]) -> int:
     return _fft.next_fast_len(int(math.ceil((min(0.25 * t, V_SPAN * k + V_MARGIN) + 1.0) / grid[2])), real=True)
 
 
-def circle_curve(ratio, t: int, k: int, target: float, tail: float, level: int = 0) -> CircleCurve | None:
+def circle_curve(ratio, t: int, k: int, target: float, tail: float, level: int = 0,
+                 earlier: CircleCurve | None = None) -> CircleCurve | None:
     """The upper curve of the direction P||Q of one k-of-t allocation (module doc), each count's rate chosen
     at the loss ``target`` (the epsilon the caller expects): on the coarse grid :data:`COARSE` every rate
     from the largest down (a count stops once its value has risen :data:`RISES` times past its least), then
     on the fine grid (:func:`fine_grid`) the coarse choice (and :data:`FINE_NEIGHBOURS` of the level on either
     side). None when the ratio has P-mass outside Q's support or every rate's transform would exceed
-    :data:`SIZE_LIMIT`."""
+    :data:`SIZE_LIMIT`.
+
+    ``earlier``: a curve of an earlier level of the same question (the same thresholds). Each of its counts'
+    bounds (valid on its own, with its own charge) starts as that count's bound where lower at the target than
+    the coarse grid's, so that a level cut by the time limit is never looser than the last one count by count,
+    and its power sums (which do not depend on the level) are not computed again."""
     if not 1 < k < t:
         raise ValueError(f"k must be in (1, t), got k = {k}, t = {t}")
     if ratio.singular > 0 or ratio.trivial:
@@ -591,9 +609,16 @@ def circle_curve(ratio, t: int, k: int, target: float, tail: float, level: int =
                 tries.setdefault(j, set()).add(n)
     # each count's bound: the coarse grid's least (valid too), then the fine grid's where lower at the target;
     # the charge beyond the transforms' range is each (grid, rate)'s that a chosen bound uses
-    best: dict[tuple[int, ...], tuple[float, _CountBound, tuple[bool, int]]] = {
+    best: dict[tuple[int, ...], tuple[float, _CountBound, tuple]] = {
         n: (value, bound, (False, i)) for n, (value, i, bound, _) in coarse.items()}
-    wraps: dict[tuple[bool, int], float] = {(False, i): wrap for _, i, _, wrap in coarse.values()}
+    wraps: dict[tuple, float] = {(False, i): wrap for _, i, _, wrap in coarse.values()}
+    reused = earlier.parts if earlier is not None and earlier.cuts == cuts else {}
+    for n, (bound, own) in reused.items():
+        if n in kept:  # (an earlier count's own charge: as it is chosen, once per count)
+            value = float(bound.raw(np.array([target]))[0]) + own
+            if n not in best or value < best[n][0]:
+                best[n] = (value, bound, ("earlier", n))
+                wraps["earlier", n] = own
     # the rates of the counts of the most P-mass first: where the time limit cuts the fine grid (an estimate
     # short on a loaded machine), the counts that decide have their fine bounds and the others keep their
     # coarse ones (module doc, "Which r")
@@ -615,24 +640,26 @@ def circle_curve(ratio, t: int, k: int, target: float, tail: float, level: int =
         complete = False
         effort.current().stop("allocation (the direction P||Q by Cauchy's circle: the fine grid, some counts on "
                               "the coarse one) at its loss target: a step overran its estimate")
-    # the counts of few large ratios: power sums where they are lower at the target (:mod:`.power_sums`)
-    summed = 0
+    # the counts of few large ratios: power sums where they are lower at the target (:mod:`.power_sums`); an
+    # earlier level's (the same thresholds) are not computed again
+    sums: dict[tuple[int, ...], tuple[_CountBound, float] | None] = dict(earlier.sums) if reused else {}
     if complete and len(cuts) == 1 and _power_sums_apply(ratio, k, 0):
-        wraps[True, None] = 0.0  # (a power sum's own charges go into the curve's as it is chosen)
         try:
             for n in sorted(n for n in kept if n[0] <= _MOST_LARGE):
-                effort.checkpoint()
-                found = _power_sum_bound(ratio, t, k, cuts[0], n[0], target, tail, clamp,
-                                         target - LOSS_SPAN, CELL_LOSS)
-                if found is None:
+                if n not in sums:
+                    effort.checkpoint()
+                    found = _power_sum_bound(ratio, t, k, cuts[0], n[0], target, tail, clamp,
+                                             target - LOSS_SPAN, CELL_LOSS)
+                    sums[n] = None if found is None else (
+                        _CountBound(found.low, found.weight, np.full(found.weight.size, _NO_L1), found.squares,
+                                    masses[n], math.nan), found.charge)
+                if sums[n] is None:
                     continue
-                bound = _CountBound(found.low, found.weight, np.full(found.weight.size, _NO_L1), found.squares,
-                                    masses[n], math.nan)
-                value = float(bound.raw(np.array([target]))[0]) + found.charge
+                bound, own = sums[n]
+                value = float(bound.raw(np.array([target]))[0]) + own
                 if n not in best or value < best[n][0]:
-                    best[n] = (value, bound, (True, None))
-                    charge += found.charge
-                    summed += 1
+                    best[n] = (value, bound, ("sums", n))
+                    wraps["sums", n] = own  # (its own charges, as it is chosen)
         except effort.Overdue:  # the counts done keep their power sums, the others the circle's bounds
             complete = False
             effort.current().stop("allocation (the direction P||Q by Cauchy's circle: the power sums of some "
@@ -642,14 +669,16 @@ def circle_curve(ratio, t: int, k: int, target: float, tail: float, level: int =
     if not best:
         return None
     chosen = [bound for _, bound, _ in best.values()]
+    summed = sum(1 for _, bound, _ in best.values() if math.isnan(bound.rate))
     used = sorted({bound.rate for bound in chosen if not math.isnan(bound.rate)})
     charge += sum(wraps[key] for key in {key for _, _, key in best.values()})
-    coarse_left = sum(1 for _, _, (on_fine, _) in best.values() if not on_fine)
+    coarse_left = sum(1 for _, _, (on_fine, _) in best.values() if on_fine is False)
+    parts = {n: (bound, wraps[key]) for n, (_, bound, key) in best.items()}
     rates_text = f", rates {used[0]:.3g} to {used[-1]:.3g}" if used else ""
     return CircleCurve(chosen, charge, f"Cauchy's circle, {len(cuts)} threshold(s), {len(chosen)} counts"
                                        f"{rates_text}" + (f", {summed} by power sums" if summed else "")
                                        + ("" if complete else f", {coarse_left} on the coarse grid (the time "
-                                                              f"limit)"), complete)
+                                                              f"limit)"), complete, parts, cuts, sums)
 
 
 def _coarse_search(question, grid_rates: tuple[float, ...], kept, saddles: dict[tuple[int, ...], float],

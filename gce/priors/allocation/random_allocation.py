@@ -160,9 +160,10 @@ def allocation_curve(mu: float, t: int, k: int = 1, epochs: int = 1, rtol: float
         circled = (epochs == 1 and decomposition is not None and 1 < k < t
                    and _circle_first(ratio, t, k, curve, delta, epsilon))
         first = (0,) if CIRCLE_SECOND_LAST else None  # (the second level after the lower end's steps)
+        circles: dict[str, object] = {}  # the last level of the circle computed (_with_circle), one computation's
         if circled:
             curve = _overdue_kept(curve, "Cauchy's circle", delta, epsilon, _with_circle, ratio, t, k, rtol, delta,
-                                  epsilon, tail, curve, decomposition, True, first)
+                                  epsilon, tail, curve, decomposition, True, first, circles)
             for dx in dict.fromkeys((*COUNT_CELLS[1:], FINEST_SUMS)):
                 curve = _overdue_kept(curve, "sums of logarithms", delta, epsilon, _with_finer_sums, ratio, t, k,
                                       rtol, delta, epsilon, curve, dx)
@@ -178,7 +179,7 @@ def allocation_curve(mu: float, t: int, k: int = 1, epochs: int = 1, rtol: float
                      and (not isinstance(ratio, GaussianRatio) or ratio.mu >= CIRCLE_EARLY_MU))
             if early:  # the circle before the lower end's rate per count (its seconds decide more there)
                 curve = _overdue_kept(curve, "Cauchy's circle", delta, epsilon, _with_circle, ratio, t, k, rtol,
-                                      delta, epsilon, tail, curve, decomposition, True, first)
+                                      delta, epsilon, tail, curve, decomposition, True, first, circles)
             chosen: dict[int, int] = {}  # the counts' rates, chosen by one step for the next (log_statistic)
             curve = _overdue_kept(curve, "a rate per count", delta, epsilon, _with_counts_below, ratio, t, k, rtol,
                                   delta, epsilon, curve, COUNT_CELLS[0], chosen)
@@ -194,10 +195,11 @@ def allocation_curve(mu: float, t: int, k: int = 1, epochs: int = 1, rtol: float
             if decomposition is not None and not circled and not early:
                 # at large noise, last: the circle once the lower end has had its steps (_with_circle)
                 curve = _overdue_kept(curve, "Cauchy's circle", delta, epsilon, _with_circle, ratio, t, k, rtol, delta,
-                                      epsilon, tail, curve, decomposition, True)
+                                      epsilon, tail, curve, decomposition, True, None, circles)
             elif first is not None and _CIRCLE_TEXT in curve.description:  # its second level, after the lower end
                 curve = _overdue_kept(curve, "Cauchy's circle", delta, epsilon, _with_circle, ratio, t, k, rtol, delta,
-                                      epsilon, tail, curve, decomposition, True, tuple(range(1, len(CIRCLE_LEVELS))))
+                                      epsilon, tail, curve, decomposition, True, tuple(range(1, len(CIRCLE_LEVELS))),
+                                      circles)
     if isinstance(ratio, GaussianRatio):
         return _no_worse_than_composition(curve, ratio.mu * math.sqrt(k * epochs), ratio.mu * k * math.sqrt(epochs / t))
     return curve
@@ -388,6 +390,9 @@ _CIRCLE_TEXT = "P||Q tightened by Cauchy's circle"
 #: The circle's first level starts when this share of its estimate fits the time left (:func:`_with_circle`): a
 #: fine grid cut by the limit keeps its coarse bounds where it did not reach (:func:`.circle.circle_curve`).
 CIRCLE_STARTS = 0.75
+#: A later level of the circle, which starts from each count's bound of the earlier one (:func:`.circle.circle_curve`,
+#: ``earlier``: cut by the limit it is never looser count by count), starts when this share of its estimate fits.
+CIRCLE_AGAIN_STARTS = 0.5
 
 
 def _circle_first(ratio, t: int, k: int, curve: AllocationCurve, delta: float | None, epsilon: float | None) -> bool:
@@ -424,7 +429,8 @@ def _circle_first(ratio, t: int, k: int, curve: AllocationCurve, delta: float | 
 
 def _with_circle(ratio, t: int, k: int, rtol: float, delta: float | None, epsilon: float | None, tail: float,
                  curve: AllocationCurve, decomposition: tuple[PrivacyCurve, PrivacyCurve],
-                 early: bool = False, levels: tuple[int, ...] | None = None) -> AllocationCurve:
+                 early: bool = False, levels: tuple[int, ...] | None = None,
+                 circles: dict[str, object] | None = None) -> AllocationCurve:
     """k of t, one allocation: the curve tightened in the direction P||Q by Cauchy's circle (:mod:`.circle`),
     the direction Q||P left to the decomposition (``decomposition``: its two directions' upper curves). Each
     direction's least upper curve is valid and the pair's curve is the larger of its two directions, so the
@@ -454,22 +460,26 @@ def _with_circle(ratio, t: int, k: int, rtol: float, delta: float | None, epsilo
         return curve
     width = _width(low, high)
     best, done, stopped, beyond, tried, done_level = curve, None, False, False, False, 0
+    circles = {} if circles is None else circles
     for level in range(len(CIRCLE_LEVELS)) if levels is None else levels:  # the fine grid, then halved
-        seconds = _circle_seconds(ratio, t, k, target, tail, level)
+        earlier = circles.get("last")
+        seconds = _circle_seconds(ratio, t, k, target, tail, level, earlier is not None and bool(earlier.sums))
         if not math.isfinite(seconds):  # beyond the transforms' size (small noise): not a stop of the clock
             beyond = True
             break
-        # (its fine grid, the larger part, keeps what it did when the limit cuts it: the first level starts when
-        # CIRCLE_STARTS of its estimate fits)
-        if not _may_refine(seconds * (CIRCLE_STARTS if level == 0 else 1.0), f"allocation (the direction P||Q "
-                           f"by Cauchy's circle, level {level + 1})", delta, epsilon, width):
+        # (its fine grid, the larger part, keeps what it did when the limit cuts it, and a later level each count's
+        # earlier bound: a level starts when CIRCLE_STARTS, a later one CIRCLE_AGAIN_STARTS, of its estimate fits)
+        share = CIRCLE_STARTS if earlier is None else CIRCLE_AGAIN_STARTS
+        if not _may_refine(seconds * share, f"allocation (the direction P||Q by Cauchy's circle, level {level + 1})",
+                           delta, epsilon, width):
             stopped = _STOPPED not in curve.description
             break
         tried = True
         try:  # (run by :func:`_overdue_kept`: a level that overruns keeps the last completed one)
-            circle = circle_curve(ratio, t, k, target, tail, level)
+            circle = circle_curve(ratio, t, k, target, tail, level, earlier)
             if circle is None:
                 break
+            circles["last"] = circle
             pair = AllocationCurve([_Least([decomposition[0], circle]), decomposition[1]], curve.lower, "")
             tightened = AllocationCurve([_Least([best, pair])], curve.lower, "")
             new_high = _at(tightened, curve.lower, delta, epsilon)[1]
