@@ -42,9 +42,11 @@ Peers measured in the same run:
     them, at most 2% in all): per seed, 14 cases with t log-uniform in [5, 1000], k uniform in [2, min(25,
     t / 2)], sigma log-uniform in [0.5, 3] (two decimals), delta 1e-5, 1e-6, 1e-8 or 1e-10; each bracket, its
     width and seconds, beside dp-accounting's Poisson-subsampled Gaussian at rate k/t composed t times
-    (upper / theirs), and the shares within 1% and 2%. Seeds 1 to 4 (2026-12-06, one run per core side by
-    side): 46 of 56 within 1%, 55 within 2%, median 0.86%, widest 2.43% with the power sums on the circle's
-    counts of few large ratios; 39, 52, 0.945% and 4.65% after the circle's h_t (one run alone on a quiet core:
+    (upper / theirs), and the shares within 1% and 2%. Seeds 1 to 4 (2026-12-06, one run on one core, the
+    other quiet): 47 of 56 within 1%, 56 within 2%, median 0.86%, widest 1.90% with the power sums' ranges
+    widened and the circle's second level started from the first's counts (46, 56 before them, the same way);
+    46 of 56 within 1%, 55 within 2%, median 0.86%, widest 2.43% (one run per core side by side) with the power
+    sums on the circle's counts of few large ratios; 39, 52, 0.945% and 4.65% after the circle's h_t (one run alone on a quiet core:
     38, 52); 33, 47 and 0.955% after the blocks' one map (28, 45, 1.005% before; 19, 36,
     1.375% and 4.88% the day before; on a machine a quarter slower 30 and 46: docs/performance.md).
 
