@@ -455,7 +455,9 @@ def _with_circle(ratio, t: int, k: int, rtol: float, delta: float | None, epsilo
     first level starts when :data:`CIRCLE_STARTS` of its estimate fits (a fine grid cut by the limit keeps its
     coarse bounds). ``levels``: those of :data:`~.circle.THRESHOLDS` to try (all by default); where the circle
     comes before the lower end's steps the caller takes the first there and the second after them
-    (:data:`CIRCLE_SECOND_LAST`)."""
+    (:data:`CIRCLE_SECOND_LAST`). ``circles``: the last level computed, kept by the caller for the next call (one
+    computation's): a later level starts from it count by count, and when ``CIRCLE_AGAIN_STARTS`` of its
+    estimate fits."""
     low, high, target = _wide_at(curve, rtol, delta, epsilon)
     if target is None or (isinstance(ratio, GaussianRatio) and ratio.mu < CIRCLE_MU and not early):
         return curve
