@@ -483,14 +483,16 @@ def _node_laws(ratio, r: float, cuts: tuple[float, ...], top: float, grid: tuple
     return laws
 
 
-def seconds(ratio, t: int, k: int, target: float, tail: float, level: int = 0, summed: bool = False) -> float:
+def seconds(ratio, t: int, k: int, target: float, tail: float, level: int = 0,
+            earlier: CircleCurve | None = None) -> float:
     """Estimated seconds of :func:`circle_curve` (from the transforms' sizes at the rate ``k / (t - k)`` and
     the counts above the cut, never measured): :data:`_FIXED_SECONDS`, the coarse search (from each count's
     saddle point, :data:`RISES` rates either way past its least) and the fine one (:data:`FINE_NEIGHBOURS` of
     the level on either side of each count's coarse choice and of its saddle point), on the level's fine grid;
     infinite when the fine transform would exceed :data:`SIZE_LIMIT` there. Measured at the second level
     (one quiet core, 2026-12): 0.7 to 1.45 times the time taken at 3 to 25 of 13 to 999 (sigma 0.54 to 2.8).
-    ``summed``: an earlier level's power sums are taken over (:func:`circle_curve`, ``earlier``)."""
+    ``earlier``: the level :func:`circle_curve` starts from, whose power sums it takes over at the same
+    thresholds (:func:`_takes_over`)."""
     cuts = thresholds(t, k, level, target)
     counts = sum(1 for m in _count_masses(ratio, t, k, cuts).values() if m > tail)
     total = _FIXED_SECONDS
@@ -502,7 +504,7 @@ def seconds(ratio, t: int, k: int, target: float, tail: float, level: int = 0, s
         if n > SIZE_LIMIT:
             return math.inf
         total += evaluations * _TRANSFORM_SECONDS * n * math.log2(n)
-    if len(cuts) == 1 and _power_sums_apply(ratio, k, 0) and not summed:
+    if len(cuts) == 1 and _power_sums_apply(ratio, k, 0) and not (_takes_over(earlier, cuts) and earlier.sums):
         total += (_MOST_LARGE + 1) * _POWER_SECONDS
     return total
 
@@ -612,7 +614,8 @@ def circle_curve(ratio, t: int, k: int, target: float, tail: float, level: int =
     best: dict[tuple[int, ...], tuple[float, _CountBound, tuple]] = {
         n: (value, bound, (False, i)) for n, (value, i, bound, _) in coarse.items()}
     wraps: dict[tuple, float] = {(False, i): wrap for _, i, _, wrap in coarse.values()}
-    reused = earlier.parts if earlier is not None and earlier.cuts == cuts else {}
+    same = _takes_over(earlier, cuts)
+    reused = earlier.parts if same else {}
     for n, (bound, own) in reused.items():
         if n in kept:  # (an earlier count's own charge: as it is chosen, once per count)
             value = float(bound.raw(np.array([target]))[0]) + own
@@ -642,7 +645,7 @@ def circle_curve(ratio, t: int, k: int, target: float, tail: float, level: int =
                               "the coarse one) at its loss target: a step overran its estimate")
     # the counts of few large ratios: power sums where they are lower at the target (:mod:`.power_sums`); an
     # earlier level's (the same thresholds) are not computed again
-    sums: dict[tuple[int, ...], tuple[_CountBound, float] | None] = dict(earlier.sums) if reused else {}
+    sums: dict[tuple[int, ...], tuple[_CountBound, float] | None] = dict(earlier.sums) if same else {}
     if complete and len(cuts) == 1 and _power_sums_apply(ratio, k, 0):
         try:
             for n in sorted(n for n in kept if n[0] <= _MOST_LARGE):
@@ -679,6 +682,12 @@ def circle_curve(ratio, t: int, k: int, target: float, tail: float, level: int =
                                        f"{rates_text}" + (f", {summed} by power sums" if summed else "")
                                        + ("" if complete else f", {coarse_left} on the coarse grid (the time "
                                                               f"limit)"), complete, parts, cuts, sums)
+
+
+def _takes_over(earlier: CircleCurve | None, cuts: tuple[float, ...]) -> bool:
+    """Whether a level at the thresholds ``cuts`` starts from ``earlier``'s counts and power sums (the same
+    thresholds: at few databases a member they move with the target, :func:`thresholds`)."""
+    return earlier is not None and earlier.cuts == cuts
 
 
 def _coarse_search(question, grid_rates: tuple[float, ...], kept, saddles: dict[tuple[int, ...], float],

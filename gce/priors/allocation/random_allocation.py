@@ -25,7 +25,6 @@ from .circle import FEW_DATABASES
 from .circle import THRESHOLDS as CIRCLE_LEVELS
 from .circle import circle_curve
 from .circle import seconds as _circle_seconds
-from .circle import thresholds as _circle_cuts
 from .decomposition import _blocks, _composed, _exact_blocks, _loss_interval, _NoRoom
 from .epochs import compose_epochs, epochs_tail
 from .log_statistic import by_counts as _by_counts
@@ -466,9 +465,7 @@ def _with_circle(ratio, t: int, k: int, rtol: float, delta: float | None, epsilo
     circles = {} if circles is None else circles
     for level in range(len(CIRCLE_LEVELS)) if levels is None else levels:  # the fine grid, then halved
         earlier = circles.get("last")
-        # (its power sums are taken over only at the same thresholds, which at few databases move with the target)
-        summed = earlier is not None and bool(earlier.sums) and earlier.cuts == _circle_cuts(t, k, level, target)
-        seconds = _circle_seconds(ratio, t, k, target, tail, level, summed)
+        seconds = _circle_seconds(ratio, t, k, target, tail, level, earlier)
         if not math.isfinite(seconds):  # beyond the transforms' size (small noise): not a stop of the clock
             beyond = True
             break
