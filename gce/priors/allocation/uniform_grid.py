@@ -117,12 +117,30 @@ def _entry_noise(size: int, terms: int, laws: Sequence[NDArray[np.float64]]) -> 
     return _transform_error(size, terms, max(float(np.linalg.norm(x)) for x in laws))
 
 
+def integer_power(spectrum: NDArray[np.complex128], count: int) -> NDArray[np.complex128]:
+    """``spectrum ** count`` (``count >= 1``) by repeated squaring, as numpy's own power does below a count
+    of 100; above it numpy calls the complex ``pow``, thirty times slower (0.8 ms on 3,000 points at 338).
+    Each product of two numbers of modulus at most 1 (a law's transform) adds at most a few ``eps`` to the
+    error it inherits, which squaring doubles: the error of the power stays linear in ``count``, as the
+    allowance (:func:`_transform_error`) takes it (module doc, "Floating point")."""
+    if count < 1:
+        raise ValueError(f"count must be at least 1, got {count}")
+    out, base = None, spectrum
+    while True:
+        if count & 1:
+            out = base.copy() if out is None else out * base
+        count >>= 1
+        if not count:
+            return out
+        base = base * base
+
+
 def _power(spectra: Sequence[tuple[NDArray[np.complex128], int]]) -> NDArray[np.complex128]:
     out = None
     for spectrum, count in spectra:
         if count == 0:
             continue
-        factor = spectrum if count == 1 else np.power(spectrum, count)
+        factor = integer_power(spectrum, count)
         out = factor if out is None else out * factor
     return out
 
