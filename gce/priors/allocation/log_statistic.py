@@ -148,6 +148,12 @@ _TRANSFORM_CALL_SECONDS = 5e-5
 #: Seconds of a call's fixed work (the cells of each rate, the laws' curves read at the target): measured 0.03
 #: to 0.05 s where the transforms are small.
 _CALL_SECONDS = 0.1
+#: A sum's share of its five transforms' time in :func:`by_counts` (:func:`count_seconds`), its terms' forward
+#: transforms shared by a rate's sums (:func:`_tilted`) and its powers taken by squaring: over 24 steps (8
+#: cases of 4 to 25 of 18 to 418, cells 0.05, 0.02 and 0.005; one quiet core, 2026-12-06) the estimate was
+#: 1.04 times the time taken (median; 0.61 to 1.94) before and 2.05 times after; 1.01 (0.68 to 1.95) with this
+#: share.
+_SHARED_SUM = 0.55
 #: Masses below this (relative to 1) in the last cells are not worth cells of their own: merged into the last.
 _NEGLIGIBLE = 1e-300
 #: The rates of :func:`by_counts`: ``k / (t - k)`` times ``e^{j RATE_STEP}``, ``j`` from 4 down to -16 (``e^1`` to
@@ -364,8 +370,9 @@ def count_seconds(ratio, t: int, k: int, dx: float = CELL, thetas: tuple[float, 
     :data:`_TRANSFORM_SECONDS`, and :data:`_CALL_SECONDS`. Measured on 2 cores, 2026-12, over 42 steps of 0.1
     to 36 s (2 to 25 of 8 to 993, sigma 0.6 to 2.6, cells 0.05 to 0.01): 0.87 to 2.8 times the time taken,
     median 1.36 (it is interruptible: :func:`~.random_allocation._overdue_kept`; 18 of 234 at sigma 0.74, cells
-    0.05: 43.7 s estimated, 35.9 s taken)."""
-    terms = sum(min(k, c) + 2 for c in _kept_counts(ratio, t, k))
+    0.05: 43.7 s estimated, 35.9 s taken). Since the terms' forward transforms are shared by a rate's sums
+    (:func:`_tilted`) and powers are taken by squaring, each sum costs :data:`_SHARED_SUM` of that."""
+    terms = _SHARED_SUM * sum(min(k, c) + 2 for c in _kept_counts(ratio, t, k))
     total = _CALL_SECONDS
     rates = count_rates(t, k)
     # every other rate, or (finer cells) five of them per count; the choice on CHOOSING_CELL made before (chosen)
