@@ -94,12 +94,13 @@ def test_each_k_of_t_step_takes_about_its_estimate():
     # against is an estimate tens of times off (the decomposition's were 50 to 100 times), and on this
     # machine's two cores a busy neighbour inflated even the CPU seconds of a step up to six times (the
     # first grid's estimate, shared with 1 of t, is tens of milliseconds off at most). The four cases take every
-    # kind of step in turn: the decomposition's refinements (2 of 593), a rate per count (13 of 505), the
-    # circle (5 of 12; 2 of 593 with its power sums) and the blocks of two (5 of 12, 2 of 11: 3 s; 13 of 505
-    # leaves them out, random_allocation._pairs_may_tighten; at 3 of 17, sigma 2.37, the circle with power sums
+    # kind of step in turn: the decomposition's refinements (2 of 593), a rate per count (8 of 347, sigma 0.67:
+    # 0.6 to 1.2 s a step; at 13 of 505, sigma 1.15, they take 0.2 to 0.26 s since powers by squaring, below
+    # what is checked), the circle (5 of 12; 2 of 593 with its power sums) and the blocks of two (5 of 12, 2 of
+    # 11; 8 of 347 leaves them out, random_allocation._pairs_may_tighten; at 3 of 17, sigma 2.37, the circle with power sums
     # comes first and leaves them nothing to do since 2026-12). Not the epochs engine's (the blocks at any delta): its
     # estimates are fitted to epochs of 1 of t and run 3.5 to 6 times over these small blocks.
-    cases = [(0.52, 2, 593, 1e-5, 8.0), (1.15, 13, 505, 1e-8, 10.0), (1.8, 5, 12, 1e-10, 8.0),
+    cases = [(0.52, 2, 593, 1e-5, 8.0), (0.67, 8, 347, 1e-8, 10.0), (1.8, 5, 12, 1e-10, 8.0),
              (0.52, 2, 11, 1e-8, 8.0)]
     checked = []
     for sigma, k, t, delta, cap in cases:
