@@ -152,7 +152,7 @@ from .power_sums import MOST_LARGE as _MOST_LARGE
 from .power_sums import SECONDS as _POWER_SECONDS
 from .power_sums import applies as _power_sums_apply
 from .power_sums import count_bound as _power_sum_bound
-from .uniform_grid import _entry_noise, _noise, integer_power
+from .uniform_grid import _entry_noise, _noise, _power
 
 #: The grid on which each count's rate is chosen (every rate tried).
 COARSE = (0.01, 0.1, 0.25)
@@ -791,12 +791,7 @@ def _rate_bounds(ratio, t: int, k: int, cuts, top: float, masses, target: float,
                               _noise(n_a * n_v, t, tilted), _entry_noise(n_a * n_v, t, tilted))
         transforms, logs, noise, per_node = spectra[theta]
         scale = math.lgamma(t + 1) + sum(c * logs[b] - math.lgamma(c + 1) for b, c in enumerate(bands) if c)
-        product = None  # prod_b spectrum_b^c_b, powers by squaring (in place: the arrays are large)
-        for b, c in enumerate(bands):
-            if c:
-                factor = integer_power(transforms[b], c)
-                product = factor if product is None else np.multiply(product, factor, out=product)
-        law = np.maximum(_fft.irfft2(product, (n_a, n_v)), 0.0)
+        law = np.maximum(_fft.irfft2(_power(list(zip(transforms, bands))), (n_a, n_v)), 0.0)
         bounds[n] = _collapse(law, noise, per_node, scale, theta, a_grid, log_g, target, masses[n], r, cells)
     return bounds, wrap
 

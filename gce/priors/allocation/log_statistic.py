@@ -111,7 +111,7 @@ from scipy import special
 from ... import effort
 from ...errors import NumericalLimitError
 from .bracket import _Law
-from .uniform_grid import _entry_noise, _noise, integer_power
+from .uniform_grid import _entry_noise, _noise, _power
 
 #: Width of the statistic's cells (in log(1 + r W)): at 0.02 the epsilon certified at sigma 0.5, 10 of 100
 #: moved by under 0.3%.
@@ -323,16 +323,15 @@ def _convolved(terms, n: int, dx: float, thetas: tuple[float, ...] = TILTS, per_
         else:
             size = _fft.next_fast_len(reach, real=True)
             past = WRAP_MASS if size < whole else 0.0
-        spectrum, log_scale, tilted = None, 0.0, []
+        log_scale, tilted, spectra = 0.0, [], []
         for masses, count in terms:
             if count == 0:
                 continue
             weights, one_scale, transform = _tilted(masses, dx, theta, size, cache)
             log_scale += count * one_scale
             tilted.append(weights)
-            factor = integer_power(transform, count)
-            spectrum = factor if spectrum is None else spectrum * factor
-        law = _fft.irfft(spectrum, size)[:n]
+            spectra.append((transform, count))
+        law = _fft.irfft(_power(spectra), size)[:n]
         noise = (_entry_noise if per_cell else _noise)(size, sum(count for _, count in terms), tilted) + past
         with np.errstate(over="ignore"):
             scale = np.exp(np.minimum(log_scale - theta * s, 700.0))

@@ -128,7 +128,7 @@ def integer_power(spectrum: NDArray[np.complex128], count: int) -> NDArray[np.co
     out, base = None, spectrum
     while True:
         if count & 1:
-            out = base.copy() if out is None else out * base
+            out = base.copy() if out is None else np.multiply(out, base, out=out)
         count >>= 1
         if not count:
             return out
@@ -136,12 +136,14 @@ def integer_power(spectrum: NDArray[np.complex128], count: int) -> NDArray[np.co
 
 
 def _power(spectra: Sequence[tuple[NDArray[np.complex128], int]]) -> NDArray[np.complex128]:
+    """The product of the ``spectra`` each raised to its count (:func:`integer_power`; a count of 0 left out),
+    multiplied in place: every factor is a new array."""
     out = None
     for spectrum, count in spectra:
         if count == 0:
             continue
         factor = integer_power(spectrum, count)
-        out = factor if out is None else out * factor
+        out = factor if out is None else np.multiply(out, factor, out=out)
     return out
 
 
