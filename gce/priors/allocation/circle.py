@@ -88,8 +88,8 @@ until the power sums below).
 Counts of few large ratios: power sums
 --------------------------------------
 The modulus in (1) stays above ``e_k`` by a factor no grid removes (about ``1 + 5 / (24 k)`` in the Poisson
-limit, more where one or two ratios carry ``L``). On each count with at most :data:`.power_sums.MOST_LARGE`
-ratios above the threshold, at two to four members, :mod:`.power_sums` bounds the same
+limit, more where one or two ratios carry ``L``). On each count with at most k (and
+:data:`.power_sums.MOST_LARGE`) ratios above the threshold, at two to four members, :mod:`.power_sums` bounds the same
 ``E_Q[(L - c)_+; counts = n]`` from Newton's identities (exact at two members), and the count keeps the lesser of
 the two at the target (sigma 0.74, 3 of 347, delta 1e-8: 3.957 to 3.846, an importance-sampled Monte Carlo
 near 3.835). Its charges (the sums that wrap, the nodes dropped) are added to the curve's.
@@ -148,8 +148,7 @@ from ... import effort
 from ...accounting.curves import PrivacyCurve
 from ...errors import NumericalLimitError
 from .log_statistic import _count_masses, _log_choose
-from .power_sums import MOST_LARGE as _MOST_LARGE
-from .power_sums import SECONDS as _POWER_SECONDS
+from .power_sums import seconds as _power_seconds
 from .power_sums import applies as _power_sums_apply
 from .power_sums import count_bound as _power_sum_bound
 from .uniform_grid import _entry_noise, _noise, _power
@@ -298,13 +297,16 @@ class CircleCurve(PrivacyCurve):
         return out
 
 
-def thresholds(t: int, k: int, level: int = 0, target: float | None = None) -> tuple[float, ...]:
+def thresholds(t: int, k: int, level: int = 0, target: float | None = None, sums: bool = False
+               ) -> tuple[float, ...]:
     """The thresholds of ``log W`` at a level of :data:`THRESHOLDS` (module doc, "Which r"); at few databases a
     member (``t <= FEW_DATABASES k``), with the loss ``target``, moved up by :data:`FEW_SHIFT` of the way to
-    ``log W`` of the members that reach the target alone (each ``(target + log C(t, k)) / k``)."""
+    ``log W`` of the members that reach the target alone (each ``(target + log C(t, k)) / k``), by
+    :data:`FEW_SHIFT_SUMS` where the counts of at most k large ratios have power sums (``sums``)."""
     centre = math.log((t - k) / k)
     if target is not None and t <= FEW_DATABASES * k:
-        centre += FEW_SHIFT * max((target + _log_choose(t, k)) / k - centre, 0.0)
+        share = FEW_SHIFT_SUMS if sums else FEW_SHIFT
+        centre += share * max((target + _log_choose(t, k)) / k - centre, 0.0)
     return tuple(centre + d for d in THRESHOLDS[level])
 
 
@@ -316,6 +318,15 @@ def thresholds(t: int, k: int, level: int = 0, target: float | None = None) -> t
 #: 1e-10, 16.667 to 16.647; but sigma 0.97, 4 of 18, 1e-10, 8.658 to 8.662, sigma 1.25, 4 of 28, 1e-8, 4.201
 #: to 4.207, and from 7 of 73 (sigma 0.78, 1e-8, 10.318 to 10.340) to 24 of 575 looser or no better.
 FEW_DATABASES, FEW_SHIFT = 4, 1.0 / 3.0
+#: The same share where the counts of up to k large ratios are bounded by power sums (two to four members,
+#: :mod:`.power_sums`): more of the outputs then fall in those counts. Measured at level 1 (2026-12, the
+#: counts of three and four large ratios included): sigma 0.92, 4 of 8, delta 1e-10, 12.194 at 1/3, 12.164 at
+#: 1/2, 12.148 at 2/3, 12.166 at 0.8, 12.311 at 1 (an importance-sampled Monte Carlo near 12.11); sigma 0.74,
+#: 3 of 6, 1e-10, 14.284, 14.260, 14.249, 14.247, 14.285 (near 14.22); sigma 0.62, 4 of 13, 1e-8, 16.659,
+#: 16.618, 16.608, 16.632, 16.914 (near 16.575); sigma 0.74, 3 of 6, 1e-6, 10.663 to 10.607 at 2/3; two
+#: members unchanged (2 of 8 at sigma 2.48, 2 of 11 at sigma 0.52). Without power sums 2/3 was looser (sigma
+#: 0.7, 5 of 20, 1e-10: 16.627 at 1/3, 16.713 at 2/3).
+FEW_SHIFT_SUMS = 2.0 / 3.0
 
 
 def rates(t: int, k: int) -> tuple[float, ...]:
@@ -493,8 +504,9 @@ def seconds(ratio, t: int, k: int, target: float, tail: float, level: int = 0,
     (one quiet core, 2026-12): 0.7 to 1.45 times the time taken at 3 to 25 of 13 to 999 (sigma 0.54 to 2.8).
     ``earlier``: the level :func:`circle_curve` starts from, whose power sums it takes over at the same
     thresholds (:func:`_takes_over`)."""
-    cuts = thresholds(t, k, level, target)
-    counts = sum(1 for m in _count_masses(ratio, t, k, cuts).values() if m > tail)
+    cuts = thresholds(t, k, level, target, _power_sums_apply(ratio, k, 0))
+    kept = [n for n, m in _count_masses(ratio, t, k, cuts).items() if m > tail]
+    counts = len(kept)
     total = _FIXED_SECONDS
     reach = _reach(ratio, t, k, tail)
     searched = (2 * RISES + 1) * (counts + 4)  # (from the saddle point both ways: :func:`_coarse_search`)
@@ -505,7 +517,11 @@ def seconds(ratio, t: int, k: int, target: float, tail: float, level: int = 0,
             return math.inf
         total += evaluations * _TRANSFORM_SECONDS * n * math.log2(n)
     if len(cuts) == 1 and _power_sums_apply(ratio, k, 0) and not (_takes_over(earlier, cuts) and earlier.sums):
-        total += (_MOST_LARGE + 1) * _POWER_SECONDS
+        try:
+            clamp = ratio.clamp(CLAMP_SHARE * tail)
+        except NumericalLimitError:
+            return total
+        total += _power_seconds(ratio, k, cuts[0], clamp, [n[0] for n in kept])
     return total
 
 
@@ -568,7 +584,7 @@ def circle_curve(ratio, t: int, k: int, target: float, tail: float, level: int =
         raise ValueError(f"k must be in (1, t), got k = {k}, t = {t}")
     if ratio.singular > 0 or ratio.trivial:
         return None
-    cuts = thresholds(t, k, level, target)
+    cuts = thresholds(t, k, level, target, _power_sums_apply(ratio, k, 0))
     try:
         clamp = ratio.clamp(CLAMP_SHARE * tail)
     except NumericalLimitError:
@@ -648,7 +664,7 @@ def circle_curve(ratio, t: int, k: int, target: float, tail: float, level: int =
     sums: dict[tuple[int, ...], tuple[_CountBound, float] | None] = dict(earlier.sums) if same else {}
     if complete and len(cuts) == 1 and _power_sums_apply(ratio, k, 0):
         try:
-            for n in sorted(n for n in kept if n[0] <= _MOST_LARGE):
+            for n in sorted(n for n in kept if _power_sums_apply(ratio, k, n[0])):
                 if n not in sums:
                     effort.checkpoint()
                     found = _power_sum_bound(ratio, t, k, cuts[0], n[0], target, tail, clamp,

@@ -6,9 +6,12 @@ Cauchy's circle (:mod:`.circle`) bounds ``e_k`` by its modulus on a circle, whic
 that does not vanish with the grids: about ``1 + 5 / (24 k)`` where many small ratios make up the saddle point
 (a Poisson law: ``e^k i0e(k) k! / k^k``), and more where one or two large ratios carry ``L``. At two or three
 members that factor is most of the bracket (sigma 0.74, 3 of 347, delta 1e-8: the circle's delta at the exact
-epsilon 3.835 is 1.68 times the exact one). On the counts of :mod:`.circle` with at most :data:`MOST_LARGE`
-ratios above the threshold, this module bounds ``E_Q[(L - c)_+; counts = n]`` instead by an exact algebraic form
-of ``e_k``, loose only by terms of order ``tau p_2 / p_1^3``.
+epsilon 3.835 is 1.68 times the exact one). On the counts of :mod:`.circle` with at most k (and
+:data:`MOST_LARGE`) ratios above the threshold, this module bounds ``E_Q[(L - c)_+; counts = n]`` instead by an
+exact algebraic form of ``e_k``, loose only by terms of order ``tau p_2 / p_1^3``. At few databases a member the
+members' own ratios pass the threshold, so the counts of three and four large ratios decide there (sigma 0.92, 4
+of 8, delta 1e-10: the circle's second level 12.237 with the counts of up to two, 12.148 with those of up to
+four and the threshold of :data:`.circle.FEW_SHIFT_SUMS`, an importance-sampled Monte Carlo near 12.11).
 
 The bound
 ---------
@@ -34,9 +37,11 @@ The law, certified
 lattice of ``p_1`` (step ``h_1``) and of ``p_2`` (step ``h_2``) by two independent splits that keep the mean of
 ``w`` and of ``w^2`` (the cells of ``w`` cut at both lattices' points; their moments ``E_Q[W^j; cell]`` in
 closed form, the split's cross term ``E_Q[(W - a)(W^2 - b); cell]`` by Gauss-Legendre in ``z``); each large
-ratio is split between the ends of its cell of ``log W`` (mean kept), the pairs' onto every
-:data:`PAIR_MERGE`-th end (mean kept again); with large ratios the sum's law is split once more onto a lattice
-:data:`COARSER` times coarser (one split of the sum against ``t - n`` of its terms). ``L~`` is convex in ``p_1``
+ratio is split between the ends of its cell of ``log W`` (mean kept), from two large ratios onto every
+:data:`PAIR_MERGE`-th end (mean kept again; each configuration a sorted tuple of ends times its orderings); with
+large ratios the sum's law is split once more onto a lattice :data:`COARSER` times coarser (one split of the sum
+against ``t - n`` of its terms), from three large ratios coarser still while the configurations times the nodes
+pass :data:`MANY_WORK`. ``L~`` is convex in ``p_1``
 at fixed ``p_2`` (``E_2``: ``p_1^2``; ``E_3``: second derivative ``p_1 >= 0``; ``E_4`` above), convex in ``p_2`` at
 fixed ``p_1`` (affine but for ``E_4``) and affine in each large ratio, so ``(L~ - c)_+`` is convex along each of
 these directions and, the splits being independent given the outputs, Jensen's inequality one split at a time
@@ -69,6 +74,7 @@ Newton's identities (Macdonald 1995, I.2); Jensen's inequality (convex order); C
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass
 
@@ -82,8 +88,9 @@ from .uniform_grid import _transform_error
 
 #: Members for which the forms of the module doc bound ``e_k``.
 MEMBERS = (2, 3, 4)
-#: Counts of at most this many large ratios are bounded here.
-MOST_LARGE = 2
+#: Counts of at most this many large ratios (and at most k) are bounded here: up to four since 2026-12 (the
+#: configurations of three and four large ratios, :func:`_configurations`; before, up to two).
+MOST_LARGE = 4
 #: Lattice points of ``p_1`` and of ``p_2`` (finer ones gained little: sigma 0.74, 3 of 347, delta 1e-8, 4096 and 256
 #: points and cells of 0.025, 3.846 to 3.842 in ten times the time).
 P1_POINTS = 2048
@@ -93,6 +100,10 @@ LARGE_STEP = 0.05
 #: With large ratios, the sums' law on a lattice this many times coarser in ``p_1`` and ``p_2`` (one split of
 #: the sum against ``t - n`` of the terms; sigma 0.74, 3 of 347, delta 1e-8: 3.846 either way).
 COARSER = (8, 2)
+#: From three large ratios, the lattice is made coarser still (both factors doubled at a time) until the
+#: configurations times its nodes are at most this many: the configurations of three and four large ratios number
+#: tens of thousands to over a million, and the work is both together (:func:`_coarser`).
+MANY_WORK = 2.5e8
 #: The pairs of large ratios on every this-many-th end of the cells (fewer pairs).
 PAIR_MERGE = 3
 #: The range of each sum: its tilted mean plus this many standard deviations.
@@ -108,6 +119,10 @@ WIDEN, WIDENINGS = 1.3, 3
 #: Seconds of one count's bound (an estimate, for :func:`.circle.seconds`): measured 0.04 to 0.25 s at 2 and 3
 #: of 10 to 593 (sigma 0.52 to 1.82, delta 1e-5 to 1e-10; one core, 2026-12).
 SECONDS = 0.2
+#: Seconds per configuration of three or four large ratios (their generation, worth and reach; the lattice's part
+#: is bounded by :data:`MANY_WORK`), besides :data:`MANY_SECONDS` a count: measured 0.25 to 1.0 s at 4 of 8 to 28
+#: (27,000 to 1.35 million configurations, sigma 0.62 to 1.25, delta 1e-8 and 1e-10; 2026-12).
+CONFIGURATION_SECONDS, MANY_SECONDS = 5e-7, 0.2
 #: Gauss-Legendre points per cell for the split's cross term.
 _GAUSS = np.polynomial.legendre.leggauss(8)
 #: Configurations of large ratios evaluated at once (memory: this many times the nodes kept).
@@ -129,7 +144,7 @@ class PowerSumBound:
 def applies(ratio, k: int, n: int) -> bool:
     """Whether a count of ``n`` large ratios of k-of-t is bounded here (a Gaussian, :data:`MEMBERS`,
     :data:`MOST_LARGE`)."""
-    return isinstance(ratio, GaussianRatio) and ratio.mu > 0.0 and k in MEMBERS and 0 <= n <= MOST_LARGE
+    return isinstance(ratio, GaussianRatio) and ratio.mu > 0.0 and k in MEMBERS and 0 <= n <= min(MOST_LARGE, k)
 
 
 def _moments(mu: float, edges: NDArray[np.float64], power: int) -> NDArray[np.float64]:
@@ -312,18 +327,56 @@ def _merged(ends: NDArray[np.float64], mass: NDArray[np.float64], every: int) ->
 def _configurations(n: int, k: int, ends: NDArray[np.float64], mass: NDArray[np.float64]) -> tuple[
         NDArray[np.float64], NDArray[np.float64]]:
     """The large ratios' configurations: rows ``e_0 .. e_k`` of the large ratios (``e_j = 0`` past ``n``) and
-    their Q-masses (ordered pairs: each unordered pair of distinct nodes twice)."""
+    their Q-masses (ordered tuples: each sorted tuple times the ways to order it, ``n!`` over the factorials of
+    its runs of equal nodes). From two large ratios the nodes are merged onto every :data:`PAIR_MERGE`-th end
+    (mean kept)."""
     if n == 0:
         return np.eye(1, k + 1), np.ones(1)
-    if n == 1:
-        e = np.zeros((ends.size, k + 1))
-        e[:, 0], e[:, 1] = 1.0, ends
-        return e, mass
-    ends, mass = _merged(ends, mass, PAIR_MERGE)
-    a, b = np.triu_indices(ends.size)
-    e = np.zeros((a.size, k + 1))
-    e[:, 0], e[:, 1], e[:, 2] = 1.0, ends[a] + ends[b], ends[a] * ends[b]
-    return e, mass[a] * mass[b] * np.where(a == b, 1.0, 2.0)
+    if n >= 2:
+        ends, mass = _merged(ends, mass, PAIR_MERGE)
+    tuples = np.fromiter(itertools.chain.from_iterable(itertools.combinations_with_replacement(range(ends.size), n)),
+                         dtype=np.int64).reshape(-1, n)  # every a_1 <= ... <= a_n, in lexicographic order
+    w = ends[tuples]
+    e = np.zeros((tuples.shape[0], k + 1))
+    e[:, 0] = 1.0
+    for i in range(n):  # e_j += w_i e_{j - 1}, all j at once from the old row
+        e[:, 1:] = e[:, 1:] + w[:, i:i + 1] * e[:, :-1]
+    runs = np.ones(tuples.shape[0])
+    run = np.ones(tuples.shape[0])
+    for i in range(1, n):
+        run = np.where(tuples[:, i] == tuples[:, i - 1], run + 1.0, 1.0)
+        runs *= run
+    return e, np.prod(mass[tuples], axis=1) * (math.factorial(n) / runs)
+
+
+def seconds(ratio, k: int, cut: float, clamp: float, counts) -> float:
+    """Estimated seconds of :func:`count_bound` for each number of large ratios in ``counts`` that
+    :func:`applies` (never measured): :data:`SECONDS` each, and from three large ratios :data:`MANY_SECONDS`
+    and :data:`CONFIGURATION_SECONDS` per configuration (the ends of :func:`_large_nodes` merged as in
+    :func:`_configurations`)."""
+    tau = math.exp(cut)
+    total = 0.0
+    for n in counts:
+        if not applies(ratio, k, n):
+            continue
+        total += SECONDS
+        if n >= 3 and clamp > tau:
+            ends = max(int(math.ceil(math.log(clamp / tau) / LARGE_STEP)), 1) + 1
+            merged = -(-ends // PAIR_MERGE) + 1
+            total += MANY_SECONDS + CONFIGURATION_SECONDS * math.comb(merged + n - 1, n)
+    return total
+
+
+def _coarser(n: int, configurations: int) -> tuple[int, int]:
+    """The factors of the sums' coarser lattice with ``n > 0`` large ratios: :data:`COARSER`, and from three large
+    ratios doubled while ``configurations`` times the lattice's nodes pass :data:`MANY_WORK` (at most 64 and 16
+    points left)."""
+    f1, f2 = COARSER
+    if n >= 3:
+        while configurations * (P1_POINTS // f1) * (P2_POINTS // f2) > MANY_WORK and P1_POINTS // f1 > 32 \
+                and P2_POINTS // f2 > 8:
+            f1, f2 = 2 * f1, 2 * f2
+    return f1, f2
 
 
 def count_bound(ratio: GaussianRatio, t: int, k: int, cut: float, n: int, target: float, tail: float,
@@ -390,7 +443,7 @@ def count_bound(ratio: GaussianRatio, t: int, k: int, cut: float, n: int, target
     masses = untilt_rows[:, None] * np.maximum(summed, 0.0)
     # with large ratios, the sum's law onto a coarser lattice (mean kept: one more split, of the sum alone;
     # module doc, "The law, certified"): the configurations times the nodes are the work
-    f1, f2 = (1, 1) if n == 0 else COARSER
+    f1, f2 = (1, 1) if n == 0 else _coarser(n, beta.size)
     masses = _rebin(_rebin(masses, f1, 0), f2, 1)
     lowest = np.maximum(np.arange(masses.shape[0]) * f1 - f1 + 1, 0)  # the least p_1 row feeding each row
     units = np.repeat(untilt_rows[np.minimum(lowest, n1 - 1)], masses.shape[1])
@@ -420,13 +473,16 @@ def count_bound(ratio: GaussianRatio, t: int, k: int, cut: float, n: int, target
     charge += float(np.sum(worth_of[order][dropped]))
     chosen = np.sort(order[~dropped])
     e_large, beta = e_large[chosen], beta[chosen]
+    total_beta = float(beta.sum())
+    if kept.size:  # configurations whose L~ stays below the loss cells at every node kept add nothing there
+        reach = e_large @ np.max(positive[:, kept], axis=1) / choose
+        e_large, beta = e_large[reach >= math.exp(low)], beta[reach >= math.exp(low)]
     size = int(math.ceil((math.log(max(float(np.max(most_l[kept])), 1e-300)) - low) / cell)) + 2 if kept.size else 1
     weight = np.zeros(size)
     squares = np.zeros(size)
     forms_kept = reversed_forms[:, kept]
     mass_kept = nodes_mass[kept]
     unit_kept = units[kept]
-    total_beta = float(beta.sum())
     for start in range(0, beta.size, _CHUNK):
         effort.checkpoint()
         l_tilde = np.maximum(e_large[start:start + _CHUNK] @ forms_kept / choose, 1e-300)
