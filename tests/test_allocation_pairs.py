@@ -18,7 +18,7 @@ from allocation_reference import k_of_t_deltas
 
 from gce.priors.allocation import CanonicalRatio, GaussianRatio, LaplaceRatio, allocation_curve
 from gce.priors.allocation.random_allocation import _next_level
-from gce.priors.allocation.two_members import RATIOS, _members_lower, _pair_blocks, _pair_laws
+from gce.priors.allocation.two_members import PAIR_RATIOS, RATIOS, _members_lower, _pair_blocks, _pair_laws
 
 EPS = (0.3, 1.0, 2.0)
 
@@ -116,6 +116,15 @@ def test_pair_laws_sandwich_brute_force_canonical(epsilon, delta, t):
         up, low = _deltas(laws, eps)
         for d, ref in enumerate(_brute(epsilon, delta, t, eps)):
             assert low[d] <= ref * (1 + 1e-9) + 1e-13 and up[d] >= ref * (1 - 1e-9) - 1e-13, (eps, d, ref, low, up)
+
+
+def test_two_members_start_coarser():
+    """At two members the levels start at 1.05 and then follow RATIOS: from 1.05 with the pair 4.6% wide the next
+    is 1.02 (0.05 sqrt(0.008 / 0.046) = 0.021), from 1.05 at 1.2% it is 1.03 (0.041), after the finest none."""
+    assert PAIR_RATIOS == (1.05, *RATIOS)
+    assert _next_level(0, 0.046, 0.01, PAIR_RATIOS) == 2
+    assert _next_level(0, 0.012, 0.01, PAIR_RATIOS) == 1
+    assert _next_level(len(PAIR_RATIOS) - 1, 0.05, 0.01, PAIR_RATIOS) == len(PAIR_RATIOS)
 
 
 @pytest.mark.parametrize("at, width, rtol, expected", [

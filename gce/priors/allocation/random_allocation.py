@@ -37,7 +37,8 @@ from .log_statistic import seconds as _log_seconds
 from .one_of_t import _single
 from .power_sums import applies as _power_sums_apply
 from .three_members import _three_laws, _three_seconds
-from .two_members import RATIOS, _members_lower, _members_seconds, _pair_blocks, _pair_laws, _pair_seconds
+from .two_members import (PAIR_RATIOS, RATIOS, _members_lower, _members_seconds, _pair_blocks, _pair_laws,
+                          _pair_seconds)
 from .ratios import _RATIOS, GaussianRatio
 from .uniform_grid import START_POINTS, _linear_seconds
 
@@ -217,6 +218,14 @@ PAIRS_FINER_SHARE = 2.0
 #: that overruns the limit is lost with the lower end's steps after it (sigma 1.82, 2 of 17, delta 1e-10: the
 #: ratio 1.01, estimated 3.2 s with 3.4 s left, took 3.5 s: [1.808, 1.926] against [1.849, 1.864] at 1.014).
 PAIRS_SHARE = 1.25
+#: At two members, the blocks of two start at the coarser level of :data:`~.two_members.PAIR_RATIOS` where the
+#: first of :data:`~.two_members.RATIOS` is estimated above this many seconds (a rule on the question:
+#: deterministic). Estimated at 1.03 (2026-12): sigma 0.52, 2 of 11, delta 1e-8, 2.65 s; sigma 0.58, 2 of 25,
+#: 1e-10, 3.04 s (each came out 5.7% and 7.3% wide when that level was cut by the limit); below it, where a
+#: coarser first level only delays the finer ones (sigma 2.48, 2 of 8, 1e-10: 0.22 s at 1.03, 0.75% wide in 1.5
+#: s; with 1.05 first the next level predicted within rtol overran the limit, 3.65%), 2 of 10 at sigma 0.79
+#: (1.08 s), 2 of 50 at sigma 1.74 (1.5 s).
+PAIRS_COARSE_FIRST = 2.0
 #: One allocation of at least this many members, and databases at least :data:`PAIRS_SPREAD` times as many,
 #: leaves out the blocks of two and three (:func:`_pairs_may_tighten`).
 PAIRS_MEMBERS, PAIRS_SPREAD = 5, 5
@@ -525,7 +534,9 @@ def _with_pairs(ratio, t: int, k: int, epochs: int, rtol: float, delta: float | 
     the product of the blocks' ``k_j``-of-``n_j`` allocations (the argument of :mod:`.decomposition` with
     blocks of any sizes): blocks of two members (and one of one when k is odd) instead of k blocks of one.
 
-    The grids of the blocks are refined along :data:`~.two_members.RATIOS` while the bracket is wider than
+    The grids of the blocks are refined along :data:`~.two_members.RATIOS` (at two members, where its first level
+    is estimated above :data:`PAIRS_COARSE_FIRST`, :data:`~.two_members.PAIR_RATIOS`, a coarser level first)
+    while the bracket is wider than
     ``rtol`` and the level's estimated cost is at most :data:`PAIR_WORK_LIMIT` (a schedule that depends on
     the question only), from the first level to the coarsest predicted within ``rtol`` (:func:`_next_level`;
     a level beyond the work limit or the time left falls back towards the last computed one); each level's
@@ -557,8 +568,12 @@ def _with_pairs(ratio, t: int, k: int, epochs: int, rtol: float, delta: float | 
     # all t databases: measured no better than the sum's at 4 of 16, sigma 3, and 10 of 100, sigma 1)
     by_statistic, members_part = k > 2, None
     at = after = 0  # the level tried, the first level after the last computed
-    while at < len(RATIOS):
-        level = RATIOS[at]
+    # at two members, the coarser level first where the first of RATIOS is estimated above PAIRS_COARSE_FIRST
+    coarse_first = k == 2 and sum(_pair_seconds(ratio, size, RATIOS[0], tail, block_scale, e_scale)
+                                  for size, members, _ in blocks if members == 2) > PAIRS_COARSE_FIRST
+    ratios = PAIR_RATIOS if coarse_first else RATIOS
+    while at < len(ratios):
+        level = ratios[at]
         seconds = sum(_pair_seconds(ratio, size, level, tail, block_scale, e_scale) for size, members, _ in blocks
                       if members == 2)
         if by_statistic:  # below: the k-of-t garbling by the recursion's statistic
@@ -634,7 +649,7 @@ def _with_pairs(ratio, t: int, k: int, epochs: int, rtol: float, delta: float | 
             break  # would not bring the upper end within rtol of the lower (measured: 3 of 10, 10 of 100; the
             # statistic's garbling moved the lower end by under 0.1% from 1.03 to 1.01 at 3 of 10)
         at = after = at + 1
-        at = _next_level(at - 1, _width(own_low, own_high), rtol)
+        at = _next_level(at - 1, _width(own_low, own_high), rtol, ratios)
     if level_done is None:
         return curve
     text = " + ".join(f"{count * epochs} x ({members} of {size})" for size, members, count in blocks)
@@ -789,16 +804,17 @@ def _with_threes(ratio, t: int, k: int, epochs: int, rtol: float, delta: float |
                                                     f"{_STOPPED if stopped else ''}")
 
 
-def _next_level(at: int, width: float, rtol: float) -> int:
-    """The next level of :data:`~.two_members.RATIOS` after ``RATIOS[at]``, whose blocks' own bracket was
-    ``width`` wide: the coarsest predicted within ``rtol`` (with a margin), the width taken to fall as the
-    square of the grid's relative spacing (measured: 2 of 20 at sigma 1 went from 2.55% to 0.72% wide from
-    1.02 to 1.01), or the finest. A function of the numbers computed, so of the question: deterministic."""
-    spacing = (RATIOS[at] - 1.0) * math.sqrt(0.8 * rtol / width) if width > 0 else 0.0
-    for later in range(at + 1, len(RATIOS)):
-        if RATIOS[later] - 1.0 <= spacing:
+def _next_level(at: int, width: float, rtol: float, ratios: tuple[float, ...] = RATIOS) -> int:
+    """The next level of ``ratios`` (:data:`~.two_members.RATIOS` or :data:`~.two_members.PAIR_RATIOS`) after
+    ``ratios[at]``, whose blocks' own bracket was ``width`` wide: the coarsest predicted within ``rtol`` (with a
+    margin), the width taken to fall as the square of the grid's relative spacing (measured: 2 of 20 at sigma 1
+    went from 2.55% to 0.72% wide from 1.02 to 1.01), or the finest. A function of the numbers computed, so of
+    the question: deterministic."""
+    spacing = (ratios[at] - 1.0) * math.sqrt(0.8 * rtol / width) if width > 0 else 0.0
+    for later in range(at + 1, len(ratios)):
+        if ratios[later] - 1.0 <= spacing:
             return later
-    return len(RATIOS) - 1 if at + 1 < len(RATIOS) else len(RATIOS)
+    return len(ratios) - 1 if at + 1 < len(ratios) else len(ratios)
 
 
 def _no_worse_than_composition(curve: AllocationCurve, mu: float, below: float) -> AllocationCurve:
