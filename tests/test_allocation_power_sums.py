@@ -72,6 +72,21 @@ def test_the_configurations_are_every_ordered_tuple_of_large_ratios(n):
     np.testing.assert_allclose(beta @ e**2, second, rtol=1e-12)
 
 
+def test_many_ends_are_merged_coarser_within_the_most_configurations():
+    """450 ends (a far clamp at small noise): four large ratios on every ninth end (every third would give 11
+    million sorted tuples), at most MOST_CONFIGURATIONS of them; the total mass and each ratio's mean kept (the
+    merge splits each end between its neighbours: E[e_1] = 4 E[w] and E[e_4] = E[w]^4)."""
+    ends = np.exp(np.linspace(1.0, 23.5, 450))
+    mass = np.exp(-0.5 * np.linspace(1.0, 23.5, 450) ** 2 / 4.0)
+    mass /= mass.sum()
+    assert power_sums._merge_every(ends.size, 4) == 3 * power_sums.PAIR_MERGE
+    assert power_sums._merge_every(ends.size, 3) == power_sums.PAIR_MERGE
+    e, beta = power_sums._configurations(4, 4, ends, mass)
+    assert beta.size <= power_sums.MOST_CONFIGURATIONS and beta.sum() == pytest.approx(1.0, rel=1e-12)
+    assert beta @ e[:, 1] == pytest.approx(4.0 * float(mass @ ends), rel=1e-10)
+    assert beta @ e[:, 4] == pytest.approx(float(mass @ ends) ** 4, rel=1e-10)
+
+
 def test_the_fourth_form_is_convex_in_each_sum_and_above_its_part_in_p_1():
     """E_4 on a grid of (p_1, p_2), across p_1^2 = p_2: convex along p_1 and along p_2 (second differences),
     and at least (p_1^4 - 6 p_1^2 p_2 + 8 tau p_1 p_2 + (3 - 6 / m) p_2^2) / 24 everywhere (the tangent lies above

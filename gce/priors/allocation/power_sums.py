@@ -106,6 +106,11 @@ COARSER = (8, 2)
 MANY_WORK = 2.5e8
 #: The pairs of large ratios on every this-many-th end of the cells (fewer pairs).
 PAIR_MERGE = 3
+#: Most configurations of three or four large ratios (sorted tuples of merged ends): beyond, the ends are merged
+#: onto every ``2 PAIR_MERGE``-th, ``3 PAIR_MERGE``-th, ... (:func:`_merge_every`; their arrays take about 100
+#: bytes each: sigma 0.62, 4 of 13, delta 1e-8 has 1.35 million at every third end; at smaller noise the clamp
+#: is farther and every third end would give tens of millions).
+MOST_CONFIGURATIONS = 1_500_000
 #: The range of each sum: its tilted mean plus this many standard deviations.
 RANGE_SD = 14.0
 #: Nodes, then configurations of large ratios, are dropped (and charged) while their sum stays below this
@@ -324,6 +329,15 @@ def _merged(ends: NDArray[np.float64], mass: NDArray[np.float64], every: int) ->
     return coarse, out
 
 
+def _merge_every(ends: int, n: int) -> int:
+    """The large ratios' nodes are merged onto every this-many-th of ``ends`` (:func:`_merged`) for ``n >= 2``:
+    :data:`PAIR_MERGE`, or its least multiple that leaves at most :data:`MOST_CONFIGURATIONS` sorted tuples."""
+    every = PAIR_MERGE
+    while math.comb(-(-ends // every) + 1 + n - 1, n) > MOST_CONFIGURATIONS and every < ends:
+        every += PAIR_MERGE
+    return every
+
+
 def _configurations(n: int, k: int, ends: NDArray[np.float64], mass: NDArray[np.float64]) -> tuple[
         NDArray[np.float64], NDArray[np.float64]]:
     """The large ratios' configurations: rows ``e_0 .. e_k`` of the large ratios (``e_j = 0`` past ``n``) and
@@ -333,7 +347,7 @@ def _configurations(n: int, k: int, ends: NDArray[np.float64], mass: NDArray[np.
     if n == 0:
         return np.eye(1, k + 1), np.ones(1)
     if n >= 2:
-        ends, mass = _merged(ends, mass, PAIR_MERGE)
+        ends, mass = _merged(ends, mass, _merge_every(ends.size, n))
     tuples = np.fromiter(itertools.chain.from_iterable(itertools.combinations_with_replacement(range(ends.size), n)),
                          dtype=np.int64).reshape(-1, n)  # every a_1 <= ... <= a_n, in lexicographic order
     w = ends[tuples]
@@ -362,7 +376,7 @@ def seconds(ratio, k: int, cut: float, clamp: float, counts) -> float:
         total += SECONDS
         if n >= 3 and clamp > tau:
             ends = max(int(math.ceil(math.log(clamp / tau) / LARGE_STEP)), 1) + 1
-            merged = -(-ends // PAIR_MERGE) + 1
+            merged = -(-ends // _merge_every(ends, n)) + 1
             total += MANY_SECONDS + CONFIGURATION_SECONDS * math.comb(merged + n - 1, n)
     return total
 
