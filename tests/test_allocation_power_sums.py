@@ -121,58 +121,14 @@ def test_one_small_ratio_keeps_its_means_on_the_lattice():
                                                                    + a[0] * b[0] * raw[0], rel=1e-9)
 
 
-def test_the_count_bound_holds_a_direct_convolution():
-    """4 of the 6 small ratios' lattice law convolved directly (no transform, no tilt), one large ratio on its
-    nodes: E[L~ (L~ - c)_+ / L~] per epsilon matches the count's bound read at that epsilon, within its loss
-    cells' rounding and round-off charges (and never below)."""
-    mu, t, k, n, target = 1.0 / 0.8, 6, 2, 1, 3.0
+def _bound_and_direct_law(mu: float, t: int, k: int, n: int, target: float, clamp_tail: float, tail: float):
+    """The count's bound (its reading, its charge) and the same small ratios' lattice law convolved directly (no
+    transform, no tilt): (bound, charge, law, p_1, p_2 on the law's grid, tau, clamp)."""
     ratio = GaussianRatio(mu)
     cut = circle.thresholds(t, k, 0, target)[0]
-    tau, clamp = math.exp(cut), ratio.clamp(1e-16)
-    low = target - circle.LOSS_SPAN
-    found = power_sums.count_bound(ratio, t, k, cut, n, target, 1e-14, clamp, low, circle.CELL_LOSS)
-    assert found is not None
-    bound = circle._CountBound(found.low, found.weight, np.full(found.weight.size, 1e300), found.squares, 1.0, 0.0)
-    # the same lattice, convolved directly
-    mean0, var0, _, _ = power_sums._tilted_moments(mu, tau, 0.0)
-    theta = power_sums._tilt(mu, tau, t - n, (t - n) * mean0 + 2.0 * math.sqrt((t - n) * var0))
-    m1, v1, m2, v2 = power_sums._tilted_moments(mu, tau, theta)
-    h1 = max((t - n) * m1 + power_sums.RANGE_SD * math.sqrt((t - n) * v1), 1.5 * tau) / power_sums.P1_POINTS
-    h2 = max((t - n) * m2 + power_sums.RANGE_SD * math.sqrt((t - n) * v2), 1.5 * tau * tau) / power_sums.P2_POINTS
-    i, j, mass = power_sums._small_law(mu, tau, h1, h2)
-    one = np.zeros((i.max() + 1, j.max() + 1))
-    np.add.at(one, (i, j), mass)
-    law = one
-    for _ in range(t - n - 1):
-        law = signal.convolve(law, one, method="direct")
-    p1 = (np.arange(law.shape[0]) * h1)[:, None]
-    p2 = (np.arange(law.shape[1]) * h2)[None, :]
-    ends, big = power_sums._large_nodes(mu, tau, clamp, power_sums.LARGE_STEP)
-    choose = math.comb(t, k)
-    for eps in (target - 0.5, target, target + 0.5):
-        direct = above = 0.0
-        for b, weight in zip(ends, big):
-            l_tilde = (b * p1 + 0.5 * (p1 * p1 - p2)) / choose
-            direct += t * weight * float(np.sum(law * np.maximum(l_tilde - math.exp(eps), 0.0)))
-            above += t * weight * float(np.sum(law[l_tilde > math.exp(eps)]))
-        value = float(bound.raw(np.array([eps]))[0]) + found.charge
-        # rounding log L~ up by at most a loss cell costs at most e^eps (1 - e^-cell) Q(L~ > e^eps)
-        rounding = math.exp(eps) * -math.expm1(-circle.CELL_LOSS) * above
-        assert direct * (1 - 1e-9) <= value <= direct + rounding * (1 + 1e-6) + 1e-12, (eps, direct, value, rounding)
-
-
-def test_a_count_of_three_large_ratios_holds_a_direct_convolution(monkeypatch):
-    """3 of 6 with three large ratios: the 3 small ratios' lattice law convolved directly (no transform, no
-    tilt) against every sorted triple of the merged nodes times its orderings (the configurations'
-    enumeration checked above): E[(L~ - c)_+] per epsilon matches the count's bound within its loss cells'
-    rounding and round-off charges (and never below). The coarser lattice is the pairs' (MANY_WORK lifted)."""
-    monkeypatch.setattr(power_sums, "MANY_WORK", math.inf)
-    mu, t, k, n, target = 1.0 / 0.8, 6, 3, 3, 4.0
-    ratio = GaussianRatio(mu)
-    cut = circle.thresholds(t, k, 0, target)[0]
-    tau, clamp = math.exp(cut), ratio.clamp(1e-9)
-    low = target - circle.LOSS_SPAN
-    found = power_sums.count_bound(ratio, t, k, cut, n, target, 1e-12, clamp, low, circle.CELL_LOSS)
+    tau, clamp = math.exp(cut), ratio.clamp(clamp_tail)
+    found = power_sums.count_bound(ratio, t, k, cut, n, target, tail, clamp, target - circle.LOSS_SPAN,
+                                   circle.CELL_LOSS)
     assert found is not None
     bound = circle._CountBound(found.low, found.weight, np.full(found.weight.size, 1e300), found.squares, 1.0, 0.0)
     mean0, var0, _, _ = power_sums._tilted_moments(mu, tau, 0.0)
@@ -188,6 +144,37 @@ def test_a_count_of_three_large_ratios_holds_a_direct_convolution(monkeypatch):
         law = signal.convolve(law, one, method="direct")
     p1 = (np.arange(law.shape[0]) * h1)[:, None] * np.ones((1, law.shape[1]))
     p2 = np.ones((law.shape[0], 1)) * (np.arange(law.shape[1]) * h2)[None, :]
+    return bound, found.charge, law, p1, p2, tau, clamp
+
+
+def test_the_count_bound_holds_a_direct_convolution():
+    """4 of the 6 small ratios' lattice law convolved directly (no transform, no tilt), one large ratio on its
+    nodes: E[L~ (L~ - c)_+ / L~] per epsilon matches the count's bound read at that epsilon, within its loss
+    cells' rounding and round-off charges (and never below)."""
+    mu, t, k, n, target = 1.0 / 0.8, 6, 2, 1, 3.0
+    bound, charge, law, p1, p2, tau, clamp = _bound_and_direct_law(mu, t, k, n, target, 1e-16, 1e-14)
+    ends, big = power_sums._large_nodes(mu, tau, clamp, power_sums.LARGE_STEP)
+    choose = math.comb(t, k)
+    for eps in (target - 0.5, target, target + 0.5):
+        direct = above = 0.0
+        for b, weight in zip(ends, big):
+            l_tilde = (b * p1 + 0.5 * (p1 * p1 - p2)) / choose
+            direct += t * weight * float(np.sum(law * np.maximum(l_tilde - math.exp(eps), 0.0)))
+            above += t * weight * float(np.sum(law[l_tilde > math.exp(eps)]))
+        value = float(bound.raw(np.array([eps]))[0]) + charge
+        # rounding log L~ up by at most a loss cell costs at most e^eps (1 - e^-cell) Q(L~ > e^eps)
+        rounding = math.exp(eps) * -math.expm1(-circle.CELL_LOSS) * above
+        assert direct * (1 - 1e-9) <= value <= direct + rounding * (1 + 1e-6) + 1e-12, (eps, direct, value, rounding)
+
+
+def test_a_count_of_three_large_ratios_holds_a_direct_convolution(monkeypatch):
+    """3 of 6 with three large ratios: the 3 small ratios' lattice law convolved directly (no transform, no
+    tilt) against every sorted triple of the merged nodes times its orderings (the configurations'
+    enumeration checked above): E[(L~ - c)_+] per epsilon matches the count's bound within its loss cells'
+    rounding and round-off charges (and never below). The coarser lattice is the pairs' (MANY_WORK lifted)."""
+    monkeypatch.setattr(power_sums, "MANY_WORK", math.inf)
+    mu, t, k, n, target = 1.0 / 0.8, 6, 3, 3, 4.0
+    bound, charge, law, p1, p2, tau, clamp = _bound_and_direct_law(mu, t, k, n, target, 1e-9, 1e-12)
     small = np.stack([np.ones_like(p1), p1, (p1 * p1 - p2) / 2, (p1**3 - 3 * p1 * p2 + 2 * tau * p2) / 6])
     inside = law > 0.0
     small, law = small[:, inside], law[inside]
@@ -209,7 +196,7 @@ def test_a_count_of_three_large_ratios_holds_a_direct_convolution(monkeypatch):
             gap = np.maximum(l_tilde - math.exp(eps), 0.0)
             direct += float(weight[start:start + 512] @ (gap @ law))
             above += float(weight[start:start + 512] @ ((l_tilde > math.exp(eps)) @ law))
-        value = float(bound.raw(np.array([eps]))[0]) + found.charge
+        value = float(bound.raw(np.array([eps]))[0]) + charge
         rounding = math.exp(eps) * -math.expm1(-circle.CELL_LOSS) * above
         assert direct * (1 - 1e-9) <= value <= direct + rounding * (1 + 1e-6) + 1e-12, (eps, direct, value, rounding)
 

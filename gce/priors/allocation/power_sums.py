@@ -299,10 +299,15 @@ def _rebin(grid: NDArray[np.float64], factor: int, axis: int) -> NDArray[np.floa
     return np.moveaxis(out, 0, axis)
 
 
+def _cells(tau: float, clamp: float, step: float) -> int:
+    """Cells of ``log W`` ``step`` apart from ``tau`` to the clamp, at least one (:func:`_large_nodes`)."""
+    return max(int(math.ceil(math.log(clamp / tau) / step)), 1)
+
+
 def _large_nodes(mu: float, tau: float, clamp: float, step: float) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """The ends of the large ratios' cells (``log W`` ``step`` apart from ``tau`` to the clamp) and the Q-mass each
     receives (each cell's mass split between its ends, mean kept)."""
-    count = max(int(math.ceil(math.log(clamp / tau) / step)), 1)
+    count = _cells(tau, clamp, step)
     ends = tau * np.exp(step * np.arange(count + 1))
     ends[-1] = clamp
     q = _moments(mu, ends, 0)
@@ -329,11 +334,17 @@ def _merged(ends: NDArray[np.float64], mass: NDArray[np.float64], every: int) ->
     return coarse, out
 
 
+def _tuples(ends: int, every: int, n: int) -> int:
+    """Sorted ``n``-tuples of ``ends`` nodes merged onto every ``every``-th (:func:`_merged`: at most one node
+    more than the stride's), an upper count."""
+    return math.comb(-(-ends // every) + 1 + n - 1, n)
+
+
 def _merge_every(ends: int, n: int) -> int:
     """The large ratios' nodes are merged onto every this-many-th of ``ends`` (:func:`_merged`) for ``n >= 2``:
     :data:`PAIR_MERGE`, or its least multiple that leaves at most :data:`MOST_CONFIGURATIONS` sorted tuples."""
     every = PAIR_MERGE
-    while math.comb(-(-ends // every) + 1 + n - 1, n) > MOST_CONFIGURATIONS and every < ends:
+    while _tuples(ends, every, n) > MOST_CONFIGURATIONS and every < ends:
         every += PAIR_MERGE
     return every
 
@@ -375,9 +386,8 @@ def seconds(ratio, k: int, cut: float, clamp: float, counts) -> float:
             continue
         total += SECONDS
         if n >= 3 and clamp > tau:
-            ends = max(int(math.ceil(math.log(clamp / tau) / LARGE_STEP)), 1) + 1
-            merged = -(-ends // _merge_every(ends, n)) + 1
-            total += MANY_SECONDS + CONFIGURATION_SECONDS * math.comb(merged + n - 1, n)
+            ends = _cells(tau, clamp, LARGE_STEP) + 1
+            total += MANY_SECONDS + CONFIGURATION_SECONDS * _tuples(ends, _merge_every(ends, n), n)
     return total
 
 
@@ -489,8 +499,8 @@ def count_bound(ratio: GaussianRatio, t: int, k: int, cut: float, n: int, target
     e_large, beta = e_large[chosen], beta[chosen]
     total_beta = float(beta.sum())
     if kept.size:  # configurations whose L~ stays below the loss cells at every node kept add nothing there
-        reach = e_large @ np.max(positive[:, kept], axis=1) / choose
-        e_large, beta = e_large[reach >= math.exp(low)], beta[reach >= math.exp(low)]
+        reaches_cells = e_large @ np.max(positive[:, kept], axis=1) / choose >= math.exp(low)
+        e_large, beta = e_large[reaches_cells], beta[reaches_cells]
     size = int(math.ceil((math.log(max(float(np.max(most_l[kept])), 1e-300)) - low) / cell)) + 2 if kept.size else 1
     weight = np.zeros(size)
     squares = np.zeros(size)
