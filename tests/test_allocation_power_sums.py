@@ -167,37 +167,36 @@ def test_the_count_bound_holds_a_direct_convolution():
         assert direct * (1 - 1e-9) <= value <= direct + rounding * (1 + 1e-6) + 1e-12, (eps, direct, value, rounding)
 
 
-def test_a_count_of_three_large_ratios_holds_a_direct_convolution(monkeypatch):
-    """3 of 6 with three large ratios: the 3 small ratios' lattice law convolved directly (no transform, no
-    tilt) against every sorted triple of the merged nodes times its orderings (the configurations'
+@pytest.mark.parametrize("k, n", [(3, 3), pytest.param(4, 4, marks=pytest.mark.slow)])  # (4, 4): about 70 s
+def test_a_count_of_three_or_four_large_ratios_holds_a_direct_convolution(k, n, monkeypatch):
+    """k of 6 with n large ratios: the 6 - n small ratios' lattice law convolved directly (no transform, no
+    tilt) against every sorted n-tuple of the merged nodes times its orderings (the configurations'
     enumeration checked above): E[(L~ - c)_+] per epsilon matches the count's bound within its loss cells'
     rounding and round-off charges (and never below). The coarser lattice is the pairs' (MANY_WORK lifted)."""
     monkeypatch.setattr(power_sums, "MANY_WORK", math.inf)
-    mu, t, k, n, target = 1.0 / 0.8, 6, 3, 3, 4.0
+    mu, t, target = 1.0 / 0.8, 6, 4.0
     bound, charge, law, p1, p2, tau, clamp = _bound_and_direct_law(mu, t, k, n, target, 1e-9, 1e-12)
-    small = np.stack([np.ones_like(p1), p1, (p1 * p1 - p2) / 2, (p1**3 - 3 * p1 * p2 + 2 * tau * p2) / 6])
-    inside = law > 0.0
-    small, law = small[:, inside], law[inside]
+    small = power_sums._forms(p1.ravel(), p2.ravel(), k, tau, t - n)  # (checked against e_k above)
+    inside = law.ravel() > 0.0
+    small, law = small[:, inside], law.ravel()[inside]
     ends, big = power_sums._merged(*power_sums._large_nodes(mu, tau, clamp, power_sums.LARGE_STEP),
                                    power_sums.PAIR_MERGE)
-    triples = list(itertools.combinations_with_replacement(range(ends.size), 3))
-    orderings = np.array([6.0 / math.prod(math.factorial(c) for c in np.unique(row, return_counts=True)[1])
-                          for row in triples])
-    rows = np.array(triples)
-    large = np.stack([np.ones(len(rows)), ends[rows].sum(axis=1),
-                      ends[rows[:, 0]] * ends[rows[:, 1]] + ends[rows[:, 0]] * ends[rows[:, 2]]
-                      + ends[rows[:, 1]] * ends[rows[:, 2]], ends[rows].prod(axis=1)], axis=1)
+    rows = np.array(list(itertools.combinations_with_replacement(range(ends.size), n)))
+    orderings = np.array([math.factorial(n) / math.prod(math.factorial(c) for c in np.unique(row, return_counts=True)[1])
+                          for row in rows])
+    large = np.array([[_e(ends[row], j) for j in range(k + 1)] for row in rows])
     weight = big[rows].prod(axis=1) * orderings * math.comb(t, n)
     choose = math.comb(t, k)
     for eps in (target - 0.5, target, target + 0.5):
         direct = above = 0.0
         for start in range(0, len(rows), 512):
-            l_tilde = large[start:start + 512, ::-1] @ small / choose  # e_j(large) E_{3 - j}(small)
+            l_tilde = large[start:start + 512, ::-1] @ small / choose  # e_j(large) E_{k - j}(small)
             gap = np.maximum(l_tilde - math.exp(eps), 0.0)
             direct += float(weight[start:start + 512] @ (gap @ law))
             above += float(weight[start:start + 512] @ ((l_tilde > math.exp(eps)) @ law))
         value = float(bound.raw(np.array([eps]))[0]) + charge
         rounding = math.exp(eps) * -math.expm1(-circle.CELL_LOSS) * above
+        assert direct > 0.0
         assert direct * (1 - 1e-9) <= value <= direct + rounding * (1 + 1e-6) + 1e-12, (eps, direct, value, rounding)
 
 
