@@ -41,10 +41,14 @@ def test_pair_laws_sandwich_the_quadrature(mu, t):
             assert up[d] <= 1.12 * ref.value and low[d] >= (0.85 if mu == 2.0 else 0.9) * ref.value, (eps, d)
 
 
-def test_the_map_of_moves_applies_every_chunk():
-    # moves added state by state over several "steps", chunks merged as they come (two_members._Transitions):
-    # every application equals the dense matrix of all the moves added so far, for one measure and for several
+@pytest.mark.parametrize("merge_most", [2**22, 8])
+def test_the_map_of_moves_applies_every_chunk(monkeypatch, merge_most):
+    # moves added state by state over several "steps", chunks merged as they come (two_members._Transitions),
+    # or kept apart beyond MERGE_MOST moves: every application equals the dense matrix of all the moves added so
+    # far, for one measure and for several
+    from gce.priors.allocation import two_members
     from gce.priors.allocation.two_members import _Transitions
+    monkeypatch.setattr(two_members, "MERGE_MOST", merge_most)
     rng = np.random.default_rng(3)
     size = 40
     maps = _Transitions(size, values=2)
@@ -67,6 +71,7 @@ def test_the_map_of_moves_applies_every_chunk():
             assert np.allclose(maps.apply(x, v), dense[v] @ x, rtol=1e-13, atol=0)
             assert np.allclose(maps.apply(y, v), dense[v] @ y, rtol=1e-13, atol=0)
     assert maps.moves == added
+    assert (len(maps._chunks) > 3) == (merge_most == 8)  # (merged into a few, or kept apart)
 
 
 def test_the_condition_of_cells_reads_their_tails():
