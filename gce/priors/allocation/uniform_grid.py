@@ -132,7 +132,9 @@ def integer_power(spectrum: NDArray[np.complex128], count: int) -> NDArray[np.co
         count >>= 1
         if not count:
             return out
-        base = base * base
+        # squared in place once it is a new array: two arrays a power (allocating large arrays is slow where
+        # the freed memory goes back to the system, as in virtual machines that report it to their host)
+        base = base * base if base is spectrum else np.multiply(base, base, out=base)
 
 
 def _power(spectra: Sequence[tuple[NDArray[np.complex128], int]]) -> NDArray[np.complex128]:
