@@ -493,3 +493,45 @@ def test_full_size_curve_deltas():
     if done.returncode == 2:
         assert "--deltas: epsilon at 100,000 deltas" in _one_error_line(done)
     assert wall < 5 + 1 + 2 * startup and peak < 2 * GIB
+
+
+def _mapped_bytes() -> int | None:
+    """Bytes glibc's malloc holds in mapped regions (``mallinfo2().hblkhd``), or None off glibc 2.33+."""
+    import ctypes
+
+    class MallInfo2(ctypes.Structure):
+        _fields_ = [(name, ctypes.c_size_t) for name in ("arena", "ordblks", "smblks", "hblks", "hblkhd",
+                                                          "usmblks", "fsmblks", "uordblks", "fordblks", "keepcost")]
+    libc = ctypes.CDLL(None)
+    if resources._glibc() is None or not hasattr(libc, "mallinfo2"):
+        return None
+    libc.mallinfo2.restype = MallInfo2
+    return int(libc.mallinfo2().hblkhd)
+
+
+def test_heap_kept_serves_large_arrays_from_the_heap_then_gives_the_thresholds_back():
+    # inside (nested too), an array of 100 MB is not a mapping of its own (it comes from the heap and stays
+    # there when freed); after the outermost section, the next one is mapped again (the threshold of 32 MiB)
+    if _mapped_bytes() is None:
+        pytest.skip("glibc 2.33+ with its default thresholds only")
+    size = 100 * 10**6 // 8
+    before = _mapped_bytes()
+    with resources.heap_kept():
+        with resources.heap_kept():
+            inner = np.ones(size)
+            assert _mapped_bytes() - before < 10**6
+            del inner
+        again = np.ones(size)
+        assert _mapped_bytes() - before < 10**6
+        del again
+    after = np.ones(size)
+    assert _mapped_bytes() - before >= 100 * 10**6
+    del after
+    assert resources._heap_depth == 0
+
+
+def test_heap_kept_leaves_thresholds_the_user_set(monkeypatch):
+    monkeypatch.setenv("MALLOC_MMAP_THRESHOLD_", "131072")
+    assert resources._glibc() is None
+    with resources.heap_kept():
+        assert resources._heap_depth == 0

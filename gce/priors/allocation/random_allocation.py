@@ -17,6 +17,7 @@ import numpy as np
 from ... import effort
 from ...accounting.curves import PrivacyCurve
 from ...errors import InvalidParameterError, NumericalLimitError
+from ...resources import heap_kept
 from ...validation import is_number
 from .bracket import (_STOPPED, _Least, _WHICH, DEFAULT_RTOL, TAIL, AllocationCurve, LowerBound, _at,
                       _check_count, _check_target, _DirectionLower, _may_refine, _negligible, _reading, _target_text,
@@ -93,6 +94,13 @@ def allocation_curve(mu: float, t: int, k: int = 1, epochs: int = 1, rtol: float
     >>> 2.6507 <= low <= high <= 2.6588
     True
     """
+    with heap_kept():  # (the grids' large arrays reused, not faulted in again: resources.heap_kept)
+        return _allocation_curve(mu, t, k, epochs, rtol, delta, epsilon, tail)
+
+
+def _allocation_curve(mu, t: int, k: int, epochs: int, rtol: float, delta: float | None, epsilon: float | None,
+                      tail: float) -> AllocationCurve:
+    """:func:`allocation_curve`."""
     beyond = not isinstance(mu, _RATIOS) and is_number(mu) and mu >= MU_LIMIT
     ratio = mu if isinstance(mu, _RATIOS) or beyond else GaussianRatio(mu)
     t = _check_count(t, "t")
