@@ -535,6 +535,35 @@ def test_few_databases_a_member_move_the_threshold_towards_the_members():
     assert circle.thresholds(12, 3, 1, 0.0)[0] >= math.log(3.0)  # never below the centre
 
 
+def test_many_databases_a_member_at_a_small_loss_lower_the_second_threshold():
+    """From the second level, at three or four members with power sums, t >= LOW_DATABASES k and a target
+    below LOW_LOSS, the threshold is log((t - k) / k) + LOW_SHIFT; the first level, two members, a larger
+    target, fewer databases a member or no power sums keep log((t - k) / k)."""
+    centre = math.log(134 / 4)
+    assert circle.thresholds(138, 4, 1, 1.67, sums=True) == pytest.approx((centre - 1.0,))
+    assert circle.thresholds(138, 4, 0, 1.67, sums=True) == (centre,)
+    assert circle.thresholds(138, 4, 1, 2.5, sums=True) == (centre,)
+    assert circle.thresholds(138, 4, 1, 1.67, sums=False) == (centre,)
+    assert circle.thresholds(39, 4, 1, 1.0, sums=True) == (math.log(35 / 4),)  # t < 10 k
+    assert circle.thresholds(138, 2, 1, 1.0, sums=True) == (math.log(68.0),)  # two members: the sums are exact
+
+
+@pytest.mark.parametrize("mu, t, k, eps", [(0.6, 4, 3, 1.0), (1.5, 4, 3, 1.8)])
+def test_a_lowered_second_threshold_stays_above_the_quadrature(monkeypatch, mu, t, k, eps):
+    """The second level with its threshold lowered (LOW_DATABASES set to 1 so that it applies at so few
+    databases) does not take over the first level's counts, and is never below the exact delta of the
+    direction P||Q (the quadrature's value less its error)."""
+    monkeypatch.setattr(circle, "LOW_DATABASES", 1)
+    remove, _ = k_of_t_deltas(mu, t, k, eps)
+    ratio = GaussianRatio(mu)
+    first = circle.circle_curve(ratio, t, k, eps, 1e-14)
+    second = circle.circle_curve(ratio, t, k, eps, 1e-14, level=1, earlier=first)
+    assert second.cuts[0] == pytest.approx(first.cuts[0] + circle.LOW_SHIFT)
+    assert not circle._takes_over(first, second.cuts)
+    value = float(second.delta(eps))
+    assert remove.value - remove.error <= value <= 1.3 * remove.value, (value, remove)
+
+
 @pytest.mark.slow  # about 5 s: the circle's two levels, a Monte Carlo of 300,000 draws of 6 databases
 def test_three_of_six_at_a_large_loss_above_a_monte_carlo():
     """sigma 0.74, 3 of 6, delta 1e-10 (epsilon near 14.22): both levels of the circle, whose threshold moved

@@ -57,7 +57,8 @@ counts ``n_j`` of databases with ``log W`` above each threshold of :data:`THRESH
 by the count vector ``n`` (the law of ``(A, V)`` on ``{counts = n}`` is the multinomial coefficient times
 the convolution of ``n_j`` terms from each band), and each ``n`` takes the rate of the grid
 (:data:`RATE_STEP` apart) with the least value at the target (at few databases a member the threshold moves up
-towards the members' ratios at the target: :func:`thresholds`). Each is a bound on ``E_Q[(L - c)_+; counts =
+towards the members' ratios at the target, and from the second level at many databases a member and a small
+target it is lowered where power sums apply: :func:`thresholds`, :data:`LOW_SHIFT`). Each is a bound on ``E_Q[(L - c)_+; counts =
 n]``, which is also at most ``P(counts = n)`` (``(L - c)_+ <= L``): the least of the two is kept, and a count
 of P-mass below the cut is charged at its mass. Two levels, one threshold each: the second halves the fine
 grid's nodes of ``A`` and ``V`` and its cells of ``log W`` (:func:`fine_grid`; the caller takes it while the
@@ -316,7 +317,33 @@ def thresholds(t: int, k: int, level: int = 0, target: float | None = None, sums
     if target is not None and t <= FEW_DATABASES * k:
         share = FEW_SHIFT_SUMS if sums else FEW_SHIFT
         centre += share * max((target + _log_choose(t, k)) / k - centre, 0.0)
+    if _lowered(t, k, level, target, sums):
+        centre += LOW_SHIFT
     return tuple(centre + d for d in THRESHOLDS[level])
+
+
+#: From the second level, at three or four members with power sums, many databases a member (``t >=
+#: LOW_DATABASES k``) and a small loss target (below ``LOW_LOSS``), the threshold is lowered by ``-LOW_SHIFT``
+#: (:func:`thresholds`). There the outputs that decide have no ratio near the threshold ``tau``, and the power
+#: sums' count without large ratios reads ``p_3 <= tau p_2`` (:mod:`.power_sums`), loose by about ``tau`` over
+#: the ratios' own scale; a lower threshold moves the few large ratios into the counts the sums bound exactly.
+#: At larger losses a few large ratios decide, and more counts above a lower threshold (beyond k of them the
+#: circle's alone) cost more than they gain. Measured at the second level (2026-12; epsilon at the threshold as
+#: before, lowered by 0.5 and by 1): lower at all twelve cases with a target below 2 and ``t >= 10 k`` (sigma
+#: 1.48, 4 of 138, 1e-10: 1.6752, 1.6629, 1.6582; sigma 1.6, 3 of 500, 1e-8: 0.5157, 0.4905, 0.4784; sigma 1.8,
+#: 3 of 200, 1e-10: 0.7746, 0.7614 at 1; sigma 1.2, 4 of 300, 1e-8: 1.3522, 1.3349; sigma 2, 4 of 60, 1e-10:
+#: 1.7084, 1.6849; sigma 1, 4 of 200, 1e-6: 1.9282, 1.9173; sigma 3, 4 of 120, 1e-5: 0.4567, 0.4447; also 4 of
+#: 100, 3 of 90, 4 of 80, 4 of 400, 4 of 600), and higher at all eleven others (targets 2.14 to 5.55, or ``t
+#: < 10 k``: sigma 1.6, 3 of 40, 1e-10: 2.1369, 2.1564 at 1; sigma 1.25, 4 of 28, 1e-8: 4.1638, 4.1978; sigma
+#: 2.37, 3 of 17, 1e-10: 1.9630, 2.0148; sigma 0.74, 3 of 347, 1e-8: 3.8447, 3.8479; sigma 1, 4 of 150, 1e-10:
+#: 3.6658, 3.6718).
+LOW_DATABASES, LOW_LOSS, LOW_SHIFT = 10, 2.0, -1.0
+
+
+def _lowered(t: int, k: int, level: int, target: float | None, sums: bool) -> bool:
+    """Whether the threshold of ``level`` is lowered by :data:`LOW_SHIFT`."""
+    return (level >= 1 and sums and k >= 3 and t >= LOW_DATABASES * k and target is not None
+            and target < LOW_LOSS)
 
 
 #: At most this many databases a member, the threshold moves up by this share of the way to the members'
@@ -719,10 +746,13 @@ def _level_cuts(ratio, t: int, k: int, level: int, target: float, earlier: Circl
     """The thresholds of a level (:func:`thresholds`), or those of ``earlier``, the level it starts from, where
     it had as many: at few databases a member the thresholds move with the target, and a later level at the
     earlier one's takes over its counts' power sums instead of computing them again (:func:`_takes_over`; sigma
-    0.62, 4 of 13, delta 1e-8: 1.3 s of the level's 1.8 s; 2026-12)."""
-    if earlier is not None and len(earlier.cuts) == len(THRESHOLDS[level]):
+    0.62, 4 of 13, delta 1e-8: 1.3 s of the level's 1.8 s; 2026-12); not where this level's is lowered
+    (:func:`_lowered`)."""
+    sums = _power_sums_apply(ratio, k, 0)
+    lowered = _lowered(t, k, level, target, sums)
+    if earlier is not None and len(earlier.cuts) == len(THRESHOLDS[level]) and not lowered:
         return earlier.cuts
-    return thresholds(t, k, level, target, _power_sums_apply(ratio, k, 0))
+    return thresholds(t, k, level, target, sums)
 
 
 def _takes_over(earlier: CircleCurve | None, cuts: tuple[float, ...]) -> bool:
