@@ -42,7 +42,10 @@ Peers measured in the same run:
     them, at most 2% in all): per seed, 14 cases with t log-uniform in [5, 1000], k uniform in [2, min(25,
     t / 2)], sigma log-uniform in [0.5, 3] (two decimals), delta 1e-5, 1e-6, 1e-8 or 1e-10; each bracket, its
     width and seconds, beside dp-accounting's Poisson-subsampled Gaussian at rate k/t composed t times
-    (upper / theirs), and the shares within 1% and 2%. Seeds 1 to 4 (2026-12-07, three runs on one core, the
+    (upper / theirs), and the shares within 1% and 2%. Seeds 1 to 4 (2026-12-07, session 17, one case after
+    another on one core, the other quiet, the large arrays kept in the heap, the circle's second level faster
+    and its threshold lowered at small losses): 51 and 49 within 1%, 56 within 2%, median 0.81%, widest 1.35%
+    and 1.69% (4 of 138 1.90% -> 0.88%; 4 of 22 and 11 of 310 end near the limit). Seeds 1 to 4 (2026-12-07, three runs on one core, the
     other quiet, with the power sums on counts of up to four large ratios): 47 of 56 within 1%, 55 within 2%,
     median 0.82%, widest 2.93% (4 of 13, 4 of 28, 3 of 6 and 4 of 8 now within 1%; four cases whose last step
     ends near the limit fell outside on a slower machine: docs/performance.md). 2026-12-06, one run on one
