@@ -57,20 +57,19 @@ counts ``n_j`` of databases with ``log W`` above each threshold of :data:`THRESH
 by the count vector ``n`` (the law of ``(A, V)`` on ``{counts = n}`` is the multinomial coefficient times
 the convolution of ``n_j`` terms from each band), and each ``n`` takes the rate of the grid
 (:data:`RATE_STEP` apart) with the least value at the target (at few databases a member the threshold moves up
-towards the members' ratios at the target, and from the second level at many databases a member and a small
-target it is lowered where power sums apply: :func:`thresholds`, :data:`LOW_SHIFT`). Each is a bound on ``E_Q[(L - c)_+; counts =
-n]``, which is also at most ``P(counts = n)`` (``(L - c)_+ <= L``): the least of the two is kept, and a count
-of P-mass below the cut is charged at its mass. Two levels, one threshold each: the second halves the fine
+towards the members' ratios at the target, and from the second level at many databases a member and a small target
+it is lowered where power sums apply: :func:`thresholds`, :data:`LOW_SHIFT`). Each is a bound on ``E_Q[(L - c)_+;
+counts = n]``, which is also at most ``P(counts = n)`` (``(L - c)_+ <= L``): the least of the two is kept, and a
+count of P-mass below the cut is charged at its mass. Two levels, one threshold each: the second halves the fine
 grid's nodes of ``A`` and ``V`` and its cells of ``log W`` (:func:`fine_grid`; the caller takes it while the
-bracket is wider than asked). Measured (delta 1e-5, sigma 0.5, 10 of 100): one rate for all outputs 23.7, a
-rate per count of one threshold 23.39 (10 s; the threshold moved by -0.4 or 0.3: 23.40, 23.41), of two 23.35
-(80 s), against an independent Monte Carlo of 23.18 (400,000 draws tilted towards the decisive outputs,
-99.9%: 23.16 to 23.20; (1) at each output's best rate would give 23.26). Two thresholds were the second level
-until 2026-12, but the grid's nodes cost more than the counts' coarseness where the circle decides (one quiet
-core, the level alone): sigma 1.17, 10 of 393, delta 1e-10, from 3.5278 to 3.5261 by two thresholds (3.7 s) and
-to 3.5134 by the halved grid (1.7 s; an importance-sampled Monte Carlo puts epsilon near 3.483); sigma 0.96,
-13 of 328, 1e-10, 7.2235 to 7.2166 (11.9 s) and 7.2104 (2.3 s); sigma 0.76, 19 of 724, 1e-6, to 8.2943 (2.4 s;
-the Monte Carlo near 8.25).
+bracket is wider than asked). Measured (delta 1e-5, sigma 0.5, 10 of 100): one rate for all outputs 23.7, a rate
+per count of one threshold 23.39 (10 s; the threshold moved by -0.4 or 0.3: 23.40, 23.41), of two 23.35 (80 s),
+against an independent Monte Carlo of 23.18 (400,000 draws tilted towards the decisive outputs, 99.9%: 23.16 to
+23.20; (1) at each output's best rate would give 23.26). Two thresholds were the second level until 2026-12, but
+the grid's nodes cost more than the counts' coarseness where the circle decides (one quiet core, the level alone):
+sigma 1.17, 10 of 393, delta 1e-10, from 3.5278 to 3.5261 by two thresholds (3.7 s) and to 3.5134 by the halved
+grid (1.7 s; an importance-sampled Monte Carlo puts epsilon near 3.483); sigma 0.96, 13 of 328, 1e-10, 7.2235 to
+7.2166 (11.9 s) and 7.2104 (2.3 s); sigma 0.76, 19 of 724, 1e-6, to 8.2943 (2.4 s; the Monte Carlo near 8.25).
 
 Each count tries two rates on the fine grid: the coarse grid's choice (:func:`_coarse_search`) and the
 count's saddle point (:func:`saddle_rate`: the rate at which the mean of ``sum_i p_i`` is ``k`` under the
@@ -854,7 +853,7 @@ def _rate_bounds(ratio, t: int, k: int, cuts, top: float, masses, target: float,
             continue  # a band of no mass: the count is impossible (its P-mass is 0 too)
         chosen.append((min(TILTS, key=gap), bands, n))
     # the counts of one tilt by the first band's count, rising: its power (the bulk, hundreds of databases) is
-    # carried from one count to the next (:func:`_powers`)
+    # carried from one count to the next (:func:`_carried`)
     chosen.sort()
     running: tuple | None = None  # (tilt, exponent, the first band's transform to that power)
     for theta, bands, n in chosen:
