@@ -870,7 +870,7 @@ def _rate_bounds(ratio, t: int, k: int, cuts, top: float, masses, target: float,
         transforms, logs, noise, per_node = spectra[theta]
         scale = math.lgamma(t + 1) + sum(c * logs[b] - math.lgamma(c + 1) for b, c in enumerate(bands) if c)
         running = _carried(running, theta, transforms[0], bands[0])
-        law = _fft.irfft2(_powers(running[2], list(zip(transforms[1:], bands[1:]))), (n_a, n_v))
+        law = _fft.irfft2(_power(list(zip(transforms[1:], bands[1:])), running[2]), (n_a, n_v))
         np.maximum(law, 0.0, out=law)
         bounds[n] = _collapse(law, noise, per_node, scale, theta, a_grid, log_g, target, masses[n], r, cells)
     return bounds, wrap
@@ -888,17 +888,6 @@ def _carried(running: tuple | None, theta: float, spectrum: NDArray[np.complex12
             power = integer_power(spectrum, count - running[1])
             return theta, count, np.multiply(running[2], power, out=power)
     return theta, count, integer_power(spectrum, count) if count > 0 else None
-
-
-def _powers(first: NDArray[np.complex128] | None, spectra) -> NDArray[np.complex128]:
-    """``first`` (left unchanged; None: 1) times the ``spectra`` each raised to its count (:func:`_power`)."""
-    rest = [(spectrum, count) for spectrum, count in spectra if count]
-    if first is None:
-        return _power(rest)
-    if not rest:
-        return first.copy()
-    product = _power(rest)
-    return np.multiply(first, product, out=product)
 
 
 #: Points of the left Riemann sum of :func:`log_modulus` (its integrand falls along ``theta``, so the sum is

@@ -137,15 +137,19 @@ def integer_power(spectrum: NDArray[np.complex128], count: int) -> NDArray[np.co
         base = base * base if base is spectrum else np.multiply(base, base, out=base)
 
 
-def _power(spectra: Sequence[tuple[NDArray[np.complex128], int]]) -> NDArray[np.complex128]:
+def _power(spectra: Sequence[tuple[NDArray[np.complex128], int]],
+           times: NDArray[np.complex128] | None = None) -> NDArray[np.complex128]:
     """The product of the ``spectra`` each raised to its count (:func:`integer_power`; a count of 0 left out),
-    multiplied in place: every factor is a new array."""
+    multiplied in place: every factor is a new array; then times ``times`` where given (left unchanged: a power
+    its caller carries on, :func:`.circle._carried`)."""
     out = None
     for spectrum, count in spectra:
         if count == 0:
             continue
         factor = integer_power(spectrum, count)
         out = factor if out is None else np.multiply(out, factor, out=out)
+    if times is not None:
+        out = times.copy() if out is None else np.multiply(times, out, out=out)
     return out
 
 
