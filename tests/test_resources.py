@@ -503,7 +503,7 @@ def _mapped_bytes() -> int | None:
         _fields_ = [(name, ctypes.c_size_t) for name in ("arena", "ordblks", "smblks", "hblks", "hblkhd",
                                                           "usmblks", "fsmblks", "uordblks", "fordblks", "keepcost")]
     libc = ctypes.CDLL(None)
-    if resources._glibc() is None or not hasattr(libc, "mallinfo2"):
+    if resources._c_library() is None or not hasattr(libc, "mallinfo2"):
         return None
     libc.mallinfo2.restype = MallInfo2
     return int(libc.mallinfo2().hblkhd)
@@ -531,7 +531,54 @@ def test_heap_kept_serves_large_arrays_from_the_heap_then_gives_the_thresholds_b
 
 
 def test_heap_kept_leaves_thresholds_the_user_set(monkeypatch):
+    # the thresholds are left as they were: inside, an array of 100 MB is still a mapping of its own
     monkeypatch.setenv("MALLOC_MMAP_THRESHOLD_", "131072")
     assert resources._glibc() is None
+    if _mapped_bytes() is None:
+        pytest.skip("glibc 2.33+ only")
+    before = _mapped_bytes()
     with resources.heap_kept():
-        assert resources._heap_depth == 0
+        inner = np.ones(100 * 10**6 // 8)
+        assert _mapped_bytes() - before >= 100 * 10**6
+        del inner
+
+
+def _hugepage_advice():
+    """numpy's advice of huge pages on (True) or off, or None where this numpy cannot say."""
+    try:
+        from numpy._core import multiarray
+    except ImportError:
+        from numpy.core import multiarray
+    get = getattr(multiarray, "_get_madvise_hugepage", None)
+    return None if get is None else bool(get())
+
+
+def test_heap_kept_turns_numpys_huge_pages_off_then_back_to_what_they_were(monkeypatch):
+    # inside (nested too) numpy does not advise huge pages; after the outermost section its state returns, on or off
+    monkeypatch.delenv("NUMPY_MADVISE_HUGEPAGE", raising=False)
+    switch = resources._hugepage_switch()
+    if switch is None or _hugepage_advice() is None:
+        pytest.skip("Linux and numpy's switch of its huge pages only")
+    before = _hugepage_advice()
+    try:
+        for state in (True, False):
+            switch(state)
+            with resources.heap_kept():
+                assert _hugepage_advice() is False
+                with resources.heap_kept():
+                    assert _hugepage_advice() is False
+                assert _hugepage_advice() is False
+            assert _hugepage_advice() is state
+            assert resources._hugepage_before is None
+    finally:
+        switch(before)
+
+
+def test_heap_kept_leaves_huge_pages_the_user_set(monkeypatch):
+    monkeypatch.setenv("NUMPY_MADVISE_HUGEPAGE", "1")
+    if _hugepage_advice() is None:
+        pytest.skip("numpy's switch of its huge pages only")
+    before = _hugepage_advice()
+    assert resources._hugepage_switch() is None
+    with resources.heap_kept():
+        assert _hugepage_advice() is before
