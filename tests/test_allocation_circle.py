@@ -314,6 +314,79 @@ def test_below_circle_mu_the_circle_comes_first_where_many_members_decide_p_q():
     assert random_allocation._circle_first(GaussianRatio(1.0), 400, 10, other, 1e-6, None)
 
 
+def test_q_p_below_reads_the_decompositions_second_direction_against_its_lower_end():
+    """random_allocation._q_p_below on the decomposition: sigma 0.67, 8 of 347, delta 1e-8, Q||P 5.366 far below
+    [8.825, 9.909] (the blocks composed again come after the circle); sigma 1.8, 5 of 12, 1e-10, Q||P 5.432 above
+    the lower end 5.357 (they come first: their Q||P decides there)."""
+    below = _decomposition(0.67, 8, 347, 1e-8)
+    low, high = below.epsilon_bracket(1e-8)
+    assert 8.80 <= low <= 8.85 and 9.85 <= high <= 9.95
+    assert 5.3 <= float(below.directions[1].epsilon(1e-8)) <= 5.4
+    assert random_allocation._q_p_below(below, 1e-8, None)
+    above = _decomposition(1.8, 5, 12, 1e-10)
+    low, high = above.epsilon_bracket(1e-10)
+    assert low < float(above.directions[1].epsilon(1e-10)) < high
+    assert not random_allocation._q_p_below(above, 1e-10, None)
+    # an epsilon target reads deltas: the same answer at each one's own epsilon
+    assert random_allocation._q_p_below(below, None, 9.0) and not random_allocation._q_p_below(above, None, 5.4)
+
+
+def _steps(monkeypatch) -> list[tuple[str, object]]:
+    """The one-allocation steps of random_allocation as they are called: (name, the cells of the sums and the
+    rate per count, or the description of the curve the others are handed)."""
+    calls: list[tuple[str, object]] = []
+    for name in ("_with_finer_sums", "_with_counts_below", "_with_circle", "_with_blocks_at_any_delta"):
+        step = getattr(random_allocation, name)
+
+        def spy(*args, _name=name, _step=step):  # (ratio, t, k, rtol, delta, epsilon, then curve, cells or tail, curve)
+            summed = _name in ("_with_finer_sums", "_with_counts_below")
+            calls.append((_name, args[7] if summed else args[7].description))
+            return _step(*args)
+        monkeypatch.setattr(random_allocation, name, spy)
+    return calls
+
+
+def test_where_the_circle_comes_first_the_sums_precede_it_and_the_blocks_again_follow(monkeypatch):
+    """sigma 1.23, 16 of 89, delta 1e-5 (the circle first; the decomposition [7.340, 7.711], 5.05% wide, Q||P
+    7.194 below it): the finer sums of logarithms first (the circle's rates chosen at their lower end), then the
+    circle, then the blocks composed again, which the circle left nothing to do (within five times rtol); no
+    rate per count on the coarsest cell. Within 1% (0.56%) without a time limit."""
+    calls = _steps(monkeypatch)
+    curve = allocation_curve(1.0 / 1.23, 89, 16, delta=1e-5, rtol=0.01)
+    names = [name for name, _ in calls]
+    assert names[:4] == ["_with_finer_sums", "_with_finer_sums", "_with_circle", "_with_blocks_at_any_delta"], names
+    assert [cells for _, cells in calls[:2]] == [log_statistic.COUNT_CELLS[1], random_allocation.FINEST_SUMS]
+    assert random_allocation._CIRCLE_TEXT in calls[3][1]  # handed the circle's curve
+    assert "composed again" not in curve.description
+    assert log_statistic.COUNT_CELLS[0] not in [cells for name, cells in calls if name == "_with_counts_below"]
+    low, high = curve.epsilon_bracket(1e-5)
+    assert 7.33 <= low <= high <= 7.42 and high / low - 1 <= 0.01, (low, high)
+
+
+def test_where_q_p_reads_above_the_lower_end_the_blocks_again_come_before_the_circle(monkeypatch):
+    """sigma 1.8, 5 of 12, delta 1e-10: the blocks composed again before the circle (their Q||P decides the upper
+    end: 5.418 with them first, 5.432 after the circle)."""
+    calls = _steps(monkeypatch)
+    curve = allocation_curve(1.0 / 1.8, 12, 5, delta=1e-10, rtol=0.01)
+    names = [name for name, _ in calls]
+    assert names.index("_with_blocks_at_any_delta") < names.index("_with_circle"), names
+    assert "composed again" in curve.description
+    low, high = curve.epsilon_bracket(1e-10)
+    assert 5.35 <= low <= high <= 5.425, (low, high)
+
+
+@pytest.mark.slow  # about 3 s: the decomposition, the sums, the circle's first level twice
+def test_the_circles_rates_chosen_nearer_its_epsilon_read_lower():
+    """sigma 0.67, 8 of 347, delta 1e-8: the circle's first level with its rates chosen at the decomposition's
+    lower end (8.825) reads 9.048, at the finer sums' (8.918) 9.035: why the sums come first
+    (random_allocation._with_finer_sums)."""
+    ratio, tail = GaussianRatio(1.0 / 0.67), 1e-12
+    low = _decomposition(0.67, 8, 347, 1e-8).epsilon_bracket(1e-8)[0]
+    at_low = float(circle.circle_curve(ratio, 347, 8, low, tail, 0).epsilon(1e-8))
+    at_sums = float(circle.circle_curve(ratio, 347, 8, 8.918, tail, 0).epsilon(1e-8))
+    assert 8.80 <= low <= 8.85 and 9.03 <= at_sums <= 9.04 and at_sums * 1.001 <= at_low <= 9.06, (at_low, at_sums)
+
+
 @pytest.mark.slow  # about 10 s: the decomposition, the circle (1 s), a Monte Carlo of 400,000 draws
 def test_below_circle_mu_the_circle_holds_the_monte_carlo():
     """sigma 1.23, 16 of 89, delta 1e-5 (the circle first, below CIRCLE_MU): the circle's delta at and
