@@ -375,6 +375,21 @@ def test_where_q_p_reads_above_the_lower_end_the_blocks_again_come_before_the_ci
     assert 5.35 <= low <= high <= 5.425, (low, high)
 
 
+def test_where_the_uniform_grid_leaves_the_upper_end_unbounded_the_circle_is_read_after_the_blocks_again(
+        monkeypatch):
+    """sigma 0.71, 18 of 447, delta 1e-10: the decomposition on the uniform grid is unbounded above (the circle
+    cannot come first on it); its blocks composed again bound it (17.15), and then the circle comes first."""
+    decomposition = _decomposition(0.71, 18, 447, 1e-10)
+    assert math.isinf(decomposition.epsilon_bracket(1e-10)[1])
+    assert not random_allocation._circle_first(GaussianRatio(1.0 / 0.71), 447, 18, decomposition, 1e-10, None)
+    calls = _steps(monkeypatch)
+    curve = allocation_curve(1.0 / 0.71, 447, 18, delta=1e-10, rtol=0.02)
+    names = [name for name, _ in calls]
+    assert names[:4] == ["_with_blocks_at_any_delta", "_with_finer_sums", "_with_finer_sums", "_with_circle"], names
+    low, high = curve.epsilon_bracket(1e-10)
+    assert 15.6 <= low <= high <= 16.05 and high / low - 1 <= 0.02, (low, high)
+
+
 @pytest.mark.slow  # about 3 s: the decomposition, the sums, the circle's first level twice
 def test_the_circles_rates_chosen_nearer_its_epsilon_read_lower():
     """sigma 0.67, 8 of 347, delta 1e-8: the circle's first level with its rates chosen at the decomposition's

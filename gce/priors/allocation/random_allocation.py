@@ -171,6 +171,9 @@ def _allocation_curve(mu, t: int, k: int, epochs: int, rtol: float, delta: float
         later = again and circled and _q_p_below(curve, delta, epsilon)
         if again and not later:
             curve = _with_blocks_at_any_delta(ratio, t, k, rtol, delta, epsilon, tail, curve)
+            # (read again: an upper end the uniform grid left unbounded may now be bounded)
+            circled = (epochs == 1 and curve.directions is not None and 1 < k < t
+                       and _circle_first(ratio, t, k, curve, delta, epsilon))
         decomposition = curve.directions
         first = (0,) if CIRCLE_SECOND_LAST else None  # (the second level after the lower end's steps)
         circles: dict[str, object] = {}  # the last level of the circle computed (_with_circle), one computation's
