@@ -42,7 +42,10 @@ Peers measured in the same run:
     them, at most 2% in all): per seed, 14 cases with t log-uniform in [5, 1000], k uniform in [2, min(25,
     t / 2)], sigma log-uniform in [0.5, 3] (two decimals), delta 1e-5, 1e-6, 1e-8 or 1e-10; each bracket, its
     width and seconds, beside dp-accounting's Poisson-subsampled Gaussian at rate k/t composed t times
-    (upper / theirs), and the shares within 1% and 2%. Seeds 1 to 4 (2026-12-07, session 17, one case after
+    (upper / theirs), and the shares within 1% and 2%. Seeds 1 to 4 (2026-12-07, session 18, one case after
+    another on one core, the other quiet, numpy's huge pages off and the finer sums before the circle where it
+    comes first): 53 and 53 within 1%, 56 within 2%, median 0.77%, widest 1.35%, gce's time 106 s (19 of 45,
+    4 of 18 and 5 of 20 over 1%). Seeds 1 to 4 (2026-12-07, session 17, one case after
     another on one core, the other quiet, the large arrays kept in the heap, the circle's second level faster
     and its threshold lowered at small losses): 51 and 49 within 1%, 56 within 2%, median 0.81%, widest 1.35%
     and 1.69% (4 of 138 1.90% -> 0.88%; 4 of 22 and 11 of 310 end near the limit). Seeds 1 to 4 (2026-12-07, three runs on one core, the
