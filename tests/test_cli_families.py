@@ -373,8 +373,10 @@ def interrupted(args: list[str], moment: tuple[str, float], space: SimpleNamespa
                 script: bool = False) -> SimpleNamespace:
     """Run gce and send SIGINT at ``moment``: (``start``, s) s seconds after it started; (``numpy``, s) or
     (``duckdb``, s) s seconds after that library's first extension module was mapped; (``ledger``, s) s
-    seconds after the process opened the ledger file. ``sent`` says whether the process was still running."""
-    process = gce(args, script=script)
+    seconds after the process opened the ledger file. ``sent`` says whether the process was still running.
+    Its temporary files go to ``space.folder / "tmp"``."""
+    (space.folder / "tmp").mkdir(exist_ok=True)
+    process = gce(args, script=script, TMPDIR=str(space.folder / "tmp"))
     where, seconds = moment
     ready = {"start": lambda: True, "numpy": lambda: _loaded(process.pid, "numpy"),
              "duckdb": lambda: _loaded(process.pid, "duckdb"),
@@ -547,6 +549,8 @@ SOLVE_MOMENTS = [("solve", ("start", 0.0)), ("solve", ("numpy", 0.0)), ("solve",
 @tiers.parametrize("command, moment", SOLVE_MOMENTS, default=[1, 5])
 def test_ctrl_c_at_a_moment_of_a_solve(space, command, moment):
     done = interrupted(COMMANDS[command](space), moment, space)
+    # the engine's spill folder is removed, whenever the Ctrl-C came (it was left while the engine was made)
+    assert not list((space.folder / "tmp").glob("gce-duckdb-*"))
     line = check_interrupted(done, moment)
     if line is None and done.status == 0:
         assert done.out.startswith(TITLES)

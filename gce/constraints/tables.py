@@ -27,6 +27,7 @@ and the first ``m`` are kept; ``individual`` is the id as DuckDB casts it to tex
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import glob
 import hashlib
@@ -37,7 +38,7 @@ import sqlite3
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -81,8 +82,6 @@ _SHOWN = 60
 _POLL = 0.25
 #: Seconds between two looks at the clock (and at Ctrl-C) while the engine runs; the interrupt's latency.
 _TICK = 0.05
-#: Each open engine's spill folder, by ``id`` of its connection (a DuckDB connection takes no attributes).
-_SPILLS: dict[int, str] = {}
 #: Seconds the engine has to stop after it was interrupted, before the caller gives up waiting.
 _STOP_GRACE = 5.0
 
@@ -366,36 +365,38 @@ class MembershipStatistics:
 # The engine
 
 
-def _connect(table: MembershipTable) -> duckdb.DuckDBPyConnection:
-    """An in-memory engine under the memory policy; a DuckDB database file is attached read-only and used.
+@contextlib.contextmanager
+def _engine(table: MembershipTable) -> Iterator[duckdb.DuckDBPyConnection]:
+    """An in-memory engine under the memory policy, for the section; a DuckDB database file is attached
+    read-only and used.
 
     DuckDB holds at most :func:`gce.resources.engine_memory` and spills beyond it to a temporary folder of
-    its own (never a ``.tmp`` folder in the working directory), removed by :func:`_close`.
+    its own (never a ``.tmp`` folder in the working directory). Whatever ends the section, the engine is
+    closed and the folder removed; on the command line a Ctrl-C that comes while they are being made waits
+    until both exist (:func:`gce.interrupts.deferred`: between the two, the folder was left behind).
     """
-    spill = tempfile.mkdtemp(prefix="gce-duckdb-")
-    config = {"threads": ENGINE_THREADS, "memory_limit": f"{resources.engine_memory() // 2**20}MiB",
-              "temp_directory": spill}
-    con = _duckdb().connect(":memory:", config=config)
-    _SPILLS[id(con)] = spill
-    # progress is tracked (for query_progress, polled by _Watch) but never printed by DuckDB itself
-    con.execute("set enable_progress_bar = true")
-    con.execute("set enable_progress_bar_print = false")
-    if table.format == "database" and not _is_sqlite(table.database):
-        try:
-            con.execute(f"attach {_literal(table.database)} as source (read_only)")
-            con.execute("use source")
-        except _duckdb().Error as error:
-            _close(con)
-            raise _engine_error(table, error) from None
-    return con
-
-
-def _close(con: duckdb.DuckDBPyConnection) -> None:
-    """Close the engine and remove its spill folder."""
-    spill = _SPILLS.pop(id(con), None)
-    con.close()
-    if spill is not None:
-        shutil.rmtree(spill, ignore_errors=True)
+    spill = con = None
+    try:
+        with deferred():
+            spill = tempfile.mkdtemp(prefix="gce-duckdb-")
+            config = {"threads": ENGINE_THREADS, "memory_limit": f"{resources.engine_memory() // 2**20}MiB",
+                      "temp_directory": spill}
+            con = _duckdb().connect(":memory:", config=config)
+        # progress is tracked (for query_progress, polled by _Watch) but never printed by DuckDB itself
+        con.execute("set enable_progress_bar = true")
+        con.execute("set enable_progress_bar_print = false")
+        if table.format == "database" and not _is_sqlite(table.database):
+            try:
+                con.execute(f"attach {_literal(table.database)} as source (read_only)")
+                con.execute("use source")
+            except _duckdb().Error as error:
+                raise _engine_error(table, error) from None
+        yield con
+    finally:
+        if con is not None:
+            con.close()
+        if spill is not None:
+            shutil.rmtree(spill, ignore_errors=True)
 
 
 def _engine_error(table: MembershipTable, error: Exception) -> InvalidParameterError | ResourceLimitError:
@@ -793,23 +794,20 @@ def membership_statistics(table: "MembershipTable | str | os.PathLike[str] | Seq
     if not is_integer(max_patterns) or max_patterns < 1:
         raise InvalidParameterError("max_patterns", f"must be an integer >= 1, got {shown(max_patterns)}")
     seconds = _time_limit(time_limit)
-    con = _connect(table)
+    with resources.own_clock(), _engine(table) as con:  # (closed inside: an alarm would replace the guard's error)
 
-    def work() -> MembershipStatistics:
-        resolve = _rows_view(con, table, databases)
-        with _Watch(con, progress, f"reading {table.name}"):
-            con.execute(f"create temp table per as {per_individual_sql('rows', patterns)}")
-        return statistics_from_sql(lambda sql: con.execute(sql).fetchall(), "rows", "per", name=table.name,
-                                   where=lambda origin: _where(table, origin), resolve=resolve,
-                                   patterns=patterns, max_patterns=max_patterns)
+        def work() -> MembershipStatistics:
+            resolve = _rows_view(con, table, databases)
+            with _Watch(con, progress, f"reading {table.name}"):
+                con.execute(f"create temp table per as {per_individual_sql('rows', patterns)}")
+            return statistics_from_sql(lambda sql: con.execute(sql).fetchall(), "rows", "per", name=table.name,
+                                       where=lambda origin: _where(table, origin), resolve=resolve,
+                                       patterns=patterns, max_patterns=max_patterns)
 
-    with resources.own_clock():  # closing too: an alarm then would replace the guard's error with a vaguer one
         try:
             return _guarded(con, table, work, seconds)
         except _duckdb().Error as error:
             raise _engine_error(table, error) from None
-        finally:
-            _close(con)
 
 
 def _is_sqlite(path: str) -> bool:
@@ -874,48 +872,47 @@ def truncate_membership(table: "MembershipTable | str | os.PathLike[str] | Seque
                                               f"the truncation elsewhere (the input is never overwritten)")
     check_path(output, "output", writing=True)  # a named pipe would block the engine, a device swallow the rows
     seconds = _time_limit(time_limit)
-    con = _connect(table)
+    with resources.own_clock(), _engine(table) as con:  # (closed inside, as in membership_statistics)
 
-    def work() -> tuple:
-        resolve = _rows_view(con, table, databases, writes=True)
-        missing, unknown = con.execute("select count(*) filter (where individual is null), "
-                                       "count(*) filter (where idx is null) from rows").fetchone()
-        _check_rows(lambda sql: con.execute(sql).fetchall(), "rows", lambda origin: _where(table, origin), resolve,
-                    missing, unknown)
-        with _Watch(con, progress, f"truncating {table.name}"):
-            con.execute(f"""
-                create temp table chosen as
-                select individual, idx from (select distinct individual, idx from rows)
-                qualify row_number() over (partition by individual order by
-                        md5({int(seed)}::varchar || ':' || individual::varchar || ':' || idx::varchar), idx) <= {int(m)}
-                """)
-            # the (individual, database) values kept, then every row of the table with one of them, all its
-            # columns as read: the mechanisms run on the output as they would on the input
-            con.execute("create temp table kept_pairs as select distinct r.individual as gce_individual, "
-                        "r.database as gce_database from rows r semi join chosen c on "
-                        "r.individual = c.individual and r.idx = c.idx")
-            sqlite = table.format == "database" and _is_sqlite(table.database)
-            source = "sqlite_rows" if sqlite else _source_sql(con, table, resolve, filename=False)[0]
-            first, second = _key_columns(con, table, source, "")
-            # a CSV without a header row is written without one (the columns as read)
-            headless = table.format == "csv" and table.columns is None and not _csv_header(table, resolve)
-            options = "(format parquet)" if kind == "parquet" else f"(format csv, header {str(not headless).lower()})"
-            con.execute(f"copy (select s.* from {source} s semi join kept_pairs k on {first} = k.gce_individual "
-                        f"and {second} = k.gce_database) to {_literal(output)} {options}")
-        counts = con.execute("select (select count(*) from rows), (select count(*) from chosen), "
-                             "(select count(*) from (select distinct individual, idx from rows)), "
-                             "(select count(distinct individual) from rows)").fetchone()
-        reader = (f"read_parquet({_literal(output)})" if kind == "parquet" else
-                  f"read_csv({_literal(output)}, header = {str(not headless).lower()}, all_varchar = true)")
-        kept_rows = con.execute(f"select count(*) from {reader}").fetchone()[0]
-        return counts, kept_rows
+        def work() -> tuple:
+            resolve = _rows_view(con, table, databases, writes=True)
+            missing, unknown = con.execute("select count(*) filter (where individual is null), "
+                                           "count(*) filter (where idx is null) from rows").fetchone()
+            _check_rows(lambda sql: con.execute(sql).fetchall(), "rows", lambda origin: _where(table, origin), resolve,
+                        missing, unknown)
+            with _Watch(con, progress, f"truncating {table.name}"):
+                con.execute(f"""
+                    create temp table chosen as
+                    select individual, idx from (select distinct individual, idx from rows)
+                    qualify row_number() over (partition by individual order by
+                        md5({int(seed)}::varchar || ':' || individual::varchar || ':' || idx::varchar), idx)
+                        <= {int(m)}
+                    """)
+                # the (individual, database) values kept, then every row of the table with one of them, all its
+                # columns as read: the mechanisms run on the output as they would on the input
+                con.execute("create temp table kept_pairs as select distinct r.individual as gce_individual, "
+                            "r.database as gce_database from rows r semi join chosen c on "
+                            "r.individual = c.individual and r.idx = c.idx")
+                sqlite = table.format == "database" and _is_sqlite(table.database)
+                source = "sqlite_rows" if sqlite else _source_sql(con, table, resolve, filename=False)[0]
+                first, second = _key_columns(con, table, source, "")
+                # a CSV without a header row is written without one (the columns as read)
+                headless = table.format == "csv" and table.columns is None and not _csv_header(table, resolve)
+                options = ("(format parquet)" if kind == "parquet" else
+                           f"(format csv, header {str(not headless).lower()})")
+                con.execute(f"copy (select s.* from {source} s semi join kept_pairs k on {first} = k.gce_individual "
+                            f"and {second} = k.gce_database) to {_literal(output)} {options}")
+            counts = con.execute("select (select count(*) from rows), (select count(*) from chosen), "
+                                 "(select count(*) from (select distinct individual, idx from rows)), "
+                                 "(select count(distinct individual) from rows)").fetchone()
+            reader = (f"read_parquet({_literal(output)})" if kind == "parquet" else
+                      f"read_csv({_literal(output)}, header = {str(not headless).lower()}, all_varchar = true)")
+            kept_rows = con.execute(f"select count(*) from {reader}").fetchone()[0]
+            return counts, kept_rows
 
-    with resources.own_clock():  # closing too (as in membership_statistics)
         try:
             counts, kept_rows = _guarded(con, table, work, seconds)
         except _duckdb().Error as error:
             raise _engine_error(table, error) from None
-        finally:
-            _close(con)
     rows, kept, pairs, individuals = counts
     return Truncation(output, int(m), int(seed), rows, kept_rows, pairs, kept, individuals)
