@@ -323,11 +323,11 @@ def _with_blocks_at_any_delta(ratio, t: int, k: int, rtol: float, delta: float |
 
     Where the circle comes first (:func:`_circle_first`) and the decomposition's direction Q||P reads below its
     lower end (:func:`_q_p_below`: no tightening of it can lower the upper end), this step comes after the
-    circle, and then only where the circle left the bracket that far off: over the 18 such cases of seeds 1 to
-    4 of the benchmark's grid the blocks composed again read 0.4% to 11% above the circle (2026-12), and they
-    took 0.15 to 0.6 s first (sigma 0.67, 8 of 347, delta 1e-8: 0.5 s, its P||Q 9.909 to 9.619, the circle
-    9.048). Where Q||P reads above the lower end it still comes first: its Q||P decides there (sigma 1.8, 5 of
-    12, delta 1e-10: 5.418 with it, 5.432 after the circle)."""
+    circle, and then only where the circle left the bracket that far off: over the 24 cases of seeds 1 to 4
+    of the benchmark's grid where the circle comes first the blocks composed again read 0.4% to 11% above it
+    (2026-12), and they took 0.14 to 0.63 s first (sigma 0.67, 8 of 347, delta 1e-8: 0.5 s, its P||Q 9.909 to
+    9.619, the circle 9.048). Where Q||P reads above the lower end it still comes first: its Q||P decides there
+    (sigma 1.8, 5 of 12, delta 1e-10: 5.418 with it, 5.432 after the circle)."""
     low, high = _at(curve, curve.lower, delta, epsilon)
     if math.isfinite(high) and not (low > 0 and _width(low, high) > _BLOCKS_AGAIN * rtol):
         return curve
