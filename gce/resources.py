@@ -340,16 +340,21 @@ _heap_depth = 0
 _hugepage_before = None  # (numpy's switch, its state before the outermost section), or None: untouched
 
 
+def _numpy_multiarray():
+    """numpy's ``multiarray`` module, which holds its switch of huge pages (``numpy.core`` before numpy 2)."""
+    try:
+        from numpy._core import multiarray
+    except ImportError:  # numpy 1
+        from numpy.core import multiarray
+    return multiarray
+
+
 def _hugepage_switch():
     """numpy's switch of its advice of huge pages (``_set_madvise_hugepage``: it returns the previous state) on
     Linux where the user has not set it (:data:`_HUGEPAGE_ENV`); else None."""
     if not sys.platform.startswith("linux") or _HUGEPAGE_ENV in os.environ:
         return None
-    try:
-        from numpy._core import multiarray
-    except ImportError:  # numpy 1
-        from numpy.core import multiarray
-    return getattr(multiarray, "_set_madvise_hugepage", None)
+    return getattr(_numpy_multiarray(), "_set_madvise_hugepage", None)
 
 
 def _glibc():

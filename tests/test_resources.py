@@ -545,11 +545,7 @@ def test_heap_kept_leaves_thresholds_the_user_set(monkeypatch):
 
 def _hugepage_advice():
     """numpy's advice of huge pages on (True) or off, or None where this numpy cannot say."""
-    try:
-        from numpy._core import multiarray
-    except ImportError:
-        from numpy.core import multiarray
-    get = getattr(multiarray, "_get_madvise_hugepage", None)
+    get = getattr(resources._numpy_multiarray(), "_get_madvise_hugepage", None)
     return None if get is None else bool(get())
 
 

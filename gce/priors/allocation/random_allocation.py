@@ -162,18 +162,21 @@ def _allocation_curve(mu, t: int, k: int, epochs: int, rtol: float, delta: float
             if not isinstance(ratio, GaussianRatio):
                 raise NumericalLimitError(f"random allocation: {why}") from None
             return _closed_forms(ratio.mu, t, k, epochs, str(why))
-        # the circle first (after the finer sums below, cheap): the blocks of members seldom tighten these
-        circled = (epochs == 1 and curve.directions is not None and 1 < k < t
-                   and _circle_first(ratio, t, k, curve, delta, epsilon))
+
+        def circle_first(bracket: AllocationCurve) -> bool:
+            # the circle first (after the finer sums below, cheap): the blocks of members seldom tighten these
+            return (epochs == 1 and bracket.directions is not None and 1 < k < t
+                    and _circle_first(ratio, t, k, bracket, delta, epsilon))
+
         # the blocks composed again where the uniform grid is far off; after the circle where it comes first and
         # the direction Q||P is below the lower end (the circle then decides the upper end: _with_blocks_at_any_delta)
         again = k > 1 and epochs == 1 and not _exact_blocks(ratio, t // k)
-        later = again and circled and _q_p_below(curve, delta, epsilon)
+        later = again and circle_first(curve) and _q_p_below(curve, delta, epsilon)
         if again and not later:
             curve = _with_blocks_at_any_delta(ratio, t, k, rtol, delta, epsilon, tail, curve)
-            # (read again: an upper end the uniform grid left unbounded may now be bounded)
-            circled = (epochs == 1 and curve.directions is not None and 1 < k < t
-                       and _circle_first(ratio, t, k, curve, delta, epsilon))
+        # (read on the blocks' curve where they came first: an upper end the uniform grid left unbounded may now be
+        # bounded)
+        circled = later or circle_first(curve)
         decomposition = curve.directions
         first = (0,) if CIRCLE_SECOND_LAST else None  # (the second level after the lower end's steps)
         circles: dict[str, object] = {}  # the last level of the circle computed (_with_circle), one computation's
